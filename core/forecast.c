@@ -1,0 +1,343 @@
+/* forecast.c — candles in, probabilistic forecast out (upstream's KronosPredictor.predict
+ * and auto_regressive_inference), over the plain reference predictor.
+ *
+ * Normalisation mimics numpy on float32 arrays (pairwise float32 sums down each column),
+ * so that the normalised context equals upstream's bit for bit.
+ */
+#include "forecast_impl.h"
+#include "predictor.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const kr_column_names[KR_D_IN] = {"open", "high", "low", "close", "volume", "amount"};
+
+void kr_forecast_request_init(kr_forecast_request *req) {
+    memset(req, 0, sizeof *req);
+    req->samples = 1;
+    req->sampling.temperature = 1.0;
+    req->sampling.top_k = 0;
+    req->sampling.top_p = 0.9;
+    req->use_cache = true;
+}
+
+void kr_forecast_result_free(kr_forecast_result *res) {
+    if (!res) return;
+    free(res->timestamps);
+    free(res->mean);
+    free(res->paths);
+    free(res->quantiles);
+    free(res->prob_close_up);
+    memset(res, 0, sizeof *res);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int check_request(const kr_model *m, const kr_forecast_request *r, kr_error *err) {
+    if (r->n_context < 2)
+        return kr_fail(err, "candles: at least 2 candles are required, got %d", r->n_context);
+    if (!r->timestamps) return kr_fail(err, "candles.timestamps: missing");
+    for (int c = 0; c < KR_VOLUME; c++)
+        if (!r->columns[c]) return kr_fail(err, "candles.%s: missing", kr_column_names[c]);
+    if (!r->columns[KR_VOLUME] && r->columns[KR_AMOUNT])
+        return kr_fail(err, "candles.amount: given without candles.volume");
+    for (int c = 0; c < KR_D_IN; c++) {
+        if (!r->columns[c]) continue;
+        for (int i = 0; i < r->n_context; i++)
+            if (!isfinite(r->columns[c][i]))
+                return kr_fail(err, "candles.%s[%d]: %s is not allowed", kr_column_names[c], i,
+                               isnan(r->columns[c][i]) ? "NaN" : "an infinite value");
+    }
+    for (int i = 1; i < r->n_context; i++)
+        if (r->timestamps[i] <= r->timestamps[i - 1])
+            return kr_fail(err, "candles.timestamps[%d]: not after the previous timestamp", i);
+    if (r->horizon < 1) return kr_fail(err, "horizon: must be >= 1, got %d", r->horizon);
+    if (r->future_timestamps) {
+        if (r->future_timestamps[0] <= r->timestamps[r->n_context - 1])
+            return kr_fail(err, "future_timestamps[0]: not after the last candle's timestamp");
+        for (int i = 1; i < r->horizon; i++)
+            if (r->future_timestamps[i] <= r->future_timestamps[i - 1])
+                return kr_fail(err, "future_timestamps[%d]: not after the previous timestamp", i);
+    }
+    if (r->samples < 1) return kr_fail(err, "samples: must be >= 1, got %d", r->samples);
+    if (kr_sampling_check(&r->sampling, err)) return -1;
+    if (r->max_context < 0 || r->max_context > m->max_context)
+        return kr_fail(err, "max_context: must be in [1, %d] (the model's), got %d", m->max_context,
+                       r->max_context);
+    if (r->n_quantiles < 0 || r->n_quantiles > KR_MAX_QUANTILES)
+        return kr_fail(err, "quantiles: at most %d levels", KR_MAX_QUANTILES);
+    for (int q = 0; q < r->n_quantiles; q++)
+        if (!(r->quantiles[q] >= 0.0 && r->quantiles[q] <= 1.0))
+            return kr_fail(err, "quantiles[%d]: must be in [0, 1], got %g", q, r->quantiles[q]);
+    return 0;
+}
+
+/* The six float32 columns of upstream's DataFrame, missing volume/amount filled in. */
+static void raw_candles(const kr_forecast_request *r, float *x) {
+    for (int i = 0; i < r->n_context; i++) {
+        float *row = x + (size_t)i * KR_D_IN;
+        for (int c = 0; c < KR_VOLUME; c++)
+            row[c] = (float)r->columns[c][i];
+        double vol = r->columns[KR_VOLUME] ? r->columns[KR_VOLUME][i] : 0.0, amt = 0.0;
+        if (r->columns[KR_AMOUNT])
+            amt = r->columns[KR_AMOUNT][i];
+        else if (r->columns[KR_VOLUME])
+            amt = vol * ((r->columns[KR_OPEN][i] + r->columns[KR_HIGH][i] + r->columns[KR_LOW][i] +
+                          r->columns[KR_CLOSE][i]) /
+                         4.0);
+        row[KR_VOLUME] = (float)vol;
+        row[KR_AMOUNT] = (float)amt;
+    }
+}
+
+/* numpy's pairwise float32 sum (8 accumulators, halves above 128), so that mean and std
+ * come out bit-identical to upstream's np.mean / np.std on its float32 columns. */
+static float pairwise_sum(const float *a, int n) {
+    if (n < 8) {
+        float r = 0.0f;
+        for (int i = 0; i < n; i++)
+            r += a[i];
+        return r;
+    }
+    if (n <= 128) {
+        float r[8];
+        for (int j = 0; j < 8; j++)
+            r[j] = a[j];
+        int i = 8;
+        for (; i < n - n % 8; i += 8)
+            for (int j = 0; j < 8; j++)
+                r[j] += a[i + j];
+        float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++)
+            res += a[i];
+        return res;
+    }
+    int n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+
+int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float std[KR_D_IN],
+                 kr_error *err) {
+    float *col = malloc((size_t)n * sizeof(float));
+    if (!col) return kr_fail(err, "normalise: out of memory for %d candles", n);
+    for (int c = 0; c < KR_D_IN; c++) {
+        for (int i = 0; i < n; i++)
+            col[i] = x[(size_t)i * KR_D_IN + c];
+        float mu = pairwise_sum(col, n) / (float)n;
+        for (int i = 0; i < n; i++) {
+            float dv = col[i] - mu;
+            col[i] = dv * dv;
+        }
+        mean[c] = mu;
+        std[c] = sqrtf(pairwise_sum(col, n) / (float)n);
+    }
+    free(col);
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < KR_D_IN; c++) {
+            float v = (x[(size_t)i * KR_D_IN + c] - mean[c]) / (std[c] + 1e-5f);
+            xn[(size_t)i * KR_D_IN + c] = v < -5.0f ? -5.0f : v > 5.0f ? 5.0f : v;
+        }
+    return 0;
+}
+
+/* One sample path by the reference method: recompute the window at every step. */
+static int reference_path(const kr_model *m, fc_job *job, int path, kr_error *err) {
+    int L = job->L, P = job->P, mc = job->max_context, d = m->pc.d_model;
+    int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
+    int32_t *s1 = job->path_s1 + (size_t)path * (L + P),
+            *s2 = job->path_s2 + (size_t)path * (L + P);
+    float *context = malloc((size_t)mc * d * sizeof(float));
+    float *l1 = malloc((size_t)v1 * sizeof(float)), *l2 = malloc((size_t)v2 * sizeof(float));
+    int rc = -1;
+    if (!context || !l1 || !l2) {
+        kr_fail(err, "forecast: out of memory for a window of %d", mc);
+        goto out;
+    }
+    kr_rng rng;
+    kr_rng_seed(&rng, kr_path_seed(job->seed, path));
+    for (int i = 0; i < P; i++) {
+        int n = L + i, w = n < mc ? n : mc, start = n - w;
+        if (kr_predictor_window(m, s1 + start, s2 + start, job->stamps + start, w, l1, context,
+                                err))
+            goto out;
+        int32_t a = kr_sample(l1, v1, &job->sampling, &rng);
+        if (kr_predictor_s2_logits(m, context, w, a, l2, err)) goto out;
+        int32_t b = kr_sample(l2, v2, &job->sampling, &rng);
+        s1[n] = a;
+        s2[n] = b;
+    }
+    rc = 0;
+out:
+    free(context);
+    free(l1);
+    free(l2);
+    return rc;
+}
+
+uint64_t kr_path_seed(uint64_t seed, int path) {
+    /* distinct, reproducible streams per path, whatever order paths run in */
+    return seed * 0x9e3779b97f4a7c15ULL + (uint64_t)path * 0xd1b54a32d192ed03ULL + 1;
+}
+
+static double quantile_of(double *v, int n, double q) {
+    /* numpy's default (linear) on sorted v */
+    double pos = q * (n - 1);
+    int lo = (int)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Decodes each path's last window, denormalises, and fills the result. */
+static int summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+                     kr_forecast_result *res, kr_error *err) {
+    int L = job->L, P = job->P, S = job->samples, mc = job->max_context;
+    int total = L + P, w = total < mc ? total : mc, start = total - w;
+    float *dec = malloc((size_t)w * KR_D_IN * sizeof(float));
+    float *sum = calloc((size_t)P * KR_D_IN, sizeof(float));
+    double *vals = malloc((size_t)S * sizeof(double));
+    double *paths = malloc((size_t)S * KR_D_IN * P * sizeof(double));
+    int rc = -1;
+    if (!dec || !sum || !vals || !paths) {
+        kr_fail(err, "forecast: out of memory summarising %d paths", S);
+        goto out;
+    }
+    for (int p = 0; p < S; p++) {
+        const int32_t *s1 = job->path_s1 + (size_t)p * total,
+                      *s2 = job->path_s2 + (size_t)p * total;
+        if (kr_tokenizer_decode(m, s1 + start, s2 + start, w, dec, err)) goto out;
+        for (int i = 0; i < P; i++)
+            for (int c = 0; c < KR_D_IN; c++) {
+                float v = dec[(size_t)(w - P + i) * KR_D_IN + c];
+                sum[(size_t)i * KR_D_IN + c] += v;
+                paths[((size_t)p * KR_D_IN + c) * P + i] =
+                    (double)(v * (job->std[c] + 1e-5f) + job->mean[c]);
+            }
+    }
+    for (int i = 0; i < P; i++)
+        for (int c = 0; c < KR_D_IN; c++) {
+            float avg = sum[(size_t)i * KR_D_IN + c] / (float)S;
+            res->mean[(size_t)c * P + i] = (double)(avg * (job->std[c] + 1e-5f) + job->mean[c]);
+        }
+    double last_close = r->columns[KR_CLOSE][L - 1];
+    for (int i = 0; i < P; i++) {
+        int up = 0;
+        for (int p = 0; p < S; p++)
+            up += paths[((size_t)p * KR_D_IN + KR_CLOSE) * P + i] > last_close;
+        res->prob_close_up[i] = (double)up / S;
+    }
+    for (int c = 0; c < KR_D_IN && r->n_quantiles > 0; c++)
+        for (int i = 0; i < P; i++) {
+            for (int p = 0; p < S; p++)
+                vals[p] = paths[((size_t)p * KR_D_IN + c) * P + i];
+            qsort(vals, (size_t)S, sizeof *vals, cmp_double);
+            for (int q = 0; q < r->n_quantiles; q++)
+                res->quantiles[((size_t)q * KR_D_IN + c) * P + i] =
+                    quantile_of(vals, S, r->quantiles[q]);
+        }
+    if (r->return_paths) {
+        res->paths = paths;
+        paths = NULL;
+    }
+    rc = 0;
+out:
+    free(dec);
+    free(sum);
+    free(vals);
+    free(paths);
+    return rc;
+}
+
+static int alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err) {
+    int P = r->horizon;
+    memset(res, 0, sizeof *res);
+    res->horizon = P;
+    res->samples = r->samples;
+    res->n_quantiles = r->n_quantiles;
+    memcpy(res->quantile_levels, r->quantiles, sizeof res->quantile_levels);
+    res->timestamps = malloc((size_t)P * sizeof *res->timestamps);
+    res->mean = malloc((size_t)KR_D_IN * P * sizeof *res->mean);
+    res->prob_close_up = malloc((size_t)P * sizeof *res->prob_close_up);
+    if (r->n_quantiles)
+        res->quantiles = malloc((size_t)r->n_quantiles * KR_D_IN * P * sizeof *res->quantiles);
+    if (!res->timestamps || !res->mean || !res->prob_close_up ||
+        (r->n_quantiles && !res->quantiles)) {
+        kr_forecast_result_free(res);
+        return kr_fail(err, "forecast: out of memory for a horizon of %d", P);
+    }
+    return 0;
+}
+
+static void job_free(fc_job *job) {
+    free(job->stamps);
+    free(job->path_s1);
+    free(job->path_s2);
+}
+
+int kr_forecast(const kr_model *m, const kr_forecast_request *r, kr_forecast_result *res,
+                kr_error *err) {
+    double t0 = now_ms();
+    memset(res, 0, sizeof *res);
+    if (check_request(m, r, err)) return -1;
+    int L = r->n_context, P = r->horizon, S = r->samples;
+    if ((size_t)S * (size_t)(L + P) > (size_t)1 << 31)
+        return kr_fail(err, "samples: %d paths of %d tokens is too many", S, L + P);
+    fc_job job = {.L = L,
+                  .P = P,
+                  .samples = S,
+                  .seed = r->seed,
+                  .sampling = r->sampling,
+                  .max_context = r->max_context ? r->max_context : m->max_context};
+    if (alloc_result(r, res, err)) return -1;
+    int rc = -1;
+    float *x = malloc((size_t)L * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
+    job.stamps = malloc((size_t)(L + P) * sizeof *job.stamps);
+    job.path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    job.path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    if (!x || !xn || !job.stamps || !job.path_s1 || !job.path_s2) {
+        kr_fail(err, "forecast: out of memory for %d candles and %d paths", L, S);
+        goto out;
+    }
+    /* future rows: as given, or continuing at the series' last interval */
+    int64_t step = r->timestamps[L - 1] - r->timestamps[L - 2];
+    for (int i = 0; i < P; i++)
+        res->timestamps[i] =
+            r->future_timestamps ? r->future_timestamps[i] : r->timestamps[L - 1] + step * (i + 1);
+    for (int i = 0; i < L; i++)
+        job.stamps[i] = kr_stamp_from_wall(r->timestamps[i]);
+    for (int i = 0; i < P; i++)
+        job.stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
+
+    raw_candles(r, x);
+    if (kr_normalise(x, L, xn, job.mean, job.std, err)) goto out;
+    if (kr_tokenizer_encode(m, xn, L, job.path_s1, job.path_s2, err)) goto out;
+    for (int p = 1; p < S; p++) {
+        memcpy(job.path_s1 + (size_t)p * (L + P), job.path_s1, (size_t)L * sizeof(int32_t));
+        memcpy(job.path_s2 + (size_t)p * (L + P), job.path_s2, (size_t)L * sizeof(int32_t));
+    }
+    for (int p = 0; p < S; p++)
+        if (reference_path(m, &job, p, err)) goto out;
+    res->usage.recomputed_steps = P;
+    if (summarise(m, r, &job, res, err)) goto out;
+    res->usage.context_candles = L;
+    res->usage.generated_tokens = S * P;
+    res->usage.elapsed_ms = now_ms() - t0;
+    rc = 0;
+out:
+    free(x);
+    free(xn);
+    job_free(&job);
+    if (rc) kr_forecast_result_free(res);
+    return rc;
+}

@@ -1,0 +1,400 @@
+/* loader.c — reads a tokenizer folder and a predictor folder (config.json +
+ * model.safetensors, the released Hugging Face layout) into a kr_model.
+ *
+ * Every tensor inference uses is checked against the shape the config implies; weights
+ * are converted to float32 once, here, and the files are unmapped afterwards.
+ */
+#include "model.h"
+#include "safetensors.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    kr_model *m;
+    st_file st;
+    kr_error *err;
+} loader;
+
+static const char *const time_names[KR_N_TIME] = {"minute", "hour", "weekday", "day", "month"};
+static const int time_sizes[KR_N_TIME] = {60, 24, 7, 32, 13};
+
+/* ---- config.json ------------------------------------------------------------------------ */
+
+static int cfg_int(json_t *root, const char *path, const char *key, int lo, int hi, int *out,
+                   kr_error *err) {
+    json_t *v = json_object_get(root, key);
+    if (!v) return kr_fail(err, "%s: missing key '%s'", path, key);
+    if (!json_is_integer(v)) return kr_fail(err, "%s: '%s' must be an integer", path, key);
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return kr_fail(err, "%s: '%s' = %lld is out of range [%d, %d]", path, key, (long long)x, lo,
+                       hi);
+    *out = (int)x;
+    return 0;
+}
+
+static int cfg_bool(json_t *root, const char *path, const char *key, bool dflt, bool *out,
+                    kr_error *err) {
+    json_t *v = json_object_get(root, key);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_boolean(v)) return kr_fail(err, "%s: '%s' must be true or false", path, key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+static json_t *read_config(const char *dir, char *path, size_t pathlen, kr_error *err) {
+    snprintf(path, pathlen, "%s/config.json", dir);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        kr_fail(err, "%s: %s (line %d, column %d)", path, jerr.text, jerr.line, jerr.column);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        json_decref(root);
+        kr_fail(err, "%s: not a JSON object", path);
+        return NULL;
+    }
+    return root;
+}
+
+static int check_heads(const char *path, int d, int n_heads, kr_error *err) {
+    if (d % n_heads != 0)
+        return kr_fail(err, "%s: d_model = %d is not divisible by n_heads = %d", path, d, n_heads);
+    if ((d / n_heads) % 2 != 0)
+        return kr_fail(err, "%s: head size %d is odd; RoPE needs an even head size", path,
+                       d / n_heads);
+    return 0;
+}
+
+static int read_tokenizer_config(const char *dir, kr_tokenizer_config *c, kr_error *err) {
+    char path[1100];
+    json_t *root = read_config(dir, path, sizeof path, err);
+    if (!root) return -1;
+    int rc = -1;
+    if (cfg_int(root, path, "d_in", 1, 64, &c->d_in, err) ||
+        cfg_int(root, path, "d_model", 1, 1 << 16, &c->d_model, err) ||
+        cfg_int(root, path, "n_heads", 1, 1024, &c->n_heads, err) ||
+        cfg_int(root, path, "ff_dim", 1, 1 << 18, &c->ff_dim, err) ||
+        cfg_int(root, path, "n_enc_layers", 1, 1024, &c->n_enc_layers, err) ||
+        cfg_int(root, path, "n_dec_layers", 1, 1024, &c->n_dec_layers, err) ||
+        cfg_int(root, path, "s1_bits", 1, 20, &c->s1_bits, err) ||
+        cfg_int(root, path, "s2_bits", 1, 20, &c->s2_bits, err) ||
+        check_heads(path, c->d_model, c->n_heads, err))
+        goto out;
+    if (c->d_in != KR_D_IN) {
+        kr_fail(err,
+                "%s: d_in = %d, but kronosd forecasts the %d columns open, high, low, "
+                "close, volume, amount",
+                path, c->d_in, KR_D_IN);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+static int read_predictor_config(const char *dir, kr_predictor_config *c, kr_error *err) {
+    char path[1100];
+    json_t *root = read_config(dir, path, sizeof path, err);
+    if (!root) return -1;
+    int rc = -1;
+    if (cfg_int(root, path, "d_model", 1, 1 << 16, &c->d_model, err) ||
+        cfg_int(root, path, "n_layers", 1, 1024, &c->n_layers, err) ||
+        cfg_int(root, path, "n_heads", 1, 1024, &c->n_heads, err) ||
+        cfg_int(root, path, "ff_dim", 1, 1 << 18, &c->ff_dim, err) ||
+        cfg_int(root, path, "s1_bits", 1, 20, &c->s1_bits, err) ||
+        cfg_int(root, path, "s2_bits", 1, 20, &c->s2_bits, err) ||
+        cfg_bool(root, path, "learn_te", true, &c->learn_te, err) ||
+        cfg_bool(root, path, "kv_shift", false, &c->kv_shift, err) ||
+        check_heads(path, c->d_model, c->n_heads, err))
+        goto out;
+    if (c->d_model % KR_DEP_HEADS != 0 || (c->d_model / KR_DEP_HEADS) % 2 != 0) {
+        kr_fail(err,
+                "%s: d_model = %d must split into %d heads of even size for the "
+                "dependency-aware layer",
+                path, c->d_model, KR_DEP_HEADS);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* ---- tensors ---------------------------------------------------------------------------- */
+
+static float *track(loader *L, size_t n) {
+    kr_model *m = L->m;
+    if (m->n_allocs == m->cap_allocs) {
+        int cap = m->cap_allocs ? 2 * m->cap_allocs : 64;
+        float **a = realloc(m->allocs, (size_t)cap * sizeof *a);
+        if (!a) return NULL;
+        m->allocs = a;
+        m->cap_allocs = cap;
+    }
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    if (p) m->allocs[m->n_allocs++] = p;
+    return p;
+}
+
+static void shape_str(const int64_t *shape, int ndim, char *out, size_t n) {
+    size_t used = (size_t)snprintf(out, n, "[");
+    for (int i = 0; i < ndim && used < n; i++)
+        used +=
+            (size_t)snprintf(out + used, n - used, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    if (used < n) snprintf(out + used, n - used, "]");
+}
+
+/* Loads tensor `name` of the expected shape (d1 == 0 means one dimension). */
+static const float *tensor(loader *L, const char *name, int d0, int d1) {
+    const st_tensor *t = st_find(&L->st, name);
+    if (!t) {
+        kr_fail(L->err, "%s: missing tensor '%s'", L->st.path, name);
+        return NULL;
+    }
+    int64_t want[2] = {d0, d1};
+    int ndim = d1 ? 2 : 1;
+    if (t->ndim != ndim || t->shape[0] != d0 || (ndim == 2 && t->shape[1] != d1)) {
+        char have[128], exp[64];
+        shape_str(t->shape, t->ndim, have, sizeof have);
+        shape_str(want, ndim, exp, sizeof exp);
+        kr_fail(L->err, "%s: tensor '%s' has shape %s, but config.json implies %s", L->st.path,
+                name, have, exp);
+        return NULL;
+    }
+    float *dst = track(L, t->numel);
+    if (!dst) {
+        kr_fail(L->err, "%s: out of memory for tensor '%s'", L->st.path, name);
+        return NULL;
+    }
+    if (st_read_f32(&L->st, t, dst, L->err) != 0) return NULL;
+    for (size_t i = 0; i < t->numel; i++)
+        if (!isfinite(dst[i])) {
+            kr_fail(L->err, "%s: tensor '%s' holds a non-finite value at index %zu", L->st.path,
+                    name, i);
+            return NULL;
+        }
+    L->m->n_params += t->numel;
+    return dst;
+}
+
+/* name = a + b; tensor names are short, so a truncation means a bug, reported as such */
+static const char *cat(char *buf, size_t n, const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + lb + 1 > n) la = lb = 0;
+    memcpy(buf, a, la);
+    memcpy(buf + la, b, lb);
+    buf[la + lb] = '\0';
+    return buf;
+}
+
+static int linear(loader *L, kr_linear *l, const char *prefix, int out, int in, bool bias) {
+    char name[300];
+    cat(name, sizeof name, prefix, ".weight");
+    l->out = out;
+    l->in = in;
+    if (!(l->w = tensor(L, name, out, in))) return -1;
+    l->b = NULL;
+    if (bias) {
+        cat(name, sizeof name, prefix, ".bias");
+        if (!(l->b = tensor(L, name, out, 0))) return -1;
+    }
+    return 0;
+}
+
+static int block(loader *L, kr_block *b, const char *prefix, int d, int n_heads, int ff,
+                 bool kv_shift) {
+    char name[256];
+    b->d = d;
+    b->n_heads = n_heads;
+    b->hd = d / n_heads;
+    b->ff = ff;
+#define NAME(suffix) cat(name, sizeof name, prefix, "." suffix)
+    if (!(b->norm1 = tensor(L, NAME("norm1.weight"), d, 0))) return -1;
+    if (!(b->norm2 = tensor(L, NAME("norm2.weight"), d, 0))) return -1;
+    if (linear(L, &b->q, NAME("self_attn.q_proj"), d, d, true) ||
+        linear(L, &b->k, NAME("self_attn.k_proj"), d, d, true) ||
+        linear(L, &b->v, NAME("self_attn.v_proj"), d, d, true) ||
+        linear(L, &b->o, NAME("self_attn.out_proj"), d, d, true) ||
+        linear(L, &b->w1, NAME("ffn.w1"), ff, d, false) ||
+        linear(L, &b->w3, NAME("ffn.w3"), ff, d, false) ||
+        linear(L, &b->w2, NAME("ffn.w2"), d, ff, false))
+        return -1;
+    if (!(b->inv_freq = tensor(L, NAME("self_attn.rotary.inv_freq"), b->hd / 2, 0))) return -1;
+    b->kv_shift = NULL;
+    if (kv_shift) {
+        if (!(b->kv_shift = tensor(L, NAME("self_attn.kv_shift"), 4, n_heads))) return -1;
+    } else if (st_find(&L->st, NAME("self_attn.kv_shift"))) {
+        return kr_fail(L->err,
+                       "%s: tensor '%s' is present but config.json does not set "
+                       "\"kv_shift\": true",
+                       L->st.path, name);
+    }
+#undef NAME
+    return 0;
+}
+
+/* A config that says fewer blocks than the file holds contradicts the tensors. */
+static int check_no_extra_block(loader *L, const char *prefix, int n, const char *key) {
+    char name[256];
+    snprintf(name, sizeof name, "%s.%d.norm1.weight", prefix, n);
+    if (st_find(&L->st, name))
+        return kr_fail(L->err, "%s: holds tensor '%s', more blocks than config.json's %s says",
+                       L->st.path, name, key);
+    return 0;
+}
+
+static int blocks(loader *L, kr_block **out, int n, const char *prefix, int d, int heads, int ff,
+                  bool kv_shift) {
+    *out = calloc((size_t)(n ? n : 1), sizeof **out);
+    if (!*out) return kr_fail(L->err, "out of memory for %d %s blocks", n, prefix);
+    for (int i = 0; i < n; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "%s.%d", prefix, i);
+        if (block(L, &(*out)[i], p, d, heads, ff, kv_shift)) return -1;
+    }
+    return 0;
+}
+
+static int open_weights(loader *L, const char *dir) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    return st_open(&L->st, path, L->err);
+}
+
+static int load_tokenizer(loader *L, const char *dir) {
+    kr_model *m = L->m;
+    const kr_tokenizer_config *c = &m->tc;
+    kr_tokenizer_weights *w = &m->tok;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
+    if (open_weights(L, dir)) return -1;
+    w->n_enc = c->n_enc_layers - 1;
+    w->n_dec = c->n_dec_layers - 1;
+    int rc = -1;
+    if (linear(L, &w->embed, "embed", d, c->d_in, true) ||
+        blocks(L, &w->enc, w->n_enc, "encoder", d, c->n_heads, c->ff_dim, false) ||
+        check_no_extra_block(L, "encoder", w->n_enc, "n_enc_layers (blocks = n_enc_layers - 1)") ||
+        linear(L, &w->quant_embed, "quant_embed", nb, d, true) ||
+        linear(L, &w->post_quant_embed, "post_quant_embed", d, nb, true) ||
+        blocks(L, &w->dec, w->n_dec, "decoder", d, c->n_heads, c->ff_dim, false) ||
+        check_no_extra_block(L, "decoder", w->n_dec, "n_dec_layers (blocks = n_dec_layers - 1)") ||
+        linear(L, &w->head, "head", c->d_in, d, true))
+        goto out;
+    rc = 0;
+out:
+    st_close(&L->st);
+    return rc;
+}
+
+static int time_tables(loader *L) {
+    kr_model *m = L->m;
+    int d = m->pc.d_model;
+    for (int i = 0; i < KR_N_TIME; i++) {
+        char name[128], other[128];
+        const char *learned = "time_emb.%s_embed.weight", *fixed = "time_emb.%s_embed.emb.weight";
+        snprintf(name, sizeof name, m->pc.learn_te ? learned : fixed, time_names[i]);
+        snprintf(other, sizeof other, m->pc.learn_te ? fixed : learned, time_names[i]);
+        if (!st_find(&L->st, name) && st_find(&L->st, other))
+            return kr_fail(L->err,
+                           "%s: config.json says learn_te = %s but the file holds '%s' (the "
+                           "learn_te = %s form)",
+                           L->st.path, m->pc.learn_te ? "true" : "false", other,
+                           m->pc.learn_te ? "false" : "true");
+        if (!(m->pred.time[i] = tensor(L, name, time_sizes[i], d))) return -1;
+    }
+    return 0;
+}
+
+static int load_predictor(loader *L, const char *dir) {
+    kr_model *m = L->m;
+    const kr_predictor_config *c = &m->pc;
+    kr_predictor_weights *w = &m->pred;
+    int d = c->d_model, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
+    if (open_weights(L, dir)) return -1;
+    w->n_layers = c->n_layers;
+    int rc = -1;
+    if (!(w->emb_s1 = tensor(L, "embedding.emb_s1.weight", v1, d)) ||
+        !(w->emb_s2 = tensor(L, "embedding.emb_s2.weight", v2, d)) ||
+        linear(L, &w->fusion, "embedding.fusion_proj", d, 2 * d, true) || time_tables(L) ||
+        blocks(L, &w->blocks, w->n_layers, "transformer", d, c->n_heads, c->ff_dim, c->kv_shift) ||
+        check_no_extra_block(L, "transformer", w->n_layers, "n_layers") ||
+        !(w->norm = tensor(L, "norm.weight", d, 0)) ||
+        linear(L, &w->dep_q, "dep_layer.cross_attn.q_proj", d, d, true) ||
+        linear(L, &w->dep_k, "dep_layer.cross_attn.k_proj", d, d, true) ||
+        linear(L, &w->dep_v, "dep_layer.cross_attn.v_proj", d, d, true) ||
+        linear(L, &w->dep_o, "dep_layer.cross_attn.out_proj", d, d, true) ||
+        !(w->dep_norm = tensor(L, "dep_layer.norm.weight", d, 0)) ||
+        linear(L, &w->proj_s1, "head.proj_s1", v1, d, true) ||
+        linear(L, &w->proj_s2, "head.proj_s2", v2, d, true))
+        goto out;
+    rc = 0;
+out:
+    st_close(&L->st);
+    return rc;
+}
+
+kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
+    if (!paths || !paths->tokenizer_dir || !paths->predictor_dir) {
+        kr_fail(err, "model load: both a tokenizer and a predictor folder are required");
+        return NULL;
+    }
+    int max_context = paths->max_context ? paths->max_context : 512;
+    if (max_context < 1 || max_context > 1 << 20) {
+        kr_fail(err, "model load: max_context = %d is out of range", max_context);
+        return NULL;
+    }
+    kr_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        kr_fail(err, "model load: out of memory");
+        return NULL;
+    }
+    m->max_context = max_context;
+    loader L = {.m = m, .err = err};
+    if (read_tokenizer_config(paths->tokenizer_dir, &m->tc, err) ||
+        read_predictor_config(paths->predictor_dir, &m->pc, err))
+        goto fail;
+    if (m->tc.s1_bits != m->pc.s1_bits || m->tc.s2_bits != m->pc.s2_bits) {
+        kr_fail(err, "model load: tokenizer bits (%d+%d) and predictor bits (%d+%d) differ",
+                m->tc.s1_bits, m->tc.s2_bits, m->pc.s1_bits, m->pc.s2_bits);
+        goto fail;
+    }
+    if (load_tokenizer(&L, paths->tokenizer_dir) || load_predictor(&L, paths->predictor_dir))
+        goto fail;
+    return m;
+fail:
+    kr_model_free(m);
+    return NULL;
+}
+
+void kr_model_free(kr_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_allocs; i++)
+        free(m->allocs[i]);
+    free(m->allocs);
+    free(m->tok.enc);
+    free(m->tok.dec);
+    free(m->pred.blocks);
+    free(m);
+}
+
+const kr_tokenizer_config *kr_model_tokenizer_config(const kr_model *m) {
+    return &m->tc;
+}
+const kr_predictor_config *kr_model_predictor_config(const kr_model *m) {
+    return &m->pc;
+}
+int kr_model_max_context(const kr_model *m) {
+    return m->max_context;
+}
+size_t kr_model_param_count(const kr_model *m) {
+    return m->n_params;
+}

@@ -1,0 +1,59 @@
+/* model.h — the loaded weights, shared read-only by every thread. Internal to core/. */
+#ifndef KR_MODEL_H
+#define KR_MODEL_H
+
+#include "kronos.h"
+
+typedef struct {
+    const float *w; /* [out][in], as torch stores it */
+    const float *b; /* [out] or NULL */
+    int out, in;
+} kr_linear;
+
+typedef struct {
+    int d, n_heads, hd, ff;
+    const float *norm1, *norm2;
+    kr_linear q, k, v, o;
+    const float *inv_freq; /* [hd/2] */
+    kr_linear w1, w2, w3;  /* no biases */
+    const float *kv_shift; /* [4][n_heads] rows a0, a1, b0, b1, or NULL */
+} kr_block;
+
+enum { KR_TIME_MINUTE, KR_TIME_HOUR, KR_TIME_WEEKDAY, KR_TIME_DAY, KR_TIME_MONTH, KR_N_TIME };
+
+#define KR_DEP_HEADS 4 /* the dependency-aware layer has 4 heads whatever n_heads is */
+
+typedef struct {
+    kr_linear embed;
+    kr_block *enc;
+    int n_enc;
+    kr_linear quant_embed, post_quant_embed;
+    kr_block *dec;
+    int n_dec;
+    kr_linear head;
+} kr_tokenizer_weights;
+
+typedef struct {
+    const float *emb_s1, *emb_s2; /* [2^bits][d] */
+    kr_linear fusion;             /* 2d -> d */
+    const float *time[KR_N_TIME]; /* [size][d] */
+    kr_block *blocks;
+    int n_layers;
+    const float *norm;
+    kr_linear dep_q, dep_k, dep_v, dep_o;
+    const float *dep_norm;
+    kr_linear proj_s1, proj_s2;
+} kr_predictor_weights;
+
+struct kr_model {
+    kr_tokenizer_config tc;
+    kr_predictor_config pc;
+    int max_context;
+    size_t n_params;
+    kr_tokenizer_weights tok;
+    kr_predictor_weights pred;
+    float **allocs; /* every weight buffer, freed with the model */
+    int n_allocs, cap_allocs;
+};
+
+#endif

@@ -1,0 +1,211 @@
+/* nn.c — RMSNorm, linear layers, RoPE, attention and the transformer block.
+ *
+ * Everything is float32 on row-major [T][d] arrays, the way upstream computes it; the
+ * matrix products go through OpenBLAS.
+ */
+#include "nn.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * d;
+        float *yr = out + (size_t)r * d;
+        double ss = 0.0;
+        for (int i = 0; i < d; i++)
+            ss += (double)xr[i] * xr[i];
+        float scale = (float)(1.0 / sqrt(ss / d + 1e-5));
+        for (int i = 0; i < d; i++)
+            yr[i] = xr[i] * scale * w[i];
+    }
+}
+
+void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
+    if (T == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, l->out, l->in, 1.0f, l->w, l->in, x, 1, 0.0f, y,
+                    1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, l->out, l->in, 1.0f, x, l->in, l->w,
+                    l->in, 0.0f, y, l->out);
+    if (l->b)
+        for (int t = 0; t < T; t++) {
+            float *yr = y + (size_t)t * l->out;
+            for (int o = 0; o < l->out; o++)
+                yr[o] += l->b[o];
+        }
+}
+
+void kr_rope(float *x, int T, int stride, int n_heads, int hd, int pos0, const float *inv_freq) {
+    int half = hd / 2;
+    for (int t = 0; t < T; t++) {
+        /* torch forms the angle as a float32 product, then takes cos/sin of it */
+        float pos = (float)(pos0 + t);
+        for (int j = 0; j < half; j++) {
+            float angle = pos * inv_freq[j];
+            float c = (float)cos((double)angle), s = (float)sin((double)angle);
+            for (int h = 0; h < n_heads; h++) {
+                float *xh = x + (size_t)t * stride + (size_t)h * hd;
+                float a = xh[j], b = xh[j + half];
+                xh[j] = a * c - b * s;
+                xh[j + half] = b * c + a * s;
+            }
+        }
+    }
+}
+
+static void softmax_row(float *s, int n) {
+    float mx = s[0];
+    for (int i = 1; i < n; i++)
+        if (s[i] > mx) mx = s[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        s[i] = expf(s[i] - mx);
+        sum += s[i];
+    }
+    float inv = 1.0f / sum;
+    for (int i = 0; i < n; i++)
+        s[i] *= inv;
+}
+
+/* Eight independent partial sums: the compiler vectorises this, and every path (cached or
+ * not) uses it, so they agree on the order of the additions. */
+float kr_dot(const float *a, const float *b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += a[i + j] * b[i + j];
+    for (; i < n; i++)
+        acc[0] += a[i] * b[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
+               float *scores) {
+    int d = kv->d, hd = d / n_heads;
+    float scale = (float)(1.0 / sqrt((double)hd));
+    for (int h = 0; h < n_heads; h++) {
+        const float *qh = q + (size_t)h * hd;
+        for (int j = 0; j < n_keys; j++)
+            scores[j] = kr_dot(qh, kr_kv_k(kv, layer, j) + (size_t)h * hd, hd) * scale;
+        softmax_row(scores, n_keys);
+        float *oh = out + (size_t)h * hd;
+        memset(oh, 0, (size_t)hd * sizeof *oh);
+        for (int j = 0; j < n_keys; j++) {
+            const float *vj = kr_kv_v(kv, layer, j) + (size_t)h * hd;
+            float p = scores[j];
+            for (int i = 0; i < hd; i++)
+                oh[i] += p * vj[i];
+        }
+    }
+}
+
+int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d, int ff,
+                          kr_error *err) {
+    memset(s, 0, sizeof *s);
+    s->max_rows = max_rows;
+    s->max_keys = max_keys;
+    s->d = d;
+    s->ff = ff;
+    size_t Rd = (size_t)max_rows * d, Rf = (size_t)max_rows * ff;
+    s->xn = malloc(Rd * sizeof(float));
+    s->q = malloc(Rd * sizeof(float));
+    s->k = malloc(Rd * sizeof(float));
+    s->v = malloc(Rd * sizeof(float));
+    s->attn = malloc(Rd * sizeof(float));
+    s->h1 = malloc(Rf * sizeof(float));
+    s->h3 = malloc(Rf * sizeof(float));
+    s->scores = malloc((size_t)max_keys * sizeof(float));
+    if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->scores) {
+        kr_block_scratch_free(s);
+        return kr_fail(err, "block scratch: out of memory for %d rows of width %d/%d", max_rows, d,
+                       ff);
+    }
+    return 0;
+}
+
+void kr_block_scratch_free(kr_block_scratch *s) {
+    free(s->xn);
+    free(s->q);
+    free(s->k);
+    free(s->v);
+    free(s->attn);
+    free(s->h1);
+    free(s->h3);
+    free(s->scores);
+    memset(s, 0, sizeof *s);
+}
+
+/* Writes one sequence's T new key/value rows into its cache: k'_t = a0 k_t + a1 k_{t-1}
+ * per head when the block has kv_shift (v alike with b0, b1), then RoPE on the keys. */
+static void store_kv(const kr_block *b, int layer, const kr_seq *sq, const float *k, const float *v,
+                     int T) {
+    int d = b->d, H = b->n_heads, hd = b->hd;
+    float *raw = sq->raw_kv ? sq->raw_kv + (size_t)layer * 2 * d : NULL;
+    for (int t = 0; t < T; t++) {
+        float *kc = kr_kv_k(sq->kv, layer, sq->pos0 + t),
+              *vc = kr_kv_v(sq->kv, layer, sq->pos0 + t);
+        const float *kt = k + (size_t)t * d, *vt = v + (size_t)t * d;
+        if (!b->kv_shift) {
+            memcpy(kc, kt, (size_t)d * sizeof(float));
+            memcpy(vc, vt, (size_t)d * sizeof(float));
+            continue;
+        }
+        const float *a0 = b->kv_shift, *a1 = a0 + H, *b0 = a0 + 2 * H, *b1 = a0 + 3 * H;
+        const float *kp = NULL, *vp = NULL; /* k_{-1} = v_{-1} = 0 */
+        if (t > 0) {
+            kp = kt - d;
+            vp = vt - d;
+        } else if (sq->pos0 > 0 && raw) {
+            kp = raw;
+            vp = raw + d;
+        }
+        for (int h = 0; h < H; h++)
+            for (int i = h * hd; i < (h + 1) * hd; i++) {
+                kc[i] = a0[h] * kt[i] + (kp ? a1[h] * kp[i] : 0.0f);
+                vc[i] = b0[h] * vt[i] + (vp ? b1[h] * vp[i] : 0.0f);
+            }
+    }
+    if (raw) { /* the unshifted k and v of the last row, for the next append */
+        memcpy(raw, k + (size_t)(T - 1) * d, (size_t)d * sizeof(float));
+        memcpy(raw + d, v + (size_t)(T - 1) * d, (size_t)d * sizeof(float));
+    }
+    for (int t = 0; t < T; t++)
+        kr_rope(kr_kv_k(sq->kv, layer, sq->pos0 + t), 1, d, H, hd, sq->pos0 + t, b->inv_freq);
+}
+
+void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, const kr_seq *seqs,
+                      kr_block_scratch *s) {
+    int d = b->d, R = S * T;
+
+    kr_rmsnorm(s->xn, x, b->norm1, R, d);
+    kr_linear_forward(s->q, s->xn, R, &b->q);
+    kr_linear_forward(s->k, s->xn, R, &b->k);
+    kr_linear_forward(s->v, s->xn, R, &b->v);
+    for (int i = 0; i < S; i++) {
+        const kr_seq *sq = &seqs[i];
+        size_t row0 = (size_t)i * T;
+        store_kv(b, layer, sq, s->k + row0 * d, s->v + row0 * d, T);
+        kr_rope(s->q + row0 * d, T, d, b->n_heads, b->hd, sq->pos0, b->inv_freq);
+        for (int t = 0; t < T; t++)
+            kr_attend(s->attn + (row0 + t) * d, s->q + (row0 + t) * d, sq->kv, layer,
+                      sq->pos0 + t + 1, b->n_heads, s->scores);
+    }
+    kr_linear_forward(s->xn, s->attn, R, &b->o);
+    for (size_t i = 0; i < (size_t)R * d; i++)
+        x[i] += s->xn[i];
+
+    kr_rmsnorm(s->xn, x, b->norm2, R, d);
+    kr_linear_forward(s->h1, s->xn, R, &b->w1);
+    kr_linear_forward(s->h3, s->xn, R, &b->w3);
+    for (size_t i = 0; i < (size_t)R * b->ff; i++) {
+        float a = s->h1[i];
+        s->h1[i] = a / (1.0f + expf(-a)) * s->h3[i];
+    }
+    kr_linear_forward(s->xn, s->h1, R, &b->w2);
+    for (size_t i = 0; i < (size_t)R * d; i++)
+        x[i] += s->xn[i];
+}

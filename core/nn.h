@@ -1,0 +1,61 @@
+/* nn.h — the building blocks of both transformers, over row-major [rows][d] arrays. */
+#ifndef KR_NN_H
+#define KR_NN_H
+
+#include "model.h"
+
+void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d);
+/* y[T][out] = x[T][in] W^T + b */
+void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l);
+/* Rotates each head of x[T][stride] (heads of size hd from column 0) at positions pos0.. */
+void kr_rope(float *x, int T, int stride, int n_heads, int hd, int pos0, const float *inv_freq);
+float kr_dot(const float *a, const float *b, int n);
+
+/* Where one sequence's keys and values live: blocks of block_len positions, each block
+ * holding, per layer, block_len rows of K then block_len rows of V (d floats a row). The
+ * plain reference path uses a single block as long as the sequence. */
+typedef struct {
+    float *const *blocks;
+    int block_len;
+    int d;
+} kr_kv_view;
+
+static inline float *kr_kv_k(const kr_kv_view *v, int layer, int pos) {
+    return v->blocks[pos / v->block_len] + (size_t)layer * 2 * v->block_len * v->d +
+           (size_t)(pos % v->block_len) * v->d;
+}
+static inline float *kr_kv_v(const kr_kv_view *v, int layer, int pos) {
+    return kr_kv_k(v, layer, pos) + (size_t)v->block_len * v->d;
+}
+
+/* Attention of one query row (all heads) over keys 0..n_keys-1 of `layer` in kv.
+ * scores: scratch of n_keys floats. */
+void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
+               float *scores);
+
+/* One sequence of a batch: its cache, the position of its first new row, and (for
+ * kv_shift) the unshifted k and v of each layer at pos0 - 1 ([n_layers][2][d]; replaced by
+ * those of its last new row). */
+typedef struct {
+    const kr_kv_view *kv;
+    int pos0;
+    float *raw_kv;
+} kr_seq;
+
+/* Scratch for one block forward of up to max_rows rows over up to max_keys keys. */
+typedef struct {
+    int max_rows, max_keys, d, ff;
+    float *xn, *q, *k, *v, *attn, *h1, *h3, *scores;
+} kr_block_scratch;
+
+int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d, int ff,
+                          kr_error *err);
+void kr_block_scratch_free(kr_block_scratch *s);
+
+/* Transformer block `layer` on x[S*T][d] in place: S sequences of T new rows each, one GEMM
+ * per weight matrix for all of them; sequence i's rows sit at positions seqs[i].pos0.. and
+ * their keys/values are written into seqs[i].kv before attending causally. */
+void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, const kr_seq *seqs,
+                      kr_block_scratch *s);
+
+#endif

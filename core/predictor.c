@@ -1,0 +1,130 @@
+/* predictor.c — the Kronos predictor over one window, recomputed from scratch: the plain
+ * reference that every faster path is checked against. */
+#include "predictor.h"
+#include "nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
+                        const kr_stamp *stamps, int n, float *out, float *pair_scratch) {
+    const kr_predictor_weights *w = &m->pred;
+    int d = m->pc.d_model;
+    float scale = (float)sqrt((double)d);
+    for (int t = 0; t < n; t++) {
+        float *p = pair_scratch + (size_t)t * 2 * d;
+        const float *e1 = w->emb_s1 + (size_t)s1[t] * d, *e2 = w->emb_s2 + (size_t)s2[t] * d;
+        for (int i = 0; i < d; i++) {
+            p[i] = e1[i] * scale;
+            p[d + i] = e2[i] * scale;
+        }
+    }
+    kr_linear_forward(out, pair_scratch, n, &w->fusion);
+    for (int t = 0; t < n; t++) {
+        const kr_stamp *st = &stamps[t];
+        const float *rows[KR_N_TIME] = {
+            w->time[KR_TIME_MINUTE] + (size_t)st->minute * d,
+            w->time[KR_TIME_HOUR] + (size_t)st->hour * d,
+            w->time[KR_TIME_WEEKDAY] + (size_t)st->weekday * d,
+            w->time[KR_TIME_DAY] + (size_t)st->day * d,
+            w->time[KR_TIME_MONTH] + (size_t)st->month * d,
+        };
+        float *o = out + (size_t)t * d;
+        for (int i = 0; i < d; i++) {
+            /* upstream's order: hour + weekday + day + month + minute */
+            float te = rows[1][i] + rows[2][i] + rows[3][i] + rows[4][i] + rows[0][i];
+            o[i] += te;
+        }
+    }
+}
+
+int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
+                              const kr_stamp *stamps, int n, kr_error *err) {
+    int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
+    for (int t = 0; t < n; t++) {
+        if (s1[t] < 0 || s1[t] >= v1)
+            return kr_fail(err, "token %d: s1 = %d is outside [0, %d)", t, (int)s1[t], v1);
+        if (s2[t] < 0 || s2[t] >= v2)
+            return kr_fail(err, "token %d: s2 = %d is outside [0, %d)", t, (int)s2[t], v2);
+        kr_error e;
+        if (kr_stamp_check(&stamps[t], &e))
+            return kr_fail(err, "token %d: time stamp: %s", t, e.msg);
+    }
+    return 0;
+}
+
+void kr_predictor_s2(const kr_model *m, const float *h_last, const kr_kv_view *kv, int layer, int n,
+                     int32_t s1, float *s2_logits, float *scratch) {
+    const kr_predictor_weights *w = &m->pred;
+    int d = m->pc.d_model;
+    float *q = scratch, *attn = scratch + d, *g = scratch + 2 * d, *scores = scratch + 3 * d;
+    /* the query is the raw s1 embedding, not scaled by sqrt(d); RoPE is the identity here */
+    kr_linear_forward(q, w->emb_s1 + (size_t)s1 * d, 1, &w->dep_q);
+    kr_attend(attn, q, kv, layer, n, KR_DEP_HEADS, scores);
+    kr_linear_forward(g, attn, 1, &w->dep_o);
+    for (int i = 0; i < d; i++)
+        g[i] += h_last[i];
+    kr_rmsnorm(g, g, w->dep_norm, 1, d);
+    kr_linear_forward(s2_logits, g, 1, &w->proj_s2);
+}
+
+int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
+                        const kr_stamp *stamps, int n, float *s1_logits, float *context,
+                        kr_error *err) {
+    const kr_predictor_weights *w = &m->pred;
+    int d = m->pc.d_model;
+    if (n < 1) return kr_fail(err, "predictor: empty window");
+    if (kr_predictor_check_inputs(m, s1, s2, stamps, n, err)) return -1;
+    size_t nd = (size_t)n * d;
+    float *x = malloc(nd * sizeof(float)), *pair = malloc(2 * nd * sizeof(float));
+    float *kv = malloc(2 * nd * sizeof(float)); /* one layer at a time: nothing is kept */
+    kr_block_scratch s = {0};
+    int rc = -1;
+    if (!x || !pair || !kv) {
+        kr_fail(err, "predictor: out of memory for a window of %d", n);
+        goto out;
+    }
+    if (kr_block_scratch_init(&s, n, n, d, m->pc.ff_dim, err)) goto out;
+    kr_predictor_embed(m, s1, s2, stamps, n, x, pair);
+    kr_kv_view view = {&kv, n, d};
+    kr_seq seq = {&view, 0, NULL};
+    for (int l = 0; l < w->n_layers; l++)
+        kr_block_forward(&w->blocks[l], 0, x, 1, n, &seq, &s);
+    kr_rmsnorm(x, x, w->norm, n, d);
+    if (s1_logits) kr_linear_forward(s1_logits, x + (size_t)(n - 1) * d, 1, &w->proj_s1);
+    if (context) memcpy(context, x, nd * sizeof(float));
+    rc = 0;
+out:
+    kr_block_scratch_free(&s);
+    free(x);
+    free(pair);
+    free(kv);
+    return rc;
+}
+
+int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32_t s1,
+                           float *s2_logits, kr_error *err) {
+    const kr_predictor_weights *w = &m->pred;
+    int d = m->pc.d_model;
+    if (n < 1) return kr_fail(err, "predictor: empty context");
+    if (s1 < 0 || s1 >= (1 << m->pc.s1_bits))
+        return kr_fail(err, "predictor: s1 = %d is outside [0, %d)", (int)s1, 1 << m->pc.s1_bits);
+    size_t nd = (size_t)n * d;
+    float *kv = malloc(2 * nd * sizeof(float));
+    float *scratch = malloc(((size_t)3 * d + (size_t)n) * sizeof(float));
+    int rc = -1;
+    if (!kv || !scratch) {
+        kr_fail(err, "predictor: out of memory for a context of %d", n);
+        goto out;
+    }
+    kr_linear_forward(kv, context, n, &w->dep_k);
+    kr_linear_forward(kv + nd, context, n, &w->dep_v);
+    kr_kv_view view = {&kv, n, d};
+    kr_predictor_s2(m, context + (size_t)(n - 1) * d, &view, 0, n, s1, s2_logits, scratch);
+    rc = 0;
+out:
+    free(kv);
+    free(scratch);
+    return rc;
+}

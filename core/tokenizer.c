@@ -1,0 +1,94 @@
+/* tokenizer.c — candles <-> token pairs through the BSQ tokenizer's encoder and decoder. */
+#include "model.h"
+#include "nn.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs `n_blocks` causal blocks over x[n][d] (positions 0..n-1) in place. */
+/* Runs `n_blocks` causal blocks over x[n][d] (positions 0..n-1) in place. */
+static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int d, int ff,
+                      kr_error *err) {
+    if (n_blocks == 0) return 0;
+    kr_block_scratch s;
+    if (kr_block_scratch_init(&s, n, n, d, ff, err)) return -1;
+    float *kv = malloc((size_t)2 * n * d * sizeof(float)); /* reused by every block */
+    if (!kv) {
+        kr_block_scratch_free(&s);
+        return kr_fail(err, "tokenizer: out of memory for %d candles", n);
+    }
+    kr_kv_view view = {&kv, n, d};
+    kr_seq seq = {&view, 0, NULL};
+    for (int i = 0; i < n_blocks; i++)
+        kr_block_forward(&blocks[i], 0, x, 1, n, &seq, &s);
+    free(kv);
+    kr_block_scratch_free(&s);
+    return 0;
+}
+
+int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, int32_t *s2,
+                        kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
+    if (n < 1) return kr_fail(err, "tokenizer encode: no candles");
+    float *z = malloc((size_t)n * d * sizeof(float));
+    float *q = malloc((size_t)n * nb * sizeof(float));
+    int rc = -1;
+    if (!z || !q) {
+        kr_fail(err, "tokenizer encode: out of memory for %d candles", n);
+        goto out;
+    }
+    kr_linear_forward(z, x, n, &m->tok.embed);
+    if (run_blocks(m->tok.enc, m->tok.n_enc, z, n, d, c->ff_dim, err)) goto out;
+    kr_linear_forward(q, z, n, &m->tok.quant_embed);
+    for (int t = 0; t < n; t++) {
+        const float *qt = q + (size_t)t * nb;
+        int32_t a = 0, b = 0; /* least significant bit first */
+        for (int i = 0; i < c->s1_bits; i++)
+            if (qt[i] > 0.0f) a |= (int32_t)1 << i;
+        for (int i = 0; i < c->s2_bits; i++)
+            if (qt[c->s1_bits + i] > 0.0f) b |= (int32_t)1 << i;
+        s1[t] = a;
+        s2[t] = b;
+    }
+    rc = 0;
+out:
+    free(z);
+    free(q);
+    return rc;
+}
+
+int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2, int n, float *out,
+                        kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
+    if (n < 1) return kr_fail(err, "tokenizer decode: no tokens");
+    for (int t = 0; t < n; t++)
+        if (s1[t] < 0 || s1[t] >= (1 << c->s1_bits) || s2[t] < 0 || s2[t] >= (1 << c->s2_bits))
+            return kr_fail(err, "tokenizer decode: token pair %d (%d, %d) is out of range", t,
+                           (int)s1[t], (int)s2[t]);
+    float *bits = malloc((size_t)n * nb * sizeof(float));
+    float *z = malloc((size_t)n * d * sizeof(float));
+    int rc = -1;
+    if (!bits || !z) {
+        kr_fail(err, "tokenizer decode: out of memory for %d tokens", n);
+        goto out;
+    }
+    float scale = (float)(1.0 / sqrt((double)nb));
+    for (int t = 0; t < n; t++) {
+        float *bt = bits + (size_t)t * nb;
+        for (int i = 0; i < c->s1_bits; i++)
+            bt[i] = ((s1[t] >> i) & 1 ? 1.0f : -1.0f) * scale;
+        for (int i = 0; i < c->s2_bits; i++)
+            bt[c->s1_bits + i] = ((s2[t] >> i) & 1 ? 1.0f : -1.0f) * scale;
+    }
+    kr_linear_forward(z, bits, n, &m->tok.post_quant_embed);
+    if (run_blocks(m->tok.dec, m->tok.n_dec, z, n, d, c->ff_dim, err)) goto out;
+    kr_linear_forward(out, z, n, &m->tok.head);
+    rc = 0;
+out:
+    free(bits);
+    free(z);
+    return rc;
+}

@@ -1,0 +1,83 @@
+/* forecast_json.h — the forecast request and response as JSON.
+ *
+ * Defined once and shared by `kronosd forecast` and `POST /forecast`. The request:
+ *
+ *   {"candles": CANDLES, "horizon": P,                       required
+ *    "future_timestamps": [P timestamps],                    optional
+ *    "samples": 1, "temperature": 1.0, "top_k": 0, "top_p": 0.9, "seed": 0,
+ *    "max_context": N, "use_cache": true, "return_paths": false, "quantiles": [q, ...]}
+ *
+ * CANDLES is columnar, {"timestamps": [...], "open": [...], "high": [...], "low": [...],
+ * "close": [...], "volume"?: [...], "amount"?: [...]}, or a list of rows,
+ * [{"timestamp": t, "open": o, ...}, ...] (the key "timestamps" is also accepted in a row).
+ * A timestamp is an ISO 8601 string or Unix seconds (a JSON number); either way it is taken
+ * as the wall clock written (see timefmt.h), and order is checked on those walls. The
+ * response writes timestamps the way the last context timestamp was written. Unknown fields
+ * are ignored; a null optional field counts as absent.
+ */
+#ifndef KD_FORECAST_JSON_H
+#define KD_FORECAST_JSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kronos.h"
+
+/* What a request may ask for; a limit <= 0 means unlimited. */
+typedef struct {
+    int max_candles;
+    int max_horizon;
+    int max_samples;
+} kd_forecast_limits;
+
+/* Generous limits for the one-shot command: 100000 candles, 10000 steps, 1000 samples. */
+extern const kd_forecast_limits kd_forecast_default_limits;
+
+/* How the response writes timestamps: as the last context timestamp was written. */
+typedef struct {
+    bool unix_seconds; /* a JSON number: write numbers */
+    bool has_tz;       /* a string with a zone: write strings with this offset */
+    int tz_offset_min;
+} kd_time_form;
+
+/* A parsed request. It owns the arrays that req points into. */
+typedef struct {
+    kr_forecast_request req;
+    int64_t *timestamps;        /* [n_context] */
+    double *columns[KR_D_IN];   /* [n_context]; volume and amount may be NULL */
+    int64_t *future_timestamps; /* [horizon], or NULL */
+    kd_time_form time_form;
+} kd_forecast_input;
+
+/* Parses and validates a request with kd_forecast_default_limits. model_max_context bounds
+ * "max_context" (<= 0: no bound). Returns 0, or -1 with a message in err that names the
+ * field and what is wrong ("candles.close[12]: must be a number, got null"). On failure
+ * *in holds nothing; kd_forecast_input_free is safe either way. */
+int kd_forecast_request_parse(const json_t *body, int model_max_context, kd_forecast_input *in,
+                              char *err, size_t errlen);
+/* The same with the caller's limits (NULL: the defaults). */
+int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
+                                      const kd_forecast_limits *limits, kd_forecast_input *in,
+                                      char *err, size_t errlen);
+void kd_forecast_input_free(kd_forecast_input *in);
+
+/* Flags to add when dumping a response, so that every front end prints the same numbers:
+ * 15 significant digits round-trip every float32 the core computes and print 11.21 rather
+ * than jansson's default 11.210000000000001. */
+#define KD_RESPONSE_DUMP_FLAGS JSON_REAL_PRECISION(15)
+
+/* The response for a finished forecast, or NULL when out of memory:
+ *
+ *   {"timestamps": [P], "mean": {"open": [P], ..., "amount": [P]}, "horizon": P,
+ *    "samples": S, "usage": {"context_candles": L, "generated_tokens": n,
+ *    "cached_steps": n, "recomputed_steps": n, "elapsed_ms": x},
+ *    "paths": [{"open": [P], ...}, ...S]         when res->paths
+ *    "quantiles": {"0.1": {"open": [P], ...}}    when res->n_quantiles > 0
+ *    "prob_close_up": [P]}                       when res->prob_close_up
+ *
+ * A value that is not finite is written as null. */
+json_t *kd_forecast_response_json(const kd_forecast_input *in, const kr_forecast_result *res);
+
+#endif

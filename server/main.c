@@ -1,0 +1,312 @@
+/* main.c — the kronosd command: a dispatch on the subcommand in argv[1]. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forecast_json.h"
+#include "kronos.h"
+
+#define EXIT_USAGE          2
+#define DEFAULT_MAX_CONTEXT 512
+
+static const char usage_text[] =
+    "Usage: kronosd COMMAND [OPTIONS]\n"
+    "\n"
+    "Commands:\n"
+    "  forecast     run one forecast: read a request, print the response JSON\n"
+    "  help         show this help (also --help, -h)\n"
+    "  --version    print the version\n"
+    "\n"
+    "kronosd forecast (--model DIR | --tokenizer DIR --predictor DIR)\n"
+    "                 [--max-context N] [--compact] [REQUEST.json | -]\n"
+    "  --model DIR        a model directory holding tokenizer/ and predictor/\n"
+    "  --tokenizer DIR    the tokenizer (config.json + model.safetensors)\n"
+    "  --predictor DIR    the predictor (config.json + model.safetensors)\n"
+    "  --max-context N    the model's context window (default 512)\n"
+    "  --compact          print the response on one line\n"
+    "  REQUEST.json       the request; '-' or nothing reads stdin\n"
+    "\n"
+    "Request: {\"candles\": {\"timestamps\": [...], \"open\": [...], \"high\": [...],\n"
+    "           \"low\": [...], \"close\": [...], \"volume\": [...], \"amount\": [...]},\n"
+    "          \"horizon\": P}\n"
+    "  candles may also be rows: [{\"timestamp\": ..., \"open\": ..., ...}, ...];\n"
+    "  timestamps are ISO 8601 strings or Unix seconds. Optional: future_timestamps,\n"
+    "  samples (1), temperature (1.0), top_k (0), top_p (0.9), seed (0), max_context,\n"
+    "  use_cache (true), return_paths (false), quantiles ([0..1, ...]).\n"
+    "\n"
+    "Exit status: 0 success, 1 error, 2 usage error.\n";
+
+/* One line on stderr, prefixed like every message of this program. */
+static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void complain(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("kronosd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* ---- model options, shared by every command that loads a model ----------------------- */
+
+typedef struct {
+    const char *model, *tokenizer, *predictor;
+    int max_context;
+} model_opts;
+
+/* Parses a positive int option value; -1 if it is not one. */
+static int parse_positive(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > 1 << 30) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static bool is_model_option(const char *name) {
+    return strcmp(name, "--model") == 0 || strcmp(name, "--tokenizer") == 0 ||
+           strcmp(name, "--predictor") == 0 || strcmp(name, "--max-context") == 0;
+}
+
+/* Takes a model option (is_model_option(name)) and its value; -1 after a message. */
+static int take_model_option(model_opts *o, const char *cmd, const char *name, const char *value) {
+    if (strcmp(name, "--model") == 0) {
+        o->model = value;
+    } else if (strcmp(name, "--tokenizer") == 0) {
+        o->tokenizer = value;
+    } else if (strcmp(name, "--predictor") == 0) {
+        o->predictor = value;
+    } else if (parse_positive(value, &o->max_context) < 0) {
+        complain("%s: --max-context: '%s' is not a positive integer", cmd, value);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_model_opts(const model_opts *o, const char *cmd) {
+    if (o->model && (o->tokenizer || o->predictor)) {
+        complain("%s: give --model or --tokenizer and --predictor, not both", cmd);
+        return -1;
+    }
+    if (!o->model && (!o->tokenizer || !o->predictor)) {
+        complain("%s: no model given; use --model DIR or --tokenizer DIR --predictor DIR", cmd);
+        return -1;
+    }
+    return 0;
+}
+
+static char *join_path(const char *dir, const char *name) {
+    const size_t n = strlen(dir) + 1 + strlen(name) + 1;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* Loads the model the options name; NULL after a message on stderr. */
+static kr_model *load_model(const model_opts *o) {
+    char *tok = o->model ? join_path(o->model, "tokenizer") : NULL;
+    char *pred = o->model ? join_path(o->model, "predictor") : NULL;
+    kr_model *m = NULL;
+    kr_error err = {{0}};
+
+    if (o->model && (!tok || !pred)) {
+        complain("out of memory");
+    } else {
+        const kr_model_paths paths = {o->model ? tok : o->tokenizer, o->model ? pred : o->predictor,
+                                      o->max_context};
+        m = kr_model_load(&paths, &err);
+        if (!m) complain("cannot load model: %s", err.msg);
+    }
+    free(tok);
+    free(pred);
+    return m;
+}
+
+/* ---- forecast ------------------------------------------------------------------------ */
+
+typedef struct {
+    model_opts model;
+    const char *request; /* NULL or "-": stdin */
+    bool compact;
+} forecast_opts;
+
+/* Splits "--name=value" or takes the value from the next argument; NULL if there is none. */
+static const char *option_value(int argc, char **argv, int *i, char *name, size_t n) {
+    const char *eq = strchr(argv[*i], '=');
+    if (eq) {
+        snprintf(name, n, "%.*s", (int)(eq - argv[*i]), argv[*i]);
+        return eq + 1;
+    }
+    snprintf(name, n, "%s", argv[*i]);
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+/* 0 to run, 1 when help was printed, -1 on a usage error (message printed). */
+static int parse_forecast_args(int argc, char **argv, forecast_opts *o) {
+    bool only_files = false;
+    char name[64];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (only_files || a[0] != '-' || strcmp(a, "-") == 0) {
+            if (o->request) {
+                complain("forecast: more than one request given ('%s', '%s')", o->request, a);
+                return -1;
+            }
+            o->request = a;
+        } else if (strcmp(a, "--") == 0) {
+            only_files = true;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 1;
+        } else if (strcmp(a, "--compact") == 0) {
+            o->compact = true;
+        } else {
+            const char *value = option_value(argc, argv, &i, name, sizeof name);
+            if (strcmp(name, "--compact") == 0) { /* only "--compact=..." gets here */
+                complain("forecast: --compact takes no value");
+                return -1;
+            }
+            if (!is_model_option(name)) {
+                complain("forecast: unknown option '%s' (see kronosd --help)", name);
+                return -1;
+            }
+            if (!value) {
+                complain("forecast: %s needs a value", name);
+                return -1;
+            }
+            if (take_model_option(&o->model, "forecast", name, value) < 0) return -1;
+        }
+    }
+    return check_model_opts(&o->model, "forecast");
+}
+
+/* Reads and decodes the request JSON; NULL after a message on stderr. */
+static json_t *read_request(const char *path) {
+    const bool from_stdin = !path || strcmp(path, "-") == 0;
+    const char *name = from_stdin ? "stdin" : path;
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
+    json_error_t je;
+
+    if (!f) {
+        complain("%s: %s", name, strerror(errno));
+        return NULL;
+    }
+    json_t *body = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    const int read_errno = ferror(f) ? errno : 0; /* e.g. EISDIR: not a JSON problem */
+    if (!from_stdin) fclose(f);
+    if (!body && read_errno)
+        complain("%s: %s", name, strerror(read_errno));
+    else if (!body && je.line > 0)
+        complain("%s: line %d column %d: %s", name, je.line, je.column, je.text);
+    else if (!body)
+        complain("%s: %s", name, je.text);
+    return body;
+}
+
+/* Prints the response with a trailing newline; -1 if stdout failed. */
+static int print_response(const json_t *resp, bool compact) {
+    const size_t flags = (compact ? JSON_COMPACT : JSON_INDENT(2)) | KD_RESPONSE_DUMP_FLAGS;
+    if (json_dumpf(resp, stdout, flags) < 0 || fputc('\n', stdout) == EOF ||
+        fflush(stdout) == EOF) {
+        complain("stdout: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs the parsed request on a loaded model and prints the result. */
+static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bool compact) {
+    kr_forecast_result res;
+    kr_error err = {{0}};
+    memset(&res, 0, sizeof res);
+    if (kr_forecast(m, &in->req, &res, &err) < 0) {
+        complain("forecast failed: %s", err.msg);
+        return -1;
+    }
+    json_t *resp = kd_forecast_response_json(in, &res);
+    int rc = -1;
+    if (!resp)
+        complain("out of memory writing the response");
+    else
+        rc = print_response(resp, compact);
+    json_decref(resp);
+    kr_forecast_result_free(&res);
+    return rc;
+}
+
+static int cmd_forecast(int argc, char **argv) {
+    forecast_opts o = {{NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}, NULL, false};
+    const int parsed = parse_forecast_args(argc, argv, &o);
+    if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+    if (!o.request && isatty(STDIN_FILENO)) {
+        complain("forecast: no request given (a file, or '-' for stdin)");
+        return EXIT_USAGE;
+    }
+
+    /* The request is checked before the (slower) model load, against the same window. */
+    json_t *body = read_request(o.request);
+    if (!body) return EXIT_FAILURE;
+    kd_forecast_input in;
+    char msg[512];
+    const int bad = kd_forecast_request_parse(body, o.model.max_context, &in, msg, sizeof msg);
+    json_decref(body);
+    if (bad) {
+        complain("request: %s", msg);
+        return EXIT_FAILURE;
+    }
+
+    kr_model *m = load_model(&o.model);
+    const int rc = m && forecast_and_print(m, &in, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    kr_model_free(m);
+    kd_forecast_input_free(&in);
+    return rc;
+}
+
+/* ---- help, version, dispatch ------------------------------------------------------- */
+
+static int cmd_help(int argc, char **argv) {
+    (void)argc, (void)argv;
+    fputs(usage_text, stdout);
+    return EXIT_SUCCESS;
+}
+
+static int cmd_version(int argc, char **argv) {
+    (void)argc, (void)argv;
+    printf("kronosd %s (jansson %s)\n", KR_VERSION, JANSSON_VERSION);
+    return EXIT_SUCCESS;
+}
+
+typedef int (*command_fn)(int argc, char **argv);
+
+/* A new subcommand is one line here. */
+static const struct {
+    const char *name;
+    command_fn run;
+} commands[] = {
+    /* clang-format off */
+    {"forecast",  cmd_forecast},
+    {"help",      cmd_help},
+    {"--help",    cmd_help},
+    {"-h",        cmd_help},
+    {"--version", cmd_version},
+    {"version",   cmd_version},
+    /* clang-format on */
+};
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    complain("unknown command '%s' (see kronosd --help)", argv[1]);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,34 @@
+/* test_util.h — fixture loading and comparisons shared by the tests. */
+#ifndef TEST_UTIL_H
+#define TEST_UTIL_H
+
+#include "kronos.h"
+
+#include <jansson.h>
+
+#ifndef KR_TEST_DATA
+#error "KR_TEST_DATA must name tests/data"
+#endif
+
+typedef struct {
+    const char *name;
+    kr_forecast_request req;
+    int64_t *timestamps, *future;
+    double *cols[KR_D_IN];
+} tu_case;
+
+kr_model *tu_load_tiny(int max_context);
+json_t *tu_load_golden(void);
+/* A golden case as a greedy request (top_k = 1, T = 1, one path). */
+int tu_case_load(json_t *c, tu_case *tc);
+void tu_case_free(tu_case *tc);
+int64_t tu_wall(const char *iso); /* "YYYY-MM-DDTHH:MM:SS" -> wall-clock seconds */
+
+/* Largest |a - b| relative to the fixture's largest |b| (logits, normalised values: their
+ * scale is the array's, and single entries may sit near zero). */
+double tu_max_rel_vector(const float *a, json_t *b, int n);
+double tu_max_rel_matrix(const float *a, json_t *b, int rows, int cols);
+/* Largest |a - b| / max(|b|, 1e-3 · max|b|): element-wise, for forecasts in price units. */
+double tu_max_rel_doubles(const double *a, json_t *b, int n);
+
+#endif
