@@ -4,6 +4,7 @@
  * Normalisation mimics numpy on float32 arrays (pairwise float32 sums down each column),
  * so that the normalised context equals upstream's bit for bit.
  */
+#include "cache.h"
 #include "forecast_impl.h"
 #include "predictor.h"
 
@@ -181,6 +182,129 @@ out:
     return rc;
 }
 
+typedef struct {
+    kr_cache **paths;
+    float *l1, *l2;
+    int32_t *a, *b, *t1, *t2;
+    kr_stamp *st;
+    kr_rng *rng;
+} cached_state;
+
+static void free_paths(kr_cache **paths, int S) {
+    for (int p = 0; p < S; p++) {
+        kr_cache_free(paths[p]);
+        paths[p] = NULL;
+    }
+}
+
+/* Every path's caches for this step's window, and the s1 logits at its last position.
+ * Returns 1 when the window was recomputed, 0 when it was served from the cache. */
+static int step_window(const kr_model *m, kr_pool *pool, fc_job *job, int i, cached_state *cs,
+                       kr_error *err) {
+    int L = job->L, S = job->samples, mc = job->max_context, n = L + i, total = L + job->P;
+    int v1 = 1 << m->pc.s1_bits;
+    if (i > 0 && n <= mc) { /* the window still starts at token 0: decode one token a path */
+        for (int p = 0; p < S; p++) {
+            cs->a[p] = job->path_s1[(size_t)p * total + n - 1];
+            cs->b[p] = job->path_s2[(size_t)p * total + n - 1];
+            cs->st[p] = job->stamps[n - 1];
+        }
+        return kr_cache_append(cs->paths, S, cs->a, cs->b, cs->st, 1, cs->l1, err) ? -1 : 0;
+    }
+    /* first step, or a slid window: prefill the context part of the window once, then
+     * the generated part of every path in one batch */
+    free_paths(cs->paths, S);
+    int start = n > mc ? n - mc : 0, shared = L - start, g = n - L > mc ? mc : n - L;
+    if (shared < 0) shared = 0;
+    kr_cache *prefix = kr_cache_create(pool, mc, err);
+    if (!prefix) return -1;
+    int rc = -1;
+    if (shared > 0 && kr_cache_append(&prefix, 1, job->path_s1 + start, job->path_s2 + start,
+                                      job->stamps + start, shared, g == 0 ? cs->l1 : NULL, err))
+        goto out;
+    for (int p = 0; p < S; p++)
+        if (!(cs->paths[p] = kr_cache_fork(prefix, err))) goto out;
+    if (g == 0) {
+        for (int p = 1; p < S; p++)
+            memcpy(cs->l1 + (size_t)p * v1, cs->l1, (size_t)v1 * sizeof(float));
+    } else {
+        int first = n - g;
+        for (int p = 0; p < S; p++)
+            for (int t = 0; t < g; t++) {
+                cs->t1[(size_t)p * g + t] = job->path_s1[(size_t)p * total + first + t];
+                cs->t2[(size_t)p * g + t] = job->path_s2[(size_t)p * total + first + t];
+                cs->st[(size_t)p * g + t] = job->stamps[first + t];
+            }
+        if (kr_cache_append(cs->paths, S, cs->t1, cs->t2, cs->st, g, cs->l1, err)) goto out;
+    }
+    rc = i > 0;
+out:
+    kr_cache_free(prefix); /* the forks keep the blocks they share */
+    return rc;
+}
+
+/* All paths on KV caches, in lockstep: one batch per step for all paths. */
+static int cached_paths(const kr_model *m, kr_pool *pool, fc_job *job, kr_forecast_result *res,
+                        kr_error *err) {
+    int L = job->L, P = job->P, S = job->samples, mc = job->max_context, total = L + P;
+    int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
+    cached_state cs = {0};
+    cs.paths = calloc((size_t)S, sizeof *cs.paths);
+    cs.l1 = malloc((size_t)S * v1 * sizeof(float));
+    cs.l2 = malloc((size_t)S * v2 * sizeof(float));
+    cs.a = malloc((size_t)S * sizeof(int32_t));
+    cs.b = malloc((size_t)S * sizeof(int32_t));
+    cs.t1 = malloc((size_t)S * mc * sizeof(int32_t));
+    cs.t2 = malloc((size_t)S * mc * sizeof(int32_t));
+    cs.st = malloc((size_t)S * mc * sizeof(kr_stamp));
+    cs.rng = malloc((size_t)S * sizeof(kr_rng));
+    int rc = -1;
+    if (!cs.paths || !cs.l1 || !cs.l2 || !cs.a || !cs.b || !cs.t1 || !cs.t2 || !cs.st || !cs.rng) {
+        kr_fail(err, "forecast: out of memory for %d paths", S);
+        goto out;
+    }
+    for (int p = 0; p < S; p++)
+        kr_rng_seed(&cs.rng[p], kr_path_seed(job->seed, p));
+    for (int i = 0; i < P; i++) {
+        int n = L + i, recomputed = step_window(m, pool, job, i, &cs, err);
+        if (recomputed < 0) goto out;
+        if (recomputed)
+            res->usage.recomputed_steps++;
+        else
+            res->usage.cached_steps++;
+        for (int p = 0; p < S; p++)
+            cs.a[p] = kr_sample(cs.l1 + (size_t)p * v1, v1, &job->sampling, &cs.rng[p]);
+        if (kr_cache_s2_logits(cs.paths, S, cs.a, cs.l2, err)) goto out;
+        for (int p = 0; p < S; p++) {
+            cs.b[p] = kr_sample(cs.l2 + (size_t)p * v2, v2, &job->sampling, &cs.rng[p]);
+            job->path_s1[(size_t)p * total + n] = cs.a[p];
+            job->path_s2[(size_t)p * total + n] = cs.b[p];
+        }
+    }
+    rc = 0;
+out:
+    if (cs.paths) free_paths(cs.paths, S);
+    free(cs.paths);
+    free(cs.l1);
+    free(cs.l2);
+    free(cs.a);
+    free(cs.b);
+    free(cs.t1);
+    free(cs.t2);
+    free(cs.st);
+    free(cs.rng);
+    return rc;
+}
+
+/* Pool bytes a forecast needs at most: the shared window prefix plus, per path, its own
+ * positions and one copied block. */
+static size_t forecast_pool_bytes(const kr_model *m, const fc_job *job) {
+    int mc = job->max_context, own = job->P < mc ? job->P : mc;
+    size_t blocks = (size_t)(mc + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN +
+                    (size_t)job->samples * ((own + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN + 1) + 1;
+    return blocks * kr_pool_bytes_for(m, KR_BLOCK_LEN);
+}
+
 uint64_t kr_path_seed(uint64_t seed, int path) {
     /* distinct, reproducible streams per path, whatever order paths run in */
     return seed * 0x9e3779b97f4a7c15ULL + (uint64_t)path * 0xd1b54a32d192ed03ULL + 1;
@@ -284,8 +408,8 @@ static void job_free(fc_job *job) {
     free(job->path_s2);
 }
 
-int kr_forecast(const kr_model *m, const kr_forecast_request *r, kr_forecast_result *res,
-                kr_error *err) {
+int kr_forecast(const kr_model *m, kr_pool *pool, const kr_forecast_request *r,
+                kr_forecast_result *res, kr_error *err) {
     double t0 = now_ms();
     memset(res, 0, sizeof *res);
     if (check_request(m, r, err)) return -1;
@@ -300,6 +424,7 @@ int kr_forecast(const kr_model *m, const kr_forecast_request *r, kr_forecast_res
                   .max_context = r->max_context ? r->max_context : m->max_context};
     if (alloc_result(r, res, err)) return -1;
     int rc = -1;
+    kr_pool *own_pool = NULL;
     float *x = malloc((size_t)L * KR_D_IN * sizeof(float));
     float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
     job.stamps = malloc((size_t)(L + P) * sizeof *job.stamps);
@@ -326,9 +451,15 @@ int kr_forecast(const kr_model *m, const kr_forecast_request *r, kr_forecast_res
         memcpy(job.path_s1 + (size_t)p * (L + P), job.path_s1, (size_t)L * sizeof(int32_t));
         memcpy(job.path_s2 + (size_t)p * (L + P), job.path_s2, (size_t)L * sizeof(int32_t));
     }
-    for (int p = 0; p < S; p++)
-        if (reference_path(m, &job, p, err)) goto out;
-    res->usage.recomputed_steps = P;
+    if (r->use_cache) {
+        kr_pool *use = pool;
+        if (!use && !(own_pool = kr_pool_create(m, forecast_pool_bytes(m, &job), err))) goto out;
+        if (cached_paths(m, use ? use : own_pool, &job, res, err)) goto out;
+    } else {
+        for (int p = 0; p < S; p++)
+            if (reference_path(m, &job, p, err)) goto out;
+        res->usage.recomputed_steps = P;
+    }
     if (summarise(m, r, &job, res, err)) goto out;
     res->usage.context_candles = L;
     res->usage.generated_tokens = S * P;
@@ -338,6 +469,7 @@ out:
     free(x);
     free(xn);
     job_free(&job);
+    kr_pool_free(own_pool);
     if (rc) kr_forecast_result_free(res);
     return rc;
 }

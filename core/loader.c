@@ -54,7 +54,10 @@ static json_t *read_config(const char *dir, char *path, size_t pathlen, kr_error
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root) {
-        kr_fail(err, "%s: %s (line %d, column %d)", path, jerr.text, jerr.line, jerr.column);
+        if (jerr.line > 0)
+            kr_fail(err, "%s: %s (line %d, column %d)", path, jerr.text, jerr.line, jerr.column);
+        else
+            kr_fail(err, "%s", jerr.text); /* jansson names the file and the reason */
         return NULL;
     }
     if (!json_is_object(root)) {
@@ -348,8 +351,8 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
         return NULL;
     }
     int max_context = paths->max_context ? paths->max_context : 512;
-    if (max_context < 1 || max_context > 1 << 20) {
-        kr_fail(err, "model load: max_context = %d is out of range", max_context);
+    if (max_context < 1 || max_context > 1 << 16) {
+        kr_fail(err, "model load: max_context = %d is outside [1, 65536]", max_context);
         return NULL;
     }
     kr_model *m = calloc(1, sizeof *m);

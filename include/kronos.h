@@ -125,6 +125,71 @@ void kr_sampling_filter(float *logits, int n, const kr_sampling *s);
 /* Draws one token from logits[n] (modified in place: filtered, then probabilities). */
 int32_t kr_sample(float *logits, int n, const kr_sampling *s, kr_rng *rng);
 
+/* ---- KV cache and its arena pool --------------------------------------------------------- */
+
+/* A pool is one memory budget fixed at creation, carved into blocks of KR_BLOCK_LEN
+ * positions (keys and values of every layer and of the dependency layer). Caches take
+ * blocks from it as they grow and give them back when reset or freed; forks share their
+ * parent's blocks (reference-counted, copied only when a fork writes into a shared,
+ * partly filled block). Thread-safe; a cache is used by one thread at a time. */
+#define KR_BLOCK_LEN 16
+
+typedef struct kr_pool kr_pool;
+typedef struct kr_cache kr_cache;
+
+typedef struct {
+    size_t block_bytes; /* bytes of one block */
+    size_t bytes_total; /* the budget actually carved: blocks_total * block_bytes */
+    size_t bytes_used;  /* blocks in use by some cache */
+    int blocks_total, blocks_used;
+    int block_len; /* positions per block */
+} kr_pool_stats;
+
+kr_pool *kr_pool_create(const kr_model *m, size_t budget_bytes, kr_error *err);
+void kr_pool_free(kr_pool *pool); /* every cache of the pool must be freed first */
+void kr_pool_stats_get(kr_pool *pool, kr_pool_stats *st);
+/* Bytes of pool memory that `positions` positions of one cache need. */
+size_t kr_pool_bytes_for(const kr_model *m, int positions);
+
+/* An empty cache for up to `capacity` positions (0: the model's max_context). */
+kr_cache *kr_cache_create(kr_pool *pool, int capacity, kr_error *err);
+/* A new cache holding the same positions as src, sharing its blocks. */
+kr_cache *kr_cache_fork(const kr_cache *src, kr_error *err);
+void kr_cache_reset(kr_cache *c); /* back to empty; blocks return to the pool */
+void kr_cache_free(kr_cache *c);
+int kr_cache_length(const kr_cache *c);
+int kr_cache_capacity(const kr_cache *c);
+size_t kr_cache_bytes(const kr_cache *c); /* pool bytes referenced (shared blocks included) */
+
+/* Appends T token pairs (positions len .. len+T-1) to each of S caches in one batch: one
+ * GEMM per weight matrix for all S*T rows, RoPE at each cache's own offsets, a causal mask
+ * over each cache's keys. s1, s2, stamps: [S][T]. s1_logits (optional): [S][2^s1_bits] at
+ * each cache's last position. A prompt fed in one chunk, many chunks or token by token
+ * gives the same logits. On error no cache changes length. */
+int kr_cache_append(kr_cache *const *caches, int S, const int32_t *s1, const int32_t *s2,
+                    const kr_stamp *stamps, int T, float *s1_logits, kr_error *err);
+/* s1 logits [2^s1_bits] at the last position of a non-empty cache. */
+int kr_cache_s1_logits(const kr_cache *c, float *s1_logits, kr_error *err);
+/* s2 logits [S][2^s2_bits] for each cache's chosen s1 (s1: [S]), over its whole window. */
+int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float *s2_logits,
+                       kr_error *err);
+
+/* Token-level generation on a cache (what POST /generate runs): append n_append pairs,
+ * then sample n_new pairs, each appended in turn. Fails, changing nothing, if the cache
+ * would need more than its capacity: a window that would slide is the caller's choice. */
+typedef struct {
+    const int32_t *s1, *s2; /* [n_append] */
+    const kr_stamp *stamps; /* [n_append] */
+    int n_append;
+    const kr_stamp *new_stamps; /* [n_new]: the time stamps of the pairs to generate */
+    int n_new;
+    kr_sampling sampling;
+    uint64_t seed;
+} kr_generate_request;
+
+int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int32_t *out_s2,
+                kr_error *err);
+
 /* ---- normalisation ------------------------------------------------------------------------ */
 
 /* Upstream's per-column normalisation of x[n][6] raw float32 candles, as numpy computes it
@@ -176,8 +241,10 @@ typedef struct {
     } usage;
 } kr_forecast_result;
 
-int kr_forecast(const kr_model *m, const kr_forecast_request *req, kr_forecast_result *res,
-                kr_error *err);
+/* Runs a forecast with caches from `pool`, or from a private pool sized for the request
+ * when pool is NULL. */
+int kr_forecast(const kr_model *m, kr_pool *pool, const kr_forecast_request *req,
+                kr_forecast_result *res, kr_error *err);
 void kr_forecast_result_free(kr_forecast_result *res);
 
 #ifdef __cplusplus

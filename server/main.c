@@ -226,7 +226,7 @@ static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bo
     kr_forecast_result res;
     kr_error err = {{0}};
     memset(&res, 0, sizeof res);
-    if (kr_forecast(m, &in->req, &res, &err) < 0) {
+    if (kr_forecast(m, NULL, &in->req, &res, &err) < 0) {
         complain("forecast failed: %s", err.msg);
         return -1;
     }

@@ -134,7 +134,7 @@ static void run_forecasts(bool use_cache) {
         tc.req.use_cache = use_cache;
         kr_forecast_result res;
         kr_error err = {{0}};
-        int rc = kr_forecast(model, &tc.req, &res, &err);
+        int rc = kr_forecast(model, NULL, &tc.req, &res, &err);
         if (rc) fprintf(stderr, "%s: %s\n", tc.name, err.msg);
         assert_int_equal(rc, 0);
         double worst = 0;

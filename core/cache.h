@@ -1,0 +1,32 @@
+/* cache.h — the KV cache's layout, shared by pool.c (lifecycle) and decoder.c (compute).
+ * Internal to core/. */
+#ifndef KR_CACHE_H
+#define KR_CACHE_H
+
+#include "model.h"
+#include "nn.h"
+
+#include <pthread.h>
+
+struct kr_cache {
+    kr_pool *pool;
+    const kr_model *m;
+    int len, capacity;
+    int n_blocks;  /* blocks referenced, in position order */
+    int *ids;      /* their pool ids */
+    float **ptrs;  /* their memory: [n_layers + 1][K, V][KR_BLOCK_LEN][d] */
+    float *raw_kv; /* [n_layers][2][d]: unshifted k, v of the last position (kv_shift) */
+    float *h_last; /* [d]: normalised hidden state of the last position */
+};
+
+/* Makes room for T more positions (new blocks, copy of a shared last block); the cache's
+ * length does not change. Fails with nothing taken when the pool cannot supply it all. */
+int kr_cache_reserve(kr_cache *c, int T, kr_error *err);
+/* Gives back blocks past the cache's length (after a failed append). */
+void kr_cache_trim(kr_cache *c);
+
+static inline kr_kv_view kr_cache_view(const kr_cache *c) {
+    return (kr_kv_view){c->ptrs, KR_BLOCK_LEN, c->m->pc.d_model};
+}
+
+#endif
