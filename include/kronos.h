@@ -198,16 +198,6 @@ int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int3
 int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float std[KR_D_IN],
                  kr_error *err);
 
-/* Candles (the columns and n_context of a forecast request; its other fields are ignored)
- * -> normalised, encoded token pairs s1[n], s2[n], with the normalisation used. */
-int kr_tokenize_candles(const kr_model *m, const struct kr_forecast_request *req, int32_t *s1,
-                        int32_t *s2, float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
-/* Token pairs -> candles out[KR_D_IN][n] in the units of mean/std (what
- * kr_tokenize_candles returned): decoded, then y * (std + 1e-5) + mean. */
-int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n,
-                  const float mean[KR_D_IN], const float std[KR_D_IN], double *out,
-                  kr_error *err);
-
 /* ---- forecast ---------------------------------------------------------------------------- */
 
 enum { KR_OPEN, KR_HIGH, KR_LOW, KR_CLOSE, KR_VOLUME, KR_AMOUNT };
@@ -230,6 +220,16 @@ typedef struct {
     int n_quantiles;
     double quantiles[KR_MAX_QUANTILES]; /* each in [0, 1] */
 } kr_forecast_request;
+
+/* Candles (the columns and n_context of a forecast request; its other fields are ignored)
+ * -> normalised, encoded token pairs s1[n], s2[n], with the normalisation used. */
+int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *req, int32_t *s1,
+                        int32_t *s2, float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
+/* Token pairs -> candles out[KR_D_IN][n] in the units of mean/std (what
+ * kr_tokenize_candles returned): decoded, then y * (std + 1e-5) + mean. */
+int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n,
+                  const float mean[KR_D_IN], const float std[KR_D_IN], double *out,
+                  kr_error *err);
 
 /* Default sampling and options, as upstream's predict(): T=1, top_k=0, top_p=0.9, 1 path. */
 void kr_forecast_request_init(kr_forecast_request *req);
