@@ -30,7 +30,8 @@ static int append_scratch_init(append_scratch *a, const kr_model *m, int S, int 
                                kr_error *err) {
     int d = m->pc.d_model;
     memset(a, 0, sizeof *a);
-    if (kr_block_scratch_init(&a->blk, rows, max_keys, d, m->pc.ff_dim, err)) return -1;
+    if (kr_block_scratch_init(&a->blk, rows, max_keys, d, m->pc.ff_dim, m->pc.n_heads, err))
+        return -1;
     a->x = malloc((size_t)rows * d * sizeof(float));
     a->pair = malloc((size_t)rows * 2 * d * sizeof(float));
     a->last = malloc((size_t)S * d * sizeof(float));
@@ -158,9 +159,11 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
     }
     float *in = malloc((size_t)S * d * sizeof(float)), *q = malloc((size_t)S * d * sizeof(float));
     float *attn = malloc((size_t)S * d * sizeof(float));
-    float *scores = malloc((size_t)max_len * sizeof(float));
+    float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS) * sizeof(float));
+    kr_kv_view *views = malloc((size_t)S * sizeof *views);
+    kr_attn_row *rows = malloc((size_t)S * sizeof *rows);
     int rc = -1;
-    if (!in || !q || !attn || !scores) {
+    if (!in || !q || !attn || !scores || !views || !rows) {
         kr_fail(err, "s2 logits: out of memory for %d caches", S);
         goto out;
     }
@@ -169,10 +172,10 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
         memcpy(in + (size_t)i * d, w->emb_s1 + (size_t)s1[i] * d, (size_t)d * sizeof(float));
     kr_linear_forward(q, in, S, &w->dep_q);
     for (int i = 0; i < S; i++) {
-        kr_kv_view view = kr_cache_view(caches[i]);
-        kr_attend(attn + (size_t)i * d, q + (size_t)i * d, &view, m->pc.n_layers, caches[i]->len,
-                  KR_DEP_HEADS, scores);
+        views[i] = kr_cache_view(caches[i]);
+        rows[i] = (kr_attn_row){&views[i], caches[i]->len};
     }
+    kr_attend_rows(attn, q, rows, S, d, m->pc.n_layers, KR_DEP_HEADS, scores, max_len);
     kr_linear_forward(in, attn, S, &w->dep_o);
     for (int i = 0; i < S; i++) {
         float *g = in + (size_t)i * d;
@@ -187,6 +190,8 @@ out:
     free(q);
     free(attn);
     free(scores);
+    free(views);
+    free(rows);
     return rc;
 }
 

@@ -148,8 +148,8 @@ int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float st
     return 0;
 }
 
-int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t *s1,
-                        int32_t *s2, float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
+int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t *s1, int32_t *s2,
+                        float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
     int L = r->n_context;
     if (L < 1) return kr_fail(err, "candles: at least 1 candle is required");
     for (int c = 0; c < KR_VOLUME; c++)
@@ -176,14 +176,14 @@ int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t
 }
 
 int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n,
-                  const float mean[KR_D_IN], const float std[KR_D_IN], double *out,
-                  kr_error *err) {
+                  const float mean[KR_D_IN], const float std[KR_D_IN], double *out, kr_error *err) {
     float *y = malloc((size_t)(n > 0 ? n : 1) * KR_D_IN * sizeof(float));
     if (!y) return kr_fail(err, "detokenize: out of memory for %d tokens", n);
     int rc = kr_tokenizer_decode(m, s1, s2, n, y, err);
     for (int i = 0; rc == 0 && i < n; i++)
         for (int c = 0; c < KR_D_IN; c++)
-            out[(size_t)c * n + i] = (double)(y[(size_t)i * KR_D_IN + c] * (std[c] + 1e-5f) + mean[c]);
+            out[(size_t)c * n + i] =
+                (double)(y[(size_t)i * KR_D_IN + c] * (std[c] + 1e-5f) + mean[c]);
     free(y);
     return rc;
 }

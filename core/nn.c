@@ -4,6 +4,7 @@
  * matrix products go through OpenBLAS.
  */
 #include "nn.h"
+#include "parallel.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -72,7 +73,7 @@ static void softmax_row(float *s, int n) {
 
 /* Eight independent partial sums: the compiler vectorises this, and every path (cached or
  * not) uses it, so they agree on the order of the additions. */
-float kr_dot(const float *a, const float *b, int n) {
+static inline float dot8(const float *a, const float *b, int n) {
     float acc[8] = {0};
     int i = 0;
     for (; i + 8 <= n; i += 8)
@@ -83,28 +84,79 @@ float kr_dot(const float *a, const float *b, int n) {
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
-               float *scores) {
-    int d = kv->d, hd = d / n_heads;
+float kr_dot(const float *a, const float *b, int n) {
+    return dot8(a, b, n);
+}
+
+/* Built for AVX2 too, chosen at run time. Without FMA contraction (ISO C mode) both builds
+ * perform the same IEEE operations in the same order, so results do not depend on the CPU. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KR_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define KR_HOT
+#endif
+
+KR_HOT void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys,
+                      int n_heads, float *scores) {
+    int d = kv->d, hd = d / n_heads, B = kv->block_len;
+    size_t layer_off = (size_t)layer * 2 * B * d;
     float scale = (float)(1.0 / sqrt((double)hd));
-    for (int h = 0; h < n_heads; h++) {
-        const float *qh = q + (size_t)h * hd;
-        for (int j = 0; j < n_keys; j++)
-            scores[j] = kr_dot(qh, kr_kv_k(kv, layer, j) + (size_t)h * hd, hd) * scale;
-        softmax_row(scores, n_keys);
-        float *oh = out + (size_t)h * hd;
-        memset(oh, 0, (size_t)hd * sizeof *oh);
-        for (int j = 0; j < n_keys; j++) {
-            const float *vj = kr_kv_v(kv, layer, j) + (size_t)h * hd;
-            float p = scores[j];
-            for (int i = 0; i < hd; i++)
-                oh[i] += p * vj[i];
-        }
+    /* scores[h][j], one pass over each key row for all heads */
+    for (int b0 = 0; b0 < n_keys; b0 += B) {
+        const float *kb = kv->blocks[b0 / B] + layer_off;
+        int nb = n_keys - b0 < B ? n_keys - b0 : B;
+        for (int j = 0; j < nb; j++)
+            for (int h = 0; h < n_heads; h++)
+                scores[(size_t)h * n_keys + b0 + j] =
+                    dot8(q + (size_t)h * hd, kb + (size_t)j * d + (size_t)h * hd, hd) * scale;
+    }
+    for (int h = 0; h < n_heads; h++)
+        softmax_row(scores + (size_t)h * n_keys, n_keys);
+    memset(out, 0, (size_t)d * sizeof *out);
+    for (int b0 = 0; b0 < n_keys; b0 += B) {
+        const float *vb = kv->blocks[b0 / B] + layer_off + (size_t)B * d;
+        int nb = n_keys - b0 < B ? n_keys - b0 : B;
+        for (int j = 0; j < nb; j++)
+            for (int h = 0; h < n_heads; h++) {
+                const float *vj = vb + (size_t)j * d + (size_t)h * hd;
+                float p = scores[(size_t)h * n_keys + b0 + j], *oh = out + (size_t)h * hd;
+                for (int i = 0; i < hd; i++)
+                    oh[i] += p * vj[i];
+            }
     }
 }
 
+typedef struct {
+    float *out;
+    const float *q;
+    const kr_attn_row *rows;
+    int n_rows, d, layer, n_heads, per_chunk;
+    float *scores;
+    size_t scores_stride;
+} attend_job;
+
+static void attend_chunk(void *arg, int chunk) {
+    const attend_job *j = arg;
+    int r0 = chunk * j->per_chunk,
+        r1 = r0 + j->per_chunk < j->n_rows ? r0 + j->per_chunk : j->n_rows;
+    for (int r = r0; r < r1; r++)
+        kr_attend(j->out + (size_t)r * j->d, j->q + (size_t)r * j->d, j->rows[r].kv, j->layer,
+                  j->rows[r].n_keys, j->n_heads, j->scores + (size_t)chunk * j->scores_stride);
+}
+
+void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_rows, int d,
+                    int layer, int n_heads, float *scores, int max_keys) {
+    int chunks = n_rows < KR_ATTN_CHUNKS ? n_rows : KR_ATTN_CHUNKS;
+    attend_job j = {out,     q,
+                    rows,    n_rows,
+                    d,       layer,
+                    n_heads, (n_rows + chunks - 1) / chunks,
+                    scores,  (size_t)n_heads * max_keys};
+    kr_parallel_for((n_rows + j.per_chunk - 1) / j.per_chunk, attend_chunk, &j);
+}
+
 int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d, int ff,
-                          kr_error *err) {
+                          int n_heads, kr_error *err) {
     memset(s, 0, sizeof *s);
     s->max_rows = max_rows;
     s->max_keys = max_keys;
@@ -118,8 +170,10 @@ int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d
     s->attn = malloc(Rd * sizeof(float));
     s->h1 = malloc(Rf * sizeof(float));
     s->h3 = malloc(Rf * sizeof(float));
-    s->scores = malloc((size_t)max_keys * sizeof(float));
-    if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->scores) {
+    s->scores = malloc(kr_attend_scores_floats(max_keys, n_heads) * sizeof(float));
+    s->rows = malloc((size_t)max_rows * sizeof *s->rows);
+    if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->scores ||
+        !s->rows) {
         kr_block_scratch_free(s);
         return kr_fail(err, "block scratch: out of memory for %d rows of width %d/%d", max_rows, d,
                        ff);
@@ -136,6 +190,7 @@ void kr_block_scratch_free(kr_block_scratch *s) {
     free(s->h1);
     free(s->h3);
     free(s->scores);
+    free(s->rows);
     memset(s, 0, sizeof *s);
 }
 
@@ -191,9 +246,9 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, cons
         store_kv(b, layer, sq, s->k + row0 * d, s->v + row0 * d, T);
         kr_rope(s->q + row0 * d, T, d, b->n_heads, b->hd, sq->pos0, b->inv_freq);
         for (int t = 0; t < T; t++)
-            kr_attend(s->attn + (row0 + t) * d, s->q + (row0 + t) * d, sq->kv, layer,
-                      sq->pos0 + t + 1, b->n_heads, s->scores);
+            s->rows[row0 + t] = (kr_attn_row){sq->kv, sq->pos0 + t + 1};
     }
+    kr_attend_rows(s->attn, s->q, s->rows, R, d, layer, b->n_heads, s->scores, s->max_keys);
     kr_linear_forward(s->xn, s->attn, R, &b->o);
     for (size_t i = 0; i < (size_t)R * d; i++)
         x[i] += s->xn[i];

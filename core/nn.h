@@ -29,9 +29,23 @@ static inline float *kr_kv_v(const kr_kv_view *v, int layer, int pos) {
 }
 
 /* Attention of one query row (all heads) over keys 0..n_keys-1 of `layer` in kv.
- * scores: scratch of n_keys floats. */
+ * scores: scratch of n_heads * n_keys floats. */
 void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
                float *scores);
+
+/* Many query rows at once, spread over the thread pool: row r attends over the first
+ * rows[r].n_keys keys of rows[r].kv. scores: kr_attend_scores_floats(max_keys, heads). */
+typedef struct {
+    const kr_kv_view *kv;
+    int n_keys;
+} kr_attn_row;
+
+#define KR_ATTN_CHUNKS 8
+static inline size_t kr_attend_scores_floats(int max_keys, int n_heads) {
+    return (size_t)KR_ATTN_CHUNKS * n_heads * (max_keys > 0 ? max_keys : 1);
+}
+void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_rows, int d,
+                    int layer, int n_heads, float *scores, int max_keys);
 
 /* One sequence of a batch: its cache, the position of its first new row, and (for
  * kv_shift) the unshifted k and v of each layer at pos0 - 1 ([n_layers][2][d]; replaced by
@@ -46,10 +60,11 @@ typedef struct {
 typedef struct {
     int max_rows, max_keys, d, ff;
     float *xn, *q, *k, *v, *attn, *h1, *h3, *scores;
+    kr_attn_row *rows;
 } kr_block_scratch;
 
 int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d, int ff,
-                          kr_error *err);
+                          int n_heads, kr_error *err);
 void kr_block_scratch_free(kr_block_scratch *s);
 
 /* Transformer block `layer` on x[S*T][d] in place: S sequences of T new rows each, one GEMM

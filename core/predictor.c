@@ -85,7 +85,7 @@ int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
         kr_fail(err, "predictor: out of memory for a window of %d", n);
         goto out;
     }
-    if (kr_block_scratch_init(&s, n, n, d, m->pc.ff_dim, err)) goto out;
+    if (kr_block_scratch_init(&s, n, n, d, m->pc.ff_dim, m->pc.n_heads, err)) goto out;
     kr_predictor_embed(m, s1, s2, stamps, n, x, pair);
     kr_kv_view view = {&kv, n, d};
     kr_seq seq = {&view, 0, NULL};
@@ -112,7 +112,7 @@ int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32
         return kr_fail(err, "predictor: s1 = %d is outside [0, %d)", (int)s1, 1 << m->pc.s1_bits);
     size_t nd = (size_t)n * d;
     float *kv = malloc(2 * nd * sizeof(float));
-    float *scratch = malloc(((size_t)3 * d + (size_t)n) * sizeof(float));
+    float *scratch = malloc(((size_t)3 * d + (size_t)KR_DEP_HEADS * n) * sizeof(float));
     int rc = -1;
     if (!kv || !scratch) {
         kr_fail(err, "predictor: out of memory for a context of %d", n);

@@ -13,7 +13,7 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
                               const kr_stamp *stamps, int n, kr_error *err);
 /* s2 logits for s1 given the last context row h_last[d] and the dependency layer's keys and
- * values over the n window positions (at `layer` of kv). scratch: 3d + n floats. */
+ * values over the n window positions (at `layer` of kv). scratch: 3d + 4n floats. */
 void kr_predictor_s2(const kr_model *m, const float *h_last, const kr_kv_view *kv, int layer, int n,
                      int32_t s1, float *s2_logits, float *scratch);
 

@@ -12,7 +12,7 @@ static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int
                       kr_error *err) {
     if (n_blocks == 0) return 0;
     kr_block_scratch s;
-    if (kr_block_scratch_init(&s, n, n, d, ff, err)) return -1;
+    if (kr_block_scratch_init(&s, n, n, d, ff, blocks[0].n_heads, err)) return -1;
     float *kv = malloc((size_t)2 * n * d * sizeof(float)); /* reused by every block */
     if (!kv) {
         kr_block_scratch_free(&s);

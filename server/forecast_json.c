@@ -3,174 +3,24 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_fields.h"
 #include "timefmt.h"
 
 const kd_forecast_limits kd_forecast_default_limits = {100000, 10000, 1000};
 
-#define PATH_LEN  64 /* "candles[123456].timestamp", "future_timestamps[12345]" */
-#define DESC_LEN  96 /* a described JSON value: `the string "..."` */
-#define QUOTE_MAX 40 /* bytes of a client's string repeated in a message */
-
-/* ---- messages ----------------------------------------------------------------------- */
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-/* A client's string made safe for a one-line message: at most QUOTE_MAX bytes, cut on a
- * UTF-8 boundary, control characters, quotes and backslashes as '?'. */
-static void quote(const char *s, char *out, size_t n) {
-    size_t len = strlen(s), k = len > QUOTE_MAX ? QUOTE_MAX : len, j = 0;
-    while (k > 0 && k < len && ((unsigned char)s[k] & 0xC0) == 0x80)
-        k--;
-    for (size_t i = 0; i < k && j + 1 < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[j++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '?' : (char)c;
-    }
-    out[j] = '\0';
-    if (k < len && j + 4 < n) strcat(out, "...");
-}
-
-/* What a JSON value is, for "got ...": `the string "NaN"`, `1.5`, `null`, `an array`. */
-static const char *describe(const json_t *v, char *buf, size_t n) {
-    char q[QUOTE_MAX * 2];
-    switch (json_typeof(v)) {
-    case JSON_STRING:
-        quote(json_string_value(v), q, sizeof q);
-        snprintf(buf, n, "the string \"%s\"", q);
-        return buf;
-    case JSON_INTEGER:
-        snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-        return buf;
-    case JSON_REAL:
-        snprintf(buf, n, "%g", json_real_value(v));
-        return buf;
-    case JSON_OBJECT:
-        return "an object";
-    case JSON_ARRAY:
-        return "an array";
-    case JSON_TRUE:
-        return "true";
-    case JSON_FALSE:
-        return "false";
-    case JSON_NULL:
-        return "null";
-    }
-    return "an unknown value";
-}
-
-static int wrong(const json_t *v, const char *path, const char *rule, char *err, size_t errlen) {
-    char d[DESC_LEN];
-    return fail(err, errlen, "%s: must be %s, got %s", path, rule, describe(v, d, sizeof d));
-}
-
-/* A field of an object; a JSON null counts as absent. */
-static const json_t *field(const json_t *obj, const char *key) {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_null(v) ? NULL : v;
-}
-
-/* ---- scalars ------------------------------------------------------------------------ */
-
-/* A finite JSON number: integer or real. */
-static int get_number(const json_t *v, const char *path, double *out, char *err, size_t errlen) {
-    if (!json_is_number(v)) return wrong(v, path, "a number", err, errlen);
-    const double x = json_number_value(v);
-    /* Strict JSON cannot carry these, but a caller may build a json_t by other means. */
-    if (isnan(x)) return fail(err, errlen, "%s: NaN is not allowed", path);
-    if (isinf(x)) return fail(err, errlen, "%s: infinity is not allowed", path);
-    *out = x;
-    return 0;
-}
-
-/* An optional integer field in [lo, hi]; *out is left alone when absent. */
-static int opt_int(const json_t *body, const char *key, long long lo, long long hi,
-                   const char *rule, long long *out, char *err, size_t errlen) {
-    const json_t *v = field(body, key);
-    if (!v) return 0;
-    if (!json_is_integer(v)) return wrong(v, key, rule, err, errlen);
-    const long long x = json_integer_value(v);
-    if (x < lo || x > hi) return wrong(v, key, rule, err, errlen);
-    *out = x;
-    return 0;
-}
-
-/* An optional number field; ok() decides the range. */
-static int opt_real(const json_t *body, const char *key, bool (*ok)(double), const char *rule,
-                    double *out, char *err, size_t errlen) {
-    const json_t *v = field(body, key);
-    if (!v) return 0;
-    if (!json_is_number(v) || !ok(json_number_value(v))) return wrong(v, key, rule, err, errlen);
-    *out = json_number_value(v);
-    return 0;
-}
-
-static int opt_bool(const json_t *body, const char *key, bool *out, char *err, size_t errlen) {
-    const json_t *v = field(body, key);
-    if (!v) return 0;
-    if (!json_is_boolean(v)) return wrong(v, key, "true or false", err, errlen);
-    *out = json_is_true(v);
-    return 0;
-}
-
-static bool positive_finite(double x) {
-    return isfinite(x) && x > 0;
-}
-
-static bool in_open_unit(double x) {
-    return x > 0 && x <= 1;
-}
-
-static bool in_unit(double x) {
-    return x >= 0 && x <= 1;
-}
-
-/* ---- timestamps --------------------------------------------------------------------- */
-
-/* An ISO 8601 string or Unix seconds; *form says how it was written. */
-static int get_timestamp(const json_t *v, const char *path, int64_t *wall, kd_time_form *form,
-                         char *err, size_t errlen) {
-    char why[128], q[QUOTE_MAX * 2];
-    kd_time_form f = {0};
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        if (kd_parse_timestamp(s, wall, &f.tz_offset_min, &f.has_tz, why, sizeof why) < 0) {
-            quote(s, q, sizeof q);
-            return fail(err, errlen, "%s: \"%s\" is not a valid timestamp (%s)", path, q, why);
-        }
-    } else if (json_is_number(v)) {
-        if (kd_wall_from_unix(json_number_value(v), wall, why, sizeof why) < 0)
-            return fail(err, errlen, "%s: %s", path, why);
-        f.unix_seconds = true;
-    } else {
-        return wrong(v, path, "a timestamp (an ISO 8601 string or Unix seconds)", err, errlen);
-    }
-    if (form) *form = f;
-    return 0;
-}
-
 /* ---- candles ------------------------------------------------------------------------ */
 
-static int check_count(size_t n, const kd_forecast_limits *lim, char *err, size_t errlen) {
-    if (lim->max_candles > 0 && n > (size_t)lim->max_candles)
-        return fail(err, errlen, "candles: %zu candles exceed the limit of %d", n,
-                    lim->max_candles);
-    if (n > INT_MAX) return fail(err, errlen, "candles: %zu candles are too many", n);
-    if (n < 2) return fail(err, errlen, "candles: at least 2 candles are required, got %zu", n);
+static int check_count(size_t n, int min_count, int max_count, char *err, size_t errlen) {
+    if (max_count > 0 && n > (size_t)max_count)
+        return kd_fail(err, errlen, "candles: %zu candles exceed the limit of %d", n, max_count);
+    if (n > INT_MAX) return kd_fail(err, errlen, "candles: %zu candles are too many", n);
+    if (n < (size_t)min_count)
+        return kd_fail(err, errlen, "candles: at least %d candle%s required, got %zu", min_count,
+                       min_count == 1 ? " is" : "s are", n);
     return 0;
 }
 
@@ -178,20 +28,21 @@ static int check_count(size_t n, const kd_forecast_limits *lim, char *err, size_
  * silently upstream (both become 0), so it is refused. */
 static int check_present(const bool present[KR_D_IN], const char *where, char *err, size_t errlen) {
     for (int c = 0; c < KR_VOLUME; c++)
-        if (!present[c]) return fail(err, errlen, "%s%s: missing", where, kr_column_names[c]);
+        if (!present[c]) return kd_fail(err, errlen, "%s%s: missing", where, kr_column_names[c]);
     if (present[KR_AMOUNT] && !present[KR_VOLUME])
-        return fail(err, errlen, "%samount: given without volume", where);
+        return kd_fail(err, errlen, "%samount: given without volume", where);
     return 0;
 }
 
-static int alloc_arrays(kd_forecast_input *in, size_t n, const bool present[KR_D_IN], char *err,
+static int alloc_arrays(kd_candles *cd, size_t n, const bool present[KR_D_IN], char *err,
                         size_t errlen) {
-    in->timestamps = malloc(n * sizeof *in->timestamps);
-    if (!in->timestamps) return fail(err, errlen, "out of memory");
+    cd->timestamps = malloc((n ? n : 1) * sizeof *cd->timestamps);
+    if (!cd->timestamps) return kd_fail(err, errlen, "candles: out of memory for %zu candles", n);
     for (int c = 0; c < KR_D_IN; c++) {
         if (!present[c]) continue;
-        in->columns[c] = malloc(n * sizeof *in->columns[c]);
-        if (!in->columns[c]) return fail(err, errlen, "out of memory");
+        cd->columns[c] = malloc((n ? n : 1) * sizeof *cd->columns[c]);
+        if (!cd->columns[c])
+            return kd_fail(err, errlen, "candles: out of memory for %zu candles", n);
     }
     return 0;
 }
@@ -199,47 +50,48 @@ static int alloc_arrays(kd_forecast_input *in, size_t n, const bool present[KR_D
 static int check_increasing(const int64_t *t, size_t i, const char *path, char *err,
                             size_t errlen) {
     if (i > 0 && t[i] <= t[i - 1])
-        return fail(err, errlen, "%s: not after the previous timestamp", path);
+        return kd_fail(err, errlen, "%s: not after the previous timestamp", path);
     return 0;
 }
 
 /* {"timestamps": [...], "open": [...], ...} */
-static int parse_columnar(const json_t *cd, const kd_forecast_limits *lim, kd_forecast_input *in,
+static int parse_columnar(const json_t *obj, int min_count, int max_count, kd_candles *cd,
                           char *err, size_t errlen) {
-    const json_t *ts = field(cd, "timestamps"), *col[KR_D_IN];
+    const json_t *ts = kd_field(obj, "timestamps"), *col[KR_D_IN];
     bool present[KR_D_IN];
-    char path[PATH_LEN];
+    char path[KD_PATH_LEN];
 
-    if (!ts) return fail(err, errlen, "candles.timestamps: missing");
+    if (!ts) return kd_fail(err, errlen, "candles.timestamps: missing");
     if (!json_is_array(ts))
-        return wrong(ts, "candles.timestamps", "an array of timestamps", err, errlen);
+        return kd_wrong(ts, "candles.timestamps", "an array of timestamps", err, errlen);
     const size_t n = json_array_size(ts);
-    if (check_count(n, lim, err, errlen) < 0) return -1;
-    in->req.n_context = (int)n;
+    if (check_count(n, min_count, max_count, err, errlen) < 0) return -1;
+    cd->n = (int)n;
     for (int c = 0; c < KR_D_IN; c++) {
-        col[c] = field(cd, kr_column_names[c]);
+        col[c] = kd_field(obj, kr_column_names[c]);
         present[c] = col[c] != NULL;
         if (!col[c]) continue;
         snprintf(path, sizeof path, "candles.%s", kr_column_names[c]);
-        if (!json_is_array(col[c])) return wrong(col[c], path, "an array of numbers", err, errlen);
+        if (!json_is_array(col[c]))
+            return kd_wrong(col[c], path, "an array of numbers", err, errlen);
         if (json_array_size(col[c]) != n)
-            return fail(err, errlen, "%s: %zu value%s, but timestamps has %zu", path,
-                        json_array_size(col[c]), json_array_size(col[c]) == 1 ? "" : "s", n);
+            return kd_fail(err, errlen, "%s: %zu value%s, but timestamps has %zu", path,
+                           json_array_size(col[c]), json_array_size(col[c]) == 1 ? "" : "s", n);
     }
     if (check_present(present, "candles.", err, errlen) < 0) return -1;
-    if (alloc_arrays(in, n, present, err, errlen) < 0) return -1;
+    if (alloc_arrays(cd, n, present, err, errlen) < 0) return -1;
 
     for (size_t i = 0; i < n; i++) {
         snprintf(path, sizeof path, "candles.timestamps[%zu]", i);
-        if (get_timestamp(json_array_get(ts, i), path, &in->timestamps[i], &in->time_form, err,
-                          errlen) < 0 ||
-            check_increasing(in->timestamps, i, path, err, errlen) < 0)
+        if (kd_get_timestamp(json_array_get(ts, i), path, &cd->timestamps[i], &cd->time_form, err,
+                             errlen) < 0 ||
+            check_increasing(cd->timestamps, i, path, err, errlen) < 0)
             return -1;
     }
     for (int c = 0; c < KR_D_IN; c++) {
         for (size_t i = 0; present[c] && i < n; i++) {
             snprintf(path, sizeof path, "candles.%s[%zu]", kr_column_names[c], i);
-            if (get_number(json_array_get(col[c], i), path, &in->columns[c][i], err, errlen) < 0)
+            if (kd_get_number(json_array_get(col[c], i), path, &cd->columns[c][i], err, errlen) < 0)
                 return -1;
         }
     }
@@ -247,56 +99,98 @@ static int parse_columnar(const json_t *cd, const kd_forecast_limits *lim, kd_fo
 }
 
 /* One row {"timestamp": t, "open": o, ...}; present[] comes from the first row. */
-static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN],
-                     kd_forecast_input *in, char *err, size_t errlen) {
-    char path[PATH_LEN];
+static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN], kd_candles *cd,
+                     char *err, size_t errlen) {
+    char path[KD_PATH_LEN];
     snprintf(path, sizeof path, "candles[%zu]", i);
-    if (!json_is_object(row)) return wrong(row, path, "an object", err, errlen);
+    if (!json_is_object(row)) return kd_wrong(row, path, "an object", err, errlen);
 
-    const json_t *t1 = field(row, "timestamp"), *t2 = field(row, "timestamps");
-    if (t1 && t2) return fail(err, errlen, "%s: both \"timestamp\" and \"timestamps\" given", path);
+    const json_t *t1 = kd_field(row, "timestamp"), *t2 = kd_field(row, "timestamps");
+    if (t1 && t2)
+        return kd_fail(err, errlen, "%s: both \"timestamp\" and \"timestamps\" given", path);
     snprintf(path, sizeof path, "candles[%zu].timestamp%s", i, t2 ? "s" : "");
-    if (!t1 && !t2) return fail(err, errlen, "%s: missing", path);
-    if (get_timestamp(t1 ? t1 : t2, path, &in->timestamps[i], &in->time_form, err, errlen) < 0 ||
-        check_increasing(in->timestamps, i, path, err, errlen) < 0)
+    if (!t1 && !t2) return kd_fail(err, errlen, "%s: missing", path);
+    if (kd_get_timestamp(t1 ? t1 : t2, path, &cd->timestamps[i], &cd->time_form, err, errlen) < 0 ||
+        check_increasing(cd->timestamps, i, path, err, errlen) < 0)
         return -1;
 
     for (int c = 0; c < KR_D_IN; c++) {
-        const json_t *v = field(row, kr_column_names[c]);
+        const json_t *v = kd_field(row, kr_column_names[c]);
         snprintf(path, sizeof path, "candles[%zu].%s", i, kr_column_names[c]);
-        if (!v && present[c]) return fail(err, errlen, "%s: missing, but candles[0] has it", path);
-        if (v && !present[c]) return fail(err, errlen, "%s: given, but candles[0] has none", path);
-        if (v && get_number(v, path, &in->columns[c][i], err, errlen) < 0) return -1;
+        if (!v && present[c])
+            return kd_fail(err, errlen, "%s: missing, but candles[0] has it", path);
+        if (v && !present[c])
+            return kd_fail(err, errlen, "%s: given, but candles[0] has none", path);
+        if (v && kd_get_number(v, path, &cd->columns[c][i], err, errlen) < 0) return -1;
     }
     return 0;
 }
 
 /* [{"timestamp": ..., "open": ..., ...}, ...] */
-static int parse_rows(const json_t *rows, const kd_forecast_limits *lim, kd_forecast_input *in,
-                      char *err, size_t errlen) {
+static int parse_rows(const json_t *rows, int min_count, int max_count, kd_candles *cd, char *err,
+                      size_t errlen) {
     const size_t n = json_array_size(rows);
     const json_t *first = json_array_get(rows, 0);
     bool present[KR_D_IN];
 
-    if (check_count(n, lim, err, errlen) < 0) return -1;
-    in->req.n_context = (int)n;
-    if (!json_is_object(first)) return wrong(first, "candles[0]", "an object", err, errlen);
+    if (check_count(n, min_count, max_count, err, errlen) < 0) return -1;
+    if (n == 0) return 0;
+    cd->n = (int)n;
+    if (!json_is_object(first)) return kd_wrong(first, "candles[0]", "an object", err, errlen);
     for (int c = 0; c < KR_D_IN; c++)
-        present[c] = field(first, kr_column_names[c]) != NULL;
+        present[c] = kd_field(first, kr_column_names[c]) != NULL;
     if (check_present(present, "candles[0].", err, errlen) < 0) return -1;
-    if (alloc_arrays(in, n, present, err, errlen) < 0) return -1;
+    if (alloc_arrays(cd, n, present, err, errlen) < 0) return -1;
     for (size_t i = 0; i < n; i++)
-        if (parse_row(json_array_get(rows, i), i, present, in, err, errlen) < 0) return -1;
+        if (parse_row(json_array_get(rows, i), i, present, cd, err, errlen) < 0) return -1;
     return 0;
 }
 
-static int parse_candles(const json_t *body, const kd_forecast_limits *lim, kd_forecast_input *in,
-                         char *err, size_t errlen) {
-    const json_t *cd = field(body, "candles");
-    if (!cd) return fail(err, errlen, "candles: missing");
-    if (json_is_object(cd)) return parse_columnar(cd, lim, in, err, errlen);
-    if (json_is_array(cd)) return parse_rows(cd, lim, in, err, errlen);
-    return wrong(cd, "candles", "an object of columns or an array of candle objects", err, errlen);
+int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *out, char *err,
+                     size_t errlen) {
+    int rc;
+    memset(out, 0, sizeof *out);
+    if (!v || json_is_null(v)) return kd_fail(err, errlen, "candles: missing");
+    if (json_is_object(v))
+        rc = parse_columnar(v, min_count, max_count, out, err, errlen);
+    else if (json_is_array(v))
+        rc = parse_rows(v, min_count, max_count, out, err, errlen);
+    else
+        rc = kd_wrong(v, "candles", "an object of columns or an array of candle objects", err,
+                      errlen);
+    if (rc < 0) kd_candles_free(out);
+    return rc;
+}
+
+void kd_candles_free(kd_candles *c) {
+    if (!c) return;
+    free(c->timestamps);
+    for (int k = 0; k < KR_D_IN; k++)
+        free(c->columns[k]);
+    memset(c, 0, sizeof *c);
+}
+
+void kd_candles_link(const kd_candles *c, kr_forecast_request *req) {
+    req->n_context = c->n;
+    req->timestamps = c->timestamps;
+    for (int k = 0; k < KR_D_IN; k++)
+        req->columns[k] = c->columns[k];
+}
+
+/* ---- sampling ----------------------------------------------------------------------- */
+
+int kd_sampling_parse(const json_t *body, kr_sampling *s, uint64_t *seed, char *err,
+                      size_t errlen) {
+    long long top_k = s->top_k, sd = (long long)*seed;
+    if (kd_opt_real(body, "temperature", kd_positive_finite, "a number > 0", &s->temperature, err,
+                    errlen) < 0 ||
+        kd_opt_int(body, "top_k", 0, INT_MAX, "an integer >= 0", &top_k, err, errlen) < 0 ||
+        kd_opt_real(body, "top_p", kd_in_open_unit, "in (0, 1]", &s->top_p, err, errlen) < 0 ||
+        kd_opt_int(body, "seed", 0, LLONG_MAX, "an integer >= 0", &sd, err, errlen) < 0)
+        return -1;
+    s->top_k = (int)top_k;
+    *seed = (uint64_t)sd;
+    return 0;
 }
 
 /* ---- options ------------------------------------------------------------------------ */
@@ -304,77 +198,70 @@ static int parse_candles(const json_t *body, const kd_forecast_limits *lim, kd_f
 static int parse_horizon(const json_t *body, const kd_forecast_limits *lim, kd_forecast_input *in,
                          char *err, size_t errlen) {
     long long h = 0;
-    if (!field(body, "horizon"))
-        return fail(err, errlen, "horizon: missing; must be an integer >= 1");
-    if (opt_int(body, "horizon", 1, INT_MAX, "an integer >= 1", &h, err, errlen) < 0) return -1;
+    if (!kd_field(body, "horizon"))
+        return kd_fail(err, errlen, "horizon: missing; must be an integer >= 1");
+    if (kd_opt_int(body, "horizon", 1, INT_MAX, "an integer >= 1", &h, err, errlen) < 0) return -1;
     if (lim->max_horizon > 0 && h > lim->max_horizon)
-        return fail(err, errlen, "horizon: %lld exceeds the limit of %d", h, lim->max_horizon);
+        return kd_fail(err, errlen, "horizon: %lld exceeds the limit of %d", h, lim->max_horizon);
     in->req.horizon = (int)h;
     return 0;
 }
 
 /* Exactly horizon entries, strictly increasing, after the last context candle. */
 static int parse_future(const json_t *body, kd_forecast_input *in, char *err, size_t errlen) {
-    const json_t *ft = field(body, "future_timestamps");
+    const json_t *ft = kd_field(body, "future_timestamps");
     const int p = in->req.horizon;
-    char path[PATH_LEN];
+    char path[KD_PATH_LEN];
 
     if (!ft) return 0; /* the core continues at the series' last interval */
     if (!json_is_array(ft))
-        return wrong(ft, "future_timestamps", "an array of timestamps", err, errlen);
+        return kd_wrong(ft, "future_timestamps", "an array of timestamps", err, errlen);
     if (json_array_size(ft) != (size_t)p)
-        return fail(err, errlen, "future_timestamps: %zu value%s, but horizon is %d",
-                    json_array_size(ft), json_array_size(ft) == 1 ? "" : "s", p);
+        return kd_fail(err, errlen, "future_timestamps: %zu value%s, but horizon is %d",
+                       json_array_size(ft), json_array_size(ft) == 1 ? "" : "s", p);
     in->future_timestamps = malloc((size_t)p * sizeof *in->future_timestamps);
-    if (!in->future_timestamps) return fail(err, errlen, "out of memory");
+    if (!in->future_timestamps)
+        return kd_fail(err, errlen, "future_timestamps: out of memory for %d values", p);
 
-    const int64_t last = in->timestamps[in->req.n_context - 1];
+    const int64_t last = in->candles.timestamps[in->candles.n - 1];
     for (int i = 0; i < p; i++) {
         snprintf(path, sizeof path, "future_timestamps[%d]", i);
-        if (get_timestamp(json_array_get(ft, (size_t)i), path, &in->future_timestamps[i], NULL, err,
-                          errlen) < 0)
+        if (kd_get_timestamp(json_array_get(ft, (size_t)i), path, &in->future_timestamps[i], NULL,
+                             err, errlen) < 0)
             return -1;
         if (i == 0 && in->future_timestamps[0] <= last)
-            return fail(err, errlen, "%s: not after the last context timestamp", path);
+            return kd_fail(err, errlen, "%s: not after the last context timestamp", path);
         if (check_increasing(in->future_timestamps, (size_t)i, path, err, errlen) < 0) return -1;
     }
     return 0;
 }
 
-static int parse_sampling(const json_t *body, const kd_forecast_limits *lim, kr_forecast_request *r,
-                          char *err, size_t errlen) {
-    long long samples = r->samples, top_k = r->sampling.top_k, seed = (long long)r->seed;
-    if (opt_int(body, "samples", 1, INT_MAX, "an integer >= 1", &samples, err, errlen) < 0)
+static int parse_samples(const json_t *body, const kd_forecast_limits *lim, kr_forecast_request *r,
+                         char *err, size_t errlen) {
+    long long samples = r->samples;
+    if (kd_opt_int(body, "samples", 1, INT_MAX, "an integer >= 1", &samples, err, errlen) < 0)
         return -1;
     if (lim->max_samples > 0 && samples > lim->max_samples)
-        return fail(err, errlen, "samples: %lld exceeds the limit of %d", samples,
-                    lim->max_samples);
-    if (opt_real(body, "temperature", positive_finite, "a number > 0", &r->sampling.temperature,
-                 err, errlen) < 0 ||
-        opt_int(body, "top_k", 0, INT_MAX, "an integer >= 0", &top_k, err, errlen) < 0 ||
-        opt_real(body, "top_p", in_open_unit, "in (0, 1]", &r->sampling.top_p, err, errlen) < 0 ||
-        opt_int(body, "seed", 0, LLONG_MAX, "an integer >= 0", &seed, err, errlen) < 0)
-        return -1;
+        return kd_fail(err, errlen, "samples: %lld exceeds the limit of %d", samples,
+                       lim->max_samples);
     r->samples = (int)samples;
-    r->sampling.top_k = (int)top_k;
-    r->seed = (uint64_t)seed;
     return 0;
 }
 
 static int parse_quantiles(const json_t *body, kr_forecast_request *r, char *err, size_t errlen) {
-    const json_t *q = field(body, "quantiles");
-    char path[PATH_LEN];
+    const json_t *q = kd_field(body, "quantiles");
+    char path[KD_PATH_LEN];
     if (!q) return 0;
     if (!json_is_array(q))
-        return wrong(q, "quantiles", "an array of numbers in [0, 1]", err, errlen);
+        return kd_wrong(q, "quantiles", "an array of numbers in [0, 1]", err, errlen);
     if (json_array_size(q) > KR_MAX_QUANTILES)
-        return fail(err, errlen, "quantiles: at most %d levels are allowed, got %zu",
-                    KR_MAX_QUANTILES, json_array_size(q));
+        return kd_fail(err, errlen, "quantiles: at most %d levels are allowed, got %zu",
+                       KR_MAX_QUANTILES, json_array_size(q));
     for (size_t i = 0; i < json_array_size(q); i++) {
         const json_t *v = json_array_get(q, i);
         snprintf(path, sizeof path, "quantiles[%zu]", i);
-        if (!json_is_number(v) || !in_unit(json_number_value(v)))
-            return wrong(v, path, "a number in [0, 1]", err, errlen);
+        if (!json_is_number(v) || !kd_in_unit(json_number_value(v)))
+            return kd_wrong(v, path, "a number in [0, 1]", err, errlen);
         r->quantiles[i] = json_number_value(v);
     }
     r->n_quantiles = (int)json_array_size(q);
@@ -390,9 +277,9 @@ static int parse_options(const json_t *body, int model_max_context, kr_forecast_
         snprintf(rule, sizeof rule, "an integer in 1..%d", model_max_context);
     else
         snprintf(rule, sizeof rule, "an integer >= 1");
-    if (opt_int(body, "max_context", 1, hi, rule, &mc, err, errlen) < 0 ||
-        opt_bool(body, "use_cache", &r->use_cache, err, errlen) < 0 ||
-        opt_bool(body, "return_paths", &r->return_paths, err, errlen) < 0 ||
+    if (kd_opt_int(body, "max_context", 1, hi, rule, &mc, err, errlen) < 0 ||
+        kd_opt_bool(body, "use_cache", &r->use_cache, err, errlen) < 0 ||
+        kd_opt_bool(body, "return_paths", &r->return_paths, err, errlen) < 0 ||
         parse_quantiles(body, r, err, errlen) < 0)
         return -1;
     r->max_context = (int)mc;
@@ -416,33 +303,28 @@ static void set_defaults(kr_forecast_request *r) {
     r->n_quantiles = 0;
 }
 
-/* Points the core's request at the arrays that in owns. */
-static void link_request(kd_forecast_input *in) {
-    in->req.timestamps = in->timestamps;
-    for (int c = 0; c < KR_D_IN; c++)
-        in->req.columns[c] = in->columns[c];
-    in->req.future_timestamps = in->future_timestamps;
-}
-
 int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
                                       const kd_forecast_limits *limits, kd_forecast_input *in,
                                       char *err, size_t errlen) {
     const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
-    char d[DESC_LEN];
+    char d[KD_DESC_LEN];
 
     memset(in, 0, sizeof *in);
     set_defaults(&in->req);
     if (!json_is_object(body))
-        return fail(err, errlen, "expected a JSON object, got %s",
-                    body ? describe(body, d, sizeof d) : "nothing");
-    if (parse_candles(body, lim, in, err, errlen) < 0 ||
+        return kd_fail(err, errlen, "expected a JSON object, got %s",
+                       body ? kd_describe(body, d, sizeof d) : "nothing");
+    if (kd_candles_parse(kd_field(body, "candles"), 2, lim->max_candles, &in->candles, err,
+                         errlen) < 0 ||
         parse_horizon(body, lim, in, err, errlen) < 0 || parse_future(body, in, err, errlen) < 0 ||
-        parse_sampling(body, lim, &in->req, err, errlen) < 0 ||
+        parse_samples(body, lim, &in->req, err, errlen) < 0 ||
+        kd_sampling_parse(body, &in->req.sampling, &in->req.seed, err, errlen) < 0 ||
         parse_options(body, model_max_context, &in->req, err, errlen) < 0) {
         kd_forecast_input_free(in);
         return -1;
     }
-    link_request(in);
+    kd_candles_link(&in->candles, &in->req);
+    in->req.future_timestamps = in->future_timestamps;
     return 0;
 }
 
@@ -453,9 +335,7 @@ int kd_forecast_request_parse(const json_t *body, int model_max_context, kd_fore
 
 void kd_forecast_input_free(kd_forecast_input *in) {
     if (!in) return;
-    free(in->timestamps);
-    for (int c = 0; c < KR_D_IN; c++)
-        free(in->columns[c]);
+    kd_candles_free(&in->candles);
     free(in->future_timestamps);
     memset(in, 0, sizeof *in);
 }
@@ -478,8 +358,7 @@ static json_t *real_array(const double *x, int n) {
     return a;
 }
 
-/* {"open": [P], ..., "amount": [P]} from a [KR_D_IN][P] block. */
-static json_t *columns_object(const double *block, int p) {
+json_t *kd_columns_json(const double *block, int p) {
     json_t *o = json_object();
     for (int c = 0; o && c < KR_D_IN; c++) {
         if (json_object_set_new(o, kr_column_names[c],
@@ -501,7 +380,8 @@ static json_t *timestamp_value(int64_t wall, const kd_time_form *f) {
 static json_t *timestamps_array(const kd_forecast_input *in, const kr_forecast_result *res) {
     json_t *a = json_array();
     for (int i = 0; a && i < res->horizon; i++) {
-        if (json_array_append_new(a, timestamp_value(res->timestamps[i], &in->time_form)) < 0) {
+        if (json_array_append_new(a, timestamp_value(res->timestamps[i], &in->candles.time_form)) <
+            0) {
             json_decref(a);
             return NULL;
         }
@@ -527,8 +407,8 @@ static json_t *paths_array(const kr_forecast_result *res) {
     const size_t block = (size_t)KR_D_IN * (size_t)res->horizon;
     json_t *a = json_array();
     for (int s = 0; a && s < res->samples; s++) {
-        if (json_array_append_new(a, columns_object(res->paths + (size_t)s * block, res->horizon)) <
-            0) {
+        if (json_array_append_new(
+                a, kd_columns_json(res->paths + (size_t)s * block, res->horizon)) < 0) {
             json_decref(a);
             return NULL;
         }
@@ -542,7 +422,7 @@ static json_t *quantiles_object(const kr_forecast_result *res) {
     json_t *o = json_object();
     char key[32];
     for (int q = 0; o && q < res->n_quantiles; q++) {
-        json_t *cols = columns_object(res->quantiles + (size_t)q * block, res->horizon);
+        json_t *cols = kd_columns_json(res->quantiles + (size_t)q * block, res->horizon);
         snprintf(key, sizeof key, "%g", res->quantile_levels[q]);
         if (json_object_set_new(o, key, cols) < 0) {
             json_decref(o);
@@ -568,7 +448,7 @@ json_t *kd_forecast_response_json(const kd_forecast_input *in, const kr_forecast
     json_t *r = json_object();
     if (!r) return NULL;
     if (json_object_set_new(r, "timestamps", timestamps_array(in, res)) < 0 ||
-        json_object_set_new(r, "mean", columns_object(res->mean, res->horizon)) < 0 ||
+        json_object_set_new(r, "mean", kd_columns_json(res->mean, res->horizon)) < 0 ||
         json_object_set_new(r, "horizon", json_integer(res->horizon)) < 0 ||
         json_object_set_new(r, "samples", json_integer(res->samples)) < 0 ||
         json_object_set_new(r, "usage", usage_object(res)) < 0 || set_optional_parts(r, res) < 0) {

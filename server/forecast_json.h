@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "kronos.h"
+#include "timefmt.h"
 
 /* What a request may ask for; a limit <= 0 means unlimited. */
 typedef struct {
@@ -35,20 +36,32 @@ typedef struct {
 /* Generous limits for the one-shot command: 100000 candles, 10000 steps, 1000 samples. */
 extern const kd_forecast_limits kd_forecast_default_limits;
 
-/* How the response writes timestamps: as the last context timestamp was written. */
+/* Parsed candles (CANDLES above). They own their arrays. */
 typedef struct {
-    bool unix_seconds; /* a JSON number: write numbers */
-    bool has_tz;       /* a string with a zone: write strings with this offset */
-    int tz_offset_min;
-} kd_time_form;
+    int n;
+    int64_t *timestamps;      /* [n] walls, strictly increasing */
+    double *columns[KR_D_IN]; /* [n]; volume and amount may be NULL */
+    kd_time_form time_form;   /* how the last timestamp was written */
+} kd_candles;
+
+/* Parses CANDLES, the value of a "candles" field (v may be NULL: "candles: missing"), with
+ * between min_count and max_count (<= 0: no limit) candles. On failure *out holds nothing;
+ * kd_candles_free is safe either way. */
+int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *out, char *err,
+                     size_t errlen);
+void kd_candles_free(kd_candles *c);
+/* Points a core request's n_context, timestamps and columns at the candles. */
+void kd_candles_link(const kd_candles *c, kr_forecast_request *req);
+
+/* "temperature", "top_k", "top_p", "seed" of body, validated; absent fields leave *s and
+ * *seed as they are. Shared by every endpoint that samples. */
+int kd_sampling_parse(const json_t *body, kr_sampling *s, uint64_t *seed, char *err, size_t errlen);
 
 /* A parsed request. It owns the arrays that req points into. */
 typedef struct {
     kr_forecast_request req;
-    int64_t *timestamps;        /* [n_context] */
-    double *columns[KR_D_IN];   /* [n_context]; volume and amount may be NULL */
+    kd_candles candles;
     int64_t *future_timestamps; /* [horizon], or NULL */
-    kd_time_form time_form;
 } kd_forecast_input;
 
 /* Parses and validates a request with kd_forecast_default_limits. model_max_context bounds
@@ -79,5 +92,9 @@ void kd_forecast_input_free(kd_forecast_input *in);
  *
  * A value that is not finite is written as null. */
 json_t *kd_forecast_response_json(const kd_forecast_input *in, const kr_forecast_result *res);
+
+/* {"open": [n], ..., "amount": [n]} from a [KR_D_IN][n] block (non-finite values as null),
+ * or NULL when out of memory. */
+json_t *kd_columns_json(const double *block, int n);
 
 #endif

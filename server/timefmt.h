@@ -20,6 +20,13 @@
 /* Room for the longest formatted timestamp, "YYYY-MM-DDTHH:MM:SS+HH:MM", and its NUL. */
 #define KD_TIMESTAMP_MAX 32
 
+/* How a timestamp was written, so that output can be written the same way. */
+typedef struct {
+    bool unix_seconds; /* a JSON number: write numbers */
+    bool has_tz;       /* a string with a zone: write strings with this offset */
+    int tz_offset_min;
+} kd_time_form;
+
 /* Days since 1970-01-01 of a proleptic Gregorian date, and back. */
 int64_t kd_days_from_civil(int64_t y, int m, int d);
 void kd_civil_from_days(int64_t days, int64_t *y, int *m, int *d);

@@ -32,8 +32,8 @@ static void expect_filter(const float *in, int n, kr_sampling s, const int *keep
                 fail_msg("T=%g k=%d p=%g: token %d should stay as %g, got %g", s.temperature,
                          s.top_k, s.top_p, i, in[i] / s.temperature, (double)l[i]);
         } else if (!(isinf(l[i]) && l[i] < 0)) {
-            fail_msg("T=%g k=%d p=%g: token %d (logit %g) should be dropped, got %g",
-                     s.temperature, s.top_k, s.top_p, i, (double)in[i], (double)l[i]);
+            fail_msg("T=%g k=%d p=%g: token %d (logit %g) should be dropped, got %g", s.temperature,
+                     s.top_k, s.top_p, i, (double)in[i], (double)l[i]);
         }
     }
 }
@@ -43,7 +43,8 @@ static int count_kept(const float *in, int n, kr_sampling s) {
     memcpy(l, in, (size_t)n * sizeof(float));
     kr_sampling_filter(l, n, &s);
     int kept = 0;
-    for (int i = 0; i < n; i++) kept += isfinite(l[i]);
+    for (int i = 0; i < n; i++)
+        kept += isfinite(l[i]);
     return kept;
 }
 
@@ -133,7 +134,8 @@ static void test_sample_greedy(void **state) {
     (void)state;
     enum { N = 100 };
     float base[N], l[N];
-    for (int i = 0; i < N; i++) base[i] = (float)sin(i * 1.7) * 3.0f;
+    for (int i = 0; i < N; i++)
+        base[i] = (float)sin(i * 1.7) * 3.0f;
     base[37] = 3.5f; /* the argmax */
     kr_rng rng;
     kr_rng_seed(&rng, 1);
@@ -159,13 +161,15 @@ static void test_sample_one_finite(void **state) {
                               sampling(2, 0, 1e-6)};
     for (int k = 0; k < N_OF(ss); k++)
         for (int r = 0; r < 100; r++) {
-            for (int i = 0; i < N; i++) l[i] = -INFINITY;
+            for (int i = 0; i < N; i++)
+                l[i] = -INFINITY;
             l[7] = 0.3f;
             assert_int_equal(kr_sample(l, N, &ss[k], &rng), 7);
         }
-    /* the last token as the only finite one (the draw's fallback must not pick token 0) */
+    /* the last token as the only finite one */
     for (int r = 0; r < 100; r++) {
-        for (int i = 0; i < N; i++) l[i] = -INFINITY;
+        for (int i = 0; i < N; i++)
+            l[i] = -INFINITY;
         l[N - 1] = -3.0f;
         assert_int_equal(kr_sample(l, N, &ss[0], &rng), N - 1);
     }
@@ -244,7 +248,8 @@ static void test_rng_streams(void **state) {
 
     /* the same seed gives the same draws, a different seed a different sequence */
     float base[32];
-    for (int i = 0; i < 32; i++) base[i] = (float)(i % 5) * 0.3f;
+    for (int i = 0; i < 32; i++)
+        base[i] = (float)(i % 5) * 0.3f;
     kr_sampling s = sampling(1.0, 0, 1.0);
     int32_t d1[200], d2[200], d3[200];
     for (int r = 0; r < 3; r++) {
@@ -259,7 +264,8 @@ static void test_rng_streams(void **state) {
     }
     assert_memory_equal(d1, d2, sizeof d1);
     int differ = 0;
-    for (int i = 0; i < 200; i++) differ += d1[i] != d3[i];
+    for (int i = 0; i < 200; i++)
+        differ += d1[i] != d3[i];
     assert_true(differ > 100);
 }
 
@@ -287,8 +293,8 @@ static void expect_invalid(kr_sampling s, const char *field) {
     memset(&err, 0, sizeof err);
     assert_int_equal(kr_sampling_check(&s, &err), -1);
     if (!strstr(err.msg, field))
-        fail_msg("T=%g k=%d p=%g: message \"%s\" does not name %s", s.temperature, s.top_k,
-                 s.top_p, err.msg, field);
+        fail_msg("T=%g k=%d p=%g: message \"%s\" does not name %s", s.temperature, s.top_k, s.top_p,
+                 err.msg, field);
 }
 
 static void test_sampling_check(void **state) {
@@ -314,11 +320,16 @@ static void test_sampling_check(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_temperature),       cmocka_unit_test(test_top_k),
-        cmocka_unit_test(test_top_p),             cmocka_unit_test(test_sample_greedy),
-        cmocka_unit_test(test_sample_one_finite), cmocka_unit_test(test_sample_frequencies),
-        cmocka_unit_test(test_rng_reference),     cmocka_unit_test(test_rng_streams),
-        cmocka_unit_test(test_rng_uniform_range), cmocka_unit_test(test_sampling_check),
+        cmocka_unit_test(test_temperature),
+        cmocka_unit_test(test_top_k),
+        cmocka_unit_test(test_top_p),
+        cmocka_unit_test(test_sample_greedy),
+        cmocka_unit_test(test_sample_one_finite),
+        cmocka_unit_test(test_sample_frequencies),
+        cmocka_unit_test(test_rng_reference),
+        cmocka_unit_test(test_rng_streams),
+        cmocka_unit_test(test_rng_uniform_range),
+        cmocka_unit_test(test_sampling_check),
     };
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
 }

@@ -40,13 +40,14 @@ static void test_rmsnorm(void **state) {
     const float w[4] = {1, 1, 2, 0.5f};
     float y[8];
     kr_rmsnorm(y, x, w, 2, 4);
-    const double want[8] = {0.36514813, 0.73029626, 2.19088877, 0.73029626,
-                            -1.99999000, 0, 0, 0};
-    for (int i = 0; i < 8; i++) NEAR(y[i], want[i], 1e-6);
+    const double want[8] = {0.36514813, 0.73029626, 2.19088877, 0.73029626, -1.99999000, 0, 0, 0};
+    for (int i = 0; i < 8; i++)
+        NEAR(y[i], want[i], 1e-6);
     /* in place works too (the block does not need it, but nothing forbids it) */
     float z[4] = {1, 2, 3, 4};
     kr_rmsnorm(z, z, w, 1, 4);
-    for (int i = 0; i < 4; i++) NEAR(z[i], want[i], 1e-6);
+    for (int i = 0; i < 4; i++)
+        NEAR(z[i], want[i], 1e-6);
 }
 
 /* ---- RoPE ----------------------------------------------------------------------------- */
@@ -63,12 +64,14 @@ static void test_rope_halves(void **state) {
     /* position 0 is the identity */
     float x0[4] = {1, 2, 3, 4};
     kr_rope(x0, 1, 4, 1, 4, 0, inv_freq);
-    for (int i = 0; i < 4; i++) NEAR(x0[i], i + 1, 0);
+    for (int i = 0; i < 4; i++)
+        NEAR(x0[i], i + 1, 0);
 
     /* one row at position 1 (T = 1 from pos0 = 1) */
     float x1[4] = {1, 2, 3, 4};
     kr_rope(x1, 1, 4, 1, 4, 1, inv_freq);
-    for (int i = 0; i < 4; i++) NEAR(x1[i], want1[i], 1e-6);
+    for (int i = 0; i < 4; i++)
+        NEAR(x1[i], want1[i], 1e-6);
 
     /* two rows from pos0 = 0: row 0 unchanged, row 1 rotated at 1 */
     float x2[8] = {1, 2, 3, 4, 1, 2, 3, 4};
@@ -97,9 +100,9 @@ static void test_rope_pos0(void **state) {
     for (int r = 0; r < 2; r++) {
         double p = 5 + r;
         double c0 = cos(p), s0 = sin(p), c1 = cos(p * 0.01), s1 = sin(p * 0.01);
-        const double want[4] = {1 * c0 - 3 * s0, 2 * c1 - 4 * s1, 3 * c0 + 1 * s0,
-                                4 * c1 + 2 * s1};
-        for (int i = 0; i < 4; i++) NEAR(x[r * 4 + i], want[i], 2e-6);
+        const double want[4] = {1 * c0 - 3 * s0, 2 * c1 - 4 * s1, 3 * c0 + 1 * s0, 4 * c1 + 2 * s1};
+        for (int i = 0; i < 4; i++)
+            NEAR(x[r * 4 + i], want[i], 2e-6);
     }
     /* position 5: cos 5 = 0.28366219, sin 5 = -0.95892427 → x0' = 0.28366 + 2.87677 */
     NEAR(x[0], 3.16043500, 2e-6);
@@ -132,7 +135,8 @@ static void cache_put(test_cache *c, int layer, int pos, const float *k, const f
 }
 
 static void cache_free(test_cache *c) {
-    for (int b = 0; b < 8; b++) free(c->blk[b]);
+    for (int b = 0; b < 8; b++)
+        free(c->blk[b]);
 }
 
 /* one head, hd = d = 4 (scale 1/2); keys are unit vectors e0, e1, e2 */
@@ -167,12 +171,15 @@ static void test_attention_causal(void **state) {
             float out[4], scores[3];
             /* causal: query t sees keys 0..t. Row 0 sees only key 0: exactly v0 */
             kr_attend(out, att_q, &c.view, layer, 1, 1, scores);
-            for (int i = 0; i < 4; i++) NEAR(out[i], att_v[i], 0);
+            for (int i = 0; i < 4; i++)
+                NEAR(out[i], att_v[i], 0);
             kr_attend(out, att_q + 4, &c.view, layer, 2, 1, scores);
-            for (int i = 0; i < 4; i++) NEAR(out[i], att_r1[i], 1e-6);
+            for (int i = 0; i < 4; i++)
+                NEAR(out[i], att_r1[i], 1e-6);
             /* row 2 (also: one query at position 2 over a cache of 3 keys) */
             kr_attend(out, att_q + 8, &c.view, layer, 3, 1, scores);
-            for (int i = 0; i < 4; i++) NEAR(out[i], att_r2[i], 1e-5);
+            for (int i = 0; i < 4; i++)
+                NEAR(out[i], att_r2[i], 1e-5);
             cache_free(&c);
         }
 }
@@ -185,11 +192,13 @@ static void test_attention_all_keys(void **state) {
     /* q0 over all three keys: equal scores, the mean of v */
     kr_attend(out, att_q, &c.view, 0, 3, 1, scores);
     const double r0[4] = {0.0, 2.0 / 3, 4.0 / 3, 14.0 / 3};
-    for (int i = 0; i < 4; i++) NEAR(out[i], r0[i], 1e-6);
+    for (int i = 0; i < 4; i++)
+        NEAR(out[i], r0[i], 1e-6);
     /* q1 over all three: scores (1, 0, 0) → (e, 1, 1)/(e + 2) = (0.57611688, 0.21194156, ...) */
     kr_attend(out, att_q + 4, &c.view, 0, 3, 1, scores);
     const double r1[4] = {0.36417533, 1.15223377, 1.94029221, 4.42388312};
-    for (int i = 0; i < 4; i++) NEAR(out[i], r1[i], 1e-5);
+    for (int i = 0; i < 4; i++)
+        NEAR(out[i], r1[i], 1e-5);
     cache_free(&c);
 }
 
@@ -204,10 +213,11 @@ static void test_attention_heads(void **state) {
     cache_init(&c, 1, 2, 1, 4);
     cache_put(&c, 0, 0, k, v);
     cache_put(&c, 0, 1, k + 4, v + 4);
-    float out[4], scores[2];
+    float out[4], scores[4]; /* n_heads * n_keys */
     kr_attend(out, q, &c.view, 0, 2, 2, scores);
     const double want[4] = {4, 5, 5, 6}; /* .25·(1,2) + .75·(5,6); .5·(3,4) + .5·(7,8) */
-    for (int i = 0; i < 4; i++) NEAR(out[i], want[i], 1e-5);
+    for (int i = 0; i < 4; i++)
+        NEAR(out[i], want[i], 1e-5);
     cache_free(&c);
 }
 
@@ -221,7 +231,8 @@ static void test_dot(void **state) {
     }
     /* sum over odd i+1 (i even) of 2(i+1) minus sum over even i+1 of (i+1)/2:
      * 2·(1+3+...+19) - (2+4+...+18)/2 = 2·100 - 90/2 = 155 */
-    for (int i = 0; i < 19; i++) want += (double)a[i] * b[i];
+    for (int i = 0; i < 19; i++)
+        want += (double)a[i] * b[i];
     NEAR(want, 155, 0);
     NEAR(kr_dot(a, b, 19), 155, 1e-4);
     NEAR(kr_dot(a, b, 8), 2 * 16 - 0.5 * 20, 1e-5); /* 2(1+3+5+7) - (2+4+6+8)/2 = 22 */
@@ -256,9 +267,11 @@ static void test_linear_small(void **state) {
     const double want[6] = {-2, -2, 4, 13, 3, 6};
     float y3[6];
     kr_linear_forward(y3, x3, 3, &nb);
-    for (int i = 0; i < 6; i++) NEAR(y3[i], want[i], 1e-6);
+    for (int i = 0; i < 6; i++)
+        NEAR(y3[i], want[i], 1e-6);
     kr_linear_forward(y3, x3, 3, &wb);
-    for (int i = 0; i < 6; i++) NEAR(y3[i], want[i] + b[i % 2], 1e-6);
+    for (int i = 0; i < 6; i++)
+        NEAR(y3[i], want[i] + b[i % 2], 1e-6);
 }
 
 static void test_linear_vs_loops(void **state) {
@@ -266,9 +279,12 @@ static void test_linear_vs_loops(void **state) {
     enum { OUT = 5, IN = 7, T = 3 };
     float w[OUT * IN], b[OUT], x[T * IN], y[T * OUT];
     lcg_state = 7;
-    for (int i = 0; i < OUT * IN; i++) w[i] = lcg();
-    for (int i = 0; i < OUT; i++) b[i] = lcg();
-    for (int i = 0; i < T * IN; i++) x[i] = lcg();
+    for (int i = 0; i < OUT * IN; i++)
+        w[i] = lcg();
+    for (int i = 0; i < OUT; i++)
+        b[i] = lcg();
+    for (int i = 0; i < T * IN; i++)
+        x[i] = lcg();
     for (int with_bias = 0; with_bias < 2; with_bias++) {
         kr_linear l = {w, with_bias ? b : NULL, OUT, IN};
         for (int rows = 1; rows <= T; rows += T - 1) { /* 1: gemv, 3: gemm */
@@ -277,7 +293,8 @@ static void test_linear_vs_loops(void **state) {
             for (int t = 0; t < rows; t++)
                 for (int o = 0; o < OUT; o++) {
                     double acc = with_bias ? b[o] : 0.0;
-                    for (int i = 0; i < IN; i++) acc += (double)x[t * IN + i] * w[o * IN + i];
+                    for (int i = 0; i < IN; i++)
+                        acc += (double)x[t * IN + i] * w[o * IN + i];
                     NEAR(y[t * OUT + o], acc, 1e-5);
                 }
         }
@@ -299,19 +316,28 @@ typedef struct {
 
 static void make_block(block_data *bd, kr_block *b, bool shift) {
     lcg_state = 12345;
-    for (int i = 0; i < BD; i++) bd->norm1[i] = 1.0f + 0.5f * lcg();
-    for (int i = 0; i < BD; i++) bd->norm2[i] = 1.0f + 0.5f * lcg();
+    for (int i = 0; i < BD; i++)
+        bd->norm1[i] = 1.0f + 0.5f * lcg();
+    for (int i = 0; i < BD; i++)
+        bd->norm2[i] = 1.0f + 0.5f * lcg();
     float *mats[] = {bd->qw, bd->kw, bd->vw, bd->ow};
     float *biases[] = {bd->qb, bd->kb, bd->vb, bd->ob};
     for (int m = 0; m < 4; m++) {
-        for (int i = 0; i < BD * BD; i++) mats[m][i] = 0.5f * lcg();
-        for (int i = 0; i < BD; i++) biases[m][i] = 0.2f * lcg();
+        for (int i = 0; i < BD * BD; i++)
+            mats[m][i] = 0.5f * lcg();
+        for (int i = 0; i < BD; i++)
+            biases[m][i] = 0.2f * lcg();
     }
-    for (int i = 0; i < BFF * BD; i++) bd->w1[i] = 0.4f * lcg();
-    for (int i = 0; i < BFF * BD; i++) bd->w3[i] = 0.4f * lcg();
-    for (int i = 0; i < BD * BFF; i++) bd->w2[i] = 0.3f * lcg();
-    for (int j = 0; j < BHD / 2; j++) bd->inv_freq[j] = (float)pow(10000.0, -2.0 * j / BHD);
-    for (int i = 0; i < BT * BD; i++) bd->x[i] = lcg();
+    for (int i = 0; i < BFF * BD; i++)
+        bd->w1[i] = 0.4f * lcg();
+    for (int i = 0; i < BFF * BD; i++)
+        bd->w3[i] = 0.4f * lcg();
+    for (int i = 0; i < BD * BFF; i++)
+        bd->w2[i] = 0.3f * lcg();
+    for (int j = 0; j < BHD / 2; j++)
+        bd->inv_freq[j] = (float)pow(10000.0, -2.0 * j / BHD);
+    for (int i = 0; i < BT * BD; i++)
+        bd->x[i] = lcg();
     /* rows a0, a1, b0, b1 per head */
     const float ks[4 * BH] = {0.9f, 1.1f, 0.3f, -0.2f, 1.0f, 0.8f, -0.5f, 0.25f};
     memcpy(bd->kv_shift, ks, sizeof ks);
@@ -338,23 +364,27 @@ static void ref_linear(double *y, const double *x, const float *w, const float *
                        int in) {
     for (int o = 0; o < out; o++) {
         double acc = b ? b[o] : 0.0;
-        for (int i = 0; i < in; i++) acc += x[i] * w[o * in + i];
+        for (int i = 0; i < in; i++)
+            acc += x[i] * w[o * in + i];
         y[o] = acc;
     }
 }
 
 static void ref_rmsnorm(double *y, const double *x, const float *w, int d) {
     double ss = 0;
-    for (int i = 0; i < d; i++) ss += x[i] * x[i];
+    for (int i = 0; i < d; i++)
+        ss += x[i] * x[i];
     double s = 1.0 / sqrt(ss / d + 1e-5);
-    for (int i = 0; i < d; i++) y[i] = x[i] * s * w[i];
+    for (int i = 0; i < d; i++)
+        y[i] = x[i] * s * w[i];
 }
 
 /* The block written out from the spec in double precision, positions 0 .. T-1. */
 static void ref_block(const kr_block *b, const float *xin, int T, double *x) {
     double xn[BT][BD], q[BT][BD], k[BT][BD], v[BT][BD], k2[BT][BD], v2[BT][BD], at[BT][BD];
     double o[BD], h1[BFF], h3[BFF];
-    for (int i = 0; i < T * BD; i++) x[i] = xin[i];
+    for (int i = 0; i < T * BD; i++)
+        x[i] = xin[i];
     for (int t = 0; t < T; t++) {
         ref_rmsnorm(xn[t], x + t * BD, b->norm1, BD);
         ref_linear(q[t], xn[t], b->q.w, b->q.b, BD, BD);
@@ -389,27 +419,33 @@ static void ref_block(const kr_block *b, const float *xin, int T, double *x) {
             double sc[BT], mx = -INFINITY, sum = 0;
             for (int j = 0; j <= t; j++) {
                 double dot = 0;
-                for (int i = 0; i < BHD; i++) dot += q[t][h * BHD + i] * k2[j][h * BHD + i];
+                for (int i = 0; i < BHD; i++)
+                    dot += q[t][h * BHD + i] * k2[j][h * BHD + i];
                 sc[j] = dot / sqrt((double)BHD);
                 if (sc[j] > mx) mx = sc[j];
             }
-            for (int j = 0; j <= t; j++) sum += (sc[j] = exp(sc[j] - mx));
+            for (int j = 0; j <= t; j++)
+                sum += (sc[j] = exp(sc[j] - mx));
             for (int i = 0; i < BHD; i++) {
                 double acc = 0;
-                for (int j = 0; j <= t; j++) acc += sc[j] / sum * v2[j][h * BHD + i];
+                for (int j = 0; j <= t; j++)
+                    acc += sc[j] / sum * v2[j][h * BHD + i];
                 at[t][h * BHD + i] = acc;
             }
         }
     for (int t = 0; t < T; t++) {
         double *xt = x + t * BD;
         ref_linear(o, at[t], b->o.w, b->o.b, BD, BD);
-        for (int i = 0; i < BD; i++) xt[i] += o[i];
+        for (int i = 0; i < BD; i++)
+            xt[i] += o[i];
         ref_rmsnorm(xn[t], xt, b->norm2, BD);
         ref_linear(h1, xn[t], b->w1.w, NULL, BFF, BD);
         ref_linear(h3, xn[t], b->w3.w, NULL, BFF, BD);
-        for (int i = 0; i < BFF; i++) h1[i] = h1[i] / (1 + exp(-h1[i])) * h3[i];
+        for (int i = 0; i < BFF; i++)
+            h1[i] = h1[i] / (1 + exp(-h1[i])) * h3[i];
         ref_linear(o, h1, b->w2.w, NULL, BD, BFF);
-        for (int i = 0; i < BD; i++) xt[i] += o[i];
+        for (int i = 0; i < BD; i++)
+            xt[i] += o[i];
     }
 }
 
@@ -426,7 +462,8 @@ typedef struct {
 static void seq_init(seq_state *q, const float *x, int block_len, bool pass_raw) {
     memcpy(q->x, x, sizeof q->x);
     cache_init(&q->c, (BT + block_len - 1) / block_len, block_len, 2, BD);
-    for (int i = 0; i < 2 * 2 * BD; i++) q->raw[i] = NAN; /* must be written before read */
+    for (int i = 0; i < 2 * 2 * BD; i++)
+        q->raw[i] = NAN; /* must be written before read */
     q->pos = 0;
     q->pass_raw = pass_raw;
 }
@@ -435,7 +472,7 @@ static void seq_init(seq_state *q, const float *x, int block_len, bool pass_raw)
 static void seq_step(const kr_block *b, seq_state **qs, int S, int T) {
     kr_block_scratch s;
     kr_error err = {{0}};
-    assert_int_equal(kr_block_scratch_init(&s, S * T, BT, BD, BFF, &err), 0);
+    assert_int_equal(kr_block_scratch_init(&s, S * T, BT, BD, BFF, b->n_heads, &err), 0);
     float x[2 * BT * BD];
     kr_seq seqs[2];
     assert_true(S <= 2);
@@ -460,7 +497,8 @@ static void run_chunks(const kr_block *b, const float *xin, const int *sizes, in
     seq_state q;
     seq_init(&q, xin, block_len, pass_raw);
     seq_state *qs[1] = {&q};
-    for (int c = 0; c < n_chunks; c++) seq_step(b, qs, 1, sizes[c]);
+    for (int c = 0; c < n_chunks; c++)
+        seq_step(b, qs, 1, sizes[c]);
     assert_int_equal(q.pos, BT);
     memcpy(xout, q.x, sizeof q.x);
     cache_free(&q.c);
@@ -543,7 +581,8 @@ static void check_block_batch(bool shift) {
     kr_block b;
     make_block(&bd, &b, shift);
     float xb[BT * BD], fa[BT * BD], fb[BT * BD];
-    for (int i = 0; i < BT * BD; i++) xb[i] = lcg();
+    for (int i = 0; i < BT * BD; i++)
+        xb[i] = lcg();
     const int one[] = {6};
     run_chunks(&b, bd.x, one, 1, BT, true, fa);
     run_chunks(&b, xb, one, 1, BT, true, fb);
@@ -612,13 +651,13 @@ static void test_stamp_from_wall(void **state) {
     expect_stamp(1709251140 + 60, 0, 0, 4, 1, 3); /* the next minute is 1 March */
     /* before 1970: 1969-12-31T23:59:00 (a Wednesday) */
     expect_stamp(-60, 59, 23, 2, 31, 12);
-    expect_stamp(-86400, 0, 0, 2, 31, 12);      /* 1969-12-31T00:00:00 */
-    expect_stamp(-86401, 59, 23, 1, 30, 12);    /* 1969-12-30T23:59:59 */
-    expect_stamp(-1, 59, 23, 2, 31, 12);        /* 1969-12-31T23:59:59 */
-    expect_stamp(951782400, 0, 0, 1, 29, 2);    /* 2000-02-29 (a leap century), Tuesday */
-    expect_stamp(4107542400, 0, 0, 0, 1, 3);    /* 2100-03-01 (2100 is not leap), Monday */
-    expect_stamp(4107456000, 0, 0, 6, 28, 2);   /* 2100-02-28, Sunday */
-    expect_stamp(-2208988800, 0, 0, 0, 1, 1);   /* 1900-01-01, a Monday */
+    expect_stamp(-86400, 0, 0, 2, 31, 12);    /* 1969-12-31T00:00:00 */
+    expect_stamp(-86401, 59, 23, 1, 30, 12);  /* 1969-12-30T23:59:59 */
+    expect_stamp(-1, 59, 23, 2, 31, 12);      /* 1969-12-31T23:59:59 */
+    expect_stamp(951782400, 0, 0, 1, 29, 2);  /* 2000-02-29 (a leap century), Tuesday */
+    expect_stamp(4107542400, 0, 0, 0, 1, 3);  /* 2100-03-01 (2100 is not leap), Monday */
+    expect_stamp(4107456000, 0, 0, 6, 28, 2); /* 2100-02-28, Sunday */
+    expect_stamp(-2208988800, 0, 0, 0, 1, 1); /* 1900-01-01, a Monday */
 }
 
 static void test_stamp_check(void **state) {
@@ -651,14 +690,17 @@ static void test_bit_packing_handmade(void **state) {
     enum { NB = 20 };
     float ew[NB * KR_D_IN] = {0}, eb[NB], ident[NB * NB] = {0}, hw[KR_D_IN * NB] = {0};
     /* positive at s1 bits 0, 3, 9 and s2 bits 1, 4, 9; exactly 0 at bit 5 (counts as 0) */
-    for (int i = 0; i < NB; i++) eb[i] = -1.0f;
+    for (int i = 0; i < NB; i++)
+        eb[i] = -1.0f;
     eb[0] = eb[3] = eb[9] = 0.5f;
     eb[5] = 0.0f;
     eb[10 + 1] = eb[10 + 4] = eb[10 + 9] = 2.0f;
     ew[0 * KR_D_IN + 0] = 1.0f; /* value 0 also depends on x[0] */
-    for (int i = 0; i < NB; i++) ident[i * NB + i] = 1.0f;
+    for (int i = 0; i < NB; i++)
+        ident[i * NB + i] = 1.0f;
     const int pick[KR_D_IN] = {0, 1, 9, 10, 11, 19};
-    for (int k = 0; k < KR_D_IN; k++) hw[k * NB + pick[k]] = 1.0f;
+    for (int k = 0; k < KR_D_IN; k++)
+        hw[k * NB + pick[k]] = 1.0f;
 
     kr_model m;
     memset(&m, 0, sizeof m);
@@ -703,7 +745,8 @@ static void test_tokenizer_fixture(void **state) {
     enum { N = 64 };
     float x[N * KR_D_IN];
     lcg_state = 99;
-    for (int i = 0; i < N * KR_D_IN; i++) x[i] = 3.0f * lcg();
+    for (int i = 0; i < N * KR_D_IN; i++)
+        x[i] = 3.0f * lcg();
     x[0] = 5.0f;
     x[1] = -5.0f;
     int32_t s1[N], s2[N];
@@ -719,7 +762,8 @@ static void test_tokenizer_fixture(void **state) {
     /* tokens the encoder made decode fine */
     float out[N * KR_D_IN];
     assert_int_equal(kr_tokenizer_decode(m, s1, s2, N, out, &err), 0);
-    for (int i = 0; i < N * KR_D_IN; i++) assert_true(isfinite(out[i]));
+    for (int i = 0; i < N * KR_D_IN; i++)
+        assert_true(isfinite(out[i]));
 
     /* out-of-range tokens are rejected with a message naming the pair and the value */
     struct {
@@ -748,7 +792,8 @@ static void test_normalise_simple(void **state) {
     const float k[KR_D_IN] = {1, 10, 0.5f, 100, 1000, 0};
     float x[4 * KR_D_IN], xn[4 * KR_D_IN], mean[KR_D_IN], std[KR_D_IN];
     for (int i = 0; i < 4; i++)
-        for (int c = 0; c < KR_D_IN; c++) x[i * KR_D_IN + c] = c == 5 ? 7.0f : (i + 1) * k[c];
+        for (int c = 0; c < KR_D_IN; c++)
+            x[i * KR_D_IN + c] = c == 5 ? 7.0f : (i + 1) * k[c];
     kr_error err = {{0}};
     assert_int_equal(kr_normalise(x, 4, xn, mean, std, &err), 0);
     for (int c = 0; c < 5; c++) {
@@ -765,7 +810,8 @@ static void test_normalise_simple(void **state) {
     /* constant column: std 0, (7 - 7)/(0 + 1e-5) = 0 */
     NEAR(mean[5], 7, 0);
     NEAR(std[5], 0, 0);
-    for (int i = 0; i < 4; i++) NEAR(xn[i * KR_D_IN + 5], 0, 0);
+    for (int i = 0; i < 4; i++)
+        NEAR(xn[i * KR_D_IN + 5], 0, 0);
 }
 
 static void test_normalise_clip(void **state) {
@@ -777,7 +823,8 @@ static void test_normalise_clip(void **state) {
     float x[N * KR_D_IN] = {0}, xn[N * KR_D_IN], mean[KR_D_IN], std[KR_D_IN];
     x[10 * KR_D_IN + 0] = 27.0f;
     x[10 * KR_D_IN + 1] = -27.0f;
-    for (int i = 0; i < N; i++) x[i * KR_D_IN + 2] = 3.0f; /* constant, non-zero */
+    for (int i = 0; i < N; i++)
+        x[i * KR_D_IN + 2] = 3.0f; /* constant, non-zero */
     assert_int_equal(kr_normalise(x, N, xn, mean, std, NULL), 0);
     NEAR(mean[0], 1, 1e-6);
     NEAR(mean[1], -1, 1e-6);

@@ -1,0 +1,13 @@
+/* parallel.h — a small persistent thread pool for the loops OpenBLAS does not cover
+ * (attention over many caches). Internal to core/. */
+#ifndef KR_PARALLEL_H
+#define KR_PARALLEL_H
+
+typedef void (*kr_task_fn)(void *ctx, int i);
+
+/* Runs fn(ctx, i) for i in [0, n) on the pool's threads and the caller's. When another
+ * thread is already using the pool, the caller runs the loop alone rather than wait. The
+ * split never changes a result: each i is computed the same way on any thread. */
+void kr_parallel_for(int n, kr_task_fn fn, void *ctx);
+
+#endif

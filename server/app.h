@@ -1,0 +1,31 @@
+/* app.h — the state that every part of the server shares, set up by serve.c.
+ *
+ * Everything here is written before `state` first becomes KD_READY and only read after:
+ * the model is read-only, and the pool, session table, workers and metrics are
+ * thread-safe. A request's own state lives in its kd_request and its job. */
+#ifndef KD_APP_H
+#define KD_APP_H
+
+#include <stdatomic.h>
+
+#include "config.h"
+#include "kronos.h"
+#include "metrics.h"
+#include "sessions.h"
+#include "workers.h"
+
+typedef enum { KD_STARTING, KD_READY, KD_DRAINING } kd_state;
+
+typedef struct {
+    kd_config cfg;
+    char *api_key; /* NULL: no authentication */
+    int n_workers; /* resolved from cfg.workers */
+    kr_model *model;
+    kr_pool *pool;
+    kd_sessions *sessions;
+    kd_workers *workers;
+    kd_metrics *metrics;
+    atomic_int state; /* kd_state */
+} kd_app;
+
+#endif

@@ -1,0 +1,288 @@
+/* config.c — one table of settings, read from defaults, a config file and flags. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { T_STRING, T_INT, T_BYTES, T_BOOL } key_type;
+
+typedef struct {
+    const char *key;
+    key_type type;
+    size_t offset;
+    const char *def; /* NULL: unset */
+    long long min, max;
+    const char *help;
+} key_def;
+
+#define AT(field) offsetof(kd_config, field)
+#define GIB       (1LL << 30)
+
+/* The order here is the order of --help and of config/kronosd.conf. */
+static const key_def keys[] = {
+    {"model", T_STRING, AT(model), NULL, 0, 0, "model directory holding tokenizer/ and predictor/"},
+    {"tokenizer", T_STRING, AT(tokenizer), NULL, 0, 0, "tokenizer directory (instead of model)"},
+    {"predictor", T_STRING, AT(predictor), NULL, 0, 0, "predictor directory (instead of model)"},
+    {"max-context", T_INT, AT(max_context), "512", 1, 1 << 20,
+     "the model's context window (512 or 2048 for released models)"},
+    {"host", T_STRING, AT(host), "127.0.0.1", 0, 0, "address to listen on"},
+    {"port", T_INT, AT(port), "8080", 0, 65535, "TCP port (0: any free port, logged)"},
+    {"api-key-file", T_STRING, AT(api_key_file), NULL, 0, 0,
+     "file holding the API key; requests then need Authorization: Bearer KEY (not /health)"},
+    {"http-threads", T_INT, AT(http_threads), "2", 1, 64,
+     "HTTP threads (parse and answer; never run the model)"},
+    {"connection-timeout", T_INT, AT(connection_timeout), "60", 1, 86400,
+     "seconds before an idle connection is closed"},
+    {"max-body-bytes", T_BYTES, AT(max_body_bytes), "8M", 1024, GIB,
+     "largest request body (413 above)"},
+    {"workers", T_INT, AT(workers), "0", 0, 256,
+     "inference threads (0: online CPUs / blas-threads)"},
+    {"blas-threads", T_INT, AT(blas_threads), "1", 1, 256,
+     "OpenBLAS threads inside each matrix product"},
+    {"queue-size", T_INT, AT(queue_size), "64", 1, 1 << 20,
+     "requests waiting for a worker (503 + Retry-After above)"},
+    {"pool-bytes", T_BYTES, AT(pool_bytes), "256M", 1024, 1LL << 40,
+     "KV cache pool shared by sessions and forecasts"},
+    {"max-sessions", T_INT, AT(max_sessions), "4096", 1, 1 << 24, "sessions held at once"},
+    {"session-ttl", T_INT, AT(session_ttl), "600", 1, 1 << 30,
+     "seconds an idle session lives"},
+    {"max-candles", T_INT, AT(max_candles), "10000", 2, 1 << 24, "candles in one request"},
+    {"max-horizon", T_INT, AT(max_horizon), "1024", 1, 1 << 20, "forecast steps in one request"},
+    {"max-samples", T_INT, AT(max_samples), "1000", 1, 1 << 20,
+     "sample paths in one forecast"},
+    {"shutdown-timeout", T_INT, AT(shutdown_timeout), "30", 0, 86400,
+     "seconds to finish requests in flight on SIGTERM"},
+    {"access-log", T_BOOL, AT(access_log), "true", 0, 0,
+     "one line per request on stderr"},
+};
+
+#define N_KEYS (sizeof keys / sizeof keys[0])
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const key_def *find_key(const char *name) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (strcmp(keys[i].key, name) == 0) return &keys[i];
+    return NULL;
+}
+
+/* "256M", "8k", "1G", "1048576": binary multiples. */
+static int parse_bytes(const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0) return -1;
+    long long mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case '\0':
+        break;
+    case 'K':
+        mul = 1LL << 10;
+        break;
+    case 'M':
+        mul = 1LL << 20;
+        break;
+    case 'G':
+        mul = 1LL << 30;
+        break;
+    default:
+        return -1;
+    }
+    if (*end && end[1] != '\0' && strcasecmp(end + 1, "iB") != 0 && strcasecmp(end + 1, "B") != 0)
+        return -1;
+    if (v > LLONG_MAX / mul) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static int parse_bool(const char *s, bool *out) {
+    static const char *yes[] = {"true", "yes", "on", "1"}, *no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) return *out = true, 0;
+        if (strcasecmp(s, no[i]) == 0) return *out = false, 0;
+    }
+    return -1;
+}
+
+/* Sets one key; `where` says where the value came from ("--port", "kronosd.conf:12"). */
+static int set_key(kd_config *c, const key_def *k, const char *value, const char *where, char *err,
+                   size_t errlen) {
+    char *base = (char *)c + k->offset;
+    long long v;
+    char *end;
+    switch (k->type) {
+    case T_STRING: {
+        char *copy = strdup(value);
+        if (!copy) return fail(err, errlen, "%s: out of memory", where);
+        free(*(char **)base);
+        *(char **)base = copy;
+        return 0;
+    }
+    case T_BOOL:
+        if (parse_bool(value, (bool *)base) < 0)
+            return fail(err, errlen, "%s: '%s' is not true or false", where, value);
+        return 0;
+    case T_INT:
+        errno = 0;
+        v = strtoll(value, &end, 10);
+        if (errno || end == value || *end || v < k->min || v > k->max)
+            return fail(err, errlen, "%s: '%s' is not an integer in %lld..%lld", where, value,
+                        k->min, k->max);
+        *(int *)base = (int)v;
+        return 0;
+    case T_BYTES:
+        if (parse_bytes(value, &v) < 0 || v < k->min || v > k->max)
+            return fail(err, errlen, "%s: '%s' is not a size in %lld..%lld bytes (suffix K, M, G)",
+                        where, value, k->min, k->max);
+        *(size_t *)base = (size_t)v;
+        return 0;
+    }
+    return fail(err, errlen, "%s: unknown key type", where);
+}
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
+    return s;
+}
+
+/* `key = value` lines; `#` starts a comment; blank lines are fine. */
+static int load_file(kd_config *c, const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) return fail(err, errlen, "--config %s: %s", path, strerror(errno));
+    char line[4096], where[PATH_MAX + 32];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = fail(err, errlen, "%s: line too long", where);
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *s = trim(line);
+        if (*s == '\0') continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = fail(err, errlen, "%s: expected 'key = value'", where);
+            break;
+        }
+        *eq = '\0';
+        const char *name = trim(s), *value = trim(eq + 1);
+        const key_def *k = find_key(name);
+        if (!k)
+            rc = fail(err, errlen, "%s: unknown key '%s' (see kronosd serve --help)", where, name);
+        else
+            rc = set_key(c, k, value, where, err, errlen);
+    }
+    if (rc == 0 && ferror(f)) rc = fail(err, errlen, "--config %s: read error", path);
+    fclose(f);
+    return rc;
+}
+
+static int set_defaults(kd_config *c, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (keys[i].def && set_key(c, &keys[i], keys[i].def, "default", err, errlen) < 0) return -1;
+    return 0;
+}
+
+/* Splits "--name=value" or takes the value from the next argument. */
+static const char *flag_value(int argc, char **argv, int *i, char *name, size_t n) {
+    const char *eq = strchr(argv[*i], '=');
+    if (eq) {
+        snprintf(name, n, "%.*s", (int)(eq - argv[*i]), argv[*i]);
+        return eq + 1;
+    }
+    snprintf(name, n, "%s", argv[*i]);
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+static int check(const kd_config *c, char *err, size_t errlen) {
+    if (c->model && (c->tokenizer || c->predictor))
+        return fail(err, errlen, "give model or tokenizer and predictor, not both");
+    if (!c->model && (!c->tokenizer || !c->predictor))
+        return fail(err, errlen,
+                    "no model given; use --model DIR or --tokenizer DIR --predictor DIR");
+    return 0;
+}
+
+int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen) {
+    char name[64];
+    if (set_defaults(c, err, errlen) < 0) return -1;
+    /* the file first, wherever --config stands, so that every flag overrides it */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            kd_config_usage(stdout);
+            return 1;
+        }
+        if (strncmp(argv[i], "--config", 8) != 0 || (argv[i][8] && argv[i][8] != '=')) continue;
+        const char *value = flag_value(argc, argv, &i, name, sizeof name);
+        if (!value) return fail(err, errlen, "--config needs a file");
+        free(c->config_file);
+        if (!(c->config_file = strdup(value))) return fail(err, errlen, "out of memory");
+        if (load_file(c, value, err, errlen) < 0) return -1;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) != 0)
+            return fail(err, errlen, "unexpected argument '%s' (see kronosd serve --help)",
+                        argv[i]);
+        const char *value = flag_value(argc, argv, &i, name, sizeof name);
+        if (strcmp(name, "--config") == 0) continue;
+        const key_def *k = find_key(name + 2);
+        if (!k) return fail(err, errlen, "unknown option '%s' (see kronosd serve --help)", name);
+        if (!value) return fail(err, errlen, "%s needs a value", name);
+        if (set_key(c, k, value, name, err, errlen) < 0) return -1;
+    }
+    return check(c, err, errlen);
+}
+
+void kd_config_free(kd_config *c) {
+    for (size_t i = 0; i < N_KEYS; i++)
+        if (keys[i].type == T_STRING) {
+            char **p = (char **)((char *)c + keys[i].offset);
+            free(*p);
+            *p = NULL;
+        }
+    free(c->config_file);
+    c->config_file = NULL;
+}
+
+void kd_config_usage(FILE *out) {
+    fputs("Usage: kronosd serve (--model DIR | --tokenizer DIR --predictor DIR) [OPTIONS]\n"
+          "\n"
+          "Options (each is also a key of the --config file, `key = value`; flags override\n"
+          "the file; values with defaults shown):\n"
+          "  --config FILE                a config file (see config/kronosd.conf)\n",
+          out);
+    for (size_t i = 0; i < N_KEYS; i++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s %s", keys[i].key,
+                 keys[i].type == T_STRING  ? "S"
+                 : keys[i].type == T_BYTES ? "SIZE"
+                 : keys[i].type == T_BOOL  ? "BOOL"
+                                           : "N");
+        fprintf(out, "  %-28s %s", flag, keys[i].help);
+        if (keys[i].def) fprintf(out, " [%s]", keys[i].def);
+        fputc('\n', out);
+    }
+    fputs("\nSIZE takes K, M or G (binary). SIGTERM or SIGINT drains and exits 0.\n", out);
+}

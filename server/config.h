@@ -1,0 +1,50 @@
+/* config.h — the settings of `kronosd serve`: defaults, then the config file, then flags.
+ *
+ * Every key is both a line `key = value` of the config file and a flag `--key VALUE` (or
+ * `--key=VALUE`); config/kronosd.conf documents them all with their defaults, and
+ * `kronosd serve --help` lists them from the same table.
+ */
+#ifndef KD_CONFIG_H
+#define KD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct {
+    /* model */
+    char *model, *tokenizer, *predictor;
+    int max_context;
+    /* network */
+    char *host;
+    int port;
+    char *api_key_file;
+    int http_threads;
+    int connection_timeout; /* seconds */
+    size_t max_body_bytes;
+    /* compute */
+    int workers;      /* 0: one per online CPU, divided by blas_threads */
+    int blas_threads; /* OpenBLAS threads inside each GEMM */
+    int queue_size;   /* requests waiting for a worker */
+    size_t pool_bytes;
+    /* sessions */
+    int max_sessions;
+    int session_ttl; /* seconds */
+    /* request limits */
+    int max_candles, max_horizon, max_samples;
+    /* lifecycle */
+    int shutdown_timeout; /* seconds */
+    bool access_log;
+    char *config_file; /* the file read, if any */
+} kd_config;
+
+/* Fills *c from the defaults, the --config file (if given) and the flags of argv (argv[0]
+ * is the command name). Returns 0 to run, 1 when --help was printed, -1 after a message in
+ * err that names the key and where it came from. *c must be freed either way. */
+int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen);
+void kd_config_free(kd_config *c);
+
+/* The flags with their defaults, for --help. */
+void kd_config_usage(FILE *out);
+
+#endif

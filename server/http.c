@@ -1,0 +1,392 @@
+/* http.c — libmicrohttpd setup, body accumulation, replies, request ids, access log. */
+#include "http.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "forecast_json.h"
+#include "log.h"
+#include "routes.h"
+
+#define REQUEST_ID_MAX 64
+#define METHOD_MAX     16
+#define ALLOW_MAX      64
+
+struct kd_http {
+    kd_app *app;
+    struct MHD_Daemon *daemon;
+    unsigned port;
+    unsigned boot_id; /* random: request ids differ across restarts */
+    atomic_ullong next_request;
+    atomic_int in_flight;
+};
+
+struct kd_request {
+    kd_http *http;
+    struct MHD_Connection *conn;
+    char id[REQUEST_ID_MAX + 1];
+    char method[METHOD_MAX];
+    char *path;
+    const kd_route *route;
+    int endpoint;
+    double t0;
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    bool deferred;                /* suspended until a worker replies */
+    struct MHD_Response *response; /* the answer, not yet handed to MHD */
+    int status;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- replies ---------------------------------------------------------------------------- */
+
+static void set_response(kd_request *r, int status, struct MHD_Response *resp) {
+    if (!resp) { /* out of memory: say so with a static body, which cannot fail to build */
+        static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory "
+                                  "building the response\"}}\n";
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        resp = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
+                                               MHD_RESPMEM_PERSISTENT);
+        if (resp) MHD_add_response_header(resp, "Content-Type", "application/json");
+    }
+    if (resp) {
+        MHD_add_response_header(resp, "X-Request-Id", r->id);
+        if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+            MHD_add_response_header(resp, "Retry-After", "1");
+        if (status == MHD_HTTP_UNAUTHORIZED)
+            MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+    }
+    if (r->response) MHD_destroy_response(r->response); /* a later answer wins */
+    r->response = resp;
+    r->status = status;
+    /* From a worker: the HTTP thread takes the answer in the next access callback; the
+     * resume's internal locking orders these writes before that read. */
+    if (r->deferred) {
+        r->deferred = false;
+        MHD_resume_connection(r->conn);
+    }
+}
+
+void kd_reply_text(kd_request *r, int status, const char *content_type, char *text) {
+    struct MHD_Response *resp = NULL;
+    if (text) {
+        resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!resp)
+            free(text);
+        else
+            MHD_add_response_header(resp, "Content-Type", content_type);
+    }
+    set_response(r, status, resp);
+}
+
+void kd_reply_json(kd_request *r, int status, json_t *body) {
+    char *text = body ? json_dumps(body, JSON_COMPACT | KD_RESPONSE_DUMP_FLAGS) : NULL;
+    json_decref(body);
+    if (text) { /* a trailing newline, for people reading curl output */
+        size_t n = strlen(text);
+        char *t = realloc(text, n + 2);
+        if (t) {
+            text = t;
+            memcpy(text + n, "\n", 2);
+        }
+    }
+    kd_reply_text(r, status, "application/json", text);
+}
+
+void kd_reply_error(kd_request *r, int status, const char *code, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+    kd_reply_json(r, status, body);
+}
+
+const char *kd_request_id(const kd_request *r) {
+    return r->id;
+}
+
+const char *kd_request_path(const kd_request *r) {
+    return r->path;
+}
+
+const char *kd_request_method(const kd_request *r) {
+    return r->method;
+}
+
+json_t *kd_request_json(kd_request *r) {
+    json_error_t je;
+    if (r->len == 0) {
+        kd_reply_error(r, 400, "invalid_request", "request body: empty; expected a JSON object");
+        return NULL;
+    }
+    json_t *body = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je);
+    if (!body) {
+        kd_reply_error(r, 400, "invalid_json", "request body: line %d column %d: %s", je.line,
+                       je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(body)) {
+        json_decref(body);
+        kd_reply_error(r, 400, "invalid_request", "request body: expected a JSON object");
+        return NULL;
+    }
+    return body;
+}
+
+int kd_request_defer(kd_request *r, kd_job *job) {
+    kd_workers *w = r->http->app->workers;
+    if (kd_workers_reserve(w) < 0) {
+        kd_reply_error(r, 503, "overloaded",
+                       "the work queue is full (%d waiting); retry after a second",
+                       r->http->app->cfg.queue_size);
+        return -1;
+    }
+    /* suspended before the job is queued, so the worker's resume always finds it so */
+    r->deferred = true;
+    MHD_suspend_connection(r->conn);
+    kd_workers_submit(w, job);
+    return 0;
+}
+
+/* ---- request lifecycle --------------------------------------------------------------- */
+
+/* The client's X-Request-Id if it is short and plain, else boot id + counter. */
+static void assign_id(kd_http *h, kd_request *r) {
+    const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+    if (given && *given && strlen(given) <= REQUEST_ID_MAX &&
+        strspn(given, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") ==
+            strlen(given)) {
+        strcpy(r->id, given);
+        return;
+    }
+    snprintf(r->id, sizeof r->id, "%08x-%08llx", h->boot_id,
+             (unsigned long long)atomic_fetch_add(&h->next_request, 1) + 1);
+}
+
+/* Constant time in the key's content, so that timing does not reveal how much matched. */
+static bool authorized(const kd_app *app, struct MHD_Connection *conn) {
+    if (!app->api_key) return true;
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0) return false;
+    const char *given = auth + 7, *key = app->api_key;
+    const size_t n = strlen(given), k = strlen(key);
+    unsigned char diff = n != k;
+    for (size_t i = 0; i < k; i++)
+        diff |= (unsigned char)key[i] ^ (unsigned char)(i < n ? given[i] : 0);
+    return diff == 0;
+}
+
+/* Decides at the headers whether the request is refused before its body is read. */
+static void screen(kd_http *h, kd_request *r) {
+    kd_app *app = h->app;
+    int status = 0;
+    char allow[ALLOW_MAX];
+    r->route = kd_routes_match(r->method, r->path, &r->endpoint, &status, allow, sizeof allow);
+    if (status == 404) {
+        kd_reply_error(r, 404, "not_found", "no endpoint %s (see the API in README.md)", r->path);
+        return;
+    }
+    if (status == 405) {
+        kd_reply_error(r, 405, "method_not_allowed", "%s does not take %s; it takes %s", r->path,
+                       r->method, allow);
+        if (r->response) MHD_add_response_header(r->response, "Allow", allow);
+        return;
+    }
+    if (!kd_route_is_public(r->route) && !authorized(app, r->conn)) {
+        kd_reply_error(r, 401, "unauthorized",
+                       "missing or wrong API key; send Authorization: Bearer KEY");
+        return;
+    }
+    const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > app->cfg.max_body_bytes) {
+        kd_reply_error(r, 413, "body_too_large",
+                       "request body: %s bytes exceed the limit of %zu (max-body-bytes)", cl,
+                       app->cfg.max_body_bytes);
+        return;
+    }
+    const int state = atomic_load(&app->state);
+    if (state != KD_READY && kd_route_needs_model(r->route))
+        kd_reply_error(r, 503, state == KD_STARTING ? "starting" : "draining",
+                       state == KD_STARTING ? "the model is still loading"
+                                            : "the server is shutting down");
+}
+
+/* Appends a chunk of the body; past the limit the rest is read and dropped. */
+static void accumulate(kd_request *r, const char *data, size_t n) {
+    const size_t limit = r->http->app->cfg.max_body_bytes;
+    if (r->too_large || r->response) return;
+    if (r->len + n > limit) {
+        r->too_large = true;
+        free(r->body);
+        r->body = NULL;
+        r->len = r->cap = 0;
+        return;
+    }
+    if (r->len + n > r->cap) {
+        size_t cap = r->cap ? r->cap : 4096;
+        while (cap < r->len + n)
+            cap *= 2;
+        if (cap > limit) cap = limit;
+        char *b = realloc(r->body, cap);
+        if (!b) {
+            kd_reply_error(r, 500, "internal", "out of memory reading a %zu-byte body", r->len + n);
+            return;
+        }
+        r->body = b;
+        r->cap = cap;
+    }
+    memcpy(r->body + r->len, data, n);
+    r->len += n;
+}
+
+static enum MHD_Result send_answer(kd_request *r) {
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, r->response);
+    MHD_destroy_response(r->response); /* MHD holds its own reference */
+    r->response = NULL;
+    return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+    kd_http *h = cls;
+    kd_request *r = *con_cls;
+    (void)version;
+
+    if (!r) { /* the headers are in: set up, and refuse early what can be refused */
+        if (!(r = calloc(1, sizeof *r)) || !(r->path = strdup(url))) {
+            free(r);
+            kd_log("out of memory accepting %s %s", method, url);
+            return MHD_NO;
+        }
+        r->http = h;
+        r->conn = conn;
+        r->t0 = now_s();
+        snprintf(r->method, sizeof r->method, "%s", method);
+        assign_id(h, r);
+        atomic_fetch_add(&h->in_flight, 1);
+        *con_cls = r;
+        screen(h, r);
+        return r->response ? send_answer(r) : MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        accumulate(r, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (r->response) return send_answer(r); /* a worker's answer, after the resume */
+    if (r->too_large) {
+        kd_reply_error(r, 413, "body_too_large", "request body: over the limit of %zu bytes",
+                       h->app->cfg.max_body_bytes);
+        return send_answer(r);
+    }
+    if (kd_route_handle(r->route, h->app, r) == KD_DEFERRED) return MHD_YES; /* r is not ours */
+    if (!r->response) kd_reply_error(r, 500, "internal", "the handler gave no answer");
+    return send_answer(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    kd_http *h = cls;
+    kd_request *r = *con_cls;
+    (void)conn;
+    if (!r) return;
+    const double secs = now_s() - r->t0;
+    kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
+    if (h->app->cfg.access_log)
+        kd_log("%s %s %d %.1fms id=%s%s", r->method, r->path, r->status, secs * 1e3, r->id,
+               toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+    if (r->response) MHD_destroy_response(r->response);
+    free(r->body);
+    free(r->path);
+    free(r);
+    *con_cls = NULL;
+    atomic_fetch_sub(&h->in_flight, 1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    char msg[512];
+    (void)cls;
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    msg[strcspn(msg, "\n")] = '\0';
+    kd_log("http: %s", msg);
+}
+
+/* ---- daemon ------------------------------------------------------------------------------ */
+
+kd_http *kd_http_start(kd_app *app, char *err, size_t errlen) {
+    const kd_config *c = &app->cfg;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->port);
+    int gai = getaddrinfo(c->host, port, &hints, &ai);
+    if (gai != 0) {
+        snprintf(err, errlen, "host %s: %s", c->host, gai_strerror(gai));
+        return NULL;
+    }
+    kd_http *h = calloc(1, sizeof *h);
+    if (!h) {
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "http: out of memory");
+        return NULL;
+    }
+    h->app = app;
+    if (getrandom(&h->boot_id, sizeof h->boot_id, GRND_NONBLOCK) != sizeof h->boot_id)
+        h->boot_id = (unsigned)getpid() ^ (unsigned)time(NULL);
+
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    h->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)c->http_threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!h->daemon) {
+        snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address of this host?)",
+                 c->host, c->port);
+        free(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : (unsigned)c->port;
+    return h;
+}
+
+unsigned kd_http_port(const kd_http *h) {
+    return h->port;
+}
+
+void kd_http_quiesce(kd_http *h) {
+    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+    if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+int kd_http_in_flight(kd_http *h) {
+    return atomic_load(&h->in_flight);
+}
+
+void kd_http_stop(kd_http *h) {
+    if (!h) return;
+    MHD_stop_daemon(h->daemon);
+    free(h);
+}

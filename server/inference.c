@@ -1,0 +1,393 @@
+/* inference.c — /forecast, /generate, /tokenize, /detokenize: request checks on the HTTP
+ * thread, model work on a worker.
+ *
+ * Caches come from the one pool that sessions live in. When the pool runs dry, the least
+ * recently used idle session is evicted and the call retried; the core changes nothing on
+ * such a failure, so the retry starts clean. */
+#include "inference.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "forecast_json.h"
+#include "tokens_json.h"
+
+#define MSG_MAX 512
+
+/* The core reports errors as text only; this is the one place that reads it. */
+static bool pool_exhausted(const kr_error *e) {
+    return strstr(e->msg, "KV pool is exhausted") != NULL;
+}
+
+static bool out_of_memory(const kr_error *e) {
+    return strstr(e->msg, "out of memory") != NULL;
+}
+
+/* After a core call failed: 503 (pool busy with requests in flight), 500 (memory) or 422
+ * (the request is valid JSON but the model cannot serve it). */
+static void reply_core_error(kd_request *r, const char *what, const kr_error *e) {
+    if (pool_exhausted(e))
+        kd_reply_error(r, 503, "pool_exhausted",
+                       "%s: the KV cache pool is in use by requests in flight; retry: %s", what,
+                       e->msg);
+    else if (out_of_memory(e))
+        kd_reply_error(r, 500, "internal", "%s: %s", what, e->msg);
+    else
+        kd_reply_error(r, 422, "unprocessable", "%s: %s", what, e->msg);
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static kd_token_limits token_limits(const kd_app *app) {
+    const kr_predictor_config *pc = kr_model_predictor_config(app->model);
+    return (kd_token_limits){1 << pc->s1_bits, 1 << pc->s2_bits, app->cfg.max_candles};
+}
+
+/* 422 when even an empty pool could not hold `positions` positions of one cache. */
+static bool fits_pool(kd_app *app, kd_request *r, int positions) {
+    kr_pool_stats st;
+    kr_pool_stats_get(app->pool, &st);
+    const size_t need = kr_pool_bytes_for(app->model, positions);
+    if (need <= st.bytes_total) return true;
+    kd_reply_error(r, 422, "pool_too_small",
+                   "%d positions need %zu bytes of KV cache; the pool holds %zu (pool-bytes)",
+                   positions, need, st.bytes_total);
+    return false;
+}
+
+static void *alloc_job(kd_request *r, size_t size) {
+    void *job = calloc(1, size);
+    if (!job) kd_reply_error(r, 500, "internal", "out of memory queueing the request");
+    return job;
+}
+
+/* ---- /forecast ------------------------------------------------------------------------------ */
+
+typedef struct {
+    kd_job job; /* first: the worker's pointer is this struct's */
+    kd_app *app;
+    kd_request *r;
+    kd_forecast_input in;
+} forecast_job;
+
+static void run_forecast(kd_job *j) {
+    forecast_job *f = (forecast_job *)j;
+    kd_app *app = f->app;
+    kd_request *r = f->r;
+    kr_forecast_result res;
+    kr_error err = {{0}};
+    int rc;
+    while ((rc = kr_forecast(app->model, app->pool, &f->in.req, &res, &err)) < 0 &&
+           pool_exhausted(&err) && kd_sessions_evict_lru(app->sessions))
+        ;
+    if (rc < 0) {
+        kd_forecast_input_free(&f->in);
+        free(f);
+        reply_core_error(r, "forecast", &err);
+        return;
+    }
+    kd_metrics_add_tokens(app->metrics, (unsigned long long)res.usage.generated_tokens);
+    json_t *body = kd_forecast_response_json(&f->in, &res);
+    kr_forecast_result_free(&res);
+    kd_forecast_input_free(&f->in);
+    free(f);
+    kd_reply_json(r, 200, body);
+}
+
+kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
+    const kd_forecast_limits lim = {app->cfg.max_candles, app->cfg.max_horizon,
+                                    app->cfg.max_samples};
+    char msg[MSG_MAX];
+    json_t *body = kd_request_json(r);
+    if (!body) return KD_REPLIED;
+    forecast_job *f = alloc_job(r, sizeof *f);
+    if (!f) {
+        json_decref(body);
+        return KD_REPLIED;
+    }
+    const int bad = kd_forecast_request_parse_limited(body, kr_model_max_context(app->model), &lim,
+                                                      &f->in, msg, sizeof msg);
+    json_decref(body);
+    if (bad) {
+        free(f);
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return KD_REPLIED;
+    }
+    const kr_forecast_request *q = &f->in.req;
+    const int mc = q->max_context ? q->max_context : kr_model_max_context(app->model);
+    const int window = q->n_context + q->horizon < mc ? q->n_context + q->horizon : mc;
+    f->app = app;
+    f->r = r;
+    f->job.run = run_forecast;
+    if ((q->use_cache && !fits_pool(app, r, window)) || kd_request_defer(r, &f->job) < 0) {
+        kd_forecast_input_free(&f->in);
+        free(f);
+        return KD_REPLIED;
+    }
+    return KD_DEFERRED;
+}
+
+/* ---- /generate -------------------------------------------------------------------------- */
+
+typedef struct {
+    kd_job job;
+    kd_app *app;
+    kd_request *r;
+    kd_generate_input in;
+    kd_session *session; /* NULL: a temporary cache */
+} generate_job;
+
+static void generate_job_free(generate_job *g) {
+    if (g->session) kd_sessions_release(g->app->sessions, g->session);
+    kd_generate_input_free(&g->in);
+    free(g);
+}
+
+static json_t *generate_response(const generate_job *g, const int32_t *s1, const int32_t *s2,
+                                 const kr_cache *c, double ms) {
+    json_t *o = json_pack("{s:o,s:i,s:{s:i,s:i,s:I,s:f}}", "tokens",
+                          kd_tokens_json(s1, s2, g->in.n_new), "length", kr_cache_length(c),
+                          "usage", "appended", g->in.n_append, "generated", g->in.n_new,
+                          "cache_bytes", (json_int_t)kr_cache_bytes(c), "elapsed_ms", ms);
+    if (o && g->session && json_object_set_new(o, "session", json_string(g->in.session)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void run_generate(kd_job *j) {
+    generate_job *g = (generate_job *)j;
+    kd_app *app = g->app;
+    kd_request *r = g->r;
+    const double t0 = now_ms();
+    const int n_new = g->in.n_new;
+    kr_error err = {{0}};
+    int32_t *s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *s1);
+    int32_t *s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *s2);
+    kr_cache *tmp = NULL, *c = NULL;
+    if (g->session)
+        c = kd_session_cache(g->session);
+    else
+        c = tmp = kr_cache_create(app->pool, 0, &err);
+    int rc = -1;
+    if (!s1 || !s2) {
+        kr_fail(&err, "out of memory for %d new tokens", n_new);
+    } else if (c) {
+        const kr_generate_request q = {g->in.s1,         g->in.s2,    g->in.stamps,
+                                       g->in.n_append,   g->in.new_stamps, n_new,
+                                       g->in.sampling,   g->in.seed};
+        while ((rc = kr_generate(c, &q, s1, s2, &err)) < 0 && pool_exhausted(&err) &&
+               kd_sessions_evict_lru(app->sessions))
+            ;
+    }
+    json_t *body = rc == 0 ? generate_response(g, s1, s2, c, now_ms() - t0) : NULL;
+    if (rc == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)n_new);
+    kr_cache_free(tmp);
+    free(s1);
+    free(s2);
+    generate_job_free(g); /* releases the session before the client can see the answer */
+    if (rc == 0)
+        kd_reply_json(r, 200, body);
+    else
+        reply_core_error(r, "generate", &err);
+}
+
+static int session_status(kd_session_status st) {
+    return st == KD_SESSION_NOT_FOUND ? 404
+           : st == KD_SESSION_BUSY    ? 409
+           : st == KD_SESSION_FULL    ? 503
+                                      : 500;
+}
+
+static const char *session_code(kd_session_status st) {
+    return st == KD_SESSION_NOT_FOUND ? "session_not_found"
+           : st == KD_SESSION_BUSY    ? "session_busy"
+           : st == KD_SESSION_FULL    ? "too_many_sessions"
+                                      : "internal";
+}
+
+/* Checks what only the session's state can tell; false after replying. */
+static bool generate_fits(kd_app *app, kd_request *r, const generate_job *g) {
+    const int len = g->session ? kr_cache_length(kd_session_cache(g->session)) : 0;
+    const int cap = kr_model_max_context(app->model);
+    const long need = (long)len + g->in.n_append + g->in.n_new;
+    if (need > cap) {
+        kd_reply_error(r, 422, "context_overflow",
+                       "%d cached + %d tokens + %d max_new_tokens = %ld positions exceed "
+                       "max_context %d; start a new session or send fewer tokens",
+                       len, g->in.n_append, g->in.n_new, need, cap);
+        return false;
+    }
+    if (g->in.n_new > 0 && len + g->in.n_append == 0) {
+        kd_reply_error(r, 422, "no_context",
+                       "max_new_tokens: %d, but there is no context to generate from; send "
+                       "tokens first",
+                       g->in.n_new);
+        return false;
+    }
+    return fits_pool(app, r, (int)need);
+}
+
+kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
+    const kd_token_limits lim = token_limits(app);
+    char msg[MSG_MAX];
+    json_t *body = kd_request_json(r);
+    if (!body) return KD_REPLIED;
+    generate_job *g = alloc_job(r, sizeof *g);
+    if (!g) {
+        json_decref(body);
+        return KD_REPLIED;
+    }
+    g->app = app;
+    g->r = r;
+    g->job.run = run_generate;
+    const int bad = kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg);
+    json_decref(body);
+    if (bad) {
+        generate_job_free(g);
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return KD_REPLIED;
+    }
+    if (g->in.has_session) {
+        kd_session_status st = kd_sessions_acquire(app->sessions, g->in.session, &g->session, msg,
+                                                   sizeof msg);
+        if (st != KD_SESSION_OK) {
+            generate_job_free(g);
+            kd_reply_error(r, session_status(st), session_code(st), "%s", msg);
+            return KD_REPLIED;
+        }
+    }
+    if (!generate_fits(app, r, g) || kd_request_defer(r, &g->job) < 0) {
+        generate_job_free(g);
+        return KD_REPLIED;
+    }
+    return KD_DEFERRED;
+}
+
+/* ---- /tokenize ------------------------------------------------------------------------------ */
+
+typedef struct {
+    kd_job job;
+    kd_app *app;
+    kd_request *r;
+    kd_candles candles;
+} tokenize_job;
+
+static void run_tokenize(kd_job *j) {
+    tokenize_job *t = (tokenize_job *)j;
+    kd_request *r = t->r;
+    const int n = t->candles.n;
+    int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
+    float mean[KR_D_IN], std[KR_D_IN];
+    kr_error err = {{0}};
+    kr_forecast_request req;
+    kr_forecast_request_init(&req);
+    kd_candles_link(&t->candles, &req);
+    int rc = -1;
+    if (!s1 || !s2)
+        kr_fail(&err, "out of memory for %d tokens", n);
+    else
+        rc = kr_tokenize_candles(t->app->model, &req, s1, s2, mean, std, &err);
+    json_t *body = rc == 0 ? kd_tokenize_response_json(s1, s2, n, mean, std) : NULL;
+    free(s1);
+    free(s2);
+    kd_candles_free(&t->candles);
+    free(t);
+    if (rc == 0)
+        kd_reply_json(r, 200, body);
+    else
+        reply_core_error(r, "tokenize", &err);
+}
+
+kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
+    char msg[MSG_MAX];
+    json_t *body = kd_request_json(r);
+    if (!body) return KD_REPLIED;
+    tokenize_job *t = alloc_job(r, sizeof *t);
+    if (!t) {
+        json_decref(body);
+        return KD_REPLIED;
+    }
+    const int bad = kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles,
+                                     &t->candles, msg, sizeof msg);
+    json_decref(body);
+    if (bad) {
+        free(t);
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return KD_REPLIED;
+    }
+    t->app = app;
+    t->r = r;
+    t->job.run = run_tokenize;
+    if (kd_request_defer(r, &t->job) < 0) {
+        kd_candles_free(&t->candles);
+        free(t);
+        return KD_REPLIED;
+    }
+    return KD_DEFERRED;
+}
+
+/* ---- /detokenize ---------------------------------------------------------------------------- */
+
+typedef struct {
+    kd_job job;
+    kd_app *app;
+    kd_request *r;
+    kd_detokenize_input in;
+} detokenize_job;
+
+static void run_detokenize(kd_job *j) {
+    detokenize_job *d = (detokenize_job *)j;
+    kd_request *r = d->r;
+    const int n = d->in.n;
+    double *out = malloc((size_t)n * KR_D_IN * sizeof *out);
+    kr_error err = {{0}};
+    int rc = -1;
+    if (!out)
+        kr_fail(&err, "out of memory for %d candles", n);
+    else
+        rc = kr_detokenize(d->app->model, d->in.s1, d->in.s2, n, d->in.mean, d->in.std, out, &err);
+    json_t *body = rc == 0 ? kd_detokenize_response_json(out, n) : NULL;
+    free(out);
+    kd_detokenize_input_free(&d->in);
+    free(d);
+    if (rc == 0)
+        kd_reply_json(r, 200, body);
+    else
+        reply_core_error(r, "detokenize", &err);
+}
+
+kd_outcome kd_handle_detokenize(kd_app *app, kd_request *r) {
+    const kd_token_limits lim = token_limits(app);
+    char msg[MSG_MAX];
+    json_t *body = kd_request_json(r);
+    if (!body) return KD_REPLIED;
+    detokenize_job *d = alloc_job(r, sizeof *d);
+    if (!d) {
+        json_decref(body);
+        return KD_REPLIED;
+    }
+    const int bad = kd_detokenize_request_parse(body, &lim, &d->in, msg, sizeof msg);
+    json_decref(body);
+    if (bad) {
+        kd_detokenize_input_free(&d->in);
+        free(d);
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return KD_REPLIED;
+    }
+    d->app = app;
+    d->r = r;
+    d->job.run = run_detokenize;
+    if (kd_request_defer(r, &d->job) < 0) {
+        kd_detokenize_input_free(&d->in);
+        free(d);
+        return KD_REPLIED;
+    }
+    return KD_DEFERRED;
+}

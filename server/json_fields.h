@@ -1,0 +1,54 @@
+/* json_fields.h — reading request fields with messages that name them.
+ *
+ * Every request parser (forecast, generate, tokenize, detokenize) reports a bad field the
+ * same way: "<path>: must be <rule>, got <what was there>". The helpers return 0, or -1
+ * with such a message in err. A JSON null counts as an absent field.
+ */
+#ifndef KD_JSON_FIELDS_H
+#define KD_JSON_FIELDS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timefmt.h"
+
+#define KD_PATH_LEN  64 /* "candles[123456].timestamp", "future_timestamps[12345]" */
+#define KD_DESC_LEN  96 /* a described JSON value: `the string "..."` */
+#define KD_QUOTE_MAX 40 /* bytes of a client's string repeated in a message */
+
+int kd_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A client's string made safe for a one-line message (at most KD_QUOTE_MAX bytes). */
+void kd_quote(const char *s, char *out, size_t n);
+/* What a JSON value is, for "got ...": `the string "NaN"`, `1.5`, `null`, `an array`. */
+const char *kd_describe(const json_t *v, char *buf, size_t n);
+/* "<path>: must be <rule>, got <v>"; returns -1. */
+int kd_wrong(const json_t *v, const char *path, const char *rule, char *err, size_t errlen);
+
+/* A field of an object; NULL when absent or null. */
+const json_t *kd_field(const json_t *obj, const char *key);
+
+/* A finite JSON number, integer or real. */
+int kd_get_number(const json_t *v, const char *path, double *out, char *err, size_t errlen);
+/* A JSON integer in [lo, hi]. */
+int kd_get_int(const json_t *v, const char *path, long long lo, long long hi, const char *rule,
+               long long *out, char *err, size_t errlen);
+/* Optional fields of body; *out is left alone when absent. */
+int kd_opt_int(const json_t *body, const char *key, long long lo, long long hi, const char *rule,
+               long long *out, char *err, size_t errlen);
+int kd_opt_real(const json_t *body, const char *key, bool (*ok)(double), const char *rule,
+                double *out, char *err, size_t errlen);
+int kd_opt_bool(const json_t *body, const char *key, bool *out, char *err, size_t errlen);
+
+bool kd_positive_finite(double x);
+bool kd_in_open_unit(double x); /* (0, 1] */
+bool kd_in_unit(double x);      /* [0, 1] */
+
+/* An ISO 8601 string or Unix seconds as a wall (timefmt.h); *form (may be NULL) says how
+ * it was written. */
+int kd_get_timestamp(const json_t *v, const char *path, int64_t *wall, kd_time_form *form,
+                     char *err, size_t errlen);
+
+#endif

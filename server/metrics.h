@@ -1,0 +1,31 @@
+/* metrics.h — counters and histograms for GET /metrics (Prometheus text format 0.0.4).
+ * Updates are lock-free atomics, safe from any thread. */
+#ifndef KD_METRICS_H
+#define KD_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct kd_metrics kd_metrics;
+
+/* endpoints: the label values of the per-endpoint series (kept, not copied). */
+kd_metrics *kd_metrics_create(const char *const *endpoints, int n_endpoints);
+void kd_metrics_free(kd_metrics *m);
+
+/* One answered request. endpoint indexes the list given at creation. */
+void kd_metrics_observe(kd_metrics *m, int endpoint, int status, double seconds);
+void kd_metrics_add_tokens(kd_metrics *m, unsigned long long generated);
+
+/* Values read from elsewhere at scrape time. */
+typedef struct {
+    bool ready;
+    size_t pool_bytes_used, pool_bytes_total;
+    int sessions, sessions_busy;
+    unsigned long long sessions_created, sessions_expired, sessions_evicted;
+    int queue_depth, queue_capacity, workers_busy, workers;
+} kd_gauges;
+
+/* The exposition text (malloc'd), or NULL when out of memory. */
+char *kd_metrics_render(kd_metrics *m, const kd_gauges *g);
+
+#endif

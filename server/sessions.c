@@ -1,0 +1,315 @@
+/* sessions.c — a hash table of sessions and an LRU list of the idle ones.
+ *
+ * Busy sessions are off the LRU list, so eviction and expiry only ever see idle sessions
+ * and never free a cache a worker is using. The ids of recently removed sessions are kept
+ * in a ring so that a 404 can say what happened to them. */
+#include "sessions.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define GONE_MAX 1024 /* removed ids remembered for their 404 message */
+
+struct kd_session {
+    char id[KD_SESSION_ID_LEN + 1];
+    kr_cache *cache;
+    bool busy;
+    double created, last_used;
+    int length;   /* as of the last release: readable while a worker holds the cache */
+    size_t bytes; /* likewise */
+    kd_session *chain;      /* next in the hash bucket */
+    kd_session *prev, *next; /* the idle LRU list, oldest first */
+};
+
+typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_DELETED } gone_reason;
+
+struct kd_sessions {
+    pthread_mutex_t mu;
+    kr_pool *pool;
+    int max, ttl;
+    kd_session **buckets;
+    size_t n_buckets; /* a power of two */
+    kd_session *lru_head, *lru_tail;
+    int count, busy;
+    unsigned long long created, expired, evicted, deleted;
+    struct {
+        char id[KD_SESSION_ID_LEN + 1];
+        gone_reason why;
+    } gone[GONE_MAX];
+    int gone_next;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* FNV-1a; ids are random, so any mixing will do. */
+static size_t bucket_of(const kd_sessions *t, const char *id) {
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    return (size_t)h & (t->n_buckets - 1);
+}
+
+static bool valid_id(const char *id) {
+    size_t n = 0;
+    for (; id[n]; n++)
+        if (!((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'a' && id[n] <= 'f'))) return false;
+    return n == KD_SESSION_ID_LEN;
+}
+
+kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds) {
+    kd_sessions *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->n_buckets = 16;
+    while (t->n_buckets < (size_t)max_sessions * 2)
+        t->n_buckets *= 2;
+    t->buckets = calloc(t->n_buckets, sizeof *t->buckets);
+    if (!t->buckets) {
+        free(t);
+        return NULL;
+    }
+    pthread_mutex_init(&t->mu, NULL);
+    t->pool = pool;
+    t->max = max_sessions;
+    t->ttl = ttl_seconds;
+    return t;
+}
+
+/* ---- lists (t->mu held) ------------------------------------------------------------- */
+
+static void lru_remove(kd_sessions *t, kd_session *s) {
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        t->lru_head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    else
+        t->lru_tail = s->prev;
+    s->prev = s->next = NULL;
+}
+
+static void lru_push(kd_sessions *t, kd_session *s) {
+    s->prev = t->lru_tail;
+    s->next = NULL;
+    if (t->lru_tail)
+        t->lru_tail->next = s;
+    else
+        t->lru_head = s;
+    t->lru_tail = s;
+}
+
+static kd_session *find(kd_sessions *t, const char *id) {
+    for (kd_session *s = t->buckets[bucket_of(t, id)]; s; s = s->chain)
+        if (strcmp(s->id, id) == 0) return s;
+    return NULL;
+}
+
+static void unlink_bucket(kd_sessions *t, kd_session *s) {
+    kd_session **p = &t->buckets[bucket_of(t, s->id)];
+    while (*p != s)
+        p = &(*p)->chain;
+    *p = s->chain;
+}
+
+/* Removes an idle session and frees its cache (its blocks go back to the pool). */
+static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
+    lru_remove(t, s);
+    unlink_bucket(t, s);
+    memcpy(t->gone[t->gone_next].id, s->id, sizeof s->id);
+    t->gone[t->gone_next].why = why;
+    t->gone_next = (t->gone_next + 1) % GONE_MAX;
+    t->count--;
+    kr_cache_free(s->cache);
+    free(s);
+}
+
+static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, size_t msglen) {
+    static const char *const reasons[] = {
+        [GONE_EXPIRED] = "expired after being idle longer than the session TTL",
+        [GONE_EVICTED] = "was evicted to free KV cache memory for other requests",
+        [GONE_DELETED] = "was deleted",
+    };
+    if (valid_id(id))
+        for (int i = 0; i < GONE_MAX; i++)
+            if (strcmp(t->gone[i].id, id) == 0) {
+                snprintf(msg, msglen, "session %s %s", id, reasons[t->gone[i].why]);
+                return KD_SESSION_NOT_FOUND;
+            }
+    snprintf(msg, msglen, "unknown session '%.*s'", KD_SESSION_ID_LEN + 8, id);
+    return KD_SESSION_NOT_FOUND;
+}
+
+/* ---- operations --------------------------------------------------------------------- */
+
+kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t msglen) {
+    unsigned char raw[KD_SESSION_ID_LEN / 2];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
+        return KD_SESSION_ERROR;
+    }
+    kd_session *s = calloc(1, sizeof *s);
+    kr_error err = {{0}};
+    if (!s || !(s->cache = kr_cache_create(t->pool, 0, &err))) {
+        snprintf(msg, msglen, "sessions: %s", s ? err.msg : "out of memory");
+        free(s);
+        return KD_SESSION_ERROR;
+    }
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+    pthread_mutex_lock(&t->mu);
+    if (t->count >= t->max) {
+        if (!t->lru_head) {
+            pthread_mutex_unlock(&t->mu);
+            kr_cache_free(s->cache);
+            free(s);
+            snprintf(msg, msglen, "all %d sessions are in use (max-sessions)", t->max);
+            return KD_SESSION_FULL;
+        }
+        retire(t, t->lru_head, GONE_EVICTED);
+        t->evicted++;
+    }
+    s->created = s->last_used = now_s();
+    s->chain = t->buckets[bucket_of(t, s->id)];
+    t->buckets[bucket_of(t, s->id)] = s;
+    lru_push(t, s);
+    t->count++;
+    t->created++;
+    memcpy(id, s->id, sizeof s->id);
+    pthread_mutex_unlock(&t->mu);
+    return KD_SESSION_OK;
+}
+
+kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,
+                                      size_t msglen) {
+    kd_session_status st = KD_SESSION_OK;
+    pthread_mutex_lock(&t->mu);
+    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    if (!s) {
+        st = not_found(t, id, msg, msglen);
+    } else if (s->busy) {
+        snprintf(msg, msglen, "session %s is in use by another request; retry when it is done",
+                 id);
+        st = KD_SESSION_BUSY;
+    } else {
+        lru_remove(t, s);
+        s->busy = true;
+        t->busy++;
+        *out = s;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+kr_cache *kd_session_cache(kd_session *s) {
+    return s->cache;
+}
+
+void kd_sessions_release(kd_sessions *t, kd_session *s) {
+    /* the caller is done with the cache: these reads race with nothing */
+    const int length = kr_cache_length(s->cache);
+    const size_t bytes = kr_cache_bytes(s->cache);
+    pthread_mutex_lock(&t->mu);
+    s->length = length;
+    s->bytes = bytes;
+    s->busy = false;
+    s->last_used = now_s();
+    t->busy--;
+    lru_push(t, s);
+    pthread_mutex_unlock(&t->mu);
+}
+
+kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info,
+                                   char *msg, size_t msglen) {
+    kd_session_status st = KD_SESSION_OK;
+    pthread_mutex_lock(&t->mu);
+    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    if (!s) {
+        st = not_found(t, id, msg, msglen);
+    } else {
+        const double now = now_s();
+        info->length = s->length;
+        info->capacity = kr_cache_capacity(s->cache);
+        info->bytes = s->bytes;
+        info->busy = s->busy;
+        info->idle_seconds = s->busy ? 0 : now - s->last_used;
+        info->age_seconds = now - s->created;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen) {
+    kd_session_status st = KD_SESSION_OK;
+    pthread_mutex_lock(&t->mu);
+    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    if (!s) {
+        st = not_found(t, id, msg, msglen);
+    } else if (s->busy) {
+        snprintf(msg, msglen, "session %s is in use by another request; delete it when it is done",
+                 id);
+        st = KD_SESSION_BUSY;
+    } else {
+        retire(t, s, GONE_DELETED);
+        t->deleted++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+int kd_sessions_expire(kd_sessions *t) {
+    int n = 0;
+    pthread_mutex_lock(&t->mu);
+    const double cutoff = now_s() - t->ttl;
+    while (t->lru_head && t->lru_head->last_used <= cutoff) {
+        retire(t, t->lru_head, GONE_EXPIRED);
+        t->expired++;
+        n++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+bool kd_sessions_evict_lru(kd_sessions *t) {
+    pthread_mutex_lock(&t->mu);
+    const bool any = t->lru_head != NULL;
+    if (any) {
+        retire(t, t->lru_head, GONE_EVICTED);
+        t->evicted++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return any;
+}
+
+void kd_sessions_stats_get(kd_sessions *t, kd_sessions_stats *st) {
+    pthread_mutex_lock(&t->mu);
+    st->count = t->count;
+    st->busy = t->busy;
+    st->created = t->created;
+    st->expired = t->expired;
+    st->evicted = t->evicted;
+    st->deleted = t->deleted;
+    pthread_mutex_unlock(&t->mu);
+}
+
+void kd_sessions_free(kd_sessions *t) {
+    if (!t) return;
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (kd_session *s = t->buckets[b], *next; s; s = next) {
+            next = s->chain;
+            kr_cache_free(s->cache);
+            free(s);
+        }
+    pthread_mutex_destroy(&t->mu);
+    free(t->buckets);
+    free(t);
+}

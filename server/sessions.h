@@ -1,0 +1,69 @@
+/* sessions.h — the session table: one KV cache per session, in the shared pool.
+ *
+ * A session id is 128 bits from getrandom(), written as 32 hex digits. A session is used
+ * by one request at a time: acquiring marks it busy until released, and a second acquire
+ * meanwhile is refused (409). Idle sessions expire after the TTL; when the pool runs dry,
+ * the least recently used idle session is evicted. A request on a session that expired,
+ * was evicted or deleted is told which (404). Thread-safe.
+ */
+#ifndef KD_SESSIONS_H
+#define KD_SESSIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kronos.h"
+
+#define KD_SESSION_ID_LEN 32
+
+typedef struct kd_sessions kd_sessions;
+typedef struct kd_session kd_session;
+
+typedef enum {
+    KD_SESSION_OK,
+    KD_SESSION_NOT_FOUND, /* unknown, expired, evicted or deleted: 404 */
+    KD_SESSION_BUSY,      /* in use by another request: 409 */
+    KD_SESSION_FULL,      /* max_sessions held and none idle to evict: 503 */
+    KD_SESSION_ERROR,     /* out of memory, no randomness: 500 */
+} kd_session_status;
+
+kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds);
+/* Frees every session; none may be busy. */
+void kd_sessions_free(kd_sessions *t);
+
+/* A new idle session; its id in id[KD_SESSION_ID_LEN + 1]. At max_sessions the least
+ * recently used idle session makes room. msg says why on failure. */
+kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t msglen);
+
+/* Marks a session busy for the caller, who then has its cache to itself. */
+kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,
+                                      size_t msglen);
+kr_cache *kd_session_cache(kd_session *s);
+/* Back to idle, its last use now. */
+void kd_sessions_release(kd_sessions *t, kd_session *s);
+
+typedef struct {
+    int length, capacity;
+    size_t bytes;
+    double idle_seconds; /* 0 while busy */
+    double age_seconds;
+    bool busy;
+} kd_session_info;
+
+kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info,
+                                   char *msg, size_t msglen);
+kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen);
+
+/* Removes idle sessions past the TTL; returns how many. */
+int kd_sessions_expire(kd_sessions *t);
+/* Evicts the least recently used idle session; false when none is idle. */
+bool kd_sessions_evict_lru(kd_sessions *t);
+
+typedef struct {
+    int count, busy;
+    unsigned long long created, expired, evicted, deleted;
+} kd_sessions_stats;
+
+void kd_sessions_stats_get(kd_sessions *t, kd_sessions_stats *st);
+
+#endif

@@ -1,0 +1,229 @@
+/* tokens_json.c — parse token-level requests, write their responses. */
+#include "tokens_json.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forecast_json.h"
+#include "json_fields.h"
+
+/* ---- tokens and stamps ------------------------------------------------------------------ */
+
+static int get_array(const json_t *body, const char *key, int max, const json_t **out, char *err,
+                     size_t errlen) {
+    const json_t *v = kd_field(body, key);
+    *out = v;
+    if (!v) return 0;
+    if (!json_is_array(v)) return kd_wrong(v, key, "an array", err, errlen);
+    if (max > 0 && json_array_size(v) > (size_t)max)
+        return kd_fail(err, errlen, "%s: %zu values exceed the limit of %d", key,
+                       json_array_size(v), max);
+    return 0;
+}
+
+/* [[s1, s2], ...] into s1[n], s2[n] (allocated). */
+static int parse_pairs(const json_t *a, const char *key, const kd_token_limits *lim, int32_t **s1,
+                       int32_t **s2, char *err, size_t errlen) {
+    const size_t n = json_array_size(a);
+    char path[KD_PATH_LEN], rule[2][48];
+    snprintf(rule[0], sizeof rule[0], "an integer in 0..%d (s1)", lim->s1_vocab - 1);
+    snprintf(rule[1], sizeof rule[1], "an integer in 0..%d (s2)", lim->s2_vocab - 1);
+    *s1 = malloc((n ? n : 1) * sizeof **s1);
+    *s2 = malloc((n ? n : 1) * sizeof **s2);
+    if (!*s1 || !*s2) return kd_fail(err, errlen, "%s: out of memory for %zu tokens", key, n);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *pair = json_array_get(a, i);
+        long long v[2];
+        snprintf(path, sizeof path, "%s[%zu]", key, i);
+        if (!json_is_array(pair) || json_array_size(pair) != 2)
+            return kd_wrong(pair, path, "a pair [s1, s2]", err, errlen);
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s[%zu][%d]", key, i, k);
+            if (kd_get_int(json_array_get(pair, (size_t)k), path, 0,
+                           (k ? lim->s2_vocab : lim->s1_vocab) - 1, rule[k], &v[k], err,
+                           errlen) < 0)
+                return -1;
+        }
+        (*s1)[i] = (int32_t)v[0];
+        (*s2)[i] = (int32_t)v[1];
+    }
+    return 0;
+}
+
+/* [minute, hour, weekday, day, month] */
+static int parse_stamp(const json_t *v, const char *path, kr_stamp *out, char *err,
+                       size_t errlen) {
+    static const struct {
+        const char *name;
+        int lo, hi;
+    } parts[5] = {{"minute", 0, 59}, {"hour", 0, 23}, {"weekday", 0, 6}, {"day", 1, 31},
+                  {"month", 1, 12}};
+    char p[KD_PATH_LEN + 8], rule[48];
+    long long x[5];
+    if (!json_is_array(v) || json_array_size(v) != 5)
+        return kd_wrong(v, path, "[minute, hour, weekday, day, month]", err, errlen);
+    for (int k = 0; k < 5; k++) {
+        snprintf(p, sizeof p, "%s[%d]", path, k);
+        snprintf(rule, sizeof rule, "an integer in %d..%d (%s)", parts[k].lo, parts[k].hi,
+                 parts[k].name);
+        if (kd_get_int(json_array_get(v, (size_t)k), p, parts[k].lo, parts[k].hi, rule, &x[k], err,
+                       errlen) < 0)
+            return -1;
+    }
+    *out = (kr_stamp){(int)x[0], (int)x[1], (int)x[2], (int)x[3], (int)x[4]};
+    return 0;
+}
+
+/* n stamps from `ts_key` (timestamps) or `st_key` (stamps): exactly one of them when n > 0,
+ * with n entries; `what` names what n counts, for the message. */
+static int parse_stamps(const json_t *body, const char *ts_key, const char *st_key, int n,
+                        const char *what, kr_stamp **out, char *err, size_t errlen) {
+    const json_t *ts = kd_field(body, ts_key), *st = kd_field(body, st_key);
+    const json_t *a = ts ? ts : st;
+    const char *key = ts ? ts_key : st_key;
+    char path[KD_PATH_LEN];
+
+    if (ts && st) return kd_fail(err, errlen, "%s and %s: give one, not both", ts_key, st_key);
+    if (!a && n == 0) return 0;
+    if (!a) return kd_fail(err, errlen, "%s: missing (or %s); one per %s", ts_key, st_key, what);
+    if (!json_is_array(a)) return kd_wrong(a, key, "an array", err, errlen);
+    if (json_array_size(a) != (size_t)n)
+        return kd_fail(err, errlen, "%s: %zu value%s, but %s is %d", key, json_array_size(a),
+                       json_array_size(a) == 1 ? "" : "s", what, n);
+    if (!(*out = malloc((size_t)(n ? n : 1) * sizeof **out)))
+        return kd_fail(err, errlen, "%s: out of memory for %d stamps", key, n);
+    for (int i = 0; i < n; i++) {
+        const json_t *v = json_array_get(a, (size_t)i);
+        snprintf(path, sizeof path, "%s[%d]", key, i);
+        if (ts) {
+            int64_t wall;
+            if (kd_get_timestamp(v, path, &wall, NULL, err, errlen) < 0) return -1;
+            (*out)[i] = kr_stamp_from_wall(wall);
+        } else if (parse_stamp(v, path, &(*out)[i], err, errlen) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- /generate ---------------------------------------------------------------------------- */
+
+static int parse_session(const json_t *body, kd_generate_input *in, char *err, size_t errlen) {
+    const json_t *v = kd_field(body, "session");
+    if (!v) return 0;
+    if (!json_is_string(v)) return kd_wrong(v, "session", "a session id string", err, errlen);
+    in->has_session = true;
+    snprintf(in->session, sizeof in->session, "%s", json_string_value(v));
+    return 0;
+}
+
+int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim,
+                              kd_generate_input *in, char *err, size_t errlen) {
+    const json_t *tokens;
+    long long n_new = 0;
+    memset(in, 0, sizeof *in);
+    /* the same defaults as /forecast */
+    in->sampling = (kr_sampling){.temperature = 1.0, .top_k = 0, .top_p = 0.9};
+    if (parse_session(body, in, err, errlen) < 0 ||
+        get_array(body, "tokens", lim->max_tokens, &tokens, err, errlen) < 0)
+        return -1;
+    if (tokens) {
+        in->n_append = (int)json_array_size(tokens);
+        if (parse_pairs(tokens, "tokens", lim, &in->s1, &in->s2, err, errlen) < 0) return -1;
+    }
+    if (parse_stamps(body, "timestamps", "stamps", in->n_append, "the number of tokens",
+                     &in->stamps, err, errlen) < 0 ||
+        kd_opt_int(body, "max_new_tokens", 0, INT_MAX, "an integer >= 0", &n_new, err, errlen) <
+            0)
+        return -1;
+    in->n_new = (int)n_new;
+    if (parse_stamps(body, "future_timestamps", "future_stamps", in->n_new, "max_new_tokens",
+                     &in->new_stamps, err, errlen) < 0 ||
+        kd_sampling_parse(body, &in->sampling, &in->seed, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+void kd_generate_input_free(kd_generate_input *in) {
+    free(in->s1);
+    free(in->s2);
+    free(in->stamps);
+    free(in->new_stamps);
+    memset(in, 0, sizeof *in);
+}
+
+/* ---- /detokenize --------------------------------------------------------------------------- */
+
+static int parse_six(const json_t *body, const char *key, bool nonneg, float out[KR_D_IN],
+                     char *err, size_t errlen) {
+    const json_t *a = kd_field(body, key);
+    char path[KD_PATH_LEN];
+    if (!a || !json_is_array(a) || json_array_size(a) != KR_D_IN)
+        return kd_wrong(a, key, "an array of 6 numbers (open, high, low, close, volume, amount)",
+                        err, errlen);
+    for (int c = 0; c < KR_D_IN; c++) {
+        double x;
+        snprintf(path, sizeof path, "%s[%d]", key, c);
+        if (kd_get_number(json_array_get(a, (size_t)c), path, &x, err, errlen) < 0) return -1;
+        if (!isfinite((float)x)) return kd_fail(err, errlen, "%s: outside float range", path);
+        if (nonneg && x < 0) return kd_fail(err, errlen, "%s: must be >= 0, got %g", path, x);
+        out[c] = (float)x;
+    }
+    return 0;
+}
+
+int kd_detokenize_request_parse(const json_t *body, const kd_token_limits *lim,
+                                kd_detokenize_input *in, char *err, size_t errlen) {
+    const json_t *tokens;
+    memset(in, 0, sizeof *in);
+    if (get_array(body, "tokens", lim->max_tokens, &tokens, err, errlen) < 0) return -1;
+    if (!tokens || json_array_size(tokens) == 0)
+        return kd_wrong(tokens, "tokens", "a non-empty array of pairs [s1, s2]", err, errlen);
+    in->n = (int)json_array_size(tokens);
+    if (parse_pairs(tokens, "tokens", lim, &in->s1, &in->s2, err, errlen) < 0 ||
+        parse_six(body, "mean", false, in->mean, err, errlen) < 0 ||
+        parse_six(body, "std", true, in->std, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
+void kd_detokenize_input_free(kd_detokenize_input *in) {
+    free(in->s1);
+    free(in->s2);
+    memset(in, 0, sizeof *in);
+}
+
+/* ---- responses ------------------------------------------------------------------------------ */
+
+json_t *kd_tokens_json(const int32_t *s1, const int32_t *s2, int n) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_pack("[ii]", (int)s1[i], (int)s2[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+static json_t *six(const float v[KR_D_IN]) {
+    json_t *a = json_array();
+    for (int c = 0; a && c < KR_D_IN; c++)
+        if (json_array_append_new(a, json_real((double)v[c])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+json_t *kd_tokenize_response_json(const int32_t *s1, const int32_t *s2, int n,
+                                  const float mean[KR_D_IN], const float std[KR_D_IN]) {
+    return json_pack("{s:o,s:o,s:o}", "tokens", kd_tokens_json(s1, s2, n), "mean", six(mean),
+                     "std", six(std));
+}
+
+json_t *kd_detokenize_response_json(const double *out, int n) {
+    return json_pack("{s:o}", "candles", kd_columns_json(out, n));
+}

@@ -1,0 +1,116 @@
+/* workers.c — worker threads and their bounded FIFO queue. */
+#include "workers.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kd_workers {
+    pthread_mutex_t mu;
+    pthread_cond_t ready;
+    kd_job *head, *tail;
+    int queued, reserved, capacity; /* queued + reserved <= capacity */
+    int busy;
+    bool stopping;
+    int n;
+    pthread_t *threads;
+};
+
+static void *worker_main(void *arg) {
+    kd_workers *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        /* a reserved place is a job still to come: stopping waits for it */
+        while (!w->head && !(w->stopping && w->reserved == 0))
+            pthread_cond_wait(&w->ready, &w->mu);
+        if (!w->head) break;
+        kd_job *job = w->head;
+        w->head = job->next;
+        if (!w->head) w->tail = NULL;
+        w->queued--;
+        w->busy++;
+        pthread_mutex_unlock(&w->mu);
+        job->run(job);
+        pthread_mutex_lock(&w->mu);
+        w->busy--;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+kd_workers *kd_workers_start(int n, int queue_size, char *err, size_t errlen) {
+    kd_workers *w = calloc(1, sizeof *w);
+    if (!w || !(w->threads = calloc((size_t)n, sizeof *w->threads))) {
+        free(w);
+        snprintf(err, errlen, "workers: out of memory for %d threads", n);
+        return NULL;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->ready, NULL);
+    w->capacity = queue_size;
+    for (int i = 0; i < n; i++) {
+        int rc = pthread_create(&w->threads[i], NULL, worker_main, w);
+        if (rc != 0) {
+            snprintf(err, errlen, "workers: cannot start thread %d of %d: %s", i + 1, n,
+                     strerror(rc));
+            kd_workers_stop(w);
+            return NULL;
+        }
+        w->n++;
+    }
+    return w;
+}
+
+void kd_workers_stop(kd_workers *w) {
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    w->stopping = true;
+    pthread_cond_broadcast(&w->ready);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->n; i++)
+        pthread_join(w->threads[i], NULL);
+    pthread_cond_destroy(&w->ready);
+    pthread_mutex_destroy(&w->mu);
+    free(w->threads);
+    free(w);
+}
+
+int kd_workers_reserve(kd_workers *w) {
+    pthread_mutex_lock(&w->mu);
+    const bool ok = !w->stopping && w->queued + w->reserved < w->capacity;
+    if (ok) w->reserved++;
+    pthread_mutex_unlock(&w->mu);
+    return ok ? 0 : -1;
+}
+
+void kd_workers_unreserve(kd_workers *w) {
+    pthread_mutex_lock(&w->mu);
+    w->reserved--;
+    pthread_cond_broadcast(&w->ready);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void kd_workers_submit(kd_workers *w, kd_job *job) {
+    job->next = NULL;
+    pthread_mutex_lock(&w->mu);
+    w->reserved--;
+    w->queued++;
+    if (w->tail)
+        w->tail->next = job;
+    else
+        w->head = job;
+    w->tail = job;
+    pthread_cond_signal(&w->ready);
+    pthread_mutex_unlock(&w->mu);
+}
+
+void kd_workers_stats_get(kd_workers *w, kd_workers_stats *st) {
+    pthread_mutex_lock(&w->mu);
+    st->threads = w->n;
+    st->busy = w->busy;
+    st->queued = w->queued + w->reserved;
+    st->capacity = w->capacity;
+    pthread_mutex_unlock(&w->mu);
+}
