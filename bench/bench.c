@@ -1,7 +1,7 @@
 /* bench.c — how fast kronosd forecasts, measured in one run so that the ratios hold on a
  * shared, noisy machine.
  *
- *   kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] [--full] [--decode-only]
+ *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
  *
  * Reports: ms per forecast, uncached reference vs KV-cached, horizons 112 (the window never
  * slides at max_context 512) and 120 (it slides for 8 steps), 1 and 30 sample paths;
@@ -195,7 +195,7 @@ static double decode_step_ms(const kr_model *m, const series *s, int prefix, int
 int main(int argc, char **argv) {
     const char *model = NULL, *csv = "tests/data/kline_5min.csv";
     int L = 400, reps = 2;
-    bool full = false, decode_only = false;
+    bool full = false, decode_only = false, cached_only = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
             model = argv[++i];
@@ -209,10 +209,12 @@ int main(int argc, char **argv) {
             full = true;
         else if (!strcmp(argv[i], "--decode-only"))
             decode_only = true;
+        else if (!strcmp(argv[i], "--cached-only"))
+            cached_only = true;
         else {
             fprintf(stderr,
                     "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
-                    "[--full] [--decode-only]\n");
+                    "[--full] [--decode-only] [--cached-only]\n");
             return 2;
         }
     }
@@ -252,7 +254,9 @@ int main(int argc, char **argv) {
             double cached = forecast_ms(m, &s, L, P, S, true, reps, &res);
             double ref;
             const char *note = "";
-            if (S == 1 || full) {
+            if (cached_only) {
+                ref = NAN;
+            } else if (S == 1 || full) {
                 ref = forecast_ms(m, &s, L, P, S, false, 1, NULL);
             } else {
                 ref = ref1[h] * S;

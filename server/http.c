@@ -257,6 +257,12 @@ static void accumulate(kd_request *r, const char *data, size_t n) {
     r->len += n;
 }
 
+static bool has_body(struct MHD_Connection *conn) {
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    return (cl && strtoull(cl, NULL, 10) > 0) ||
+           MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+}
+
 static enum MHD_Result send_answer(kd_request *r) {
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, r->response);
     MHD_destroy_response(r->response); /* MHD holds its own reference */
@@ -286,7 +292,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         atomic_fetch_add(&h->in_flight, 1);
         *con_cls = r;
         screen(h, r);
-        return r->response ? send_answer(r) : MHD_YES;
+        /* A refusal goes out now only when a body follows, to spare reading it (MHD then
+         * closes the connection); otherwise at the final call, keeping the connection. */
+        return r->response && has_body(conn) ? send_answer(r) : MHD_YES;
     }
     if (*upload_data_size > 0) {
         accumulate(r, upload_data, *upload_data_size);
@@ -356,10 +364,10 @@ kd_http *kd_http_start(kd_app *app, char *err, size_t errlen) {
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)c->http_threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL, MHD_OPTION_END);
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)c->connection_timeout, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->daemon) {
         snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address of this host?)",

@@ -10,6 +10,8 @@
 
 #include "forecast_json.h"
 #include "kronos.h"
+#include "model_dirs.h"
+#include "serve.h"
 
 #define EXIT_USAGE          2
 #define DEFAULT_MAX_CONTEXT 512
@@ -18,6 +20,7 @@ static const char usage_text[] =
     "Usage: kronosd COMMAND [OPTIONS]\n"
     "\n"
     "Commands:\n"
+    "  serve        run the HTTP daemon (kronosd serve --help lists its options)\n"
     "  forecast     run one forecast: read a request, print the response JSON\n"
     "  help         show this help (also --help, -h)\n"
     "  --version    print the version\n"
@@ -102,30 +105,11 @@ static int check_model_opts(const model_opts *o, const char *cmd) {
     return 0;
 }
 
-static char *join_path(const char *dir, const char *name) {
-    const size_t n = strlen(dir) + 1 + strlen(name) + 1;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 /* Loads the model the options name; NULL after a message on stderr. */
 static kr_model *load_model(const model_opts *o) {
-    char *tok = o->model ? join_path(o->model, "tokenizer") : NULL;
-    char *pred = o->model ? join_path(o->model, "predictor") : NULL;
-    kr_model *m = NULL;
     kr_error err = {{0}};
-
-    if (o->model && (!tok || !pred)) {
-        complain("out of memory");
-    } else {
-        const kr_model_paths paths = {o->model ? tok : o->tokenizer, o->model ? pred : o->predictor,
-                                      o->max_context};
-        m = kr_model_load(&paths, &err);
-        if (!m) complain("cannot load model: %s", err.msg);
-    }
-    free(tok);
-    free(pred);
+    kr_model *m = kd_model_open(o->model, o->tokenizer, o->predictor, o->max_context, &err);
+    if (!m) complain("cannot load model: %s", err.msg);
     return m;
 }
 
@@ -291,6 +275,7 @@ static const struct {
     command_fn run;
 } commands[] = {
     /* clang-format off */
+    {"serve",     kd_serve},
     {"forecast",  cmd_forecast},
     {"help",      cmd_help},
     {"--help",    cmd_help},

@@ -78,9 +78,11 @@ static int parse_stamp(const json_t *v, const char *path, kr_stamp *out, char *e
 }
 
 /* n stamps from `ts_key` (timestamps) or `st_key` (stamps): exactly one of them when n > 0,
- * with n entries; `what` names what n counts, for the message. */
+ * with n entries. For messages: `unit` is what gets one stamp ("token"), `count` says where
+ * n came from ("tokens has"). */
 static int parse_stamps(const json_t *body, const char *ts_key, const char *st_key, int n,
-                        const char *what, kr_stamp **out, char *err, size_t errlen) {
+                        const char *unit, const char *count, kr_stamp **out, char *err,
+                        size_t errlen) {
     const json_t *ts = kd_field(body, ts_key), *st = kd_field(body, st_key);
     const json_t *a = ts ? ts : st;
     const char *key = ts ? ts_key : st_key;
@@ -88,11 +90,13 @@ static int parse_stamps(const json_t *body, const char *ts_key, const char *st_k
 
     if (ts && st) return kd_fail(err, errlen, "%s and %s: give one, not both", ts_key, st_key);
     if (!a && n == 0) return 0;
-    if (!a) return kd_fail(err, errlen, "%s: missing (or %s); one per %s", ts_key, st_key, what);
+    if (!a)
+        return kd_fail(err, errlen, "%s: missing; give %s or %s, one per %s", ts_key, ts_key,
+                       st_key, unit);
     if (!json_is_array(a)) return kd_wrong(a, key, "an array", err, errlen);
     if (json_array_size(a) != (size_t)n)
-        return kd_fail(err, errlen, "%s: %zu value%s, but %s is %d", key, json_array_size(a),
-                       json_array_size(a) == 1 ? "" : "s", what, n);
+        return kd_fail(err, errlen, "%s: %zu value%s, but %s %d", key, json_array_size(a),
+                       json_array_size(a) == 1 ? "" : "s", count, n);
     if (!(*out = malloc((size_t)(n ? n : 1) * sizeof **out)))
         return kd_fail(err, errlen, "%s: out of memory for %d stamps", key, n);
     for (int i = 0; i < n; i++) {
@@ -134,13 +138,13 @@ int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim,
         in->n_append = (int)json_array_size(tokens);
         if (parse_pairs(tokens, "tokens", lim, &in->s1, &in->s2, err, errlen) < 0) return -1;
     }
-    if (parse_stamps(body, "timestamps", "stamps", in->n_append, "the number of tokens",
+    if (parse_stamps(body, "timestamps", "stamps", in->n_append, "token", "tokens has",
                      &in->stamps, err, errlen) < 0 ||
         kd_opt_int(body, "max_new_tokens", 0, INT_MAX, "an integer >= 0", &n_new, err, errlen) <
             0)
         return -1;
     in->n_new = (int)n_new;
-    if (parse_stamps(body, "future_timestamps", "future_stamps", in->n_new, "max_new_tokens",
+    if (parse_stamps(body, "future_timestamps", "future_stamps", in->n_new, "new token", "max_new_tokens is",
                      &in->new_stamps, err, errlen) < 0 ||
         kd_sampling_parse(body, &in->sampling, &in->seed, err, errlen) < 0)
         return -1;

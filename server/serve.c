@@ -1,0 +1,248 @@
+/* serve.c — `kronosd serve`: configure, listen, load, serve, drain, exit.
+ *
+ * The HTTP listener starts before the model loads, so that /health can say "starting"
+ * (503) during a long load; READY=1 goes to systemd once requests can be served. On
+ * SIGTERM or SIGINT: /health turns 503, STOPPING=1 goes to systemd, the listener stops
+ * accepting, requests in flight finish (up to shutdown-timeout seconds), and the process
+ * frees everything and exits 0.
+ *
+ * Threads: OpenBLAS parallelises inside each matrix product; the workers parallelise
+ * across requests. On small machines the products of one request (a few rows per step)
+ * are too small for several BLAS threads to pay, so the default is one BLAS thread and one
+ * worker per CPU: workers x blas-threads = CPUs. A deployment serving few, large requests
+ * (many samples, long contexts) may prefer fewer workers and more BLAS threads.
+ */
+#include "serve.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "app.h"
+#include "http.h"
+#include "log.h"
+#include "model_dirs.h"
+#include "notify.h"
+#include "routes.h"
+
+#define EXIT_USAGE 2
+#define KEY_MAX    4096
+
+/* ---- signals: a self-pipe, since any thread (OpenBLAS's included) may take the signal -- */
+
+static int signal_pipe[2] = {-1, -1};
+
+static void on_signal(int sig) {
+    const int saved = errno;
+    const unsigned char b = (unsigned char)sig;
+    if (write(signal_pipe[1], &b, 1) < 0) { /* full pipe: a signal is already pending */
+    }
+    errno = saved;
+}
+
+static int install_signals(char *err, size_t errlen) {
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+        snprintf(err, errlen, "signals: pipe: %s", strerror(errno));
+        return -1;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    struct sigaction ign = {.sa_handler = SIG_IGN};
+    sigemptyset(&ign.sa_mask);
+    if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0 ||
+        sigaction(SIGPIPE, &ign, NULL) < 0) {
+        snprintf(err, errlen, "signals: sigaction: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* The signal that arrived within timeout_ms, or 0. */
+static int wait_signal(int timeout_ms) {
+    struct pollfd p = {.fd = signal_pipe[0], .events = POLLIN};
+    unsigned char b;
+    if (poll(&p, 1, timeout_ms) > 0 && read(signal_pipe[0], &b, 1) == 1) return b;
+    return 0;
+}
+
+static void close_signals(void) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    close(signal_pipe[0]);
+    close(signal_pipe[1]);
+}
+
+/* ---- start-up --------------------------------------------------------------------------- */
+
+/* The key is the file's first line, without surrounding whitespace. */
+static int read_api_key(kd_app *app, char *err, size_t errlen) {
+    const char *path = app->cfg.api_key_file;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "api-key-file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[KEY_MAX];
+    const bool got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    char *s = line, *e;
+    while (got && (*s == ' ' || *s == '\t'))
+        s++;
+    e = got ? s + strlen(s) : s;
+    while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+        *--e = '\0';
+    if (!got || *s == '\0') {
+        snprintf(err, errlen, "api-key-file %s: empty; the key is its first line", path);
+        return -1;
+    }
+    if (!(app->api_key = strdup(s))) {
+        snprintf(err, errlen, "api-key-file %s: out of memory", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int resolve_workers(const kd_config *c) {
+    if (c->workers > 0) return c->workers;
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const long n = (cpus > 0 ? cpus : 1) / c->blas_threads;
+    return n > 0 ? (int)n : 1;
+}
+
+/* Model, pool, sessions, workers: everything requests need. */
+static int load(kd_app *app, char *err, size_t errlen) {
+    const kd_config *c = &app->cfg;
+    kr_error ke = {{0}};
+    if (!(app->model = kd_model_open(c->model, c->tokenizer, c->predictor, c->max_context, &ke))) {
+        snprintf(err, errlen, "cannot load model: %s", ke.msg);
+        return -1;
+    }
+    if (!(app->pool = kr_pool_create(app->model, c->pool_bytes, &ke))) {
+        snprintf(err, errlen, "pool-bytes %zu: %s", c->pool_bytes, ke.msg);
+        return -1;
+    }
+    if (!(app->sessions = kd_sessions_create(app->pool, c->max_sessions, c->session_ttl))) {
+        snprintf(err, errlen, "sessions: out of memory for %d sessions", c->max_sessions);
+        return -1;
+    }
+    if (!(app->workers = kd_workers_start(app->n_workers, c->queue_size, err, errlen))) return -1;
+    return 0;
+}
+
+static void unload(kd_app *app) {
+    kd_workers_stop(app->workers);
+    kd_sessions_free(app->sessions);
+    kr_pool_free(app->pool);
+    kr_model_free(app->model);
+    kd_metrics_free(app->metrics);
+    free(app->api_key);
+    kd_config_free(&app->cfg);
+}
+
+static void notify(const char *state) {
+    if (kd_notify(state) < 0) kd_log("sd_notify %.20s: %s", state, strerror(errno));
+}
+
+/* ---- run ---------------------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Serves until a signal; then the housekeeping stops and draining starts. */
+static int serve_until_signal(kd_app *app) {
+    for (;;) {
+        const int sig = wait_signal(1000);
+        if (sig) return sig;
+        const int expired = kd_sessions_expire(app->sessions);
+        if (expired) kd_log("%d idle session%s expired", expired, expired == 1 ? "" : "s");
+    }
+}
+
+/* Lets requests in flight finish; false when the timeout (or a second signal) cut it short. */
+static bool drain(kd_app *app, kd_http *http) {
+    const double deadline = now_s() + app->cfg.shutdown_timeout;
+    kd_http_quiesce(http);
+    while (kd_http_in_flight(http) > 0) {
+        if (now_s() >= deadline) return false;
+        const int sig = wait_signal(20);
+        if (sig) {
+            kd_log("%s again: not waiting for requests in flight", strsignal(sig));
+            return false;
+        }
+    }
+    return true;
+}
+
+int kd_serve(int argc, char **argv) {
+    kd_app app;
+    char err[1024];
+    memset(&app, 0, sizeof app);
+    atomic_init(&app.state, KD_STARTING);
+
+    const int parsed = kd_config_load(&app.cfg, argc, argv, err, sizeof err);
+    if (parsed != 0) {
+        if (parsed < 0) fprintf(stderr, "kronosd: serve: %s\n", err);
+        kd_config_free(&app.cfg);
+        return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+    }
+    app.n_workers = resolve_workers(&app.cfg);
+    app.metrics = kd_metrics_create(kd_endpoint_names, kd_endpoint_count);
+    if (!app.metrics) snprintf(err, sizeof err, "metrics: out of memory");
+    if (!app.metrics || (app.cfg.api_key_file && read_api_key(&app, err, sizeof err) < 0) ||
+        install_signals(err, sizeof err) < 0) {
+        kd_log("%s", err);
+        unload(&app);
+        return EXIT_FAILURE;
+    }
+    openblas_set_num_threads(app.cfg.blas_threads);
+
+    kd_http *http = kd_http_start(&app, err, sizeof err);
+    if (!http) {
+        kd_log("%s", err);
+        close_signals();
+        unload(&app);
+        return EXIT_FAILURE;
+    }
+    kd_log("listening on http://%s:%u (loading the model)", app.cfg.host, kd_http_port(http));
+    if (load(&app, err, sizeof err) < 0) {
+        kd_log("%s", err);
+        kd_http_stop(http);
+        close_signals();
+        unload(&app);
+        return EXIT_FAILURE;
+    }
+    atomic_store(&app.state, KD_READY);
+    notify("READY=1\nSTATUS=serving");
+    kd_log("ready: %d worker%s x %d BLAS thread%s, %d HTTP threads, pool %zu MiB, api key %s",
+           app.n_workers, app.n_workers == 1 ? "" : "s", app.cfg.blas_threads,
+           app.cfg.blas_threads == 1 ? "" : "s", app.cfg.http_threads, app.cfg.pool_bytes >> 20,
+           app.api_key ? "required" : "off");
+
+    const int sig = serve_until_signal(&app);
+    atomic_store(&app.state, KD_DRAINING);
+    notify("STOPPING=1\nSTATUS=draining");
+    kd_log("%s: draining %d request%s in flight", strsignal(sig), kd_http_in_flight(http),
+           kd_http_in_flight(http) == 1 ? "" : "s");
+    if (!drain(&app, http)) {
+        /* workers cannot be interrupted mid-product: leave without waiting for them */
+        kd_log("exiting with %d request%s unfinished", kd_http_in_flight(http),
+               kd_http_in_flight(http) == 1 ? "" : "s");
+        _exit(EXIT_SUCCESS);
+    }
+    kd_http_stop(http);
+    close_signals();
+    unload(&app);
+    kd_log("stopped");
+    return EXIT_SUCCESS;
+}

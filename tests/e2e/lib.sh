@@ -1,0 +1,129 @@
+# lib.sh — shared by the kronosd end-to-end scripts: daemons, HTTP calls, checks.
+# Source it after setting KRONOSD (the binary) and SRC (the source tree).
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-e2e.XXXXXX")
+MODEL="$SRC/tests/data/tiny"
+GOLDEN="$MODEL/golden.json"
+PASSED=0
+FAILED=0
+BG_PIDS=()     # every process started here, killed on exit
+STATUS=""      # of the last http call
+BODY="$WORK/body"
+HEADERS="$WORK/headers"
+
+cleanup() {
+    local p
+    for p in "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 1' INT TERM
+
+pass() { PASSED=$((PASSED + 1)); echo "ok   $1"; }
+fail() {
+    FAILED=$((FAILED + 1))
+    echo "FAIL $1"
+    [ -n "${2:-}" ] && echo "     $2"
+    return 0
+}
+summary() {
+    echo "$PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+}
+
+# start_daemon NAME [ARGS...]: starts `kronosd serve` on a free port with its log in
+# $WORK/NAME.log; sets PID_<NAME> and URL_<NAME>. Env vars in DAEMON_ENV (an array) apply.
+start_daemon() {
+    local name=$1
+    shift
+    local log="$WORK/$name.log" i port
+    env "${DAEMON_ENV[@]}" "$KRONOSD" serve --model "$MODEL" --port 0 "$@" >"$log" 2>&1 &
+    local pid=$!
+    BG_PIDS+=("$pid")
+    for i in $(seq 1 200); do
+        grep -q "kronosd: ready" "$log" && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9]*\) .*|\1|p' "$log" | head -1)
+    if ! grep -q "kronosd: ready" "$log" || [ -z "$port" ]; then
+        echo "daemon $name did not start:"
+        cat "$log"
+        exit 1
+    fi
+    printf -v "PID_$name" '%s' "$pid"
+    printf -v "URL_$name" '%s' "http://127.0.0.1:$port"
+}
+
+# http METHOD URL [CURL ARGS...]: sets STATUS; the body lands in $BODY, headers in $HEADERS.
+http() {
+    local method=$1 url=$2
+    shift 2
+    STATUS=$(curl -sS -m 60 -o "$BODY" -D "$HEADERS" -w '%{http_code}' -X "$method" "$url" "$@" \
+        2>"$WORK/curl.err") || STATUS="curl-failed($(cat "$WORK/curl.err"))"
+}
+
+# jq_ok EXPR [FILE]: a Python expression on the JSON body `d` (or FILE) is true.
+jq_ok() {
+    python3 - "$1" "${2:-$BODY}" <<'EOF'
+import json, sys
+try:
+    d = json.load(open(sys.argv[2]))
+    ok = eval(sys.argv[1])
+except Exception as e:
+    print("     python:", repr(e)); ok = False
+sys.exit(0 if ok else 1)
+EOF
+}
+
+# expect NAME STATUS [PY-EXPR]: the last call answered STATUS and the body satisfies EXPR.
+expect() {
+    local name=$1 want=$2 expr=${3:-}
+    if [ "$STATUS" != "$want" ]; then
+        fail "$name" "status $STATUS, expected $want: $(head -c 300 "$BODY")"
+    elif [ -n "$expr" ] && ! jq_ok "$expr"; then
+        fail "$name" "body fails ($expr): $(head -c 300 "$BODY")"
+    else
+        pass "$name"
+    fi
+}
+
+# has_header NAME: the last response carried header NAME.
+has_header() { grep -qi "^$1:" "$HEADERS"; }
+
+# metric URL NAME [AUTH ARGS]: a metric's value (first sample), or empty.
+metric() {
+    local url=$1 name=$2
+    shift 2
+    curl -sS -m 10 "$url/metrics" "$@" | awk -v n="$name" '$1 == n { print $2; exit }'
+}
+
+# wait_metric URL NAME VALUE [AUTH ARGS]: until the metric equals VALUE (10 s at most).
+wait_metric() {
+    local url=$1 name=$2 want=$3 i
+    shift 3
+    for i in $(seq 1 200); do
+        [ "$(metric "$url" "$name" "$@")" = "$want" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# Request bodies made from the golden fixture.
+make_bodies() {
+    python3 - "$GOLDEN" "$WORK" <<'EOF'
+import json, sys
+g = json.load(open(sys.argv[1]))["cases"][0]
+w = sys.argv[2]
+inp = g["input"]
+def dump(name, obj):
+    json.dump(obj, open(f"{w}/{name}.json", "w"))
+dump("golden_forecast", {"candles": inp, "horizon": len(g["future_timestamps"]),
+     "future_timestamps": g["future_timestamps"], "top_k": 1, "top_p": 1.0,
+     "max_context": g["max_context"]})
+dump("tokenize", {"candles": inp})
+# slow enough (about a second) to hold the only worker while other requests arrive
+dump("long_forecast", {"candles": inp, "horizon": 300, "samples": 24, "top_k": 1})
+EOF
+}
