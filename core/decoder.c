@@ -159,7 +159,7 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
     }
     float *in = malloc((size_t)S * d * sizeof(float)), *q = malloc((size_t)S * d * sizeof(float));
     float *attn = malloc((size_t)S * d * sizeof(float));
-    float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS) * sizeof(float));
+    float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS, d) * sizeof(float));
     kr_kv_view *views = malloc((size_t)S * sizeof *views);
     kr_attn_row *rows = malloc((size_t)S * sizeof *rows);
     int rc = -1;

@@ -126,33 +126,113 @@ KR_HOT void kr_attend(float *out, const float *q, const kr_kv_view *kv, int laye
     }
 }
 
+/* Rows that share a prefix of whole blocks (the sample paths of one forecast) attend over
+ * it as a tile: each key row is read once for KR_ATTN_TILE queries, queries transposed so
+ * the products vectorise across rows. Keys past the prefix are each row's own. */
+#define KR_ATTN_TILE 32
+
+size_t kr_attend_scores_floats(int max_keys, int n_heads, int d) {
+    size_t keys = (size_t)(max_keys > 0 ? max_keys : 1);
+    size_t per_row = (size_t)n_heads * keys, tile = KR_ATTN_TILE * keys + (size_t)d * KR_ATTN_TILE;
+    return (size_t)kr_parallel_threads() * (per_row > tile ? per_row : tile);
+}
+
 typedef struct {
     float *out;
     const float *q;
     const kr_attn_row *rows;
-    int n_rows, d, layer, n_heads, per_chunk;
-    float *scores;
-    size_t scores_stride;
+    int n_rows, d, layer, n_heads, per_task, shared, n_tiles;
+    float *scratch;
+    size_t scratch_stride;
 } attend_job;
 
-static void attend_chunk(void *arg, int chunk) {
+static void attend_task(void *arg, int task, int worker) {
     const attend_job *j = arg;
-    int r0 = chunk * j->per_chunk,
-        r1 = r0 + j->per_chunk < j->n_rows ? r0 + j->per_chunk : j->n_rows;
+    int r0 = task * j->per_task, r1 = r0 + j->per_task < j->n_rows ? r0 + j->per_task : j->n_rows;
     for (int r = r0; r < r1; r++)
         kr_attend(j->out + (size_t)r * j->d, j->q + (size_t)r * j->d, j->rows[r].kv, j->layer,
-                  j->rows[r].n_keys, j->n_heads, j->scores + (size_t)chunk * j->scores_stride);
+                  j->rows[r].n_keys, j->n_heads, j->scratch + (size_t)worker * j->scratch_stride);
+}
+
+KR_HOT static void attend_tile(void *arg, int task, int worker) {
+    const attend_job *j = arg;
+    int h = task % j->n_heads, r0 = task / j->n_heads * KR_ATTN_TILE;
+    int R = j->n_rows - r0 < KR_ATTN_TILE ? j->n_rows - r0 : KR_ATTN_TILE;
+    int d = j->d, hd = d / j->n_heads, shared = j->shared;
+    const kr_kv_view *kv0 = j->rows[r0].kv;
+    int B = kv0->block_len, max_keys = 0;
+    for (int r = 0; r < R; r++)
+        if (j->rows[r0 + r].n_keys > max_keys) max_keys = j->rows[r0 + r].n_keys;
+    float *sc = j->scratch + (size_t)worker * j->scratch_stride; /* [R][max_keys] */
+    float *qt = sc + (size_t)KR_ATTN_TILE * max_keys;              /* [hd][KR_ATTN_TILE] */
+    size_t layer_off = (size_t)j->layer * 2 * B * d;
+    float scale = (float)(1.0 / sqrt((double)hd));
+    for (int i = 0; i < hd; i++)
+        for (int r = 0; r < KR_ATTN_TILE; r++)
+            qt[(size_t)i * KR_ATTN_TILE + r] =
+                r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
+    for (int key = 0; key < shared; key++) {
+        const float *k = kv0->blocks[key / B] + layer_off + (size_t)(key % B) * d + (size_t)h * hd;
+        float acc[KR_ATTN_TILE] = {0};
+        for (int i = 0; i < hd; i++) {
+            float ki = k[i];
+            const float *qi = qt + (size_t)i * KR_ATTN_TILE;
+            for (int r = 0; r < KR_ATTN_TILE; r++) acc[r] += qi[r] * ki;
+        }
+        for (int r = 0; r < R; r++) sc[(size_t)r * max_keys + key] = acc[r] * scale;
+    }
+    for (int r = 0; r < R; r++) {
+        const kr_attn_row *row = &j->rows[r0 + r];
+        const float *q = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
+        float *s = sc + (size_t)r * max_keys;
+        for (int key = shared; key < row->n_keys; key++)
+            s[key] = dot8(q, kr_kv_k(row->kv, j->layer, key) + (size_t)h * hd, hd) * scale;
+        softmax_row(s, row->n_keys);
+        float *o = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+        memset(o, 0, (size_t)hd * sizeof *o);
+        for (int key = shared; key < row->n_keys; key++) {
+            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
+            for (int i = 0; i < hd; i++) o[i] += s[key] * v[i];
+        }
+    }
+    for (int key = 0; key < shared; key++) {
+        const float *v =
+            kv0->blocks[key / B] + layer_off + (size_t)(B + key % B) * d + (size_t)h * hd;
+        for (int r = 0; r < R; r++) {
+            float p = sc[(size_t)r * max_keys + key], *o = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+            for (int i = 0; i < hd; i++) o[i] += p * v[i];
+        }
+    }
+}
+
+/* Keys [0, n) held in the same blocks by every row, in whole blocks below every row's end. */
+static int shared_prefix(const kr_attn_row *rows, int n_rows) {
+    const kr_kv_view *kv0 = rows[0].kv;
+    int B = kv0->block_len, nb = rows[0].n_keys / B;
+    for (int r = 1; r < n_rows && nb > 0; r++) {
+        int lim = rows[r].n_keys / B, b = 0;
+        if (lim < nb) nb = lim;
+        if (rows[r].kv->blocks == kv0->blocks) continue;
+        while (b < nb && rows[r].kv->blocks[b] == kv0->blocks[b]) b++;
+        nb = b;
+    }
+    return nb * B;
 }
 
 void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_rows, int d,
-                    int layer, int n_heads, float *scores, int max_keys) {
-    int chunks = n_rows < KR_ATTN_CHUNKS ? n_rows : KR_ATTN_CHUNKS;
-    attend_job j = {out,     q,
-                    rows,    n_rows,
-                    d,       layer,
-                    n_heads, (n_rows + chunks - 1) / chunks,
-                    scores,  (size_t)n_heads * max_keys};
-    kr_parallel_for((n_rows + j.per_chunk - 1) / j.per_chunk, attend_chunk, &j);
+                    int layer, int n_heads, float *scratch, int max_keys) {
+    if (n_rows <= 0) return;
+    int threads = kr_parallel_threads();
+    attend_job j = {out, q, rows, n_rows, d, layer, n_heads, 1, 0, 0, scratch,
+                    kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
+    j.shared = n_rows >= 4 ? shared_prefix(rows, n_rows) : 0;
+    if (j.shared >= 64) {
+        j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
+        kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
+        return;
+    }
+    j.per_task = (n_rows + 4 * threads - 1) / (4 * threads);
+    kr_parallel_for((n_rows + j.per_task - 1) / j.per_task, attend_task, &j);
 }
 
 int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d, int ff,
@@ -170,7 +250,7 @@ int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d
     s->attn = malloc(Rd * sizeof(float));
     s->h1 = malloc(Rf * sizeof(float));
     s->h3 = malloc(Rf * sizeof(float));
-    s->scores = malloc(kr_attend_scores_floats(max_keys, n_heads) * sizeof(float));
+    s->scores = malloc(kr_attend_scores_floats(max_keys, n_heads, d) * sizeof(float));
     s->rows = malloc((size_t)max_rows * sizeof *s->rows);
     if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->scores ||
         !s->rows) {

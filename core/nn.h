@@ -34,18 +34,16 @@ void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int 
                float *scores);
 
 /* Many query rows at once, spread over the thread pool: row r attends over the first
- * rows[r].n_keys keys of rows[r].kv. scores: kr_attend_scores_floats(max_keys, heads). */
+ * rows[r].n_keys keys of rows[r].kv. scratch: kr_attend_scores_floats(max_keys, n_heads,
+ * d) floats. */
 typedef struct {
     const kr_kv_view *kv;
     int n_keys;
 } kr_attn_row;
 
-#define KR_ATTN_CHUNKS 8
-static inline size_t kr_attend_scores_floats(int max_keys, int n_heads) {
-    return (size_t)KR_ATTN_CHUNKS * n_heads * (max_keys > 0 ? max_keys : 1);
-}
+size_t kr_attend_scores_floats(int max_keys, int n_heads, int d);
 void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_rows, int d,
-                    int layer, int n_heads, float *scores, int max_keys);
+                    int layer, int n_heads, float *scratch, int max_keys);
 
 /* One sequence of a batch: its cache, the position of its first new row, and (for
  * kv_shift) the unshifted k and v of each layer at pos0 - 1 ([n_layers][2][d]; replaced by

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -31,24 +32,22 @@ static struct {
        .wake = PTHREAD_COND_INITIALIZER,
        .done = PTHREAD_COND_INITIALIZER};
 
-static void drain(kr_task_fn fn, void *ctx, int n) {
-    for (int i; (i = atomic_fetch_add(&P.next, 1)) < n;)
-        fn(ctx, i);
+static void drain(kr_task_fn fn, void *ctx, int n, int worker) {
+    for (int i; (i = atomic_fetch_add(&P.next, 1)) < n;) fn(ctx, i, worker);
 }
 
 static void *helper(void *arg) {
-    (void)arg;
+    int worker = (int)(intptr_t)arg;
     unsigned long seen = 0;
     pthread_mutex_lock(&P.mu);
     for (;;) {
-        while (P.generation == seen)
-            pthread_cond_wait(&P.wake, &P.mu);
+        while (P.generation == seen) pthread_cond_wait(&P.wake, &P.mu);
         seen = P.generation;
         kr_task_fn fn = P.fn;
         void *ctx = P.ctx;
         int n = P.n;
         pthread_mutex_unlock(&P.mu);
-        drain(fn, ctx, n);
+        drain(fn, ctx, n, worker);
         pthread_mutex_lock(&P.mu);
         if (--P.active == 0) pthread_cond_signal(&P.done);
     }
@@ -66,18 +65,23 @@ static void start(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (int i = 0; i < want - 1; i++) {
         pthread_t t;
-        if (pthread_create(&t, &attr, helper, NULL) != 0) break; /* fewer threads still work */
+        if (pthread_create(&t, &attr, helper, (void *)(intptr_t)(i + 1)) != 0)
+            break; /* fewer threads still work */
         P.n_helpers++;
     }
     pthread_attr_destroy(&attr);
+}
+
+int kr_parallel_threads(void) {
+    pthread_once(&P.once, start);
+    return P.n_helpers + 1;
 }
 
 void kr_parallel_for(int n, kr_task_fn fn, void *ctx) {
     if (n <= 0) return;
     pthread_once(&P.once, start);
     if (n == 1 || P.n_helpers == 0 || pthread_mutex_trylock(&P.busy) != 0) {
-        for (int i = 0; i < n; i++)
-            fn(ctx, i);
+        for (int i = 0; i < n; i++) fn(ctx, i, 0);
         return;
     }
     pthread_mutex_lock(&P.mu);
@@ -89,10 +93,9 @@ void kr_parallel_for(int n, kr_task_fn fn, void *ctx) {
     P.generation++;
     pthread_cond_broadcast(&P.wake);
     pthread_mutex_unlock(&P.mu);
-    drain(fn, ctx, n);
+    drain(fn, ctx, n, 0);
     pthread_mutex_lock(&P.mu);
-    while (P.active > 0)
-        pthread_cond_wait(&P.done, &P.mu);
+    while (P.active > 0) pthread_cond_wait(&P.done, &P.mu);
     pthread_mutex_unlock(&P.mu);
     pthread_mutex_unlock(&P.busy);
 }

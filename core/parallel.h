@@ -3,11 +3,14 @@
 #ifndef KR_PARALLEL_H
 #define KR_PARALLEL_H
 
-typedef void (*kr_task_fn)(void *ctx, int i);
+/* worker: which thread runs the item, in [0, kr_parallel_threads()), for per-thread scratch */
+typedef void (*kr_task_fn)(void *ctx, int i, int worker);
 
-/* Runs fn(ctx, i) for i in [0, n) on the pool's threads and the caller's. When another
- * thread is already using the pool, the caller runs the loop alone rather than wait. The
- * split never changes a result: each i is computed the same way on any thread. */
+/* Runs fn(ctx, i, worker) for i in [0, n) on the pool's threads and the caller's. When
+ * another thread is already using the pool, the caller runs the loop alone rather than
+ * wait. The split never changes a result: each i is computed the same way on any thread. */
 void kr_parallel_for(int n, kr_task_fn fn, void *ctx);
+/* Threads a loop may run on (caller included): the bound on `worker`. */
+int kr_parallel_threads(void);
 
 #endif

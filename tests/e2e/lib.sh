@@ -15,15 +15,20 @@ cleanup() {
     local p
     for p in "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
     wait 2>/dev/null
-    rm -rf "$WORK"
+    if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 1' INT TERM
 
-pass() { PASSED=$((PASSED + 1)); echo "ok   $1"; }
+T0=${EPOCHREALTIME/./}
+elapsed() {
+    local us=$((${EPOCHREALTIME/./} - T0))
+    printf '%3d.%02ds' $((us / 1000000)) $((us / 10000 % 100))
+}
+pass() { PASSED=$((PASSED + 1)); echo "ok   $(elapsed) $1"; }
 fail() {
     FAILED=$((FAILED + 1))
-    echo "FAIL $1"
+    echo "FAIL $(elapsed) $1"
     [ -n "${2:-}" ] && echo "     $2"
     return 0
 }
