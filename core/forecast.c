@@ -6,7 +6,9 @@
  */
 #include "cache.h"
 #include "forecast_impl.h"
+#include "parallel.h"
 #include "predictor.h"
+#include "tokenizer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -283,6 +285,21 @@ out:
     return rc;
 }
 
+/* Each path draws from its own stream, so paths can be sampled on any thread. */
+typedef struct {
+    float *logits;
+    int vocab;
+    const kr_sampling *sampling;
+    kr_rng *rng;
+    int32_t *out;
+} sample_job;
+
+static void sample_path(void *arg, int p, int worker) {
+    (void)worker;
+    const sample_job *j = arg;
+    j->out[p] = kr_sample(j->logits + (size_t)p * j->vocab, j->vocab, j->sampling, &j->rng[p]);
+}
+
 /* All paths on KV caches, in lockstep: one batch per step for all paths. */
 static int cached_paths(const kr_model *m, kr_pool *pool, fc_job *job, kr_forecast_result *res,
                         kr_error *err) {
@@ -312,11 +329,12 @@ static int cached_paths(const kr_model *m, kr_pool *pool, fc_job *job, kr_foreca
             res->usage.recomputed_steps++;
         else
             res->usage.cached_steps++;
-        for (int p = 0; p < S; p++)
-            cs.a[p] = kr_sample(cs.l1 + (size_t)p * v1, v1, &job->sampling, &cs.rng[p]);
+        sample_job sj = {cs.l1, v1, &job->sampling, cs.rng, cs.a};
+        kr_parallel_for(S, sample_path, &sj);
         if (kr_cache_s2_logits(cs.paths, S, cs.a, cs.l2, err)) goto out;
+        sj = (sample_job){cs.l2, v2, &job->sampling, cs.rng, cs.b};
+        kr_parallel_for(S, sample_path, &sj);
         for (int p = 0; p < S; p++) {
-            cs.b[p] = kr_sample(cs.l2 + (size_t)p * v2, v2, &job->sampling, &cs.rng[p]);
             job->path_s1[(size_t)p * total + n] = cs.a[p];
             job->path_s2[(size_t)p * total + n] = cs.b[p];
         }
@@ -363,11 +381,52 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Decodes each path's last window, denormalises, and fills the result. */
+/* Every path's last P rows, decoded: [S][P][6]. The cached path decodes the window's
+ * shared context part once; the reference decodes each path's whole window. */
+static int decode_paths(const kr_model *m, const fc_job *job, bool shared, float *rows,
+                        kr_error *err) {
+    int L = job->L, P = job->P, S = job->samples, mc = job->max_context;
+    int total = L + P, w = total < mc ? total : mc, start = total - w, np = w - P;
+    if (shared && np > 0) {
+        int group = 4096 / P > 0 ? 4096 / P : 1; /* paths per batch: bounds the scratch */
+        int32_t *g1 = malloc((size_t)(group < S ? group : S) * P * sizeof *g1);
+        int32_t *g2 = malloc((size_t)(group < S ? group : S) * P * sizeof *g2);
+        int rc = g1 && g2 ? 0 : kr_fail(err, "forecast: out of memory decoding %d paths", S);
+        for (int p0 = 0; rc == 0 && p0 < S; p0 += group) {
+            int n = S - p0 < group ? S - p0 : group;
+            for (int p = 0; p < n; p++) {
+                memcpy(g1 + (size_t)p * P, job->path_s1 + (size_t)(p0 + p) * total + L,
+                       (size_t)P * sizeof *g1);
+                memcpy(g2 + (size_t)p * P, job->path_s2 + (size_t)(p0 + p) * total + L,
+                       (size_t)P * sizeof *g2);
+            }
+            rc = kr_tokenizer_decode_paths(m, job->path_s1 + start, job->path_s2 + start, np, g1,
+                                           g2, n, P, rows + (size_t)p0 * P * KR_D_IN, err);
+        }
+        free(g1);
+        free(g2);
+        return rc;
+    }
+    float *dec = malloc((size_t)w * KR_D_IN * sizeof(float));
+    if (!dec) return kr_fail(err, "forecast: out of memory decoding a window of %d", w);
+    int rc = 0;
+    for (int p = 0; rc == 0 && p < S; p++) {
+        const int32_t *s1 = job->path_s1 + (size_t)p * total,
+                      *s2 = job->path_s2 + (size_t)p * total;
+        rc = kr_tokenizer_decode(m, s1 + start, s2 + start, w, dec, err);
+        if (rc == 0)
+            memcpy(rows + (size_t)p * P * KR_D_IN, dec + (size_t)(w - P) * KR_D_IN,
+                   (size_t)P * KR_D_IN * sizeof(float));
+    }
+    free(dec);
+    return rc;
+}
+
+/* Decodes each path's last window, denormalises, and fills the result. */
 static int summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
                      kr_forecast_result *res, kr_error *err) {
-    int L = job->L, P = job->P, S = job->samples, mc = job->max_context;
-    int total = L + P, w = total < mc ? total : mc, start = total - w;
-    float *dec = malloc((size_t)w * KR_D_IN * sizeof(float));
+    int L = job->L, P = job->P, S = job->samples;
+    float *dec = malloc((size_t)S * P * KR_D_IN * sizeof(float));
     float *sum = calloc((size_t)P * KR_D_IN, sizeof(float));
     double *vals = malloc((size_t)S * sizeof(double));
     double *paths = malloc((size_t)S * KR_D_IN * P * sizeof(double));
@@ -376,18 +435,15 @@ static int summarise(const kr_model *m, const kr_forecast_request *r, fc_job *jo
         kr_fail(err, "forecast: out of memory summarising %d paths", S);
         goto out;
     }
-    for (int p = 0; p < S; p++) {
-        const int32_t *s1 = job->path_s1 + (size_t)p * total,
-                      *s2 = job->path_s2 + (size_t)p * total;
-        if (kr_tokenizer_decode(m, s1 + start, s2 + start, w, dec, err)) goto out;
+    if (decode_paths(m, job, r->use_cache, dec, err)) goto out;
+    for (int p = 0; p < S; p++)
         for (int i = 0; i < P; i++)
             for (int c = 0; c < KR_D_IN; c++) {
-                float v = dec[(size_t)(w - P + i) * KR_D_IN + c];
+                float v = dec[((size_t)p * P + i) * KR_D_IN + c];
                 sum[(size_t)i * KR_D_IN + c] += v;
                 paths[((size_t)p * KR_D_IN + c) * P + i] =
                     (double)(v * (job->std[c] + 1e-5f) + job->mean[c]);
             }
-    }
     for (int i = 0; i < P; i++)
         for (int c = 0; c < KR_D_IN; c++) {
             float avg = sum[(size_t)i * KR_D_IN + c] / (float)S;

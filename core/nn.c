@@ -164,7 +164,7 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     for (int r = 0; r < R; r++)
         if (j->rows[r0 + r].n_keys > max_keys) max_keys = j->rows[r0 + r].n_keys;
     float *sc = j->scratch + (size_t)worker * j->scratch_stride; /* [R][max_keys] */
-    float *qt = sc + (size_t)KR_ATTN_TILE * max_keys;              /* [hd][KR_ATTN_TILE] */
+    float *qt = sc + (size_t)KR_ATTN_TILE * max_keys;            /* [hd][KR_ATTN_TILE] */
     size_t layer_off = (size_t)j->layer * 2 * B * d;
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int i = 0; i < hd; i++)
@@ -177,9 +177,11 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         for (int i = 0; i < hd; i++) {
             float ki = k[i];
             const float *qi = qt + (size_t)i * KR_ATTN_TILE;
-            for (int r = 0; r < KR_ATTN_TILE; r++) acc[r] += qi[r] * ki;
+            for (int r = 0; r < KR_ATTN_TILE; r++)
+                acc[r] += qi[r] * ki;
         }
-        for (int r = 0; r < R; r++) sc[(size_t)r * max_keys + key] = acc[r] * scale;
+        for (int r = 0; r < R; r++)
+            sc[(size_t)r * max_keys + key] = acc[r] * scale;
     }
     for (int r = 0; r < R; r++) {
         const kr_attn_row *row = &j->rows[r0 + r];
@@ -192,15 +194,18 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         memset(o, 0, (size_t)hd * sizeof *o);
         for (int key = shared; key < row->n_keys; key++) {
             const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
-            for (int i = 0; i < hd; i++) o[i] += s[key] * v[i];
+            for (int i = 0; i < hd; i++)
+                o[i] += s[key] * v[i];
         }
     }
     for (int key = 0; key < shared; key++) {
         const float *v =
             kv0->blocks[key / B] + layer_off + (size_t)(B + key % B) * d + (size_t)h * hd;
         for (int r = 0; r < R; r++) {
-            float p = sc[(size_t)r * max_keys + key], *o = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
-            for (int i = 0; i < hd; i++) o[i] += p * v[i];
+            float p = sc[(size_t)r * max_keys + key],
+                  *o = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+            for (int i = 0; i < hd; i++)
+                o[i] += p * v[i];
         }
     }
 }
@@ -213,7 +218,8 @@ static int shared_prefix(const kr_attn_row *rows, int n_rows) {
         int lim = rows[r].n_keys / B, b = 0;
         if (lim < nb) nb = lim;
         if (rows[r].kv->blocks == kv0->blocks) continue;
-        while (b < nb && rows[r].kv->blocks[b] == kv0->blocks[b]) b++;
+        while (b < nb && rows[r].kv->blocks[b] == kv0->blocks[b])
+            b++;
         nb = b;
     }
     return nb * B;
@@ -223,8 +229,10 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
                     int layer, int n_heads, float *scratch, int max_keys) {
     if (n_rows <= 0) return;
     int threads = kr_parallel_threads();
-    attend_job j = {out, q, rows, n_rows, d, layer, n_heads, 1, 0, 0, scratch,
-                    kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
+    attend_job j = {
+        out, q,     rows,    n_rows,
+        d,   layer, n_heads, 1,
+        0,   0,     scratch, kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
     j.shared = n_rows >= 4 ? shared_prefix(rows, n_rows) : 0;
     if (j.shared >= 64) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;

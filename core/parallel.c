@@ -33,7 +33,8 @@ static struct {
        .done = PTHREAD_COND_INITIALIZER};
 
 static void drain(kr_task_fn fn, void *ctx, int n, int worker) {
-    for (int i; (i = atomic_fetch_add(&P.next, 1)) < n;) fn(ctx, i, worker);
+    for (int i; (i = atomic_fetch_add(&P.next, 1)) < n;)
+        fn(ctx, i, worker);
 }
 
 static void *helper(void *arg) {
@@ -41,7 +42,8 @@ static void *helper(void *arg) {
     unsigned long seen = 0;
     pthread_mutex_lock(&P.mu);
     for (;;) {
-        while (P.generation == seen) pthread_cond_wait(&P.wake, &P.mu);
+        while (P.generation == seen)
+            pthread_cond_wait(&P.wake, &P.mu);
         seen = P.generation;
         kr_task_fn fn = P.fn;
         void *ctx = P.ctx;
@@ -81,7 +83,8 @@ void kr_parallel_for(int n, kr_task_fn fn, void *ctx) {
     if (n <= 0) return;
     pthread_once(&P.once, start);
     if (n == 1 || P.n_helpers == 0 || pthread_mutex_trylock(&P.busy) != 0) {
-        for (int i = 0; i < n; i++) fn(ctx, i, 0);
+        for (int i = 0; i < n; i++)
+            fn(ctx, i, 0);
         return;
     }
     pthread_mutex_lock(&P.mu);
@@ -95,7 +98,8 @@ void kr_parallel_for(int n, kr_task_fn fn, void *ctx) {
     pthread_mutex_unlock(&P.mu);
     drain(fn, ctx, n, 0);
     pthread_mutex_lock(&P.mu);
-    while (P.active > 0) pthread_cond_wait(&P.done, &P.mu);
+    while (P.active > 0)
+        pthread_cond_wait(&P.done, &P.mu);
     pthread_mutex_unlock(&P.mu);
     pthread_mutex_unlock(&P.busy);
 }

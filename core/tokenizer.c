@@ -1,12 +1,12 @@
 /* tokenizer.c — candles <-> token pairs through the BSQ tokenizer's encoder and decoder. */
 #include "model.h"
 #include "nn.h"
+#include "tokenizer.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs `n_blocks` causal blocks over x[n][d] (positions 0..n-1) in place. */
 /* Runs `n_blocks` causal blocks over x[n][d] (positions 0..n-1) in place. */
 static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int d, int ff,
                       kr_error *err) {
@@ -59,22 +59,11 @@ out:
     return rc;
 }
 
-int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2, int n, float *out,
-                        kr_error *err) {
-    const kr_tokenizer_config *c = &m->tc;
-    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
-    if (n < 1) return kr_fail(err, "tokenizer decode: no tokens");
-    for (int t = 0; t < n; t++)
-        if (s1[t] < 0 || s1[t] >= (1 << c->s1_bits) || s2[t] < 0 || s2[t] >= (1 << c->s2_bits))
-            return kr_fail(err, "tokenizer decode: token pair %d (%d, %d) is out of range", t,
-                           (int)s1[t], (int)s2[t]);
-    float *bits = malloc((size_t)n * nb * sizeof(float));
-    float *z = malloc((size_t)n * d * sizeof(float));
-    int rc = -1;
-    if (!bits || !z) {
-        kr_fail(err, "tokenizer decode: out of memory for %d tokens", n);
-        goto out;
-    }
+/* The decoder's input for token pairs: (2·bit − 1)/sqrt(s1_bits + s2_bits), s1's bits then
+ * s2's, least significant first. */
+static void token_bits(const kr_tokenizer_config *c, const int32_t *s1, const int32_t *s2, int n,
+                       float *bits) {
+    int nb = c->s1_bits + c->s2_bits;
     float scale = (float)(1.0 / sqrt((double)nb));
     for (int t = 0; t < n; t++) {
         float *bt = bits + (size_t)t * nb;
@@ -83,6 +72,31 @@ int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2,
         for (int i = 0; i < c->s2_bits; i++)
             bt[c->s1_bits + i] = ((s2[t] >> i) & 1 ? 1.0f : -1.0f) * scale;
     }
+}
+
+static int check_tokens(const kr_tokenizer_config *c, const int32_t *s1, const int32_t *s2, int n,
+                        kr_error *err) {
+    for (int t = 0; t < n; t++)
+        if (s1[t] < 0 || s1[t] >= (1 << c->s1_bits) || s2[t] < 0 || s2[t] >= (1 << c->s2_bits))
+            return kr_fail(err, "tokenizer decode: token pair %d (%d, %d) is out of range", t,
+                           (int)s1[t], (int)s2[t]);
+    return 0;
+}
+
+int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2, int n, float *out,
+                        kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
+    if (n < 1) return kr_fail(err, "tokenizer decode: no tokens");
+    if (check_tokens(c, s1, s2, n, err)) return -1;
+    float *bits = malloc((size_t)n * nb * sizeof(float));
+    float *z = malloc((size_t)n * d * sizeof(float));
+    int rc = -1;
+    if (!bits || !z) {
+        kr_fail(err, "tokenizer decode: out of memory for %d tokens", n);
+        goto out;
+    }
+    token_bits(c, s1, s2, n, bits);
     kr_linear_forward(z, bits, n, &m->tok.post_quant_embed);
     if (run_blocks(m->tok.dec, m->tok.n_dec, z, n, d, c->ff_dim, err)) goto out;
     kr_linear_forward(out, z, n, &m->tok.head);
@@ -90,5 +104,61 @@ int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2,
 out:
     free(bits);
     free(z);
+    return rc;
+}
+
+/* The decoder is causal, so rows after a common prefix see the prefix's keys and values
+ * unchanged: the prefix runs once, then every path's own rows run in one batch over it.
+ * Keys live in blocks of np positions: block 0 is the shared prefix, the rest a path's. */
+int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const int32_t *pre_s2,
+                              int np, const int32_t *s1, const int32_t *s2, int S, int P,
+                              float *out, kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    const kr_tokenizer_weights *w = &m->tok;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits, L = w->n_dec > 0 ? w->n_dec : 1;
+    if (np < 1 || S < 1 || P < 1) return kr_fail(err, "tokenizer decode: empty prefix or paths");
+    if (check_tokens(c, pre_s1, pre_s2, np, err) || check_tokens(c, s1, s2, S * P, err)) return -1;
+    int own = (P + np - 1) / np, rows = np > S * P ? np : S * P; /* own blocks per path */
+    size_t block = (size_t)L * 2 * np * d;
+    float *bits = malloc((size_t)rows * nb * sizeof(float));
+    float *x = malloc((size_t)rows * d * sizeof(float));
+    float *mem = malloc(block * (1 + (size_t)S * own) * sizeof(float));
+    float **ptrs = malloc((size_t)S * (1 + own) * sizeof *ptrs);
+    kr_kv_view *views = malloc((size_t)S * sizeof *views);
+    kr_seq *seqs = malloc((size_t)S * sizeof *seqs);
+    kr_block_scratch sc = {0};
+    int rc = -1;
+    if (!bits || !x || !mem || !ptrs || !views || !seqs) {
+        kr_fail(err, "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
+        goto out;
+    }
+    if (kr_block_scratch_init(&sc, rows, np + P, d, c->ff_dim, c->n_heads, err)) goto out;
+    for (int p = 0; p < S; p++) {
+        float **bp = ptrs + (size_t)p * (1 + own);
+        bp[0] = mem;
+        for (int b = 0; b < own; b++)
+            bp[1 + b] = mem + block * (1 + (size_t)p * own + b);
+        views[p] = (kr_kv_view){bp, np, d};
+        seqs[p] = (kr_seq){&views[p], np, NULL};
+    }
+    token_bits(c, pre_s1, pre_s2, np, bits);
+    kr_linear_forward(x, bits, np, &w->post_quant_embed);
+    kr_seq pre = {&views[0], 0, NULL};
+    for (int l = 0; l < w->n_dec; l++)
+        kr_block_forward(&w->dec[l], l, x, 1, np, &pre, &sc);
+    token_bits(c, s1, s2, S * P, bits);
+    kr_linear_forward(x, bits, S * P, &w->post_quant_embed);
+    for (int l = 0; l < w->n_dec; l++)
+        kr_block_forward(&w->dec[l], l, x, S, P, seqs, &sc);
+    kr_linear_forward(out, x, S * P, &w->head);
+    rc = 0;
+out:
+    kr_block_scratch_free(&sc);
+    free(bits);
+    free(x);
+    free(mem);
+    free(ptrs);
+    free(views);
+    free(seqs);
     return rc;
 }

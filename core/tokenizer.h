@@ -1,0 +1,13 @@
+/* tokenizer.h — the tokenizer's batched decode for sample paths. Internal to core/. */
+#ifndef KR_TOKENIZER_H
+#define KR_TOKENIZER_H
+
+#include "model.h"
+
+/* Decodes S windows that share their first np tokens (pre_s1, pre_s2) and end with P tokens
+ * of their own (s1, s2: [S][P]); out: [S][P][d_in], the rows of those last P positions. */
+int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const int32_t *pre_s2,
+                              int np, const int32_t *s1, const int32_t *s2, int S, int P,
+                              float *out, kr_error *err);
+
+#endif
