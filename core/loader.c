@@ -5,6 +5,7 @@
  * are converted to float32 once, here, and the files are unmapped afterwards.
  */
 #include "model.h"
+#include "nn.h"
 #include "safetensors.h"
 
 #include <jansson.h>
@@ -233,6 +234,11 @@ static int block(loader *L, kr_block *b, const char *prefix, int d, int n_heads,
         linear(L, &b->w2, NAME("ffn.w2"), d, ff, false))
         return -1;
     if (!(b->inv_freq = tensor(L, NAME("self_attn.rotary.inv_freq"), b->hd / 2, 0))) return -1;
+    b->rope_len = L->m->max_context;
+    float *cs = track(L, (size_t)b->rope_len * b->hd);
+    if (!cs) return kr_fail(L->err, "out of memory for the RoPE table of %s", prefix);
+    kr_rope_table(cs, b->rope_len, b->hd, b->inv_freq);
+    b->rope_cs = cs;
     b->kv_shift = NULL;
     if (kv_shift) {
         if (!(b->kv_shift = tensor(L, NAME("self_attn.kv_shift"), 4, n_heads))) return -1;

@@ -17,6 +17,8 @@ typedef struct {
     const float *inv_freq; /* [hd/2] */
     kr_linear w1, w2, w3;  /* no biases */
     const float *kv_shift; /* [4][n_heads] rows a0, a1, b0, b1, or NULL */
+    const float *rope_cs;  /* [rope_len][hd/2][cos, sin]: RoPE at positions < rope_len */
+    int rope_len;
 } kr_block;
 
 enum { KR_TIME_MINUTE, KR_TIME_HOUR, KR_TIME_WEEKDAY, KR_TIME_DAY, KR_TIME_MONTH, KR_N_TIME };

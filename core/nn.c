@@ -39,21 +39,52 @@ void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
         }
 }
 
-void kr_rope(float *x, int T, int stride, int n_heads, int hd, int pos0, const float *inv_freq) {
+/* torch forms the angle as a float32 product, then takes cos/sin of it */
+static void rope_angle(int pos, float inv_freq, float *c, float *s) {
+    float angle = (float)pos * inv_freq;
+    *c = (float)cos((double)angle);
+    *s = (float)sin((double)angle);
+}
+
+static void rotate(float *x, int n_heads, int hd, int j, float c, float s) {
     int half = hd / 2;
-    for (int t = 0; t < T; t++) {
-        /* torch forms the angle as a float32 product, then takes cos/sin of it */
-        float pos = (float)(pos0 + t);
-        for (int j = 0; j < half; j++) {
-            float angle = pos * inv_freq[j];
-            float c = (float)cos((double)angle), s = (float)sin((double)angle);
-            for (int h = 0; h < n_heads; h++) {
-                float *xh = x + (size_t)t * stride + (size_t)h * hd;
-                float a = xh[j], b = xh[j + half];
-                xh[j] = a * c - b * s;
-                xh[j + half] = b * c + a * s;
-            }
+    for (int h = 0; h < n_heads; h++) {
+        float *xh = x + (size_t)h * hd;
+        float a = xh[j], b = xh[j + half];
+        xh[j] = a * c - b * s;
+        xh[j + half] = b * c + a * s;
+    }
+}
+
+void kr_rope(float *x, int T, int stride, int n_heads, int hd, int pos0, const float *inv_freq) {
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < hd / 2; j++) {
+            float c, s;
+            rope_angle(pos0 + t, inv_freq[j], &c, &s);
+            rotate(x + (size_t)t * stride, n_heads, hd, j, c, s);
         }
+}
+
+void kr_rope_table(float *cs, int len, int hd, const float *inv_freq) {
+    for (int pos = 0; pos < len; pos++)
+        for (int j = 0; j < hd / 2; j++) {
+            float *e = cs + ((size_t)pos * (hd / 2) + j) * 2;
+            rope_angle(pos, inv_freq[j], &e[0], &e[1]);
+        }
+}
+
+/* kr_rope with the block's table where it reaches (the same numbers, computed once). */
+static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0) {
+    int half = b->hd / 2;
+    for (int t = 0; t < T; t++) {
+        int pos = pos0 + t;
+        if (pos >= b->rope_len) {
+            kr_rope(x + (size_t)t * stride, 1, stride, b->n_heads, b->hd, pos, b->inv_freq);
+            continue;
+        }
+        const float *cs = b->rope_cs + (size_t)pos * half * 2;
+        for (int j = 0; j < half; j++)
+            rotate(x + (size_t)t * stride, b->n_heads, b->hd, j, cs[2 * j], cs[2 * j + 1]);
     }
 }
 
@@ -317,7 +348,7 @@ static void store_kv(const kr_block *b, int layer, const kr_seq *sq, const float
         memcpy(raw + d, v + (size_t)(T - 1) * d, (size_t)d * sizeof(float));
     }
     for (int t = 0; t < T; t++)
-        kr_rope(kr_kv_k(sq->kv, layer, sq->pos0 + t), 1, d, H, hd, sq->pos0 + t, b->inv_freq);
+        rope_block(b, kr_kv_k(sq->kv, layer, sq->pos0 + t), 1, d, sq->pos0 + t);
 }
 
 void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, const kr_seq *seqs,
@@ -332,7 +363,7 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, cons
         const kr_seq *sq = &seqs[i];
         size_t row0 = (size_t)i * T;
         store_kv(b, layer, sq, s->k + row0 * d, s->v + row0 * d, T);
-        kr_rope(s->q + row0 * d, T, d, b->n_heads, b->hd, sq->pos0, b->inv_freq);
+        rope_block(b, s->q + row0 * d, T, d, sq->pos0);
         for (int t = 0; t < T; t++)
             s->rows[row0 + t] = (kr_attn_row){sq->kv, sq->pos0 + t + 1};
     }

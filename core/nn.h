@@ -9,6 +9,8 @@ void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d);
 void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l);
 /* Rotates each head of x[T][stride] (heads of size hd from column 0) at positions pos0.. */
 void kr_rope(float *x, int T, int stride, int n_heads, int hd, int pos0, const float *inv_freq);
+/* The cos/sin of kr_rope's angles for positions 0..len-1 of a block: cs[len][hd/2][2]. */
+void kr_rope_table(float *cs, int len, int hd, const float *inv_freq);
 float kr_dot(const float *a, const float *b, int n);
 
 /* Where one sequence's keys and values live: blocks of block_len positions, each block
