@@ -47,44 +47,55 @@ double kr_rng_uniform(kr_rng *rng) {
     return (double)(kr_rng_next(rng) >> 11) * 0x1.0p-53;
 }
 
-static int cmp_desc(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x < y) - (x > y);
+/* Order-preserving map of a float onto an unsigned key (larger float, larger key). */
+static uint32_t sort_key(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
 }
 
-typedef struct {
-    float logit;
-    int index;
-} ranked;
-
-static int cmp_ranked_desc(const void *a, const void *b) {
-    const ranked *x = a, *y = b;
-    if (x->logit != y->logit) return (x->logit < y->logit) - (x->logit > y->logit);
-    return (x->index > y->index) - (x->index < y->index); /* stable: lower index first */
+/* idx[0..n) = token ids by descending logit, ties by ascending id: an LSD radix sort of
+ * 11-bit digits, stable, so the order is the same on every run. tmp: 2n entries. */
+static void rank_desc(const float *logits, int n, uint32_t *idx, uint32_t *tmp) {
+    uint32_t *keys = tmp, *alt = tmp + n, *cur = idx;
+    for (int i = 0; i < n; i++) {
+        cur[i] = (uint32_t)i;
+        keys[i] = ~sort_key(logits[i]); /* ascending in ~key is descending in the logit */
+    }
+    for (int shift = 0; shift < 33; shift += 11) {
+        uint32_t count[2049] = {0};
+        for (int i = 0; i < n; i++)
+            count[((keys[cur[i]] >> shift) & 2047) + 1]++;
+        for (int b = 0; b < 2048; b++)
+            count[b + 1] += count[b];
+        for (int i = 0; i < n; i++)
+            alt[count[(keys[cur[i]] >> shift) & 2047]++] = cur[i];
+        uint32_t *t = cur;
+        cur = alt;
+        alt = t;
+    }
+    if (cur != idx) memcpy(idx, cur, (size_t)n * sizeof *idx);
 }
 
-static void filter_top_k(float *logits, int n, int k, float *sorted) {
+static void filter_top_k(float *logits, int n, int k, const uint32_t *idx) {
     if (k >= n) return;
-    memcpy(sorted, logits, (size_t)n * sizeof(float));
-    qsort(sorted, (size_t)n, sizeof(float), cmp_desc);
-    float kth = sorted[k - 1];
+    float kth = logits[idx[k - 1]];
     for (int i = 0; i < n; i++)
         if (logits[i] < kth) logits[i] = -INFINITY; /* ties with the k-th are kept */
 }
 
-static void filter_top_p(float *logits, int n, double top_p, ranked *r) {
+static void filter_top_p(float *logits, int n, double top_p, const uint32_t *idx) {
+    double mx = logits[idx[0]], sum = 0.0;
     for (int i = 0; i < n; i++)
-        r[i] = (ranked){logits[i], i};
-    qsort(r, (size_t)n, sizeof *r, cmp_ranked_desc);
-    double mx = r[0].logit, sum = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += exp((double)r[i].logit - mx);
+        sum += exp((double)logits[i] - mx);
     /* drop where the cumulative probability *before* this token already exceeds top_p:
      * upstream's mask shifted right by one, so the first token always stays */
     double cum = 0.0;
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && cum > top_p) logits[r[i].index] = -INFINITY;
-        cum += exp((double)r[i].logit - mx) / sum;
+    for (int r = 0; r < n; r++) {
+        float *l = &logits[idx[r]];
+        double p = exp((double)*l - mx) / sum;
+        if (r > 0 && cum > top_p) *l = -INFINITY;
+        cum += p;
     }
 }
 
@@ -92,26 +103,23 @@ void kr_sampling_filter(float *logits, int n, const kr_sampling *s) {
     float t = (float)s->temperature;
     for (int i = 0; i < n; i++)
         logits[i] /= t;
-    if (s->top_k > 0) {
-        float *sorted = malloc((size_t)n * sizeof(float));
-        if (sorted) {
-            filter_top_k(logits, n, s->top_k, sorted);
-            free(sorted);
-        } else { /* no memory for a sort: keep only the maximum (k = 1 is always valid) */
-            int best = 0;
-            for (int i = 1; i < n; i++)
-                if (logits[i] > logits[best]) best = i;
-            float kth = logits[best];
-            for (int i = 0; i < n; i++)
-                if (logits[i] < kth) logits[i] = -INFINITY;
-        }
-    } else if (s->top_p < 1.0) {
-        ranked *r = malloc((size_t)n * sizeof *r);
-        if (r) {
-            filter_top_p(logits, n, s->top_p, r);
-            free(r);
-        }
+    bool top_k = s->top_k > 0 && s->top_k < n, top_p = s->top_k <= 0 && s->top_p < 1.0;
+    if (!top_k && !top_p) return;
+    uint32_t small[3 * 1024], *idx = n <= 1024 ? small : malloc((size_t)3 * n * sizeof *idx);
+    if (!idx) { /* no memory for a ranking: keep only the maximum, always a valid subset */
+        float mx = -INFINITY;
+        for (int i = 0; i < n; i++)
+            if (logits[i] > mx) mx = logits[i];
+        for (int i = 0; i < n; i++)
+            if (logits[i] < mx) logits[i] = -INFINITY;
+        return;
     }
+    rank_desc(logits, n, idx, idx + n);
+    if (top_k)
+        filter_top_k(logits, n, s->top_k, idx);
+    else
+        filter_top_p(logits, n, s->top_p, idx);
+    if (idx != small) free(idx);
 }
 
 int32_t kr_sample(float *logits, int n, const kr_sampling *s, kr_rng *rng) {
