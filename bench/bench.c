@@ -278,8 +278,12 @@ int main(int argc, char **argv) {
                cached30[0] / cached1[0], cached30[1] / cached1[1]);
 
     int d = c->d_model;
+    /* the machine's sgemm with OpenBLAS's own threads, one per CPU (the core itself runs
+     * BLAS single-threaded and parallelises with its own pool) */
+    openblas_set_num_threads(openblas_get_num_procs());
     double peak = sgemm_gflops(1024, 1024, 1024);
     double shape30 = sgemm_gflops(30, c->ff_dim, d);
+    openblas_set_num_threads(1);
     double step30 = decode_step_ms(m, &s, L, 30, 16);
     double step1 = decode_step_ms(m, &s, L, 1, 16);
     double f30 = 30 * step_flops(c, L + 8), f1 = step_flops(c, L + 8);

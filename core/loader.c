@@ -6,6 +6,7 @@
  */
 #include "model.h"
 #include "nn.h"
+#include "parallel.h"
 #include "safetensors.h"
 
 #include <jansson.h>
@@ -361,6 +362,7 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
         kr_fail(err, "model load: max_context = %d is outside [1, 65536]", max_context);
         return NULL;
     }
+    kr_parallel_threads(); /* start the pool, and with it single-threaded BLAS */
     kr_model *m = calloc(1, sizeof *m);
     if (!m) {
         kr_fail(err, "model load: out of memory");

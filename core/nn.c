@@ -24,19 +24,42 @@ void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
     }
 }
 
-void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
-    if (T == 1)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, l->out, l->in, 1.0f, l->w, l->in, x, 1, 0.0f, y,
+/* Output columns per BLAS call. The split is fixed by the shape alone and every call runs
+ * single-threaded, because OpenBLAS's results depend on how a product is partitioned: a
+ * fixed split keeps every number the same whatever the number of threads. */
+#define KR_LINEAR_COLS 128
+
+typedef struct {
+    float *y;
+    const float *x;
+    int T;
+    const kr_linear *l;
+} linear_job;
+
+static void linear_cols(void *arg, int chunk, int worker) {
+    (void)worker;
+    const linear_job *j = arg;
+    const kr_linear *l = j->l;
+    int o0 = chunk * KR_LINEAR_COLS,
+        n = l->out - o0 < KR_LINEAR_COLS ? l->out - o0 : KR_LINEAR_COLS;
+    const float *w = l->w + (size_t)o0 * l->in;
+    if (j->T == 1)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, l->in, 1.0f, w, l->in, j->x, 1, 0.0f, j->y + o0,
                     1);
     else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, l->out, l->in, 1.0f, x, l->in, l->w,
-                    l->in, 0.0f, y, l->out);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->T, n, l->in, 1.0f, j->x, l->in, w,
+                    l->in, 0.0f, j->y + o0, l->out);
     if (l->b)
-        for (int t = 0; t < T; t++) {
-            float *yr = y + (size_t)t * l->out;
-            for (int o = 0; o < l->out; o++)
+        for (int t = 0; t < j->T; t++) {
+            float *yr = j->y + (size_t)t * l->out;
+            for (int o = o0; o < o0 + n; o++)
                 yr[o] += l->b[o];
         }
+}
+
+void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
+    linear_job j = {y, x, T, l};
+    kr_parallel_for((l->out + KR_LINEAR_COLS - 1) / KR_LINEAR_COLS, linear_cols, &j);
 }
 
 /* torch forms the angle as a float32 product, then takes cos/sin of it */
