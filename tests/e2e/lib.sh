@@ -1,6 +1,8 @@
 # lib.sh — shared by the kronosd end-to-end scripts: daemons, HTTP calls, checks.
 # Source it after setting KRONOSD (the binary) and SRC (the source tree).
 
+# the interpreter itself: version-manager shims cost a few hundred ms a call
+PY=$(python3 -c 'import sys; print(sys.executable)')
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-e2e.XXXXXX")
 MODEL="$SRC/tests/data/tiny"
 GOLDEN="$MODEL/golden.json"
@@ -71,7 +73,7 @@ http() {
 
 # jq_ok EXPR [FILE]: a Python expression on the JSON body `d` (or FILE) is true.
 jq_ok() {
-    python3 - "$1" "${2:-$BODY}" <<'EOF'
+    "$PY" - "$1" "${2:-$BODY}" <<'EOF'
 import json, sys
 try:
     d = json.load(open(sys.argv[2]))
@@ -117,7 +119,7 @@ wait_metric() {
 
 # Request bodies made from the golden fixture.
 make_bodies() {
-    python3 - "$GOLDEN" "$WORK" <<'EOF'
+    "$PY" - "$GOLDEN" "$WORK" <<'EOF'
 import json, sys
 g = json.load(open(sys.argv[1]))["cases"][0]
 w = sys.argv[2]
@@ -129,6 +131,6 @@ dump("golden_forecast", {"candles": inp, "horizon": len(g["future_timestamps"]),
      "max_context": g["max_context"]})
 dump("tokenize", {"candles": inp})
 # slow enough (about a second) to hold the only worker while other requests arrive
-dump("long_forecast", {"candles": inp, "horizon": 300, "samples": 24, "top_k": 1})
+dump("long_forecast", {"candles": inp, "horizon": 300, "samples": 32, "top_k": 1})
 EOF
 }

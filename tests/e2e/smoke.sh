@@ -21,6 +21,13 @@ make_bodies
 
 if "$KRONOSD" serve --help | grep -q -- "--pool-bytes"; then pass "serve --help lists the keys"
 else fail "serve --help lists the keys"; fi
+missing=""
+for key in $("$KRONOSD" serve --help | sed -n 's/^  --\([a-z-]*\) .*/\1/p'); do
+    [ "$key" = config ] && continue
+    grep -Eq "^#? ?$key = " "$SRC/config/kronosd.conf" || missing="$missing $key"
+done
+[ -z "$missing" ] && pass "config/kronosd.conf documents every key" \
+    || fail "config/kronosd.conf documents every key" "missing:$missing"
 "$KRONOSD" serve --model "$MODEL" --no-such-flag 1 2>/dev/null
 [ $? -eq 2 ] && pass "unknown flag exits 2" || fail "unknown flag exits 2"
 
@@ -38,7 +45,7 @@ expect "GET /model" 200 'd["max_context"] == 512 and d["parameters"] > 0 and d["
 http POST "$A/forecast" --data-binary @"$WORK/golden_forecast.json"
 cp "$BODY" "$WORK/forecast_out.json"
 expect "POST /forecast (golden case)" 200 'd["horizon"] == 16 and d["samples"] == 1 and d["usage"]["generated_tokens"] == 16'
-if python3 - "$GOLDEN" "$WORK/forecast_out.json" <<'EOF'
+if "$PY" - "$GOLDEN" "$WORK/forecast_out.json" <<'EOF'
 import json, sys
 g = json.load(open(sys.argv[1]))["cases"][0]
 d = json.load(open(sys.argv[2]))
@@ -51,7 +58,7 @@ for col, want in g["expected"].items():
 EOF
 then pass "greedy /forecast equals golden expected (rel 1e-4)"; else fail "greedy /forecast equals golden expected (rel 1e-4)"; fi
 
-python3 - "$WORK" <<'EOF'
+"$PY" - "$WORK" <<'EOF'
 import json, sys
 w = sys.argv[1]
 b = json.load(open(f"{w}/golden_forecast.json"))
@@ -63,15 +70,15 @@ http POST "$A/forecast" --data-binary @"$WORK/sampled.json"
 cp "$BODY" "$WORK/sampled_1.json"
 expect "POST /forecast with samples, quantiles, paths" 200 'len(d["paths"]) == 4 and set(d["quantiles"]) == {"0.1", "0.5", "0.9"} and len(d["prob_close_up"]) == 16'
 http POST "$A/forecast" --data-binary @"$WORK/sampled.json"
-cmp -s <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["usage"].pop("elapsed_ms"); print(json.dumps(d))' "$BODY") \
-       <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["usage"].pop("elapsed_ms"); print(json.dumps(d))' "$WORK/sampled_1.json") \
+cmp -s <("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["usage"].pop("elapsed_ms"); print(json.dumps(d))' "$BODY") \
+       <("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["usage"].pop("elapsed_ms"); print(json.dumps(d))' "$WORK/sampled_1.json") \
     && pass "same seed, same forecast" || fail "same seed, same forecast"
 
 # /tokenize and /detokenize against the fixture's tokens and tokenizer reconstruction
 http POST "$A/tokenize" --data-binary @"$WORK/tokenize.json"
 cp "$BODY" "$WORK/tokens.json"
 expect "POST /tokenize" 200 'len(d["tokens"]) == 64 and len(d["mean"]) == 6 and len(d["std"]) == 6'
-if python3 - "$GOLDEN" "$WORK/tokens.json" <<'EOF'
+if "$PY" - "$GOLDEN" "$WORK/tokens.json" <<'EOF'
 import json, sys
 g = json.load(open(sys.argv[1]))["cases"][0]["intermediate"]
 d = json.load(open(sys.argv[2]))
@@ -79,12 +86,12 @@ assert [t[0] for t in d["tokens"]] == g["context_s1"]
 assert [t[1] for t in d["tokens"]] == g["context_s2"]
 EOF
 then pass "/tokenize tokens equal the golden context tokens"; else fail "/tokenize tokens equal the golden context tokens"; fi
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); json.dump(d, open(sys.argv[2],"w"))' \
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); json.dump(d, open(sys.argv[2],"w"))' \
     "$WORK/tokens.json" "$WORK/detok_req.json"
 http POST "$A/detokenize" --data-binary @"$WORK/detok_req.json"
 cp "$BODY" "$WORK/detok.json"
 expect "POST /detokenize" 200 'len(d["candles"]) == 6 and all(len(v) == 64 for v in d["candles"].values())'
-if python3 - "$GOLDEN" "$WORK/tokens.json" "$WORK/detok.json" <<'EOF'
+if "$PY" - "$GOLDEN" "$WORK/tokens.json" "$WORK/detok.json" <<'EOF'
 import json, sys
 rec = json.load(open(sys.argv[1]))["cases"][0]["intermediate"]["tokenizer_reconstruction"]
 t = json.load(open(sys.argv[2]))
@@ -99,7 +106,7 @@ then pass "/detokenize equals the golden reconstruction"; else fail "/detokenize
 
 # ---- sessions: several /generate calls equal one call ----------------------------------
 
-python3 - "$GOLDEN" "$WORK" <<'EOF'
+"$PY" - "$GOLDEN" "$WORK" <<'EOF'
 import json, sys
 g = json.load(open(sys.argv[1]))["cases"][0]
 w = sys.argv[2]
@@ -127,14 +134,14 @@ expect "POST /generate without a session" 200 'len(d["tokens"]) == 16 and d["len
 
 http POST "$A/sessions"
 expect "POST /sessions" 201 'len(d["session"]) == 32 and int(d["session"], 16) >= 0'
-SID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
+SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
 for part in a b c d; do
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["session"]=sys.argv[2]; json.dump(d,open(sys.argv[1],"w"))' "$WORK/gen_$part.json" "$SID"
+    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["session"]=sys.argv[2]; json.dump(d,open(sys.argv[1],"w"))' "$WORK/gen_$part.json" "$SID"
     http POST "$A/generate" --data-binary @"$WORK/gen_$part.json"
     cp "$BODY" "$WORK/gen_${part}_out.json"
 done
 expect "session: the last /generate call" 200 'd["length"] == 80 and d["session"] and len(d["tokens"]) == 6'
-if python3 - "$WORK" <<'EOF'
+if "$PY" - "$WORK" <<'EOF'
 import json, sys
 w = sys.argv[1]
 one = json.load(open(f"{w}/gen_one_out.json"))["tokens"]
@@ -163,15 +170,15 @@ http POST "$A/forecast" -d '{"candles": '
 expect "400 invalid JSON" 400 'd["error"]["code"] == "invalid_json" and "line 1" in d["error"]["message"]'
 http POST "$A/forecast" -d '[1, 2]'
 expect "400 body not an object" 400 '"object" in d["error"]["message"]'
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["horizon"]; json.dump(d,open(sys.argv[2],"w"))' \
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); del d["horizon"]; json.dump(d,open(sys.argv[2],"w"))' \
     "$WORK/golden_forecast.json" "$WORK/no_horizon.json"
 http POST "$A/forecast" --data-binary @"$WORK/no_horizon.json"
 expect "400 names a missing field (horizon)" 400 'd["error"]["message"].startswith("horizon:")'
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["top_p"]=2; json.dump(d,open(sys.argv[2],"w"))' \
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["top_p"]=2; json.dump(d,open(sys.argv[2],"w"))' \
     "$WORK/golden_forecast.json" "$WORK/bad_top_p.json"
 http POST "$A/forecast" --data-binary @"$WORK/bad_top_p.json"
 expect "400 names a bad field (top_p)" 400 'd["error"]["message"].startswith("top_p:")'
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["candles"]["close"][3]="x"; json.dump(d,open(sys.argv[2],"w"))' \
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["candles"]["close"][3]="x"; json.dump(d,open(sys.argv[2],"w"))' \
     "$WORK/golden_forecast.json" "$WORK/bad_close.json"
 http POST "$A/forecast" --data-binary @"$WORK/bad_close.json"
 expect "400 names a bad candle (candles.close[3])" 400 'd["error"]["message"].startswith("candles.close[3]:")'
@@ -200,7 +207,7 @@ expect "413 body over the limit (Content-Length)" 413 'd["error"]["code"] == "bo
 http POST "$A/forecast" -H "Transfer-Encoding: chunked" --data-binary @"$WORK/big.json"
 expect "413 body over the limit (chunked)" 413 'd["error"]["code"] == "body_too_large"'
 
-python3 - "$WORK" <<'EOF'
+"$PY" - "$WORK" <<'EOF'
 import json, sys
 w = sys.argv[1]
 n = 500
@@ -215,7 +222,7 @@ expect "422 nothing to generate from" 422 'd["error"]["code"] == "no_context"'
 # 409 and 503: hold the only worker with a long forecast, queue a /generate on a session
 # (the queue of one is then full), then hit that session and the queue again.
 http POST "$A/sessions"
-SID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
+SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
 curl -sS -m 60 -o "$WORK/long.out" -w '%{http_code}' -X POST "$A/forecast" \
     --data-binary @"$WORK/long_forecast.json" >"$WORK/long.status" 2>&1 &
 LONG=$!
@@ -227,15 +234,24 @@ curl -sS -m 60 -o "$WORK/queued.out" -w '%{http_code}' -X POST "$A/generate" \
 QUEUED=$!
 BG_PIDS+=("$QUEUED")
 wait_metric "$A" kronosd_queue_depth 1 || fail "the /generate was queued"
-http POST "$A/generate" -d "{\"session\": \"$SID\", \"tokens\": [[1, 2]], \"stamps\": [[0, 9, 0, 3, 6]]}"
-expect "409 session busy (/generate)" 409 'd["error"]["code"] == "session_busy"'
-http DELETE "$A/sessions/$SID"
-expect "409 session busy (DELETE)" 409 'd["error"]["code"] == "session_busy"'
-http GET "$A/sessions/$SID"
-expect "GET a busy session says busy" 200 'd["busy"] is True'
+# back to back while the worker is held; checked afterwards
 http POST "$A/forecast" --data-binary @"$WORK/golden_forecast.json"
+cp "$BODY" "$WORK/full.out"; cp "$HEADERS" "$WORK/full.headers"; FULL=$STATUS
+http POST "$A/generate" -d "{\"session\": \"$SID\", \"tokens\": [[1, 2]], \"stamps\": [[0, 9, 0, 3, 6]]}"
+cp "$BODY" "$WORK/busy_gen.out"; BUSY_GEN=$STATUS
+http DELETE "$A/sessions/$SID"
+cp "$BODY" "$WORK/busy_del.out"; BUSY_DEL=$STATUS
+http GET "$A/sessions/$SID"
+cp "$BODY" "$WORK/busy_get.out"; BUSY_GET=$STATUS
+STATUS=$FULL; cp "$WORK/full.out" "$BODY"; cp "$WORK/full.headers" "$HEADERS"
 expect "503 queue full" 503 'd["error"]["code"] == "overloaded"'
 grep -qi '^Retry-After: ' "$HEADERS" && pass "503 carries Retry-After" || fail "503 carries Retry-After"
+STATUS=$BUSY_GEN; cp "$WORK/busy_gen.out" "$BODY"
+expect "409 session busy (/generate)" 409 'd["error"]["code"] == "session_busy"'
+STATUS=$BUSY_DEL; cp "$WORK/busy_del.out" "$BODY"
+expect "409 session busy (DELETE)" 409 'd["error"]["code"] == "session_busy"'
+STATUS=$BUSY_GET; cp "$WORK/busy_get.out" "$BODY"
+expect "GET a busy session says busy" 200 'd["busy"] is True'
 http GET "$A/health"
 expect "/health answers while the worker is busy" 200
 wait "$LONG" "$QUEUED"
@@ -258,7 +274,7 @@ grep -q 'POST /forecast 200 .*ms id=' "$WORK/A.log" && pass "access log: method,
 # ---- daemon B: API key, expiry, sd_notify, SIGTERM during a request ----------------------
 
 echo "s3cret-key" >"$WORK/key"
-python3 - "$WORK/notify.sock" "$WORK/notify.log" <<'EOF' &
+"$PY" - "$WORK/notify.sock" "$WORK/notify.log" <<'EOF' &
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
@@ -295,7 +311,7 @@ http GET "$B/model" "${AUTH[@]}"
 expect "200 with the key" 200
 
 http POST "$B/sessions" "${AUTH[@]}"
-SID=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
+SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
 http GET "$B/sessions/$SID" "${AUTH[@]}"
 expect "a new session exists" 200
 sleep 2.5
@@ -333,7 +349,7 @@ C=$URL_C
 http GET "$C/model"
 expect "config file read, flags override it" 200 'd["pool"]["blocks_total"] == 10 and d["sessions"]["max"] == 100 and d["threads"]["workers"] == 1'
 
-python3 - "$WORK" <<'EOF'
+"$PY" - "$WORK" <<'EOF'
 import json, sys
 w = sys.argv[1]
 json.dump({"tokens": [[i % 1024, (7 * i) % 1024] for i in range(64)],
@@ -343,8 +359,8 @@ EOF
 declare -A S
 for name in x y z; do
     http POST "$C/sessions"
-    S[$name]=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["session"]=sys.argv[3]; json.dump(d,open(sys.argv[2],"w"))' \
+    S[$name]=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
+    "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["session"]=sys.argv[3]; json.dump(d,open(sys.argv[2],"w"))' \
         "$WORK/fill.json" "$WORK/fill_$name.json" "${S[$name]}"
     http POST "$C/generate" --data-binary @"$WORK/fill_$name.json"
     expect "fill session $name (64 tokens)" 200 'd["length"] == 64'
@@ -362,6 +378,81 @@ kill -TERM "$PID_C"
 wait "$PID_C"
 RC=$?
 [ "$RC" -eq 0 ] && pass "SIGTERM when idle: exit status 0" || fail "SIGTERM when idle: exit status 0" "got $RC"
+
+# ---- malformed input: none may crash the daemon or get an unexpected status -------------
+
+"$PY" - "$A" "$WORK" <<'EOF' >"$WORK/fuzz.out" 2>&1
+import json, os, random, sys, http.client, urllib.parse
+base, work = sys.argv[1], sys.argv[2]
+host, port = urllib.parse.urlparse(base).hostname, urllib.parse.urlparse(base).port
+rng = random.Random(int(os.environ.get("FUZZ_SEED", "4")))
+bodies = {
+    "/forecast": json.load(open(f"{work}/golden_forecast.json")),
+    "/generate": json.load(open(f"{work}/gen_one.json")),
+    "/tokenize": json.load(open(f"{work}/tokenize.json")),
+    "/detokenize": json.load(open(f"{work}/detok_req.json")),
+}
+# keep the valid ones cheap
+bodies["/forecast"]["horizon"] = 2
+del bodies["/forecast"]["future_timestamps"]
+bodies["/generate"]["max_new_tokens"] = 1
+bodies["/generate"]["future_timestamps"] = bodies["/generate"]["future_timestamps"][:1]
+
+def junk(depth=0):
+    kinds = [None, True, False, 0, -1, 2**63 - 1, -2**63, 1.5, -1e308, 1e-320, "", "x" * 300,
+             "2024-02-30T00:00:00", "\u0001", "NaN", [], {}, [[1, 2]], [1e308] * 3]
+    v = rng.choice(kinds)
+    if depth < 2 and rng.random() < 0.2:
+        v = [junk(depth + 1) for _ in range(rng.randint(0, 3))]
+    return v
+
+def mutate(node):
+    if isinstance(node, dict) and node:
+        k = rng.choice(list(node))
+        r = rng.random()
+        if r < 0.3: del node[k]
+        elif r < 0.6: node[k] = junk()
+        else: mutate(node[k])
+    elif isinstance(node, list) and node:
+        i = rng.randrange(len(node))
+        r = rng.random()
+        if r < 0.2: del node[i]
+        elif r < 0.5: node[i] = junk()
+        else: mutate(node[i])
+
+allowed = {200, 201, 400, 404, 405, 409, 413, 422, 503}
+N, bad = int(os.environ.get("FUZZ_N", "400")), 0
+for n in range(N):
+    path = rng.choice(list(bodies))
+    body = json.loads(json.dumps(bodies[path]))
+    for _ in range(rng.randint(1, 3)):
+        mutate(body)
+    raw = json.dumps(body).encode()
+    r = rng.random()
+    if r < 0.1: raw = raw[: rng.randrange(len(raw))]
+    elif r < 0.15: raw = bytes(rng.randrange(256) for _ in range(rng.randrange(64)))
+    method = "POST" if rng.random() < 0.95 else rng.choice(["GET", "PUT", "DELETE", "PATCH"])
+    c = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        c.request(method, path, body=raw, headers={"Content-Type": "application/json"})
+        resp = c.getresponse()
+        data = resp.read()
+        if resp.status not in allowed or (resp.status >= 400 and b'"error"' not in data):
+            bad += 1
+            print("unexpected", resp.status, path, raw[:150], data[:200])
+    except Exception as e:
+        bad += 1
+        print("failed", path, repr(e), raw[:150])
+    finally:
+        c.close()
+print(f"fuzz: {N - bad} of {N} as expected")
+sys.exit(1 if bad else 0)
+EOF
+RC=$?
+[ $RC -eq 0 ] && pass "malformed requests: JSON errors with allowed statuses" \
+    || fail "malformed requests: JSON errors with allowed statuses" "$(head -5 "$WORK/fuzz.out")"
+http GET "$A/health"
+expect "the daemon survived the malformed requests" 200
 
 kill -TERM "$PID_A"
 wait "$PID_A"
