@@ -49,16 +49,13 @@ static const key_def keys[] = {
     {"pool-bytes", T_BYTES, AT(pool_bytes), "256M", 1024, 1LL << 40,
      "KV cache pool shared by sessions and forecasts"},
     {"max-sessions", T_INT, AT(max_sessions), "4096", 1, 1 << 24, "sessions held at once"},
-    {"session-ttl", T_INT, AT(session_ttl), "600", 1, 1 << 30,
-     "seconds an idle session lives"},
+    {"session-ttl", T_INT, AT(session_ttl), "600", 1, 1 << 30, "seconds an idle session lives"},
     {"max-candles", T_INT, AT(max_candles), "10000", 2, 1 << 24, "candles in one request"},
     {"max-horizon", T_INT, AT(max_horizon), "1024", 1, 1 << 20, "forecast steps in one request"},
-    {"max-samples", T_INT, AT(max_samples), "1000", 1, 1 << 20,
-     "sample paths in one forecast"},
+    {"max-samples", T_INT, AT(max_samples), "1000", 1, 1 << 20, "sample paths in one forecast"},
     {"shutdown-timeout", T_INT, AT(shutdown_timeout), "30", 0, 86400,
      "seconds to finish requests in flight on SIGTERM"},
-    {"access-log", T_BOOL, AT(access_log), "true", 0, 0,
-     "one line per request on stderr"},
+    {"access-log", T_BOOL, AT(access_log), "true", 0, 0, "one line per request on stderr"},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])

@@ -43,7 +43,8 @@ struct kd_request {
     char *body;
     size_t len, cap;
     bool too_large;
-    bool deferred;                /* suspended until a worker replies */
+    bool deferred;                 /* suspended until a worker replies */
+    bool answered;                 /* a response was handed to MHD */
     struct MHD_Response *response; /* the answer, not yet handed to MHD */
     int status;
 };
@@ -61,8 +62,7 @@ static void set_response(kd_request *r, int status, struct MHD_Response *resp) {
         static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory "
                                   "building the response\"}}\n";
         status = MHD_HTTP_INTERNAL_SERVER_ERROR;
-        resp = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
-                                               MHD_RESPMEM_PERSISTENT);
+        resp = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
         if (resp) MHD_add_response_header(resp, "Content-Type", "application/json");
     }
     if (resp) {
@@ -264,6 +264,7 @@ static bool has_body(struct MHD_Connection *conn) {
 }
 
 static enum MHD_Result send_answer(kd_request *r) {
+    r->answered = true;
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, r->response);
     MHD_destroy_response(r->response); /* MHD holds its own reference */
     r->response = NULL;
@@ -271,9 +272,8 @@ static enum MHD_Result send_answer(kd_request *r) {
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls) {
     kd_http *h = cls;
     kd_request *r = *con_cls;
     (void)version;
@@ -296,6 +296,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * closes the connection); otherwise at the final call, keeping the connection. */
         return r->response && has_body(conn) ? send_answer(r) : MHD_YES;
     }
+    if (r->answered) { /* refused early: whatever else comes is dropped */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
     if (*upload_data_size > 0) {
         accumulate(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
@@ -312,6 +316,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return send_answer(r);
 }
 
+/* The path as one log line can show it: MHD has decoded %0A and friends. */
+static void loggable(const char *s, char *out, size_t n) {
+    size_t j = 0;
+    for (; *s && j + 1 < n; s++)
+        out[j++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
+    out[j] = '\0';
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     kd_http *h = cls;
@@ -320,9 +332,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r) return;
     const double secs = now_s() - r->t0;
     kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
-    if (h->app->cfg.access_log)
-        kd_log("%s %s %d %.1fms id=%s%s", r->method, r->path, r->status, secs * 1e3, r->id,
+    if (h->app->cfg.access_log) {
+        char path[256];
+        loggable(r->path, path, sizeof path);
+        kd_log("%s %s %d %.1fms id=%s%s", r->method, path, r->status, secs * 1e3, r->id,
                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
+    }
     if (r->response) MHD_destroy_response(r->response);
     free(r->body);
     free(r->path);

@@ -6,6 +6,7 @@
  * such a failure, so the retry starts clean. */
 #include "inference.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -150,10 +151,10 @@ static void generate_job_free(generate_job *g) {
 
 static json_t *generate_response(const generate_job *g, const int32_t *s1, const int32_t *s2,
                                  const kr_cache *c, double ms) {
-    json_t *o = json_pack("{s:o,s:i,s:{s:i,s:i,s:I,s:f}}", "tokens",
-                          kd_tokens_json(s1, s2, g->in.n_new), "length", kr_cache_length(c),
-                          "usage", "appended", g->in.n_append, "generated", g->in.n_new,
-                          "cache_bytes", (json_int_t)kr_cache_bytes(c), "elapsed_ms", ms);
+    json_t *o =
+        json_pack("{s:o,s:i,s:{s:i,s:i,s:I,s:f}}", "tokens", kd_tokens_json(s1, s2, g->in.n_new),
+                  "length", kr_cache_length(c), "usage", "appended", g->in.n_append, "generated",
+                  g->in.n_new, "cache_bytes", (json_int_t)kr_cache_bytes(c), "elapsed_ms", ms);
     if (o && g->session && json_object_set_new(o, "session", json_string(g->in.session)) < 0) {
         json_decref(o);
         return NULL;
@@ -179,9 +180,8 @@ static void run_generate(kd_job *j) {
     if (!s1 || !s2) {
         kr_fail(&err, "out of memory for %d new tokens", n_new);
     } else if (c) {
-        const kr_generate_request q = {g->in.s1,         g->in.s2,    g->in.stamps,
-                                       g->in.n_append,   g->in.new_stamps, n_new,
-                                       g->in.sampling,   g->in.seed};
+        const kr_generate_request q = {g->in.s1,         g->in.s2, g->in.stamps,   g->in.n_append,
+                                       g->in.new_stamps, n_new,    g->in.sampling, g->in.seed};
         while ((rc = kr_generate(c, &q, s1, s2, &err)) < 0 && pool_exhausted(&err) &&
                kd_sessions_evict_lru(app->sessions))
             ;
@@ -255,8 +255,8 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     if (g->in.has_session) {
-        kd_session_status st = kd_sessions_acquire(app->sessions, g->in.session, &g->session, msg,
-                                                   sizeof msg);
+        kd_session_status st =
+            kd_sessions_acquire(app->sessions, g->in.session, &g->session, msg, sizeof msg);
         if (st != KD_SESSION_OK) {
             generate_job_free(g);
             kd_reply_error(r, session_status(st), session_code(st), "%s", msg);
@@ -294,6 +294,10 @@ static void run_tokenize(kd_job *j) {
         kr_fail(&err, "out of memory for %d tokens", n);
     else
         rc = kr_tokenize_candles(t->app->model, &req, s1, s2, mean, std, &err);
+    for (int c = 0; rc == 0 && c < KR_D_IN; c++)
+        if (!isfinite(mean[c]) || !isfinite(std[c]))
+            rc = kr_fail(&err, "candles.%s: its mean or spread overflows float32; scale it down",
+                         kr_column_names[c]);
     json_t *body = rc == 0 ? kd_tokenize_response_json(s1, s2, n, mean, std) : NULL;
     free(s1);
     free(s2);

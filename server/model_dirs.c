@@ -12,8 +12,8 @@ static char *join_path(const char *dir, const char *name) {
     return p;
 }
 
-kr_model *kd_model_open(const char *model_dir, const char *tokenizer_dir,
-                        const char *predictor_dir, int max_context, kr_error *err) {
+kr_model *kd_model_open(const char *model_dir, const char *tokenizer_dir, const char *predictor_dir,
+                        int max_context, kr_error *err) {
     char *tok = model_dir ? join_path(model_dir, "tokenizer") : NULL;
     char *pred = model_dir ? join_path(model_dir, "predictor") : NULL;
     kr_model *m = NULL;

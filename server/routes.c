@@ -73,9 +73,9 @@ static json_t *model_json(kd_app *app) {
         "ff_dim", pc->ff_dim, "s1_bits", pc->s1_bits, "s2_bits", pc->s2_bits, "learn_te",
         pc->learn_te, "kv_shift", pc->kv_shift,
         /* pool */
-        "pool", "bytes_total", (json_int_t)ps.bytes_total, "bytes_used",
-        (json_int_t)ps.bytes_used, "block_bytes", (json_int_t)ps.block_bytes, "block_positions",
-        ps.block_len, "blocks_total", ps.blocks_total, "blocks_used", ps.blocks_used,
+        "pool", "bytes_total", (json_int_t)ps.bytes_total, "bytes_used", (json_int_t)ps.bytes_used,
+        "block_bytes", (json_int_t)ps.block_bytes, "block_positions", ps.block_len, "blocks_total",
+        ps.blocks_total, "blocks_used", ps.blocks_used,
         /* threads */
         "threads", "workers", app->n_workers, "blas", c->blas_threads, "http", c->http_threads,
         "queue_size", c->queue_size,
@@ -159,9 +159,9 @@ static kd_outcome session_get(kd_app *app, kd_request *r) {
     }
     kd_reply_json(r, 200,
                   json_pack("{s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "length",
-                            info.length, "capacity", info.capacity, "bytes",
-                            (json_int_t)info.bytes, "idle_seconds", info.idle_seconds,
-                            "age_seconds", info.age_seconds, "busy", info.busy));
+                            info.length, "capacity", info.capacity, "bytes", (json_int_t)info.bytes,
+                            "idle_seconds", info.idle_seconds, "age_seconds", info.age_seconds,
+                            "busy", info.busy));
     return KD_REPLIED;
 }
 
@@ -176,7 +176,8 @@ static kd_outcome session_delete(kd_app *app, kd_request *r) {
     return KD_REPLIED;
 }
 
-/* ---- table ------------------------------------------------------------------------------------ */
+/* ---- table ------------------------------------------------------------------------------------
+ */
 
 static const kd_route routes[] = {
     /* clang-format off */

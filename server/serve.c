@@ -214,7 +214,9 @@ int kd_serve(int argc, char **argv) {
         unload(&app);
         return EXIT_FAILURE;
     }
-    kd_log("listening on http://%s:%u (loading the model)", app.cfg.host, kd_http_port(http));
+    const bool v6 = strchr(app.cfg.host, ':') != NULL;
+    kd_log("listening on http://%s%s%s:%u (loading the model)", v6 ? "[" : "", app.cfg.host,
+           v6 ? "]" : "", kd_http_port(http));
     if (load(&app, err, sizeof err) < 0) {
         kd_log("%s", err);
         kd_http_stop(http);

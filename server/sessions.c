@@ -21,9 +21,9 @@ struct kd_session {
     kr_cache *cache;
     bool busy;
     double created, last_used;
-    int length;   /* as of the last release: readable while a worker holds the cache */
-    size_t bytes; /* likewise */
-    kd_session *chain;      /* next in the hash bucket */
+    int length;              /* as of the last release: readable while a worker holds the cache */
+    size_t bytes;            /* likewise */
+    kd_session *chain;       /* next in the hash bucket */
     kd_session *prev, *next; /* the idle LRU list, oldest first */
 };
 
@@ -197,8 +197,7 @@ kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session
     if (!s) {
         st = not_found(t, id, msg, msglen);
     } else if (s->busy) {
-        snprintf(msg, msglen, "session %s is in use by another request; retry when it is done",
-                 id);
+        snprintf(msg, msglen, "session %s is in use by another request; retry when it is done", id);
         st = KD_SESSION_BUSY;
     } else {
         lru_remove(t, s);
@@ -228,8 +227,8 @@ void kd_sessions_release(kd_sessions *t, kd_session *s) {
     pthread_mutex_unlock(&t->mu);
 }
 
-kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info,
-                                   char *msg, size_t msglen) {
+kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
+                                   size_t msglen) {
     kd_session_status st = KD_SESSION_OK;
     pthread_mutex_lock(&t->mu);
     kd_session *s = valid_id(id) ? find(t, id) : NULL;

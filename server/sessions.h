@@ -50,8 +50,8 @@ typedef struct {
     bool busy;
 } kd_session_info;
 
-kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info,
-                                   char *msg, size_t msglen);
+kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
+                                   size_t msglen);
 kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen);
 
 /* Removes idle sessions past the TTL; returns how many. */

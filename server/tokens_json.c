@@ -54,13 +54,12 @@ static int parse_pairs(const json_t *a, const char *key, const kd_token_limits *
 }
 
 /* [minute, hour, weekday, day, month] */
-static int parse_stamp(const json_t *v, const char *path, kr_stamp *out, char *err,
-                       size_t errlen) {
+static int parse_stamp(const json_t *v, const char *path, kr_stamp *out, char *err, size_t errlen) {
     static const struct {
         const char *name;
         int lo, hi;
-    } parts[5] = {{"minute", 0, 59}, {"hour", 0, 23}, {"weekday", 0, 6}, {"day", 1, 31},
-                  {"month", 1, 12}};
+    } parts[5] = {
+        {"minute", 0, 59}, {"hour", 0, 23}, {"weekday", 0, 6}, {"day", 1, 31}, {"month", 1, 12}};
     char p[KD_PATH_LEN + 8], rule[48];
     long long x[5];
     if (!json_is_array(v) || json_array_size(v) != 5)
@@ -124,8 +123,8 @@ static int parse_session(const json_t *body, kd_generate_input *in, char *err, s
     return 0;
 }
 
-int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim,
-                              kd_generate_input *in, char *err, size_t errlen) {
+int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd_generate_input *in,
+                              char *err, size_t errlen) {
     const json_t *tokens;
     long long n_new = 0;
     memset(in, 0, sizeof *in);
@@ -138,14 +137,13 @@ int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim,
         in->n_append = (int)json_array_size(tokens);
         if (parse_pairs(tokens, "tokens", lim, &in->s1, &in->s2, err, errlen) < 0) return -1;
     }
-    if (parse_stamps(body, "timestamps", "stamps", in->n_append, "token", "tokens has",
-                     &in->stamps, err, errlen) < 0 ||
-        kd_opt_int(body, "max_new_tokens", 0, INT_MAX, "an integer >= 0", &n_new, err, errlen) <
-            0)
+    if (parse_stamps(body, "timestamps", "stamps", in->n_append, "token", "tokens has", &in->stamps,
+                     err, errlen) < 0 ||
+        kd_opt_int(body, "max_new_tokens", 0, INT_MAX, "an integer >= 0", &n_new, err, errlen) < 0)
         return -1;
     in->n_new = (int)n_new;
-    if (parse_stamps(body, "future_timestamps", "future_stamps", in->n_new, "new token", "max_new_tokens is",
-                     &in->new_stamps, err, errlen) < 0 ||
+    if (parse_stamps(body, "future_timestamps", "future_stamps", in->n_new, "new token",
+                     "max_new_tokens is", &in->new_stamps, err, errlen) < 0 ||
         kd_sampling_parse(body, &in->sampling, &in->seed, err, errlen) < 0)
         return -1;
     return 0;
@@ -215,7 +213,7 @@ json_t *kd_tokens_json(const int32_t *s1, const int32_t *s2, int n) {
 static json_t *six(const float v[KR_D_IN]) {
     json_t *a = json_array();
     for (int c = 0; a && c < KR_D_IN; c++)
-        if (json_array_append_new(a, json_real((double)v[c])) < 0) {
+        if (json_array_append_new(a, isfinite(v[c]) ? json_real((double)v[c]) : json_null()) < 0) {
             json_decref(a);
             return NULL;
         }
@@ -224,8 +222,8 @@ static json_t *six(const float v[KR_D_IN]) {
 
 json_t *kd_tokenize_response_json(const int32_t *s1, const int32_t *s2, int n,
                                   const float mean[KR_D_IN], const float std[KR_D_IN]) {
-    return json_pack("{s:o,s:o,s:o}", "tokens", kd_tokens_json(s1, s2, n), "mean", six(mean),
-                     "std", six(std));
+    return json_pack("{s:o,s:o,s:o}", "tokens", kd_tokens_json(s1, s2, n), "mean", six(mean), "std",
+                     six(std));
 }
 
 json_t *kd_detokenize_response_json(const double *out, int n) {

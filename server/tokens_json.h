@@ -34,17 +34,17 @@ typedef struct {
     bool has_session;
     char session[KD_SESSION_ARG_MAX + 1];
     int n_append;
-    int32_t *s1, *s2;  /* [n_append] */
-    kr_stamp *stamps;  /* [n_append] */
-    int n_new;         /* max_new_tokens */
+    int32_t *s1, *s2;     /* [n_append] */
+    kr_stamp *stamps;     /* [n_append] */
+    int n_new;            /* max_new_tokens */
     kr_stamp *new_stamps; /* [n_new] */
     kr_sampling sampling;
     uint64_t seed;
 } kd_generate_input;
 
 /* 0, or -1 with a message naming the field. *in must be freed either way. */
-int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim,
-                              kd_generate_input *in, char *err, size_t errlen);
+int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd_generate_input *in,
+                              char *err, size_t errlen);
 void kd_generate_input_free(kd_generate_input *in);
 
 typedef struct {
