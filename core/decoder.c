@@ -202,10 +202,11 @@ int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int3
     if (kr_sampling_check(&r->sampling, err)) return -1;
     long need = (long)c->len + r->n_append + r->n_new;
     if (need > c->capacity)
-        return kr_fail(err,
-                       "generate: %d cached + %d appended + %d new tokens = %ld exceed "
-                       "max_context %d; the window would slide, which this endpoint does not do",
-                       c->len, r->n_append, r->n_new, need, c->capacity);
+        return kr_fail_code(
+            err, KR_E_CAPACITY,
+            "generate: %d cached + %d appended + %d new tokens = %ld exceed "
+            "max_context %d; the window would slide, which this endpoint does not do",
+            c->len, r->n_append, r->n_new, need, c->capacity);
     if (r->n_new > 0 && c->len + r->n_append == 0)
         return kr_fail(err, "generate: no context to generate from; append tokens first");
     if (r->n_append > 0 && kr_predictor_check_inputs(m, r->s1, r->s2, r->stamps, r->n_append, err))

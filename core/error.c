@@ -9,6 +9,18 @@ int kr_fail(kr_error *err, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        err->code = KR_E_FAILED;
+    }
+    return -1;
+}
+
+int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
     }
     return -1;
 }

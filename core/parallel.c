@@ -1,8 +1,9 @@
 /* parallel.c — kr_parallel_for on a pool of threads started on first use.
  *
- * KRONOS_THREADS sets the number of threads (caller included); the default is the number
- * of online CPUs. Items are claimed one at a time from a shared counter. OpenBLAS is set to
- * one thread: the pool is the only source of parallelism, and no result depends on it.
+ * kr_set_threads, or else KRONOS_THREADS, sets the number of threads (caller included);
+ * the default is the number of online CPUs. Items are claimed one at a time from a shared counter.
+ * OpenBLAS is set to one thread: the pool is the only source of parallelism, and no result depends
+ * on it.
  */
 #include "parallel.h"
 #include "kronos.h"
@@ -22,6 +23,8 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     int n_helpers;
+    int requested; /* kr_set_threads, before start */
+    atomic_bool started;
     unsigned long generation;
     atomic_ulong published; /* generation, readable without the lock */
     atomic_int active;      /* helpers still working on the current loop */
@@ -80,7 +83,7 @@ static void start(void) {
     openblas_set_num_threads(1);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("KRONOS_THREADS");
-    int want = env ? atoi(env) : (int)(cpus > 0 ? cpus : 1);
+    int want = P.requested > 0 ? P.requested : env ? atoi(env) : (int)(cpus > 0 ? cpus : 1);
     if (want < 1) want = 1;
     if (want > KR_MAX_THREADS) want = KR_MAX_THREADS;
     pthread_attr_t attr;
@@ -93,6 +96,17 @@ static void start(void) {
         P.n_helpers++;
     }
     pthread_attr_destroy(&attr);
+    atomic_store(&P.started, true);
+}
+
+int kr_set_threads(int n) {
+    if (atomic_load(&P.started) || n < 0) return -1;
+    P.requested = n;
+    return 0;
+}
+
+int kr_threads(void) {
+    return kr_parallel_threads();
 }
 
 int kr_parallel_threads(void) {

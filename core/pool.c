@@ -147,10 +147,11 @@ kr_cache *kr_cache_create(kr_pool *pool, int capacity, kr_error *err) {
         c->capacity = capacity;
         c->ids = malloc((size_t)max_blocks * sizeof *c->ids);
         c->ptrs = malloc((size_t)max_blocks * sizeof *c->ptrs);
-        c->raw_kv = calloc((size_t)m->pc.n_layers * 2 * d, sizeof(float));
+        /* only kv_shift reads the previous token's raw k and v */
+        c->raw_kv = m->pc.kv_shift ? calloc((size_t)m->pc.n_layers * 2 * d, sizeof(float)) : NULL;
         c->h_last = calloc((size_t)d, sizeof(float));
     }
-    if (!c || !c->ids || !c->ptrs || !c->raw_kv || !c->h_last) {
+    if (!c || !c->ids || !c->ptrs || (m->pc.kv_shift && !c->raw_kv) || !c->h_last) {
         kr_cache_free(c);
         kr_fail(err, "cache: out of memory");
         return NULL;
@@ -165,7 +166,8 @@ kr_cache *kr_cache_fork(const kr_cache *src, kr_error *err) {
     pool_retain(src->pool, src->ids, src->n_blocks);
     memcpy(c->ids, src->ids, (size_t)src->n_blocks * sizeof *c->ids);
     memcpy(c->ptrs, src->ptrs, (size_t)src->n_blocks * sizeof *c->ptrs);
-    memcpy(c->raw_kv, src->raw_kv, (size_t)src->m->pc.n_layers * 2 * d * sizeof(float));
+    if (src->raw_kv)
+        memcpy(c->raw_kv, src->raw_kv, (size_t)src->m->pc.n_layers * 2 * d * sizeof(float));
     memcpy(c->h_last, src->h_last, (size_t)d * sizeof(float));
     c->n_blocks = src->n_blocks;
     c->len = src->len;
@@ -201,18 +203,23 @@ size_t kr_cache_bytes(const kr_cache *c) {
 int kr_cache_reserve(kr_cache *c, int T, kr_error *err) {
     kr_pool *p = c->pool;
     if (c->len + T > c->capacity)
-        return kr_fail(err, "cache: %d positions + %d new exceed its capacity of %d", c->len, T,
-                       c->capacity);
+        return kr_fail_code(err, KR_E_CAPACITY,
+                            "cache: %d positions + %d new exceed its capacity of %d", c->len, T,
+                            c->capacity);
     int need = (c->len + T + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN - c->n_blocks;
     /* a shared, partly filled last block is copied before this cache writes into it */
     int part = c->len / KR_BLOCK_LEN; /* the block that position len falls in */
     int cow = c->len % KR_BLOCK_LEN != 0 && T > 0 && pool_shared(p, c->ids[part]);
     int n = (need > 0 ? need : 0) + cow;
     if (n == 0) return 0;
-    int ids[n];
-    if (pool_take(p, n, ids))
-        return kr_fail(err, "cache: the KV pool is exhausted (%d more blocks of %zu bytes needed)",
-                       n, p->block_floats * sizeof(float));
+    int small[64], *ids = n <= 64 ? small : malloc((size_t)n * sizeof *ids);
+    if (!ids) return kr_fail(err, "cache: out of memory reserving %d blocks", n);
+    if (pool_take(p, n, ids)) {
+        if (ids != small) free(ids);
+        return kr_fail_code(err, KR_E_POOL_EXHAUSTED,
+                            "cache: the KV pool is exhausted (%d more blocks of %zu bytes needed)",
+                            n, p->block_floats * sizeof(float));
+    }
     int k = 0;
     if (cow) {
         int old = c->ids[part];
@@ -227,6 +234,7 @@ int kr_cache_reserve(kr_cache *c, int T, kr_error *err) {
         c->ptrs[c->n_blocks] = kr_pool_block(p, ids[k]);
         c->n_blocks++;
     }
+    if (ids != small) free(ids);
     return 0;
 }
 

@@ -23,12 +23,30 @@ extern "C" {
 #define KR_ERR_MAX 512
 #define KR_D_IN    6 /* open, high, low, close, volume, amount */
 
+/* What kind of failure, for callers that react differently (a server evicting an idle
+ * session when the pool is exhausted, answering 422 when a cache is full). */
+typedef enum {
+    KR_E_FAILED = 1,     /* anything else: bad input, bad file, out of memory */
+    KR_E_POOL_EXHAUSTED, /* the KV pool has no free block left */
+    KR_E_CAPACITY,       /* a cache would outgrow its capacity (max_context) */
+} kr_error_code;
+
 typedef struct {
+    kr_error_code code;
     char msg[KR_ERR_MAX];
 } kr_error;
 
-/* Formats a message into err (if err is not NULL) and returns -1. */
+/* Formats a message into err (if err is not NULL), sets code KR_E_FAILED, returns -1. */
 int kr_fail(kr_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a given code. */
+int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Threads the core computes with (its own pool; OpenBLAS always runs single-threaded so
+ * that no result depends on the thread count). Call before anything else in the library;
+ * 0 means one per online CPU. Returns -1 once the pool has started. */
+int kr_set_threads(int n);
+int kr_threads(void);
 
 /* ---- model ------------------------------------------------------------------------- */
 
@@ -223,13 +241,12 @@ typedef struct {
 
 /* Candles (the columns and n_context of a forecast request; its other fields are ignored)
  * -> normalised, encoded token pairs s1[n], s2[n], with the normalisation used. */
-int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *req, int32_t *s1,
-                        int32_t *s2, float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
+int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *req, int32_t *s1, int32_t *s2,
+                        float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
 /* Token pairs -> candles out[KR_D_IN][n] in the units of mean/std (what
  * kr_tokenize_candles returned): decoded, then y * (std + 1e-5) + mean. */
 int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n,
-                  const float mean[KR_D_IN], const float std[KR_D_IN], double *out,
-                  kr_error *err);
+                  const float mean[KR_D_IN], const float std[KR_D_IN], double *out, kr_error *err);
 
 /* Default sampling and options, as upstream's predict(): T=1, top_k=0, top_p=0.9, 1 path. */
 void kr_forecast_request_init(kr_forecast_request *req);

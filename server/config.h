@@ -23,9 +23,9 @@ typedef struct {
     int connection_timeout; /* seconds */
     size_t max_body_bytes;
     /* compute */
-    int workers;      /* 0: one per online CPU, divided by blas_threads */
-    int blas_threads; /* OpenBLAS threads inside each GEMM */
-    int queue_size;   /* requests waiting for a worker */
+    int workers;         /* 0: one per online CPU */
+    int compute_threads; /* the core's thread pool (0: one per online CPU) */
+    int queue_size;      /* requests waiting for a worker */
     size_t pool_bytes;
     /* sessions */
     int max_sessions;

@@ -16,9 +16,8 @@
 
 #define MSG_MAX 512
 
-/* The core reports errors as text only; this is the one place that reads it. */
 static bool pool_exhausted(const kr_error *e) {
-    return strstr(e->msg, "KV pool is exhausted") != NULL;
+    return e->code == KR_E_POOL_EXHAUSTED;
 }
 
 static bool out_of_memory(const kr_error *e) {
@@ -81,7 +80,7 @@ static void run_forecast(kd_job *j) {
     kd_app *app = f->app;
     kd_request *r = f->r;
     kr_forecast_result res;
-    kr_error err = {{0}};
+    kr_error err = {0};
     int rc;
     while ((rc = kr_forecast(app->model, app->pool, &f->in.req, &res, &err)) < 0 &&
            pool_exhausted(&err) && kd_sessions_evict_lru(app->sessions))
@@ -168,7 +167,7 @@ static void run_generate(kd_job *j) {
     kd_request *r = g->r;
     const double t0 = now_ms();
     const int n_new = g->in.n_new;
-    kr_error err = {{0}};
+    kr_error err = {0};
     int32_t *s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *s1);
     int32_t *s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *s2);
     kr_cache *tmp = NULL, *c = NULL;
@@ -285,7 +284,7 @@ static void run_tokenize(kd_job *j) {
     const int n = t->candles.n;
     int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
     float mean[KR_D_IN], std[KR_D_IN];
-    kr_error err = {{0}};
+    kr_error err = {0};
     kr_forecast_request req;
     kr_forecast_request_init(&req);
     kd_candles_link(&t->candles, &req);
@@ -351,7 +350,7 @@ static void run_detokenize(kd_job *j) {
     kd_request *r = d->r;
     const int n = d->in.n;
     double *out = malloc((size_t)n * KR_D_IN * sizeof *out);
-    kr_error err = {{0}};
+    kr_error err = {0};
     int rc = -1;
     if (!out)
         kr_fail(&err, "out of memory for %d candles", n);

@@ -107,7 +107,7 @@ static int check_model_opts(const model_opts *o, const char *cmd) {
 
 /* Loads the model the options name; NULL after a message on stderr. */
 static kr_model *load_model(const model_opts *o) {
-    kr_error err = {{0}};
+    kr_error err = {0};
     kr_model *m = kd_model_open(o->model, o->tokenizer, o->predictor, o->max_context, &err);
     if (!m) complain("cannot load model: %s", err.msg);
     return m;
@@ -208,7 +208,7 @@ static int print_response(const json_t *resp, bool compact) {
 /* Runs the parsed request on a loaded model and prints the result. */
 static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bool compact) {
     kr_forecast_result res;
-    kr_error err = {{0}};
+    kr_error err = {0};
     memset(&res, 0, sizeof res);
     if (kr_forecast(m, NULL, &in->req, &res, &err) < 0) {
         complain("forecast failed: %s", err.msg);

@@ -77,7 +77,7 @@ static json_t *model_json(kd_app *app) {
         "block_bytes", (json_int_t)ps.block_bytes, "block_positions", ps.block_len, "blocks_total",
         ps.blocks_total, "blocks_used", ps.blocks_used,
         /* threads */
-        "threads", "workers", app->n_workers, "blas", c->blas_threads, "http", c->http_threads,
+        "threads", "workers", app->n_workers, "compute", kr_threads(), "http", c->http_threads,
         "queue_size", c->queue_size,
         /* sessions */
         "sessions", "held", ss.count, "max", c->max_sessions, "ttl_seconds", c->session_ttl,

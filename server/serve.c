@@ -6,15 +6,13 @@
  * accepting, requests in flight finish (up to shutdown-timeout seconds), and the process
  * frees everything and exits 0.
  *
- * Threads: OpenBLAS parallelises inside each matrix product; the workers parallelise
- * across requests. On small machines the products of one request (a few rows per step)
- * are too small for several BLAS threads to pay, so the default is one BLAS thread and one
- * worker per CPU: workers x blas-threads = CPUs. A deployment serving few, large requests
- * (many samples, long contexts) may prefer fewer workers and more BLAS threads.
+ * Threads: the workers run requests side by side; inside a request, the core splits its
+ * matrix products and attention over its own thread pool (compute-threads), which one
+ * worker at a time may use while the others compute on their own thread. OpenBLAS always
+ * runs single-threaded, so no answer depends on the thread settings.
  */
 #include "serve.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -113,14 +111,14 @@ static int read_api_key(kd_app *app, char *err, size_t errlen) {
 static int resolve_workers(const kd_config *c) {
     if (c->workers > 0) return c->workers;
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const long n = (cpus > 0 ? cpus : 1) / c->blas_threads;
+    const long n = cpus > 0 ? cpus : 1;
     return n > 0 ? (int)n : 1;
 }
 
 /* Model, pool, sessions, workers: everything requests need. */
 static int load(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
-    kr_error ke = {{0}};
+    kr_error ke = {0};
     if (!(app->model = kd_model_open(c->model, c->tokenizer, c->predictor, c->max_context, &ke))) {
         snprintf(err, errlen, "cannot load model: %s", ke.msg);
         return -1;
@@ -205,7 +203,7 @@ int kd_serve(int argc, char **argv) {
         unload(&app);
         return EXIT_FAILURE;
     }
-    openblas_set_num_threads(app.cfg.blas_threads);
+    kr_set_threads(app.cfg.compute_threads); /* before the core starts its pool */
 
     kd_http *http = kd_http_start(&app, err, sizeof err);
     if (!http) {
@@ -226,10 +224,9 @@ int kd_serve(int argc, char **argv) {
     }
     atomic_store(&app.state, KD_READY);
     notify("READY=1\nSTATUS=serving");
-    kd_log("ready: %d worker%s x %d BLAS thread%s, %d HTTP threads, pool %zu MiB, api key %s",
-           app.n_workers, app.n_workers == 1 ? "" : "s", app.cfg.blas_threads,
-           app.cfg.blas_threads == 1 ? "" : "s", app.cfg.http_threads, app.cfg.pool_bytes >> 20,
-           app.api_key ? "required" : "off");
+    kd_log("ready: %d worker%s, %d compute threads, %d HTTP threads, pool %zu MiB, api key %s",
+           app.n_workers, app.n_workers == 1 ? "" : "s", kr_threads(), app.cfg.http_threads,
+           app.cfg.pool_bytes >> 20, app.api_key ? "required" : "off");
 
     const int sig = serve_until_signal(&app);
     atomic_store(&app.state, KD_DRAINING);

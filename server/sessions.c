@@ -158,7 +158,7 @@ kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t ms
         return KD_SESSION_ERROR;
     }
     kd_session *s = calloc(1, sizeof *s);
-    kr_error err = {{0}};
+    kr_error err = {0};
     if (!s || !(s->cache = kr_cache_create(t->pool, 0, &err))) {
         snprintf(msg, msglen, "sessions: %s", s ? err.msg : "out of memory");
         free(s);

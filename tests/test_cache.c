@@ -75,7 +75,7 @@ static int setup(void **state) {
     snprintf(tok, sizeof tok, "%s/tokenizer", shifted_dir);
     snprintf(pred, sizeof pred, "%s/predictor", shifted_dir);
     kr_model_paths p = {tok, pred, 512};
-    kr_error err = {{0}};
+    kr_error err = {0};
     shifted.m = kr_model_load(&p, &err);
     if (!shifted.m) {
         fprintf(stderr, "kv_shift model: %s\n", err.msg);
@@ -97,7 +97,7 @@ static int teardown(void **state) {
 
 /* Reference logits (s1, and s2 for s1 = the fixture's next token) after n tokens. */
 static void reference(const fixture *f, int n, float *l1, float *l2) {
-    kr_error err = {{0}};
+    kr_error err = {0};
     float *ctx = malloc((size_t)n * 64 * sizeof(float));
     assert_non_null(ctx);
     assert_int_equal(kr_predictor_window(f->m, f->s1, f->s2, f->st, n, l1, ctx, &err), 0);
@@ -107,7 +107,7 @@ static void reference(const fixture *f, int n, float *l1, float *l2) {
 
 /* Appends the sequence in the given chunk sizes, comparing logits after every chunk. */
 static void check_chunks(const fixture *f, const int *chunks, int n_chunks) {
-    kr_error err = {{0}};
+    kr_error err = {0};
     kr_pool *pool = kr_pool_create(f->m, kr_pool_bytes_for(f->m, 512), &err);
     assert_non_null(pool);
     kr_cache *c = kr_cache_create(pool, 0, &err);
@@ -153,7 +153,7 @@ static void test_parity_kv_shift(void **state) {
 
 /* Generation across separate calls equals one call over the concatenated input. */
 static void generate_split(const fixture *f) {
-    kr_error err = {{0}};
+    kr_error err = {0};
     kr_pool *pool = kr_pool_create(f->m, kr_pool_bytes_for(f->m, 512) * 2, &err);
     assert_non_null(pool);
     kr_cache *one = kr_cache_create(pool, 0, &err), *two = kr_cache_create(pool, 0, &err);
@@ -216,7 +216,7 @@ static void test_generate_across_calls(void **state) {
 
 static void test_generate_fails_closed(void **state) {
     (void)state;
-    kr_error err = {{0}};
+    kr_error err = {0};
     kr_pool *pool = kr_pool_create(tiny.m, kr_pool_bytes_for(tiny.m, 64), &err);
     kr_cache *c = kr_cache_create(pool, 32, &err);
     assert_non_null(c);
@@ -243,7 +243,7 @@ static void test_generate_fails_closed(void **state) {
 
 static void test_pool_accounting(void **state) {
     (void)state;
-    kr_error err = {{0}};
+    kr_error err = {0};
     size_t block = kr_pool_bytes_for(tiny.m, KR_BLOCK_LEN);
     kr_pool *pool = kr_pool_create(tiny.m, 10 * block, &err);
     assert_non_null(pool);
@@ -322,7 +322,7 @@ static kr_forecast_result run(const tu_case *tc, bool use_cache, kr_sampling s, 
     r.quantiles[1] = 0.5;
     r.quantiles[2] = 0.9;
     kr_forecast_result res;
-    kr_error err = {{0}};
+    kr_error err = {0};
     int rc = kr_forecast(tiny.m, NULL, &r, &res, &err);
     if (rc) fprintf(stderr, "forecast: %s\n", err.msg);
     assert_int_equal(rc, 0);

@@ -59,7 +59,7 @@ static void test_context_tokens(void **state) {
         double worst =
             tu_max_rel_matrix(xn, json_object_get(inter, "normalized_input"), tc.req.n_context, 6);
         assert_true(worst == 0.0); /* numpy's float32 arithmetic, reproduced exactly */
-        kr_error err = {{0}};
+        kr_error err = {0};
         assert_int_equal(kr_tokenizer_encode(model, xn, tc.req.n_context, s1, s2, &err), 0);
         json_t *g1 = json_object_get(inter, "context_s1"),
                *g2 = json_object_get(inter, "context_s2");
@@ -103,7 +103,7 @@ static void test_first_step_logits(void **state) {
             s2[i] = (int32_t)json_integer_value(json_array_get(g2, (size_t)i));
             st[i] = kr_stamp_from_wall(tc.req.timestamps[i]);
         }
-        kr_error err = {{0}};
+        kr_error err = {0};
         int o = L - w;
         assert_int_equal(kr_predictor_window(model, s1 + o, s2 + o, st + o, w, l1, ctx, &err), 0);
         double r1 = tu_max_rel_vector(l1, json_object_get(inter, "first_step_s1_logits"), 1024);
@@ -133,7 +133,7 @@ static void run_forecasts(bool use_cache) {
         assert_int_equal(tu_case_load(c, &tc), 0);
         tc.req.use_cache = use_cache;
         kr_forecast_result res;
-        kr_error err = {{0}};
+        kr_error err = {0};
         int rc = kr_forecast(model, NULL, &tc.req, &res, &err);
         if (rc) fprintf(stderr, "%s: %s\n", tc.name, err.msg);
         assert_int_equal(rc, 0);

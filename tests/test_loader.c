@@ -324,13 +324,13 @@ static uint64_t header_len(const char *path) {
 }
 
 static void window_logits(const kr_model *m, float *out) {
-    kr_error err = {{0}};
+    kr_error err = {0};
     int rc = kr_predictor_window(m, g_s1, g_s2, g_st, NW, out, NULL, &err);
     if (rc) fail_msg("predictor window: %s", err.msg);
 }
 
 static void decoded(const kr_model *m, float *out) {
-    kr_error err = {{0}};
+    kr_error err = {0};
     int rc = kr_tokenizer_decode(m, g_s1, g_s2, NW, out, &err);
     if (rc) fail_msg("tokenizer decode: %s", err.msg);
 }
@@ -367,7 +367,7 @@ static int setup(void **state) {
         g_s2[i] = (int32_t)(x >> 22);
         g_st[i] = kr_stamp_from_wall(1718709300 + 300 * (int64_t)i);
     }
-    kr_error err = {{0}};
+    kr_error err = {0};
     if (kr_predictor_window(g_ref, g_s1, g_s2, g_st, NW, g_ref_logits, NULL, &err) ||
         kr_tokenizer_decode(g_ref, g_s1, g_s2, NW, g_ref_decoded, &err)) {
         fprintf(stderr, "reference: %s\n", err.msg);
@@ -411,7 +411,7 @@ static void test_fixture_loads(void **state) {
     assert_int_equal(kr_model_param_count(g_ref), tok + pred);
     /* max_context 0 means 512 */
     kr_model_paths p = {FIXTURE "/tokenizer", FIXTURE "/predictor", 0};
-    kr_error err = {{0}};
+    kr_error err = {0};
     kr_model *m = kr_model_load(&p, &err);
     assert_non_null(m);
     assert_int_equal(kr_model_max_context(m), 512);

@@ -299,7 +299,7 @@ static void expect_invalid(kr_sampling s, const char *field) {
 
 static void test_sampling_check(void **state) {
     (void)state;
-    kr_error err = {{0}};
+    kr_error err = {0};
     assert_int_equal(kr_sampling_check(&(kr_sampling){1.0, 0, 0.9}, &err), 0);
     assert_int_equal(kr_sampling_check(&(kr_sampling){0.5, 5, 1.0}, &err), 0);
     assert_int_equal(kr_sampling_check(&(kr_sampling){1e-3, 1, 1e-9}, &err), 0);

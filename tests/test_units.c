@@ -471,7 +471,7 @@ static void seq_init(seq_state *q, const float *x, int block_len, bool pass_raw)
 /* Appends the next T rows of each of the S sequences in one kr_block_forward call. */
 static void seq_step(const kr_block *b, seq_state **qs, int S, int T) {
     kr_block_scratch s;
-    kr_error err = {{0}};
+    kr_error err = {0};
     assert_int_equal(kr_block_scratch_init(&s, S * T, BT, BD, BFF, b->n_heads, &err), 0);
     float x[2 * BT * BD];
     kr_seq seqs[2];
@@ -635,7 +635,7 @@ static void expect_stamp(int64_t wall, int minute, int hour, int weekday, int da
                  "%d %d %d %d %d",
                  (long long)wall, s.minute, s.hour, s.weekday, s.day, s.month, minute, hour,
                  weekday, day, month);
-    kr_error err = {{0}};
+    kr_error err = {0};
     assert_int_equal(kr_stamp_check(&s, &err), 0);
 }
 
@@ -663,7 +663,7 @@ static void test_stamp_from_wall(void **state) {
 static void test_stamp_check(void **state) {
     (void)state;
     const kr_stamp ok = {59, 23, 6, 31, 12};
-    kr_error err = {{0}};
+    kr_error err = {0};
     assert_int_equal(kr_stamp_check(&ok, &err), 0);
     struct {
         kr_stamp s;
@@ -719,7 +719,7 @@ static void test_bit_packing_handmade(void **state) {
 
     const float x[2 * KR_D_IN] = {0, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0};
     int32_t s1[2], s2[2];
-    kr_error err = {{0}};
+    kr_error err = {0};
     assert_int_equal(kr_tokenizer_encode(&m, x, 2, s1, s2, &err), 0);
     /* least significant bit first: s1 = 1 + 8 + 512, s2 = 2 + 16 + 512 */
     assert_int_equal(s1[0], 521);
@@ -750,7 +750,7 @@ static void test_tokenizer_fixture(void **state) {
     x[0] = 5.0f;
     x[1] = -5.0f;
     int32_t s1[N], s2[N];
-    kr_error err = {{0}};
+    kr_error err = {0};
     assert_int_equal(kr_tokenizer_encode(m, x, N, s1, s2, &err), 0);
     int distinct = 0;
     for (int i = 0; i < N; i++) {
@@ -794,7 +794,7 @@ static void test_normalise_simple(void **state) {
     for (int i = 0; i < 4; i++)
         for (int c = 0; c < KR_D_IN; c++)
             x[i * KR_D_IN + c] = c == 5 ? 7.0f : (i + 1) * k[c];
-    kr_error err = {{0}};
+    kr_error err = {0};
     assert_int_equal(kr_normalise(x, 4, xn, mean, std, &err), 0);
     for (int c = 0; c < 5; c++) {
         NEAR(mean[c], 2.5 * k[c], 1e-6 * k[c]);

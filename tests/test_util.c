@@ -8,7 +8,7 @@
 kr_model *tu_load_tiny(int max_context) {
     kr_model_paths p = {KR_TEST_DATA "/tiny/tokenizer", KR_TEST_DATA "/tiny/predictor",
                         max_context};
-    kr_error err = {{0}};
+    kr_error err = {0};
     kr_model *m = kr_model_load(&p, &err);
     if (!m) fprintf(stderr, "load: %s\n", err.msg);
     return m;
