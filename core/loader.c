@@ -159,8 +159,15 @@ static void shape_str(const int64_t *shape, int ndim, char *out, size_t n) {
     if (used < n) snprintf(out + used, n - used, "]");
 }
 
-/* Loads tensor `name` of the expected shape (d1 == 0 means one dimension). */
+/* Loads tensor `name` of the expected shape (d1 == 0 means one dimension) into dst, or
+ * into a new buffer when dst is NULL. */
+static const float *tensor_into(loader *L, const char *name, int d0, int d1, float *dst);
+
 static const float *tensor(loader *L, const char *name, int d0, int d1) {
+    return tensor_into(L, name, d0, d1, NULL);
+}
+
+static const float *tensor_into(loader *L, const char *name, int d0, int d1, float *dst) {
     const st_tensor *t = st_find(&L->st, name);
     if (!t) {
         kr_fail(L->err, "%s: missing tensor '%s'", L->st.path, name);
@@ -176,7 +183,7 @@ static const float *tensor(loader *L, const char *name, int d0, int d1) {
                 name, have, exp);
         return NULL;
     }
-    float *dst = track(L, t->numel);
+    if (!dst) dst = track(L, t->numel);
     if (!dst) {
         kr_fail(L->err, "%s: out of memory for tensor '%s'", L->st.path, name);
         return NULL;
@@ -202,17 +209,36 @@ static const char *cat(char *buf, size_t n, const char *a, const char *b) {
     return buf;
 }
 
-static int linear(loader *L, kr_linear *l, const char *prefix, int out, int in, bool bias) {
+/* A Linear; w and b (optional) say where to put its weight and bias, NULL for new buffers. */
+static int linear_into(loader *L, kr_linear *l, const char *prefix, int out, int in, bool bias,
+                       float *w, float *b) {
     char name[300];
     cat(name, sizeof name, prefix, ".weight");
     l->out = out;
     l->in = in;
-    if (!(l->w = tensor(L, name, out, in))) return -1;
+    if (!(l->w = tensor_into(L, name, out, in, w))) return -1;
     l->b = NULL;
     if (bias) {
         cat(name, sizeof name, prefix, ".bias");
-        if (!(l->b = tensor(L, name, out, 0))) return -1;
+        if (!(l->b = tensor_into(L, name, out, 0, b))) return -1;
     }
+    return 0;
+}
+
+static int linear(loader *L, kr_linear *l, const char *prefix, int out, int in, bool bias) {
+    return linear_into(L, l, prefix, out, in, bias, NULL, NULL);
+}
+
+/* Loads n Linears of the same input size stacked into one (parts[i] their views). */
+static int stacked(loader *L, kr_linear *whole, kr_linear *const *parts, const char *const *names,
+                   int n, int out, int in, bool bias) {
+    float *w = track(L, (size_t)n * out * in), *b = bias ? track(L, (size_t)n * out) : NULL;
+    if (!w || (bias && !b)) return kr_fail(L->err, "out of memory for %s", names[0]);
+    for (int i = 0; i < n; i++)
+        if (linear_into(L, parts[i], names[i], out, in, bias, w + (size_t)i * out * in,
+                        bias ? b + (size_t)i * out : NULL))
+            return -1;
+    *whole = (kr_linear){w, b, n * out, in};
     return 0;
 }
 
@@ -226,12 +252,17 @@ static int block(loader *L, kr_block *b, const char *prefix, int d, int n_heads,
 #define NAME(suffix) cat(name, sizeof name, prefix, "." suffix)
     if (!(b->norm1 = tensor(L, NAME("norm1.weight"), d, 0))) return -1;
     if (!(b->norm2 = tensor(L, NAME("norm2.weight"), d, 0))) return -1;
-    if (linear(L, &b->q, NAME("self_attn.q_proj"), d, d, true) ||
-        linear(L, &b->k, NAME("self_attn.k_proj"), d, d, true) ||
-        linear(L, &b->v, NAME("self_attn.v_proj"), d, d, true) ||
+    char qn[300], kn[300], vn[300], w1n[300], w3n[300];
+    cat(qn, sizeof qn, prefix, ".self_attn.q_proj");
+    cat(kn, sizeof kn, prefix, ".self_attn.k_proj");
+    cat(vn, sizeof vn, prefix, ".self_attn.v_proj");
+    cat(w1n, sizeof w1n, prefix, ".ffn.w1");
+    cat(w3n, sizeof w3n, prefix, ".ffn.w3");
+    kr_linear *qkv[] = {&b->q, &b->k, &b->v}, *w13[] = {&b->w1, &b->w3};
+    const char *qkv_names[] = {qn, kn, vn}, *w13_names[] = {w1n, w3n};
+    if (stacked(L, &b->qkv, qkv, qkv_names, 3, d, d, true) ||
         linear(L, &b->o, NAME("self_attn.out_proj"), d, d, true) ||
-        linear(L, &b->w1, NAME("ffn.w1"), ff, d, false) ||
-        linear(L, &b->w3, NAME("ffn.w3"), ff, d, false) ||
+        stacked(L, &b->w13, w13, w13_names, 2, ff, d, false) ||
         linear(L, &b->w2, NAME("ffn.w2"), d, ff, false))
         return -1;
     if (!(b->inv_freq = tensor(L, NAME("self_attn.rotary.inv_freq"), b->hd / 2, 0))) return -1;

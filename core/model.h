@@ -16,6 +16,9 @@ typedef struct {
     kr_linear q, k, v, o;
     const float *inv_freq; /* [hd/2] */
     kr_linear w1, w2, w3;  /* no biases */
+    /* q|k|v and w1|w3 stacked into one matrix each, when the loader made them: one product
+     * instead of three (two) for small batches. q, k, v, w1, w3 then point into them. */
+    kr_linear qkv, w13;
     const float *kv_shift; /* [4][n_heads] rows a0, a1, b0, b1, or NULL */
     const float *rope_cs;  /* [rope_len][hd/2][cos, sin]: RoPE at positions < rope_len */
     int rope_len;

@@ -11,6 +11,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Built for AVX2 too, chosen at run time. Without FMA contraction (ISO C mode) both builds
+ * perform the same IEEE operations in the same order, so results do not depend on the CPU. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KR_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define KR_HOT
+#endif
+
+/* e^x for each x[i] <= 88, written so that it vectorises (libm's expf does not): Cephes'
+ * single-precision range reduction and polynomial, within 2 ulp of expf. The reference and
+ * the cached paths both use it. */
+static inline void exp_array(float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        float v = x[i] < -87.3f ? -87.3f : x[i];
+        float fx = v * 1.44269504088896341f;
+        int k = (int)(fx + (fx >= 0.0f ? 0.5f : -0.5f)); /* round to nearest */
+        float kf = (float)k;
+        float r = v - kf * 0.693359375f - kf * -2.12194440e-4f;
+        float z = r * r;
+        float y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+                    4.1665795894e-2f) *
+                       r +
+                   1.6666665459e-1f) *
+                      r +
+                  5.0000001201e-1f;
+        y = y * z + r + 1.0f;
+        union {
+            uint32_t u;
+            float f;
+        } scale = {.u = (uint32_t)(k + 127) << 23};
+        x[i] = x[i] < -87.3f ? 0.0f : y * scale.f;
+    }
+}
+
 void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * d;
@@ -111,15 +145,16 @@ static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0)
     }
 }
 
-static void softmax_row(float *s, int n) {
+KR_HOT static void softmax_row(float *s, int n) {
     float mx = s[0];
     for (int i = 1; i < n; i++)
         if (s[i] > mx) mx = s[i];
+    for (int i = 0; i < n; i++)
+        s[i] -= mx;
+    exp_array(s, n);
     float sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        s[i] = expf(s[i] - mx);
+    for (int i = 0; i < n; i++)
         sum += s[i];
-    }
     float inv = 1.0f / sum;
     for (int i = 0; i < n; i++)
         s[i] *= inv;
@@ -141,14 +176,6 @@ static inline float dot8(const float *a, const float *b, int n) {
 float kr_dot(const float *a, const float *b, int n) {
     return dot8(a, b, n);
 }
-
-/* Built for AVX2 too, chosen at run time. Without FMA contraction (ISO C mode) both builds
- * perform the same IEEE operations in the same order, so results do not depend on the CPU. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KR_HOT __attribute__((target_clones("avx2", "default")))
-#else
-#define KR_HOT
-#endif
 
 KR_HOT void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys,
                       int n_heads, float *scores) {
@@ -187,7 +214,7 @@ KR_HOT void kr_attend(float *out, const float *q, const kr_kv_view *kv, int laye
 
 size_t kr_attend_scores_floats(int max_keys, int n_heads, int d) {
     size_t keys = (size_t)(max_keys > 0 ? max_keys : 1);
-    size_t per_row = (size_t)n_heads * keys, tile = KR_ATTN_TILE * keys + (size_t)d * KR_ATTN_TILE;
+    size_t per_row = (size_t)n_heads * keys, tile = KR_ATTN_TILE * (keys + 2 * (size_t)d);
     return (size_t)kr_parallel_threads() * (per_row > tile ? per_row : tile);
 }
 
@@ -210,57 +237,94 @@ static void attend_task(void *arg, int task, int worker) {
 
 KR_HOT static void attend_tile(void *arg, int task, int worker) {
     const attend_job *j = arg;
-    int h = task % j->n_heads, r0 = task / j->n_heads * KR_ATTN_TILE;
-    int R = j->n_rows - r0 < KR_ATTN_TILE ? j->n_rows - r0 : KR_ATTN_TILE;
-    int d = j->d, hd = d / j->n_heads, shared = j->shared;
+    enum { T = KR_ATTN_TILE };
+    int h = task % j->n_heads, r0 = task / j->n_heads * T;
+    int R = j->n_rows - r0 < T ? j->n_rows - r0 : T;
+    int d = j->d, hd = d / j->n_heads, shared = j->shared, n_keys = 0;
     const kr_kv_view *kv0 = j->rows[r0].kv;
-    int B = kv0->block_len, max_keys = 0;
+    int B = kv0->block_len;
     for (int r = 0; r < R; r++)
-        if (j->rows[r0 + r].n_keys > max_keys) max_keys = j->rows[r0 + r].n_keys;
-    float *sc = j->scratch + (size_t)worker * j->scratch_stride; /* [R][max_keys] */
-    float *qt = sc + (size_t)KR_ATTN_TILE * max_keys;            /* [hd][KR_ATTN_TILE] */
+        if (j->rows[r0 + r].n_keys > n_keys) n_keys = j->rows[r0 + r].n_keys;
+    /* per worker: scores [n_keys][T] (a key's scores for all rows side by side), the
+     * queries transposed [hd][T], and the outputs [T][hd] */
+    float *sc = j->scratch + (size_t)worker * j->scratch_stride;
+    float *qt = sc + (size_t)n_keys * T, *o = qt + (size_t)hd * T;
     size_t layer_off = (size_t)j->layer * 2 * B * d;
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int i = 0; i < hd; i++)
-        for (int r = 0; r < KR_ATTN_TILE; r++)
-            qt[(size_t)i * KR_ATTN_TILE + r] =
-                r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
-    for (int key = 0; key < shared; key++) {
-        const float *k = kv0->blocks[key / B] + layer_off + (size_t)(key % B) * d + (size_t)h * hd;
-        float acc[KR_ATTN_TILE] = {0};
+        for (int r = 0; r < T; r++)
+            qt[(size_t)i * T + r] = r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
+    /* shared keys two at a time: each load of the transposed queries serves both */
+    for (int key = 0; key < shared; key += 2) {
+        int k2 = key + 1 < shared ? key + 1 : key;
+        const float *ka = kv0->blocks[key / B] + layer_off + (size_t)(key % B) * d + (size_t)h * hd;
+        const float *kb = kv0->blocks[k2 / B] + layer_off + (size_t)(k2 % B) * d + (size_t)h * hd;
+        float acc_a[T], acc_b[T];
+        for (int r = 0; r < T; r++)
+            acc_a[r] = acc_b[r] = 0.0f;
         for (int i = 0; i < hd; i++) {
-            float ki = k[i];
-            const float *qi = qt + (size_t)i * KR_ATTN_TILE;
-            for (int r = 0; r < KR_ATTN_TILE; r++)
-                acc[r] += qi[r] * ki;
+            float ai = ka[i], bi = kb[i];
+            const float *qi = qt + (size_t)i * T;
+            for (int r = 0; r < T; r++) {
+                acc_a[r] += qi[r] * ai;
+                acc_b[r] += qi[r] * bi;
+            }
         }
-        for (int r = 0; r < R; r++)
-            sc[(size_t)r * max_keys + key] = acc[r] * scale;
+        for (int r = 0; r < T; r++) {
+            sc[(size_t)key * T + r] = acc_a[r] * scale;
+            sc[(size_t)k2 * T + r] = acc_b[r] * scale;
+        }
     }
+    /* each row's own keys, row by row so that its blocks are read in order */
+    for (int key = shared; key < n_keys; key++)
+        for (int r = 0; r < T; r++)
+            sc[(size_t)key * T + r] = -INFINITY;
     for (int r = 0; r < R; r++) {
         const kr_attn_row *row = &j->rows[r0 + r];
         const float *q = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
-        float *s = sc + (size_t)r * max_keys;
         for (int key = shared; key < row->n_keys; key++)
-            s[key] = dot8(q, kr_kv_k(row->kv, j->layer, key) + (size_t)h * hd, hd) * scale;
-        softmax_row(s, row->n_keys);
-        float *o = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
-        memset(o, 0, (size_t)hd * sizeof *o);
-        for (int key = shared; key < row->n_keys; key++) {
-            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
-            for (int i = 0; i < hd; i++)
-                o[i] += s[key] * v[i];
-        }
+            sc[(size_t)key * T + r] =
+                dot8(q, kr_kv_k(row->kv, j->layer, key) + (size_t)h * hd, hd) * scale;
     }
+    /* softmax down each column, all rows at once */
+    float mx[T], inv[T];
+    for (int r = 0; r < T; r++)
+        mx[r] = sc[r];
+    for (int key = 1; key < n_keys; key++)
+        for (int r = 0; r < T; r++)
+            mx[r] = sc[(size_t)key * T + r] > mx[r] ? sc[(size_t)key * T + r] : mx[r];
+    for (int key = 0; key < n_keys; key++)
+        for (int r = 0; r < T; r++)
+            sc[(size_t)key * T + r] -= mx[r];
+    exp_array(sc, n_keys * T);
+    for (int r = 0; r < T; r++)
+        inv[r] = 0.0f;
+    for (int key = 0; key < n_keys; key++)
+        for (int r = 0; r < T; r++)
+            inv[r] += sc[(size_t)key * T + r];
+    for (int r = 0; r < T; r++)
+        inv[r] = 1.0f / inv[r];
+    memset(o, 0, (size_t)T * hd * sizeof *o);
     for (int key = 0; key < shared; key++) {
         const float *v =
             kv0->blocks[key / B] + layer_off + (size_t)(B + key % B) * d + (size_t)h * hd;
         for (int r = 0; r < R; r++) {
-            float p = sc[(size_t)r * max_keys + key],
-                  *o = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+            float p = sc[(size_t)key * T + r], *orow = o + (size_t)r * hd;
             for (int i = 0; i < hd; i++)
-                o[i] += p * v[i];
+                orow[i] += p * v[i];
         }
+    }
+    for (int r = 0; r < R; r++) {
+        const kr_attn_row *row = &j->rows[r0 + r];
+        float *orow = o + (size_t)r * hd, *out = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+        for (int key = shared; key < row->n_keys; key++) {
+            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
+            float p = sc[(size_t)key * T + r];
+            for (int i = 0; i < hd; i++)
+                orow[i] += p * v[i];
+        }
+        for (int i = 0; i < hd; i++)
+            out[i] = orow[i] * inv[r];
     }
 }
 
@@ -312,10 +376,11 @@ int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d
     s->attn = malloc(Rd * sizeof(float));
     s->h1 = malloc(Rf * sizeof(float));
     s->h3 = malloc(Rf * sizeof(float));
+    s->stacked = malloc((size_t)max_rows * (3 * d > 2 * ff ? 3 * d : 2 * ff) * sizeof(float));
     s->scores = malloc(kr_attend_scores_floats(max_keys, n_heads, d) * sizeof(float));
     s->rows = malloc((size_t)max_rows * sizeof *s->rows);
-    if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->scores ||
-        !s->rows) {
+    if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->stacked ||
+        !s->scores || !s->rows) {
         kr_block_scratch_free(s);
         return kr_fail(err, "block scratch: out of memory for %d rows of width %d/%d", max_rows, d,
                        ff);
@@ -331,6 +396,7 @@ void kr_block_scratch_free(kr_block_scratch *s) {
     free(s->attn);
     free(s->h1);
     free(s->h3);
+    free(s->stacked);
     free(s->scores);
     free(s->rows);
     memset(s, 0, sizeof *s);
@@ -374,14 +440,37 @@ static void store_kv(const kr_block *b, int layer, const kr_seq *sq, const float
         rope_block(b, kr_kv_k(sq->kv, layer, sq->pos0 + t), 1, d, sq->pos0 + t);
 }
 
+/* h1 = silu(h1) * h3, with silu(a) = a / (1 + e^-a) */
+KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
+    float e[256];
+    for (size_t i0 = 0; i0 < n; i0 += 256) {
+        int m = n - i0 < 256 ? (int)(n - i0) : 256;
+        for (int i = 0; i < m; i++)
+            e[i] = -h1[i0 + i];
+        exp_array(e, m);
+        for (int i = 0; i < m; i++)
+            h1[i0 + i] = h1[i0 + i] / (1.0f + e[i]) * h3[i0 + i];
+    }
+}
+
 void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, const kr_seq *seqs,
                       kr_block_scratch *s) {
     int d = b->d, R = S * T;
 
     kr_rmsnorm(s->xn, x, b->norm1, R, d);
-    kr_linear_forward(s->q, s->xn, R, &b->q);
-    kr_linear_forward(s->k, s->xn, R, &b->k);
-    kr_linear_forward(s->v, s->xn, R, &b->v);
+    if (b->qkv.w) { /* one product, then the rows split into q, k, v */
+        kr_linear_forward(s->stacked, s->xn, R, &b->qkv);
+        for (size_t r = 0; r < (size_t)R; r++) {
+            const float *row = s->stacked + r * 3 * d;
+            memcpy(s->q + r * d, row, (size_t)d * sizeof(float));
+            memcpy(s->k + r * d, row + d, (size_t)d * sizeof(float));
+            memcpy(s->v + r * d, row + 2 * d, (size_t)d * sizeof(float));
+        }
+    } else {
+        kr_linear_forward(s->q, s->xn, R, &b->q);
+        kr_linear_forward(s->k, s->xn, R, &b->k);
+        kr_linear_forward(s->v, s->xn, R, &b->v);
+    }
     for (int i = 0; i < S; i++) {
         const kr_seq *sq = &seqs[i];
         size_t row0 = (size_t)i * T;
@@ -396,12 +485,18 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, cons
         x[i] += s->xn[i];
 
     kr_rmsnorm(s->xn, x, b->norm2, R, d);
-    kr_linear_forward(s->h1, s->xn, R, &b->w1);
-    kr_linear_forward(s->h3, s->xn, R, &b->w3);
-    for (size_t i = 0; i < (size_t)R * b->ff; i++) {
-        float a = s->h1[i];
-        s->h1[i] = a / (1.0f + expf(-a)) * s->h3[i];
+    if (b->w13.w) {
+        kr_linear_forward(s->stacked, s->xn, R, &b->w13);
+        for (size_t r = 0; r < (size_t)R; r++) {
+            const float *row = s->stacked + r * 2 * b->ff;
+            memcpy(s->h1 + r * b->ff, row, (size_t)b->ff * sizeof(float));
+            memcpy(s->h3 + r * b->ff, row + b->ff, (size_t)b->ff * sizeof(float));
+        }
+    } else {
+        kr_linear_forward(s->h1, s->xn, R, &b->w1);
+        kr_linear_forward(s->h3, s->xn, R, &b->w3);
     }
+    silu_mul(s->h1, s->h3, (size_t)R * b->ff);
     kr_linear_forward(s->xn, s->h1, R, &b->w2);
     for (size_t i = 0; i < (size_t)R * d; i++)
         x[i] += s->xn[i];

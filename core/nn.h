@@ -59,7 +59,7 @@ typedef struct {
 /* Scratch for one block forward of up to max_rows rows over up to max_keys keys. */
 typedef struct {
     int max_rows, max_keys, d, ff;
-    float *xn, *q, *k, *v, *attn, *h1, *h3, *scores;
+    float *xn, *q, *k, *v, *attn, *h1, *h3, *stacked, *scores;
     kr_attn_row *rows;
 } kr_block_scratch;
 
