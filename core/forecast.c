@@ -388,7 +388,15 @@ static int decode_paths(const kr_model *m, const fc_job *job, bool shared, float
     int L = job->L, P = job->P, S = job->samples, mc = job->max_context;
     int total = L + P, w = total < mc ? total : mc, start = total - w, np = w - P;
     if (shared && np > 0) {
-        int group = 4096 / P > 0 ? 4096 / P : 1; /* paths per batch: bounds the scratch */
+        /* paths per batch: at most 4096 rows, and about 256 MiB of decoder keys and values
+         * (each path holds ceil(P / np) blocks of np positions) */
+        const kr_tokenizer_config *tc = kr_model_tokenizer_config(m);
+        size_t path_bytes = (size_t)((P + np - 1) / np) * np * 2 * (size_t)tc->d_model *
+                            (size_t)(tc->n_dec_layers > 1 ? tc->n_dec_layers - 1 : 1) *
+                            sizeof(float);
+        size_t by_mem = ((size_t)256 << 20) / path_bytes;
+        int group = 4096 / P > 0 ? 4096 / P : 1;
+        if ((size_t)group > by_mem) group = by_mem > 0 ? (int)by_mem : 1;
         int32_t *g1 = malloc((size_t)(group < S ? group : S) * P * sizeof *g1);
         int32_t *g2 = malloc((size_t)(group < S ? group : S) * P * sizeof *g2);
         int rc = g1 && g2 ? 0 : kr_fail(err, "forecast: out of memory decoding %d paths", S);
