@@ -212,6 +212,10 @@ KR_HOT void kr_attend(float *out, const float *q, const kr_kv_view *kv, int laye
  * the products vectorise across rows. Keys past the prefix are each row's own. */
 #define KR_ATTN_TILE 32
 
+/* Eight floats as one value (GCC/clang vector extension): one AVX register in the AVX2
+ * build, two SSE registers otherwise. aligned(4): loads and stores need no alignment. */
+typedef float v8f __attribute__((vector_size(32), aligned(4)));
+
 size_t kr_attend_scores_floats(int max_keys, int n_heads, int d) {
     size_t keys = (size_t)(max_keys > 0 ? max_keys : 1);
     size_t per_row = (size_t)n_heads * keys, tile = KR_ATTN_TILE * (keys + 2 * (size_t)d);
@@ -222,9 +226,10 @@ typedef struct {
     float *out;
     const float *q;
     const kr_attn_row *rows;
-    int n_rows, d, layer, n_heads, per_task, shared, n_tiles;
+    int n_rows, d, layer, n_heads, per_task, shared, n_tiles, own_max;
     float *scratch;
     size_t scratch_stride;
+    float *own; /* [n_rows][n_heads][own_max]: scores, then probabilities, of own keys */
 } attend_job;
 
 static void attend_task(void *arg, int task, int worker) {
@@ -233,6 +238,44 @@ static void attend_task(void *arg, int task, int worker) {
     for (int r = r0; r < r1; r++)
         kr_attend(j->out + (size_t)r * j->d, j->q + (size_t)r * j->d, j->rows[r].kv, j->layer,
                   j->rows[r].n_keys, j->n_heads, j->scratch + (size_t)worker * j->scratch_stride);
+}
+
+/* The tile path in three passes. Keys past the shared prefix are each row's own and sit in
+ * its own blocks, so they are visited row by row, every head at once per key row (passes 1
+ * and 3); the shared keys are visited head by head for a tile of rows (pass 2). */
+static float *own_at(const attend_job *j, int r, int h) {
+    return j->own + ((size_t)r * j->n_heads + h) * j->own_max;
+}
+
+KR_HOT static void own_scores(void *arg, int r, int worker) {
+    (void)worker;
+    const attend_job *j = arg;
+    const kr_attn_row *row = &j->rows[r];
+    int hd = j->d / j->n_heads;
+    float scale = (float)(1.0 / sqrt((double)hd));
+    for (int key = j->shared; key < row->n_keys; key++) {
+        const float *k = kr_kv_k(row->kv, j->layer, key);
+        for (int h = 0; h < j->n_heads; h++)
+            own_at(j, r, h)[key - j->shared] =
+                dot8(j->q + (size_t)r * j->d + (size_t)h * hd, k + (size_t)h * hd, hd) * scale;
+    }
+}
+
+KR_HOT static void own_values(void *arg, int r, int worker) {
+    (void)worker;
+    const attend_job *j = arg;
+    const kr_attn_row *row = &j->rows[r];
+    int hd = j->d / j->n_heads;
+    for (int key = j->shared; key < row->n_keys; key++) {
+        const float *v = kr_kv_v(row->kv, j->layer, key);
+        for (int h = 0; h < j->n_heads; h++) {
+            float p = own_at(j, r, h)[key - j->shared];
+            float *o = j->out + (size_t)r * j->d + (size_t)h * hd;
+            const float *vh = v + (size_t)h * hd;
+            for (int i = 0; i < hd; i++)
+                o[i] += p * vh[i];
+        }
+    }
 }
 
 KR_HOT static void attend_tile(void *arg, int task, int worker) {
@@ -254,38 +297,31 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     for (int i = 0; i < hd; i++)
         for (int r = 0; r < T; r++)
             qt[(size_t)i * T + r] = r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
-    /* shared keys two at a time: each load of the transposed queries serves both */
+    /* shared keys two at a time, the tile's 32 rows in four vectors: each load of the
+     * transposed queries serves both keys */
     for (int key = 0; key < shared; key += 2) {
         int k2 = key + 1 < shared ? key + 1 : key;
         const float *ka = kv0->blocks[key / B] + layer_off + (size_t)(key % B) * d + (size_t)h * hd;
         const float *kb = kv0->blocks[k2 / B] + layer_off + (size_t)(k2 % B) * d + (size_t)h * hd;
-        float acc_a[T], acc_b[T];
-        for (int r = 0; r < T; r++)
-            acc_a[r] = acc_b[r] = 0.0f;
+        v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
         for (int i = 0; i < hd; i++) {
-            float ai = ka[i], bi = kb[i];
-            const float *qi = qt + (size_t)i * T;
-            for (int r = 0; r < T; r++) {
-                acc_a[r] += qi[r] * ai;
-                acc_b[r] += qi[r] * bi;
-            }
+            const v8f *qi = (const v8f *)(qt + (size_t)i * T);
+            v8f ai = {0}, bi = {0};
+            ai += ka[i];
+            bi += kb[i];
+            a0 += qi[0] * ai, a1 += qi[1] * ai, a2 += qi[2] * ai, a3 += qi[3] * ai;
+            b0 += qi[0] * bi, b1 += qi[1] * bi, b2 += qi[2] * bi, b3 += qi[3] * bi;
         }
-        for (int r = 0; r < T; r++) {
-            sc[(size_t)key * T + r] = acc_a[r] * scale;
-            sc[(size_t)k2 * T + r] = acc_b[r] * scale;
-        }
+        v8f *sa = (v8f *)(sc + (size_t)key * T), *sb = (v8f *)(sc + (size_t)k2 * T);
+        sa[0] = a0 * scale, sa[1] = a1 * scale, sa[2] = a2 * scale, sa[3] = a3 * scale;
+        if (k2 != key)
+            sb[0] = b0 * scale, sb[1] = b1 * scale, sb[2] = b2 * scale, sb[3] = b3 * scale;
     }
-    /* each row's own keys, row by row so that its blocks are read in order */
     for (int key = shared; key < n_keys; key++)
         for (int r = 0; r < T; r++)
-            sc[(size_t)key * T + r] = -INFINITY;
-    for (int r = 0; r < R; r++) {
-        const kr_attn_row *row = &j->rows[r0 + r];
-        const float *q = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
-        for (int key = shared; key < row->n_keys; key++)
-            sc[(size_t)key * T + r] =
-                dot8(q, kr_kv_k(row->kv, j->layer, key) + (size_t)h * hd, hd) * scale;
-    }
+            sc[(size_t)key * T + r] = r < R && key < j->rows[r0 + r].n_keys
+                                          ? own_at(j, r0 + r, h)[key - shared]
+                                          : -INFINITY;
     /* softmax down each column, all rows at once */
     float mx[T], inv[T];
     for (int r = 0; r < T; r++)
@@ -304,27 +340,44 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             inv[r] += sc[(size_t)key * T + r];
     for (int r = 0; r < T; r++)
         inv[r] = 1.0f / inv[r];
+    /* o = P^T V over the shared keys, in register tiles of 4 rows x 16 columns (a scalar
+     * loop for the columns of a head size that is not a multiple of 16) */
     memset(o, 0, (size_t)T * hd * sizeof *o);
-    for (int key = 0; key < shared; key++) {
+    int hd16 = hd / 16 * 16;
+    for (int ra = 0; ra < R; ra += 4)
+        for (int i0 = 0; i0 < hd16; i0 += 16) {
+            v8f c[4][2] = {{{0}}};
+            for (int key = 0; key < shared; key++) {
+                const float *v = kv0->blocks[key / B] + layer_off + (size_t)(B + key % B) * d +
+                                 (size_t)h * hd + i0;
+                v8f v0 = *(const v8f *)v, v1 = *(const v8f *)(v + 8);
+                const float *p = sc + (size_t)key * T + ra;
+                for (int r = 0; r < 4; r++) {
+                    v8f pr = {0};
+                    pr += p[r];
+                    c[r][0] += pr * v0;
+                    c[r][1] += pr * v1;
+                }
+            }
+            for (int r = 0; r < 4 && ra + r < R; r++)
+                memcpy(o + (size_t)(ra + r) * hd + i0, c[r], 16 * sizeof(float));
+        }
+    for (int key = 0; key < shared && hd16 < hd; key++) {
         const float *v =
             kv0->blocks[key / B] + layer_off + (size_t)(B + key % B) * d + (size_t)h * hd;
         for (int r = 0; r < R; r++) {
-            float p = sc[(size_t)key * T + r], *orow = o + (size_t)r * hd;
-            for (int i = 0; i < hd; i++)
-                orow[i] += p * v[i];
+            float pk = sc[(size_t)key * T + r], *orow = o + (size_t)r * hd;
+            for (int i = hd16; i < hd; i++)
+                orow[i] += pk * v[i];
         }
     }
     for (int r = 0; r < R; r++) {
         const kr_attn_row *row = &j->rows[r0 + r];
-        float *orow = o + (size_t)r * hd, *out = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
-        for (int key = shared; key < row->n_keys; key++) {
-            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
-            float p = sc[(size_t)key * T + r];
-            for (int i = 0; i < hd; i++)
-                orow[i] += p * v[i];
-        }
+        float *own = own_at(j, r0 + r, h), *out = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+        for (int key = shared; key < row->n_keys; key++)
+            own[key - shared] = sc[(size_t)key * T + r] * inv[r];
         for (int i = 0; i < hd; i++)
-            out[i] = orow[i] * inv[r];
+            out[i] = o[(size_t)r * hd + i] * inv[r];
     }
 }
 
@@ -347,15 +400,30 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
                     int layer, int n_heads, float *scratch, int max_keys) {
     if (n_rows <= 0) return;
     int threads = kr_parallel_threads();
-    attend_job j = {
-        out, q,     rows,    n_rows,
-        d,   layer, n_heads, 1,
-        0,   0,     scratch, kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
+    attend_job j = {.out = out,
+                    .q = q,
+                    .rows = rows,
+                    .n_rows = n_rows,
+                    .d = d,
+                    .layer = layer,
+                    .n_heads = n_heads,
+                    .per_task = 1,
+                    .scratch = scratch,
+                    .scratch_stride =
+                        kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
     j.shared = n_rows >= 4 ? shared_prefix(rows, n_rows) : 0;
     if (j.shared >= 64) {
-        j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
-        kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
-        return;
+        for (int r = 0; r < n_rows; r++)
+            if (rows[r].n_keys - j.shared > j.own_max) j.own_max = rows[r].n_keys - j.shared;
+        j.own = malloc((size_t)n_rows * n_heads * (j.own_max > 0 ? j.own_max : 1) * sizeof(float));
+        if (j.own) { /* without it, the row-by-row path below gives the same answer */
+            j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
+            if (j.own_max > 0) kr_parallel_for(n_rows, own_scores, &j);
+            kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
+            if (j.own_max > 0) kr_parallel_for(n_rows, own_values, &j);
+            free(j.own);
+            return;
+        }
     }
     j.per_task = (n_rows + 4 * threads - 1) / (4 * threads);
     kr_parallel_for((n_rows + j.per_task - 1) / j.per_task, attend_task, &j);
