@@ -73,6 +73,13 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
     if (r->max_context < 0 || r->max_context > m->max_context)
         return kr_fail(err, "max_context: must be in [1, %d] (the model's), got %d", m->max_context,
                        r->max_context);
+    /* the forecast rows are the last P of a decoded window of at most max_context tokens */
+    int mc = r->max_context ? r->max_context : m->max_context;
+    if (r->horizon > mc)
+        return kr_fail(err,
+                       "horizon: %d exceeds max_context %d; the forecast is decoded from the "
+                       "last max_context tokens, so it holds at most that many rows",
+                       r->horizon, mc);
     if (r->n_quantiles < 0 || r->n_quantiles > KR_MAX_QUANTILES)
         return kr_fail(err, "quantiles: at most %d levels", KR_MAX_QUANTILES);
     for (int q = 0; q < r->n_quantiles; q++)

@@ -413,12 +413,38 @@ static void test_seed_determinism(void **state) {
     json_decref(g);
 }
 
+/* The window is at most max_context tokens: a horizon of exactly that many rows works (every
+ * row of the last window is generated), one more is an error naming the field. */
+static void test_horizon_limit(void **state) {
+    (void)state;
+    json_t *g = tu_load_golden();
+    tu_case tc;
+    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    tc.req.future_timestamps = NULL;
+    tc.req.max_context = 24;
+    tc.req.horizon = 24;
+    kr_sampling s = {1.0, 0, 0.9};
+    kr_forecast_result a = run(&tc, true, s, 3, true), b = run(&tc, false, s, 3, true);
+    assert_true(max_rel_d(a.paths, b.paths, (size_t)3 * KR_D_IN * 24) < 1e-5);
+    for (size_t i = 0; i < (size_t)3 * KR_D_IN * 24; i++)
+        assert_true(fabs(a.paths[i]) < 1e7);
+    kr_forecast_result_free(&a);
+    kr_forecast_result_free(&b);
+    tc.req.horizon = 25;
+    kr_forecast_result res;
+    kr_error err = {0};
+    assert_int_equal(kr_forecast(tiny.m, NULL, &tc.req, &res, &err), -1);
+    assert_non_null(strstr(err.msg, "horizon"));
+    tu_case_free(&tc);
+    json_decref(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parity_fixture),        cmocka_unit_test(test_parity_kv_shift),
         cmocka_unit_test(test_generate_across_calls), cmocka_unit_test(test_generate_fails_closed),
         cmocka_unit_test(test_pool_accounting),       cmocka_unit_test(test_forecast_paths),
-        cmocka_unit_test(test_seed_determinism),
+        cmocka_unit_test(test_seed_determinism),      cmocka_unit_test(test_horizon_limit),
     };
     return cmocka_run_group_tests_name("cache", tests, setup, teardown);
 }
