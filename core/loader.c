@@ -146,7 +146,7 @@ static float *track(loader *L, size_t n) {
         m->allocs = a;
         m->cap_allocs = cap;
     }
-    float *p = malloc((n ? n : 1) * sizeof(float));
+    float *p = kr_alloc_large(n * sizeof(float));
     if (p) m->allocs[m->n_allocs++] = p;
     return p;
 }

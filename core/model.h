@@ -50,6 +50,11 @@ typedef struct {
     kr_linear proj_s1, proj_s2;
 } kr_predictor_weights;
 
+/* Memory for weights and KV blocks: large buffers are 2 MiB-aligned and marked for
+ * transparent huge pages, which saves page faults and TLB misses on every pass over them.
+ * Free with free(). */
+void *kr_alloc_large(size_t bytes);
+
 struct kr_model {
     kr_tokenizer_config tc;
     kr_predictor_config pc;

@@ -6,6 +6,7 @@
 #include "cache.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 struct kr_pool {
@@ -27,6 +28,18 @@ static size_t block_floats(const kr_model *m) {
 size_t kr_pool_bytes_for(const kr_model *m, int positions) {
     size_t blocks = ((size_t)positions + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN;
     return blocks * block_floats(m) * sizeof(float);
+}
+
+void *kr_alloc_large(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge) return malloc(bytes ? bytes : 1);
+    void *p = NULL;
+    size_t rounded = (bytes + huge - 1) / huge * huge;
+    if (posix_memalign(&p, huge, rounded) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE); /* advice only: without it, plain pages */
+#endif
+    return p;
 }
 
 kr_pool *kr_pool_create(const kr_model *m, size_t budget_bytes, kr_error *err) {
@@ -51,7 +64,7 @@ kr_pool *kr_pool_create(const kr_model *m, size_t budget_bytes, kr_error *err) {
     p->block_floats = block_floats(m);
     p->n_blocks = (int)n;
     /* untouched pages cost nothing until a cache writes them */
-    p->mem = malloc(n * bb);
+    p->mem = kr_alloc_large(n * bb);
     p->refcount = calloc(n, sizeof *p->refcount);
     p->free_stack = malloc(n * sizeof *p->free_stack);
     if (!p->mem || !p->refcount || !p->free_stack) {
