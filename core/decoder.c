@@ -195,8 +195,9 @@ out:
     return rc;
 }
 
-int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int32_t *out_s2,
-                kr_error *err) {
+/* What one generation request needs checked, and its blocks taken, before it starts, so
+ * that it cannot fail half way. */
+static int generate_prepare(kr_cache *c, const kr_generate_request *r, kr_error *err) {
     const kr_model *m = c->m;
     if (r->n_append < 0 || r->n_new < 0) return kr_fail(err, "generate: negative token counts");
     if (kr_sampling_check(&r->sampling, err)) return -1;
@@ -216,35 +217,121 @@ int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int3
         if (kr_stamp_check(&r->new_stamps[k], &e))
             return kr_fail(err, "generate: new token %d: time stamp: %s", k, e.msg);
     }
-    /* take every block now, so that generation cannot fail half way */
-    if (kr_cache_reserve(c, r->n_append + r->n_new, err)) return -1;
-    int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
-    float *l1 = malloc((size_t)v1 * sizeof(float)), *l2 = malloc((size_t)v2 * sizeof(float));
-    int rc = -1;
-    if (!l1 || !l2) {
-        kr_fail(err, "generate: out of memory");
-        goto out;
+    return kr_cache_reserve(c, r->n_append + r->n_new, err);
+}
+
+typedef struct {
+    bool *ok;
+    float *l1, *l2, *step_l1;
+    kr_rng *rng;
+    kr_cache **active;
+    int32_t *a, *b;
+    kr_stamp *st;
+    int *idx;
+} generate_state;
+
+static void generate_state_free(generate_state *g) {
+    free(g->ok);
+    free(g->l1);
+    free(g->l2);
+    free(g->step_l1);
+    free(g->rng);
+    free(g->active);
+    free(g->a);
+    free(g->b);
+    free(g->st);
+    free(g->idx);
+}
+
+static void fail_all(generate_state *g, int n, kr_error *errs, const kr_error *e) {
+    for (int i = 0; i < n; i++)
+        if (g->ok[i]) {
+            errs[i] = *e;
+            g->ok[i] = false;
+        }
+}
+
+int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, int n,
+                      int32_t *const *out_s1, int32_t *const *out_s2, kr_error *errs) {
+    const kr_model *m = caches[0]->m;
+    int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits, max_new = 0, failed = 0;
+    generate_state g = {
+        .ok = calloc((size_t)n, sizeof *g.ok),
+        .l1 = malloc((size_t)n * v1 * sizeof(float)),
+        .l2 = malloc((size_t)n * v2 * sizeof(float)),
+        .step_l1 = malloc((size_t)n * v1 * sizeof(float)),
+        .rng = malloc((size_t)n * sizeof(kr_rng)),
+        .active = malloc((size_t)n * sizeof(kr_cache *)),
+        .a = malloc((size_t)n * sizeof(int32_t)),
+        .b = malloc((size_t)n * sizeof(int32_t)),
+        .st = malloc((size_t)n * sizeof(kr_stamp)),
+        .idx = malloc((size_t)n * sizeof(int)),
+    };
+    if (!g.ok || !g.l1 || !g.l2 || !g.step_l1 || !g.rng || !g.active || !g.a || !g.b || !g.st ||
+        !g.idx) {
+        for (int i = 0; i < n; i++)
+            kr_fail(&errs[i], "generate: out of memory for a batch of %d", n);
+        generate_state_free(&g);
+        return n;
     }
-    if (r->n_append > 0) {
-        if (kr_cache_append(&c, 1, r->s1, r->s2, r->stamps, r->n_append, r->n_new ? l1 : NULL, err))
-            goto out;
-    } else if (r->n_new > 0 && kr_cache_s1_logits(c, l1, err)) {
-        goto out;
+    /* each request's checks and context on its own (their lengths differ) */
+    for (int i = 0; i < n; i++) {
+        kr_cache *c = caches[i];
+        const kr_generate_request *r = &reqs[i];
+        float *l1 = g.l1 + (size_t)i * v1;
+        errs[i].code = 0;
+        errs[i].msg[0] = '\0';
+        g.ok[i] = generate_prepare(c, r, &errs[i]) == 0 &&
+                  (r->n_append > 0 ? kr_cache_append(&c, 1, r->s1, r->s2, r->stamps, r->n_append,
+                                                     r->n_new ? l1 : NULL, &errs[i]) == 0
+                   : r->n_new > 0  ? kr_cache_s1_logits(c, l1, &errs[i]) == 0
+                                   : true);
+        kr_rng_seed(&g.rng[i], r->seed);
+        if (g.ok[i] && r->n_new > max_new) max_new = r->n_new;
     }
-    kr_rng rng;
-    kr_rng_seed(&rng, r->seed);
-    for (int k = 0; k < r->n_new; k++) {
-        int32_t a = kr_sample(l1, v1, &r->sampling, &rng), b;
-        if (kr_cache_s2_logits(&c, 1, &a, l2, err)) goto out;
-        b = kr_sample(l2, v2, &r->sampling, &rng);
-        out_s1[k] = a;
-        out_s2[k] = b;
-        if (kr_cache_append(&c, 1, &a, &b, &r->new_stamps[k], 1, l1, err)) goto out;
+    /* then the new tokens in lockstep: one batch of every request still generating */
+    for (int k = 0; k < max_new; k++) {
+        int na = 0;
+        for (int i = 0; i < n; i++)
+            if (g.ok[i] && k < reqs[i].n_new) g.idx[na++] = i;
+        if (na == 0) break;
+        for (int j = 0; j < na; j++) {
+            int i = g.idx[j];
+            g.active[j] = caches[i];
+            g.a[j] = kr_sample(g.l1 + (size_t)i * v1, v1, &reqs[i].sampling, &g.rng[i]);
+        }
+        kr_error e;
+        if (kr_cache_s2_logits(g.active, na, g.a, g.l2, &e)) {
+            fail_all(&g, n, errs, &e);
+            break;
+        }
+        for (int j = 0; j < na; j++) {
+            int i = g.idx[j];
+            g.b[j] = kr_sample(g.l2 + (size_t)j * v2, v2, &reqs[i].sampling, &g.rng[i]);
+            out_s1[i][k] = g.a[j];
+            out_s2[i][k] = g.b[j];
+            g.st[j] = reqs[i].new_stamps[k];
+        }
+        if (kr_cache_append(g.active, na, g.a, g.b, g.st, 1, g.step_l1, &e)) {
+            fail_all(&g, n, errs, &e);
+            break;
+        }
+        for (int j = 0; j < na; j++)
+            memcpy(g.l1 + (size_t)g.idx[j] * v1, g.step_l1 + (size_t)j * v1,
+                   (size_t)v1 * sizeof(float));
     }
-    rc = 0;
-out:
-    kr_cache_trim(c);
-    free(l1);
-    free(l2);
-    return rc;
+    for (int i = 0; i < n; i++) {
+        kr_cache_trim(caches[i]);
+        failed += errs[i].code != 0;
+    }
+    generate_state_free(&g);
+    return failed;
+}
+
+int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int32_t *out_s2,
+                kr_error *err) {
+    kr_error e;
+    if (kr_generate_batch(&c, r, 1, &out_s1, &out_s2, &e) == 0) return 0;
+    if (err) *err = e;
+    return -1;
 }

@@ -207,6 +207,14 @@ typedef struct {
 
 int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int32_t *out_s2,
                 kr_error *err);
+/* n requests on n distinct caches at once: each request's own tokens are appended on their
+ * own, then the new tokens of all of them are generated in lockstep, one batched step at a
+ * time. errs[i] says how request i ended (code 0: it succeeded); a request that fails
+ * leaves the others running. Returns the number that failed. Each request gets what
+ * kr_generate gives it, up to float rounding (products of other shapes round
+ * differently). */
+int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, int n,
+                      int32_t *const *out_s1, int32_t *const *out_s2, kr_error *errs);
 
 /* ---- normalisation ------------------------------------------------------------------------ */
 

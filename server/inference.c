@@ -161,40 +161,97 @@ static json_t *generate_response(const generate_job *g, const int32_t *s1, const
     return o;
 }
 
-static void run_generate(kd_job *j) {
-    generate_job *g = (generate_job *)j;
+/* One /generate job on a worker: its cache (the session's or a temporary one), buffers for
+ * the new tokens, and how the core call ended. */
+typedef struct {
+    kr_cache *c, *tmp;
+    int32_t *s1, *s2;
+    kr_error err;
+    int rc;
+    double t0;
+} generate_run;
+
+static void generate_begin(generate_job *g, generate_run *x) {
+    const int n_new = g->in.n_new;
+    *x = (generate_run){.rc = -1, .t0 = now_ms()};
+    x->s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *x->s1);
+    x->s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *x->s2);
+    if (!x->s1 || !x->s2) {
+        kr_fail(&x->err, "out of memory for %d new tokens", n_new);
+        return;
+    }
+    x->c = g->session ? kd_session_cache(g->session)
+                      : (x->tmp = kr_cache_create(g->app->pool, 0, &x->err));
+}
+
+static kr_generate_request generate_request(const generate_job *g) {
+    return (kr_generate_request){g->in.s1,         g->in.s2,    g->in.stamps,   g->in.n_append,
+                                 g->in.new_stamps, g->in.n_new, g->in.sampling, g->in.seed};
+}
+
+/* Runs the job alone, evicting idle sessions while the pool is exhausted. */
+static void generate_alone(generate_job *g, generate_run *x) {
+    const kr_generate_request q = generate_request(g);
+    while ((x->rc = kr_generate(x->c, &q, x->s1, x->s2, &x->err)) < 0 && pool_exhausted(&x->err) &&
+           kd_sessions_evict_lru(g->app->sessions))
+        ;
+}
+
+static void generate_finish(generate_job *g, generate_run *x) {
     kd_app *app = g->app;
     kd_request *r = g->r;
-    const double t0 = now_ms();
-    const int n_new = g->in.n_new;
-    kr_error err = {0};
-    int32_t *s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *s1);
-    int32_t *s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *s2);
-    kr_cache *tmp = NULL, *c = NULL;
-    if (g->session)
-        c = kd_session_cache(g->session);
-    else
-        c = tmp = kr_cache_create(app->pool, 0, &err);
-    int rc = -1;
-    if (!s1 || !s2) {
-        kr_fail(&err, "out of memory for %d new tokens", n_new);
-    } else if (c) {
-        const kr_generate_request q = {g->in.s1,         g->in.s2, g->in.stamps,   g->in.n_append,
-                                       g->in.new_stamps, n_new,    g->in.sampling, g->in.seed};
-        while ((rc = kr_generate(c, &q, s1, s2, &err)) < 0 && pool_exhausted(&err) &&
-               kd_sessions_evict_lru(app->sessions))
-            ;
-    }
-    json_t *body = rc == 0 ? generate_response(g, s1, s2, c, now_ms() - t0) : NULL;
-    if (rc == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)n_new);
-    kr_cache_free(tmp);
-    free(s1);
-    free(s2);
+    json_t *body = x->rc == 0 ? generate_response(g, x->s1, x->s2, x->c, now_ms() - x->t0) : NULL;
+    if (x->rc == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
+    kr_cache_free(x->tmp);
+    free(x->s1);
+    free(x->s2);
+    const kr_error err = x->err;
+    const int rc = x->rc;
     generate_job_free(g); /* releases the session before the client can see the answer */
     if (rc == 0)
         kd_reply_json(r, 200, body);
     else
         reply_core_error(r, "generate", &err);
+}
+
+static void run_generate(kd_job *j) {
+    generate_job *g = (generate_job *)j;
+    generate_run x;
+    generate_begin(g, &x);
+    if (x.c) generate_alone(g, &x);
+    generate_finish(g, &x);
+}
+
+/* Generate jobs queued together decode in lockstep: one batched step for all of them (see
+ * kr_generate_batch). A job the pool could not hold then runs alone, evicting idle
+ * sessions as it needs. */
+static void run_generate_batch(kd_job **jobs, int n) {
+    generate_job *g[KD_MAX_BATCH];
+    generate_run x[KD_MAX_BATCH];
+    kr_cache *caches[KD_MAX_BATCH];
+    kr_generate_request reqs[KD_MAX_BATCH];
+    int32_t *o1[KD_MAX_BATCH], *o2[KD_MAX_BATCH];
+    kr_error errs[KD_MAX_BATCH];
+    int idx[KD_MAX_BATCH], m = 0;
+    for (int i = 0; i < n; i++) {
+        g[i] = (generate_job *)jobs[i];
+        generate_begin(g[i], &x[i]);
+        if (!x[i].c) continue;
+        caches[m] = x[i].c;
+        reqs[m] = generate_request(g[i]);
+        o1[m] = x[i].s1;
+        o2[m] = x[i].s2;
+        idx[m++] = i;
+    }
+    if (m > 0) kr_generate_batch(caches, reqs, m, o1, o2, errs);
+    for (int k = 0; k < m; k++) {
+        generate_run *xi = &x[idx[k]];
+        xi->err = errs[k];
+        xi->rc = errs[k].code == 0 ? 0 : -1;
+        if (xi->rc < 0 && pool_exhausted(&xi->err)) generate_alone(g[idx[k]], xi);
+    }
+    for (int i = 0; i < n; i++)
+        generate_finish(g[i], &x[i]);
 }
 
 static int session_status(kd_session_status st) {
@@ -246,6 +303,7 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
     g->app = app;
     g->r = r;
     g->job.run = run_generate;
+    g->job.run_batch = run_generate_batch;
     const int bad = kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg);
     json_decref(body);
     if (bad) {

@@ -18,6 +18,27 @@ struct kd_workers {
     pthread_t *threads;
 };
 
+/* Takes the job at the head of the queue and, when it can run in a batch, the queued jobs
+ * of its kind behind it (in queue order). Called with the lock held. */
+static int take(kd_workers *w, kd_job **batch) {
+    int n = 0;
+    kd_job **link = &w->head, *prev = NULL;
+    while (*link && n < KD_MAX_BATCH) {
+        kd_job *job = *link;
+        if (n == 0 || (job->run_batch && job->run_batch == batch[0]->run_batch)) {
+            batch[n++] = job;
+            *link = job->next;
+            if (w->tail == job) w->tail = prev;
+            w->queued--;
+            if (!batch[0]->run_batch) break;
+        } else {
+            prev = job;
+            link = &job->next;
+        }
+    }
+    return n;
+}
+
 static void *worker_main(void *arg) {
     kd_workers *w = arg;
     pthread_mutex_lock(&w->mu);
@@ -26,13 +47,14 @@ static void *worker_main(void *arg) {
         while (!w->head && !(w->stopping && w->reserved == 0))
             pthread_cond_wait(&w->ready, &w->mu);
         if (!w->head) break;
-        kd_job *job = w->head;
-        w->head = job->next;
-        if (!w->head) w->tail = NULL;
-        w->queued--;
+        kd_job *batch[KD_MAX_BATCH];
+        int n = take(w, batch);
         w->busy++;
         pthread_mutex_unlock(&w->mu);
-        job->run(job);
+        if (n > 1)
+            batch[0]->run_batch(batch, n);
+        else
+            batch[0]->run(batch[0]);
         pthread_mutex_lock(&w->mu);
         w->busy--;
     }

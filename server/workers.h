@@ -12,8 +12,13 @@
 typedef struct kd_job kd_job;
 struct kd_job {
     void (*run)(kd_job *job); /* runs on a worker thread; owns the job from then on */
-    kd_job *next;             /* the queue's link */
+    /* optional: runs several queued jobs of the same kind at once (they share batched
+     * products); a worker taking such a job takes up to KD_MAX_BATCH of its kind */
+    void (*run_batch)(kd_job **jobs, int n);
+    kd_job *next; /* the queue's link */
 };
+
+#define KD_MAX_BATCH 16
 
 typedef struct kd_workers kd_workers;
 

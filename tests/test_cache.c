@@ -413,6 +413,68 @@ static void test_seed_determinism(void **state) {
     json_decref(g);
 }
 
+/* Requests generated together in one batch get what each gets alone (greedy), and one that
+ * cannot run (over its capacity) fails alone. */
+static void test_generate_batch(void **state) {
+    (void)state;
+    kr_error err = {0};
+    kr_pool *pool = kr_pool_create(shifted.m, kr_pool_bytes_for(shifted.m, 512) * 8, &err);
+    assert_non_null(pool);
+    enum { N = 4 };
+    int append[N] = {40, 7, 0, 30}, fresh[N] = {8, 3, 5, 9}, cap[N] = {0, 0, 0, 32};
+    kr_cache *alone[N], *together[N];
+    kr_generate_request reqs[N];
+    int32_t a1[N][16], a2[N][16], b1[N][16], b2[N][16];
+    int32_t *o1[N], *o2[N];
+    for (int i = 0; i < N; i++) {
+        alone[i] = kr_cache_create(pool, cap[i], &err);
+        together[i] = kr_cache_create(pool, cap[i], &err);
+        assert_non_null(alone[i]);
+        assert_non_null(together[i]);
+        if (append[i] == 0) { /* continues a cache that already holds 12 tokens */
+            kr_generate_request pre = {.s1 = shifted.s1,
+                                       .s2 = shifted.s2,
+                                       .stamps = shifted.st,
+                                       .n_append = 12,
+                                       .sampling = {1.0, 1, 1.0}};
+            assert_int_equal(kr_generate(alone[i], &pre, NULL, NULL, &err), 0);
+            assert_int_equal(kr_generate(together[i], &pre, NULL, NULL, &err), 0);
+        }
+        reqs[i] = (kr_generate_request){.s1 = shifted.s1,
+                                        .s2 = shifted.s2,
+                                        .stamps = shifted.st,
+                                        .n_append = append[i],
+                                        .new_stamps = shifted.st + 12,
+                                        .n_new = fresh[i],
+                                        .sampling = {1.0, 1, 1.0}};
+        o1[i] = b1[i];
+        o2[i] = b2[i];
+    }
+    kr_error errs[N];
+    assert_int_equal(kr_generate_batch(together, reqs, N, o1, o2, errs), 1);
+    for (int i = 0; i < N; i++) {
+        int rc = kr_generate(alone[i], &reqs[i], a1[i], a2[i], &err);
+        if (i == 3) { /* 30 + 9 > 32 */
+            assert_int_equal(rc, -1);
+            assert_int_equal(errs[i].code, KR_E_CAPACITY);
+            assert_int_equal(kr_cache_length(together[i]), 0);
+            continue;
+        }
+        assert_int_equal(rc, 0);
+        assert_int_equal(errs[i].code, 0);
+        assert_int_equal(kr_cache_length(together[i]), kr_cache_length(alone[i]));
+        for (int k = 0; k < fresh[i]; k++) {
+            assert_int_equal(a1[i][k], b1[i][k]);
+            assert_int_equal(a2[i][k], b2[i][k]);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        kr_cache_free(alone[i]);
+        kr_cache_free(together[i]);
+    }
+    kr_pool_free(pool);
+}
+
 /* The window is at most max_context tokens: a horizon of exactly that many rows works (every
  * row of the last window is generated), one more is an error naming the field. */
 static void test_horizon_limit(void **state) {
@@ -445,6 +507,7 @@ int main(void) {
         cmocka_unit_test(test_generate_across_calls), cmocka_unit_test(test_generate_fails_closed),
         cmocka_unit_test(test_pool_accounting),       cmocka_unit_test(test_forecast_paths),
         cmocka_unit_test(test_seed_determinism),      cmocka_unit_test(test_horizon_limit),
+        cmocka_unit_test(test_generate_batch),
     };
     return cmocka_run_group_tests_name("cache", tests, setup, teardown);
 }
