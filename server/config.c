@@ -201,8 +201,7 @@ static int set_defaults(kd_config *c, char *err, size_t errlen) {
     return 0;
 }
 
-/* Splits "--name=value" or takes the value from the next argument. */
-static const char *flag_value(int argc, char **argv, int *i, char *name, size_t n) {
+const char *kd_flag_value(int argc, char **argv, int *i, char *name, size_t n) {
     const char *eq = strchr(argv[*i], '=');
     if (eq) {
         snprintf(name, n, "%.*s", (int)(eq - argv[*i]), argv[*i]);
@@ -231,7 +230,7 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
             return 1;
         }
         if (strncmp(argv[i], "--config", 8) != 0 || (argv[i][8] && argv[i][8] != '=')) continue;
-        const char *value = flag_value(argc, argv, &i, name, sizeof name);
+        const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
         if (!value) return fail(err, errlen, "--config needs a file");
         free(c->config_file);
         if (!(c->config_file = strdup(value))) return fail(err, errlen, "out of memory");
@@ -241,7 +240,7 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
         if (strncmp(argv[i], "--", 2) != 0)
             return fail(err, errlen, "unexpected argument '%s' (see kronosd serve --help)",
                         argv[i]);
-        const char *value = flag_value(argc, argv, &i, name, sizeof name);
+        const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
         if (strcmp(name, "--config") == 0) continue;
         const key_def *k = find_key(name + 2);
         if (!k) return fail(err, errlen, "unknown option '%s' (see kronosd serve --help)", name);

@@ -47,4 +47,8 @@ void kd_config_free(kd_config *c);
 /* The flags with their defaults, for --help. */
 void kd_config_usage(FILE *out);
 
+/* For `--name=value` or `--name value` at argv[*i]: copies the name into name[n] and
+ * returns the value (NULL if none), advancing *i past a separate value. */
+const char *kd_flag_value(int argc, char **argv, int *i, char *name, size_t n);
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "forecast_json.h"
 #include "kronos.h"
 #include "model_dirs.h"
@@ -121,17 +122,6 @@ typedef struct {
     bool compact;
 } forecast_opts;
 
-/* Splits "--name=value" or takes the value from the next argument; NULL if there is none. */
-static const char *option_value(int argc, char **argv, int *i, char *name, size_t n) {
-    const char *eq = strchr(argv[*i], '=');
-    if (eq) {
-        snprintf(name, n, "%.*s", (int)(eq - argv[*i]), argv[*i]);
-        return eq + 1;
-    }
-    snprintf(name, n, "%s", argv[*i]);
-    return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
 /* 0 to run, 1 when help was printed, -1 on a usage error (message printed). */
 static int parse_forecast_args(int argc, char **argv, forecast_opts *o) {
     bool only_files = false;
@@ -152,7 +142,7 @@ static int parse_forecast_args(int argc, char **argv, forecast_opts *o) {
         } else if (strcmp(a, "--compact") == 0) {
             o->compact = true;
         } else {
-            const char *value = option_value(argc, argv, &i, name, sizeof name);
+            const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
             if (strcmp(name, "--compact") == 0) { /* only "--compact=..." gets here */
                 complain("forecast: --compact takes no value");
                 return -1;
