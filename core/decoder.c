@@ -149,49 +149,29 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
                        kr_error *err) {
     if (S < 1) return kr_fail(err, "s2 logits: no caches");
     const kr_model *m = caches[0]->m;
-    const kr_predictor_weights *w = &m->pred;
-    int d = m->pc.d_model, v1 = 1 << m->pc.s1_bits, max_len = 0;
+    int v1 = 1 << m->pc.s1_bits;
     for (int i = 0; i < S; i++) {
         if (caches[i]->len < 1) return kr_fail(err, "s2 logits: cache %d is empty", i);
         if (s1[i] < 0 || s1[i] >= v1)
             return kr_fail(err, "s2 logits: s1 = %d is outside [0, %d)", (int)s1[i], v1);
-        if (caches[i]->len > max_len) max_len = caches[i]->len;
     }
-    float *in = malloc((size_t)S * d * sizeof(float)), *q = malloc((size_t)S * d * sizeof(float));
-    float *attn = malloc((size_t)S * d * sizeof(float));
-    float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS, d) * sizeof(float));
     kr_kv_view *views = malloc((size_t)S * sizeof *views);
     kr_attn_row *rows = malloc((size_t)S * sizeof *rows);
+    const float **h_last = malloc((size_t)S * sizeof *h_last);
     int rc = -1;
-    if (!in || !q || !attn || !scores || !views || !rows) {
+    if (!views || !rows || !h_last) {
         kr_fail(err, "s2 logits: out of memory for %d caches", S);
-        goto out;
+    } else {
+        for (int i = 0; i < S; i++) {
+            views[i] = kr_cache_view(caches[i]);
+            rows[i] = (kr_attn_row){&views[i], caches[i]->len};
+            h_last[i] = caches[i]->h_last;
+        }
+        rc = kr_predictor_s2_rows(m, rows, m->pc.n_layers, h_last, s1, S, s2_logits, err);
     }
-    /* the query is the raw s1 embedding, not scaled by sqrt(d); RoPE is the identity here */
-    for (int i = 0; i < S; i++)
-        memcpy(in + (size_t)i * d, w->emb_s1 + (size_t)s1[i] * d, (size_t)d * sizeof(float));
-    kr_linear_forward(q, in, S, &w->dep_q);
-    for (int i = 0; i < S; i++) {
-        views[i] = kr_cache_view(caches[i]);
-        rows[i] = (kr_attn_row){&views[i], caches[i]->len};
-    }
-    kr_attend_rows(attn, q, rows, S, d, m->pc.n_layers, KR_DEP_HEADS, scores, max_len);
-    kr_linear_forward(in, attn, S, &w->dep_o);
-    for (int i = 0; i < S; i++) {
-        float *g = in + (size_t)i * d;
-        for (int k = 0; k < d; k++)
-            g[k] += caches[i]->h_last[k];
-    }
-    kr_rmsnorm(in, in, w->dep_norm, S, d);
-    kr_linear_forward(s2_logits, in, S, &w->proj_s2);
-    rc = 0;
-out:
-    free(in);
-    free(q);
-    free(attn);
-    free(scores);
     free(views);
     free(rows);
+    free(h_last);
     return rc;
 }
 

@@ -42,21 +42,25 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int check_request(const kr_model *m, const kr_forecast_request *r, kr_error *err) {
-    if (r->n_context < 2)
-        return kr_fail(err, "candles: at least 2 candles are required, got %d", r->n_context);
-    if (!r->timestamps) return kr_fail(err, "candles.timestamps: missing");
+/* The candle columns that forecasting and tokenizing both read: present and finite. */
+static int check_columns(const kr_forecast_request *r, kr_error *err) {
     for (int c = 0; c < KR_VOLUME; c++)
         if (!r->columns[c]) return kr_fail(err, "candles.%s: missing", kr_column_names[c]);
     if (!r->columns[KR_VOLUME] && r->columns[KR_AMOUNT])
         return kr_fail(err, "candles.amount: given without candles.volume");
-    for (int c = 0; c < KR_D_IN; c++) {
-        if (!r->columns[c]) continue;
-        for (int i = 0; i < r->n_context; i++)
+    for (int c = 0; c < KR_D_IN; c++)
+        for (int i = 0; r->columns[c] && i < r->n_context; i++)
             if (!isfinite(r->columns[c][i]))
                 return kr_fail(err, "candles.%s[%d]: %s is not allowed", kr_column_names[c], i,
                                isnan(r->columns[c][i]) ? "NaN" : "an infinite value");
-    }
+    return 0;
+}
+
+static int check_request(const kr_model *m, const kr_forecast_request *r, kr_error *err) {
+    if (r->n_context < 2)
+        return kr_fail(err, "candles: at least 2 candles are required, got %d", r->n_context);
+    if (!r->timestamps) return kr_fail(err, "candles.timestamps: missing");
+    if (check_columns(r, err)) return -1;
     for (int i = 1; i < r->n_context; i++)
         if (r->timestamps[i] <= r->timestamps[i - 1])
             return kr_fail(err, "candles.timestamps[%d]: not after the previous timestamp", i);
@@ -161,13 +165,7 @@ int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t
                         float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
     int L = r->n_context;
     if (L < 1) return kr_fail(err, "candles: at least 1 candle is required");
-    for (int c = 0; c < KR_VOLUME; c++)
-        if (!r->columns[c]) return kr_fail(err, "candles.%s: missing", kr_column_names[c]);
-    for (int c = 0; c < KR_D_IN; c++)
-        for (int i = 0; r->columns[c] && i < L; i++)
-            if (!isfinite(r->columns[c][i]))
-                return kr_fail(err, "candles.%s[%d]: %s is not allowed", kr_column_names[c], i,
-                               isnan(r->columns[c][i]) ? "NaN" : "an infinite value");
+    if (check_columns(r, err)) return -1;
     float *x = malloc((size_t)L * KR_D_IN * sizeof(float));
     float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
     int rc = -1;

@@ -54,19 +54,39 @@ int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_
     return 0;
 }
 
-void kr_predictor_s2(const kr_model *m, const float *h_last, const kr_kv_view *kv, int layer, int n,
-                     int32_t s1, float *s2_logits, float *scratch) {
+int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
+                         const float *const *h_last, const int32_t *s1, int S, float *s2_logits,
+                         kr_error *err) {
     const kr_predictor_weights *w = &m->pred;
-    int d = m->pc.d_model;
-    float *q = scratch, *attn = scratch + d, *g = scratch + 2 * d, *scores = scratch + 3 * d;
+    int d = m->pc.d_model, max_len = 0;
+    for (int i = 0; i < S; i++)
+        if (rows[i].n_keys > max_len) max_len = rows[i].n_keys;
+    float *in = malloc((size_t)S * d * sizeof(float)), *q = malloc((size_t)S * d * sizeof(float));
+    float *attn = malloc((size_t)S * d * sizeof(float));
+    float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS, d) * sizeof(float));
+    int rc = -1;
+    if (!in || !q || !attn || !scores) {
+        kr_fail(err, "s2 logits: out of memory for %d rows", S);
+        goto out;
+    }
     /* the query is the raw s1 embedding, not scaled by sqrt(d); RoPE is the identity here */
-    kr_linear_forward(q, w->emb_s1 + (size_t)s1 * d, 1, &w->dep_q);
-    kr_attend(attn, q, kv, layer, n, KR_DEP_HEADS, scores);
-    kr_linear_forward(g, attn, 1, &w->dep_o);
-    for (int i = 0; i < d; i++)
-        g[i] += h_last[i];
-    kr_rmsnorm(g, g, w->dep_norm, 1, d);
-    kr_linear_forward(s2_logits, g, 1, &w->proj_s2);
+    for (int i = 0; i < S; i++)
+        memcpy(in + (size_t)i * d, w->emb_s1 + (size_t)s1[i] * d, (size_t)d * sizeof(float));
+    kr_linear_forward(q, in, S, &w->dep_q);
+    kr_attend_rows(attn, q, rows, S, d, layer, KR_DEP_HEADS, scores, max_len);
+    kr_linear_forward(in, attn, S, &w->dep_o);
+    for (int i = 0; i < S; i++)
+        for (int k = 0; k < d; k++)
+            in[(size_t)i * d + k] += h_last[i][k];
+    kr_rmsnorm(in, in, w->dep_norm, S, d);
+    kr_linear_forward(s2_logits, in, S, &w->proj_s2);
+    rc = 0;
+out:
+    free(in);
+    free(q);
+    free(attn);
+    free(scores);
+    return rc;
 }
 
 int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
@@ -111,20 +131,14 @@ int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32
     if (s1 < 0 || s1 >= (1 << m->pc.s1_bits))
         return kr_fail(err, "predictor: s1 = %d is outside [0, %d)", (int)s1, 1 << m->pc.s1_bits);
     size_t nd = (size_t)n * d;
-    float *kv = malloc(2 * nd * sizeof(float));
-    float *scratch = malloc(((size_t)3 * d + (size_t)KR_DEP_HEADS * n) * sizeof(float));
-    int rc = -1;
-    if (!kv || !scratch) {
-        kr_fail(err, "predictor: out of memory for a context of %d", n);
-        goto out;
-    }
+    float *kv = malloc(2 * nd * sizeof(float)); /* the dependency layer's K then V rows */
+    if (!kv) return kr_fail(err, "predictor: out of memory for a context of %d", n);
     kr_linear_forward(kv, context, n, &w->dep_k);
     kr_linear_forward(kv + nd, context, n, &w->dep_v);
     kr_kv_view view = {&kv, n, d};
-    kr_predictor_s2(m, context + (size_t)(n - 1) * d, &view, 0, n, s1, s2_logits, scratch);
-    rc = 0;
-out:
+    kr_attn_row row = {&view, n};
+    const float *h_last = context + (size_t)(n - 1) * d;
+    int rc = kr_predictor_s2_rows(m, &row, 0, &h_last, &s1, 1, s2_logits, err);
     free(kv);
-    free(scratch);
     return rc;
 }

@@ -12,9 +12,11 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
 /* Checks that tokens and stamps are in range. */
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
                               const kr_stamp *stamps, int n, kr_error *err);
-/* s2 logits for s1 given the last context row h_last[d] and the dependency layer's keys and
- * values over the n window positions (at `layer` of kv). scratch: 3d + 4n floats. */
-void kr_predictor_s2(const kr_model *m, const float *h_last, const kr_kv_view *kv, int layer, int n,
-                     int32_t s1, float *s2_logits, float *scratch);
+/* s2 logits [S][2^s2_bits] for S windows at once: window i's chosen s1[i], its last
+ * context row h_last[i], and the dependency layer's keys and values over its positions
+ * (rows[i], at `layer` of its view). Shared by the reference and the cached decoder. */
+int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
+                         const float *const *h_last, const int32_t *s1, int S, float *s2_logits,
+                         kr_error *err);
 
 #endif

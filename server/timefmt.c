@@ -1,25 +1,12 @@
 /* timefmt.c — ISO 8601 / Unix-seconds timestamps as wall-clock seconds. */
 #include "timefmt.h"
+#include "json_fields.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #define SECS_PER_DAY 86400
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* Howard Hinnant's days_from_civil: exact for every proleptic Gregorian date. */
 int64_t kd_days_from_civil(int64_t y, int m, int d) {
@@ -72,18 +59,18 @@ static int parse_zone(const char *p, int *offset_min, char *err, size_t errlen) 
         *offset_min = 0;
         return 0;
     }
-    if (*p != '+' && *p != '-') return fail(err, errlen, FORMAT_HINT);
+    if (*p != '+' && *p != '-') return kd_fail(err, errlen, FORMAT_HINT);
     const int sign = *p == '-' ? -1 : 1;
     p++;
     const int hh = digits(&p, 2);
     int mm = 0;
-    if (hh < 0) return fail(err, errlen, FORMAT_HINT);
+    if (hh < 0) return kd_fail(err, errlen, FORMAT_HINT);
     if (*p != '\0') { /* ±HH:MM or ±HHMM; a bare ±HH has no minutes */
         if (*p == ':') p++;
-        if ((mm = digits(&p, 2)) < 0 || *p != '\0') return fail(err, errlen, FORMAT_HINT);
+        if ((mm = digits(&p, 2)) < 0 || *p != '\0') return kd_fail(err, errlen, FORMAT_HINT);
     }
     if (hh > 23 || mm > 59)
-        return fail(err, errlen, "zone offset %02d:%02d is out of range", hh, mm);
+        return kd_fail(err, errlen, "zone offset %02d:%02d is out of range", hh, mm);
     *offset_min = sign * (hh * 60 + mm);
     return 0;
 }
@@ -91,17 +78,17 @@ static int parse_zone(const char *p, int *offset_min, char *err, size_t errlen) 
 /* The date part `YYYY-MM-DD` at *p, validated; advances *p. */
 static int parse_date(const char **p, int64_t *days, char *err, size_t errlen) {
     const int y = digits(p, 4);
-    if (y < 0 || **p != '-') return fail(err, errlen, FORMAT_HINT);
+    if (y < 0 || **p != '-') return kd_fail(err, errlen, FORMAT_HINT);
     (*p)++;
     const int m = digits(p, 2);
-    if (m < 0 || **p != '-') return fail(err, errlen, FORMAT_HINT);
+    if (m < 0 || **p != '-') return kd_fail(err, errlen, FORMAT_HINT);
     (*p)++;
     const int d = digits(p, 2);
-    if (d < 0) return fail(err, errlen, FORMAT_HINT);
-    if (m < 1 || m > 12) return fail(err, errlen, "month %d is out of range 1-12", m);
+    if (d < 0) return kd_fail(err, errlen, FORMAT_HINT);
+    if (m < 1 || m > 12) return kd_fail(err, errlen, "month %d is out of range 1-12", m);
     const int dim = days_in_month(y, m);
     if (d < 1 || d > dim)
-        return fail(err, errlen, "day %d is out of range 1-%d for %04d-%02d", d, dim, y, m);
+        return kd_fail(err, errlen, "day %d is out of range 1-%d for %04d-%02d", d, dim, y, m);
     *days = kd_days_from_civil(y, m, d);
     return 0;
 }
@@ -109,24 +96,24 @@ static int parse_date(const char **p, int64_t *days, char *err, size_t errlen) {
 /* The time part `HH:MM[:SS[.fraction]]` at *p, validated; advances *p. */
 static int parse_time(const char **p, int64_t *secs, char *err, size_t errlen) {
     const int hh = digits(p, 2);
-    if (hh < 0 || **p != ':') return fail(err, errlen, FORMAT_HINT);
+    if (hh < 0 || **p != ':') return kd_fail(err, errlen, FORMAT_HINT);
     (*p)++;
     const int mi = digits(p, 2);
     int ss = 0;
-    if (mi < 0) return fail(err, errlen, FORMAT_HINT);
+    if (mi < 0) return kd_fail(err, errlen, FORMAT_HINT);
     if (**p == ':') {
         (*p)++;
-        if ((ss = digits(p, 2)) < 0) return fail(err, errlen, FORMAT_HINT);
+        if ((ss = digits(p, 2)) < 0) return kd_fail(err, errlen, FORMAT_HINT);
         if (**p == '.' || **p == ',') {
             (*p)++;
-            if (**p < '0' || **p > '9') return fail(err, errlen, FORMAT_HINT);
+            if (**p < '0' || **p > '9') return kd_fail(err, errlen, FORMAT_HINT);
             while (**p >= '0' && **p <= '9')
                 (*p)++; /* truncated: stamps have minutes */
         }
     }
-    if (hh > 23) return fail(err, errlen, "hour %d is out of range 0-23", hh);
-    if (mi > 59) return fail(err, errlen, "minute %d is out of range 0-59", mi);
-    if (ss > 59) return fail(err, errlen, "second %d is out of range 0-59", ss);
+    if (hh > 23) return kd_fail(err, errlen, "hour %d is out of range 0-23", hh);
+    if (mi > 59) return kd_fail(err, errlen, "minute %d is out of range 0-59", mi);
+    if (ss > 59) return kd_fail(err, errlen, "second %d is out of range 0-59", ss);
     *secs = (int64_t)hh * 3600 + mi * 60 + ss;
     return 0;
 }
@@ -138,7 +125,7 @@ int kd_parse_timestamp(const char *s, int64_t *wall, int *tz_offset_min, bool *h
     int offset = 0;
     bool zoned = false;
 
-    if (!s) return fail(err, errlen, FORMAT_HINT);
+    if (!s) return kd_fail(err, errlen, FORMAT_HINT);
     if (parse_date(&p, &days, err, errlen) < 0) return -1;
     if (*p == 'T' || *p == 't' || *p == ' ') {
         p++;
@@ -148,7 +135,7 @@ int kd_parse_timestamp(const char *s, int64_t *wall, int *tz_offset_min, bool *h
             zoned = true;
         }
     } else if (*p != '\0') {
-        return fail(err, errlen, FORMAT_HINT);
+        return kd_fail(err, errlen, FORMAT_HINT);
     }
     *wall = days * SECS_PER_DAY + secs;
     if (tz_offset_min) *tz_offset_min = offset;
@@ -157,10 +144,10 @@ int kd_parse_timestamp(const char *s, int64_t *wall, int *tz_offset_min, bool *h
 }
 
 int kd_wall_from_unix(double secs, int64_t *wall, char *err, size_t errlen) {
-    if (!isfinite(secs)) return fail(err, errlen, "Unix seconds must be finite");
+    if (!isfinite(secs)) return kd_fail(err, errlen, "Unix seconds must be finite");
     const double t = trunc(secs);
     if (t < (double)KD_WALL_MIN || t > (double)KD_WALL_MAX)
-        return fail(err, errlen, "Unix seconds %.15g are outside years 0000-9999", secs);
+        return kd_fail(err, errlen, "Unix seconds %.15g are outside years 0000-9999", secs);
     *wall = (int64_t)t;
     return 0;
 }
