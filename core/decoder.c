@@ -79,8 +79,7 @@ static void append_chunk(kr_cache *const *caches, int S, const int32_t *s1, cons
         kr_cache *c = caches[i];
         for (int t = 0; t < T; t++) {
             size_t row = (size_t)i * T + t;
-            memcpy(kr_kv_k(&a->views[i], dep, c->len + t), a->blk.k + row * d,
-                   (size_t)d * sizeof(float));
+            kr_kv_put_k(&a->views[i], dep, c->len + t, a->blk.k + row * d);
             memcpy(kr_kv_v(&a->views[i], dep, c->len + t), a->blk.v + row * d,
                    (size_t)d * sizeof(float));
         }

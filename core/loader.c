@@ -238,7 +238,7 @@ static int stacked(loader *L, kr_linear *whole, kr_linear *const *parts, const c
         if (linear_into(L, parts[i], names[i], out, in, bias, w + (size_t)i * out * in,
                         bias ? b + (size_t)i * out : NULL))
             return -1;
-    *whole = (kr_linear){w, b, n * out, in};
+    *whole = (kr_linear){.w = w, .b = b, .out = n * out, .in = in};
     return 0;
 }
 
@@ -281,6 +281,57 @@ static int block(loader *L, kr_block *b, const char *prefix, int d, int n_heads,
                        L->st.path, name);
     }
 #undef NAME
+    return 0;
+}
+
+/* ---- packing for the kernels -------------------------------------------------------------- */
+
+/* Frees one tracked buffer (the torch-layout weights, once packed). */
+static void untrack(loader *L, const float *p) {
+    kr_model *m = L->m;
+    for (int i = 0; i < m->n_allocs; i++)
+        if (m->allocs[i] == p) {
+            free(m->allocs[i]);
+            m->allocs[i] = m->allocs[--m->n_allocs];
+            return;
+        }
+}
+
+static int pack(loader *L, kr_linear *l) {
+    float *wp = track(L, kr_linear_packed_floats(l->out, l->in));
+    if (!wp)
+        return kr_fail(L->err, "model load: out of memory packing a %dx%d weight", l->out, l->in);
+    kr_linear_pack(wp, l->w, l->out, l->in);
+    untrack(L, l->w);
+    l->w = NULL;
+    l->wp = wp;
+    return 0;
+}
+
+/* q, k, v and w1, w3 were views into the stacked matrices, which packing replaces: only
+ * the stacked products are used from here on. */
+static int pack_block(loader *L, kr_block *b) {
+    kr_linear *parts[] = {&b->q, &b->k, &b->v, &b->w1, &b->w3};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        parts[i]->w = parts[i]->b = NULL;
+    return pack(L, &b->qkv) || pack(L, &b->o) || pack(L, &b->w13) || pack(L, &b->w2) ? -1 : 0;
+}
+
+static int pack_all(loader *L) {
+    kr_tokenizer_weights *t = &L->m->tok;
+    kr_predictor_weights *p = &L->m->pred;
+    kr_linear *single[] = {&t->embed,   &t->quant_embed, &t->post_quant_embed,
+                           &t->head,    &p->fusion,      &p->dep_q,
+                           &p->dep_k,   &p->dep_v,       &p->dep_o,
+                           &p->proj_s1, &p->proj_s2};
+    for (size_t i = 0; i < sizeof single / sizeof *single; i++)
+        if (pack(L, single[i])) return -1;
+    for (int i = 0; i < t->n_enc; i++)
+        if (pack_block(L, &t->enc[i])) return -1;
+    for (int i = 0; i < t->n_dec; i++)
+        if (pack_block(L, &t->dec[i])) return -1;
+    for (int i = 0; i < p->n_layers; i++)
+        if (pack_block(L, &p->blocks[i])) return -1;
     return 0;
 }
 
@@ -409,7 +460,8 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
                 m->tc.s1_bits, m->tc.s2_bits, m->pc.s1_bits, m->pc.s2_bits);
         goto fail;
     }
-    if (load_tokenizer(&L, paths->tokenizer_dir) || load_predictor(&L, paths->predictor_dir))
+    if (load_tokenizer(&L, paths->tokenizer_dir) || load_predictor(&L, paths->predictor_dir) ||
+        pack_all(&L))
         goto fail;
     return m;
 fail:

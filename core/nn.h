@@ -2,36 +2,45 @@
 #ifndef KR_NN_H
 #define KR_NN_H
 
+#include "matmul.h"
 #include "model.h"
 
 void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d);
-/* y[T][out] = x[T][in] W^T + b */
-void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l);
 /* Rotates each head of x[T][stride] (heads of size hd from column 0) at positions pos0.. */
 void kr_rope(float *x, int T, int stride, int n_heads, int hd, int pos0, const float *inv_freq);
 /* The cos/sin of kr_rope's angles for positions 0..len-1 of a block: cs[len][hd/2][2]. */
 void kr_rope_table(float *cs, int len, int hd, const float *inv_freq);
-float kr_dot(const float *a, const float *b, int n);
 
 /* Where one sequence's keys and values live: blocks of block_len positions, each block
- * holding, per layer, block_len rows of K then block_len rows of V (d floats a row). The
- * plain reference path uses a single block as long as the sequence. */
+ * holding, per layer, the keys transposed ([d][block_len]: element i of key j at
+ * i * block_len + j, so one head's scores over a block's keys are vector operations) and
+ * then the values ([block_len][d]). The plain reference path uses a single block as long as
+ * the sequence. */
 typedef struct {
     float *const *blocks;
     int block_len;
     int d;
 } kr_kv_view;
 
-static inline float *kr_kv_k(const kr_kv_view *v, int layer, int pos) {
+/* Element 0 of key `pos`; element i is at [i * block_len]. */
+static inline float *kr_kv_kcol(const kr_kv_view *v, int layer, int pos) {
     return v->blocks[pos / v->block_len] + (size_t)layer * 2 * v->block_len * v->d +
-           (size_t)(pos % v->block_len) * v->d;
+           pos % v->block_len;
 }
 static inline float *kr_kv_v(const kr_kv_view *v, int layer, int pos) {
-    return kr_kv_k(v, layer, pos) + (size_t)v->block_len * v->d;
+    return v->blocks[pos / v->block_len] + (size_t)(layer * 2 + 1) * v->block_len * v->d +
+           (size_t)(pos % v->block_len) * v->d;
+}
+/* Writes key row k[d] at `pos`. */
+static inline void kr_kv_put_k(const kr_kv_view *v, int layer, int pos, const float *k) {
+    float *col = kr_kv_kcol(v, layer, pos);
+    for (int i = 0; i < v->d; i++)
+        col[(size_t)i * v->block_len] = k[i];
 }
 
 /* Attention of one query row (all heads) over keys 0..n_keys-1 of `layer` in kv.
- * scores: scratch of n_heads * n_keys floats. */
+ * scores: scratch of n_heads * n_keys floats. attention.c says how every path
+ * computes it, so that a row's result never depends on the path. */
 void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
                float *scores);
 
@@ -59,7 +68,7 @@ typedef struct {
 /* Scratch for one block forward of up to max_rows rows over up to max_keys keys. */
 typedef struct {
     int max_rows, max_keys, d, ff;
-    float *xn, *q, *k, *v, *attn, *h1, *h3, *stacked, *scores;
+    float *xn, *q, *k, *v, *attn, *h1, *h3, *stacked, *scores, *krow;
     kr_attn_row *rows;
 } kr_block_scratch;
 

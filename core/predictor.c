@@ -131,11 +131,19 @@ int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32
     if (s1 < 0 || s1 >= (1 << m->pc.s1_bits))
         return kr_fail(err, "predictor: s1 = %d is outside [0, %d)", (int)s1, 1 << m->pc.s1_bits);
     size_t nd = (size_t)n * d;
-    float *kv = malloc(2 * nd * sizeof(float)); /* the dependency layer's K then V rows */
-    if (!kv) return kr_fail(err, "predictor: out of memory for a context of %d", n);
-    kr_linear_forward(kv, context, n, &w->dep_k);
+    float *kv = malloc(2 * nd * sizeof(float)); /* the dependency layer's K then V */
+    float *k = malloc(nd * sizeof(float));
+    if (!kv || !k) {
+        free(kv);
+        free(k);
+        return kr_fail(err, "predictor: out of memory for a context of %d", n);
+    }
+    kr_linear_forward(k, context, n, &w->dep_k);
     kr_linear_forward(kv + nd, context, n, &w->dep_v);
     kr_kv_view view = {&kv, n, d};
+    for (int t = 0; t < n; t++)
+        kr_kv_put_k(&view, 0, t, k + (size_t)t * d);
+    free(k);
     kr_attn_row row = {&view, n};
     const float *h_last = context + (size_t)(n - 1) * d;
     int rc = kr_predictor_s2_rows(m, &row, 0, &h_last, &s1, 1, s2_logits, err);

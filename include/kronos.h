@@ -48,6 +48,13 @@ int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...)
 int kr_set_threads(int n);
 int kr_threads(void);
 
+/* The instruction set of the core's own kernels, chosen at first use: the best the CPU
+ * has, or a lower one named by the environment variable KRONOS_SIMD (for tests). Every
+ * level computes the same bits. */
+typedef enum { KR_SIMD_GENERIC, KR_SIMD_AVX2, KR_SIMD_AVX512 } kr_simd;
+kr_simd kr_simd_level(void);
+const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512" */
+
 /* ---- model ------------------------------------------------------------------------- */
 
 typedef struct {

@@ -1,0 +1,296 @@
+/* matmul.c — the linear layers' products, y[R][out] = x[R][in] W^T + b, on kernels of
+ * our own chosen at run time (AVX-512, AVX2+FMA, or portable C).
+ *
+ * Why not BLAS: OpenBLAS rounds a row differently depending on how many rows share the
+ * call and where the row sits among them (measured on every core type it ships), so a
+ * request's numbers would depend on what else was batched with it. Here every output
+ * element is one chain of fused multiply-adds over k = 0 .. in-1, in that order, then
+ * plus the bias: the same bits for a row whether it is computed alone, in a batch of
+ * 2048, on any thread, or on any of the three kernels.
+ *
+ * Weights are packed at load into panels of 16 output columns, [panel][in][16], so each
+ * step of the chain reads 16 consecutive columns: one AVX-512 register, two AVX2 ones.
+ */
+#include "matmul.h"
+#include "parallel.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KR_X86 1
+#endif
+
+#define PANEL       16  /* output columns per panel */
+#define TASK_PANELS 8   /* panels per parallel task: 128 columns */
+#define TASK_ROWS   256 /* rows per parallel task */
+#define ROW_CHUNK   64  /* rows whose x stays in cache while a task's panels stream past */
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+size_t kr_linear_packed_floats(int out, int in) {
+    return (size_t)((out + PANEL - 1) / PANEL) * PANEL * (size_t)in;
+}
+
+void kr_linear_pack(float *dst, const float *w, int out, int in) {
+    int panels = (out + PANEL - 1) / PANEL;
+    for (int p = 0; p < panels; p++)
+        for (int k = 0; k < in; k++)
+            for (int c = 0; c < PANEL; c++) {
+                int o = p * PANEL + c;
+                dst[((size_t)p * in + k) * PANEL + c] = o < out ? w[(size_t)o * in + k] : 0.0f;
+            }
+}
+
+/* ---- kernel choice ------------------------------------------------------------------------ */
+
+static atomic_int chosen = -1;
+
+static kr_simd detect_best(void) {
+    kr_simd best = KR_SIMD_GENERIC;
+#ifdef KR_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = KR_SIMD_AVX2;
+    if (best == KR_SIMD_AVX2 && __builtin_cpu_supports("avx512f")) best = KR_SIMD_AVX512;
+#endif
+    return best;
+}
+
+static kr_simd detect(void) {
+    const char *force = getenv("KRONOS_SIMD");
+    kr_simd best = detect_best();
+    if (force) { /* tests pin each level the machine supports; never above what it has */
+        for (int s = KR_SIMD_GENERIC; s <= (int)best; s++)
+            if (strcmp(force, kr_simd_name((kr_simd)s)) == 0) return (kr_simd)s;
+    }
+    return best;
+}
+
+kr_simd kr_simd_level(void) {
+    int s = atomic_load(&chosen);
+    if (s < 0) {
+        s = (int)detect();
+        atomic_store(&chosen, s);
+    }
+    return (kr_simd)s;
+}
+
+int kr_simd_set(kr_simd s) {
+    if (s < KR_SIMD_GENERIC || s > detect_best()) return -1;
+    atomic_store(&chosen, (int)s);
+    return 0;
+}
+
+const char *kr_simd_name(kr_simd s) {
+    switch (s) {
+    case KR_SIMD_AVX512:
+        return "avx512";
+    case KR_SIMD_AVX2:
+        return "avx2";
+    default:
+        return "generic";
+    }
+}
+
+/* ---- portable kernel -------------------------------------------------------------------- */
+
+/* Rows [r0, r1) x panels [p0, p1). fmaf is the same single rounding as the vector FMAs. */
+static void panels_generic(float *y, const float *x, int r0, int r1, int p0, int p1,
+                           const kr_linear *l) {
+    int in = l->in, out = l->out;
+    for (int p = p0; p < p1; p++) {
+        const float *wp = l->wp + (size_t)p * in * PANEL;
+        for (int r = r0; r < r1; r++) {
+            float acc[PANEL] = {0};
+            const float *xr = x + (size_t)r * in;
+            for (int k = 0; k < in; k++)
+                for (int c = 0; c < PANEL; c++)
+                    acc[c] = fmaf(xr[k], wp[(size_t)k * PANEL + c], acc[c]);
+            for (int c = 0; c < PANEL && p * PANEL + c < out; c++) {
+                int o = p * PANEL + c;
+                y[(size_t)r * out + o] = l->b ? acc[c] + l->b[o] : acc[c];
+            }
+        }
+    }
+}
+
+/* The unpacked form (layers built by hand in tests): the same chain per element. */
+static void rows_unpacked(float *y, const float *x, int T, const kr_linear *l) {
+    for (int r = 0; r < T; r++)
+        for (int o = 0; o < l->out; o++) {
+            const float *wr = l->w + (size_t)o * l->in, *xr = x + (size_t)r * l->in;
+            float acc = 0.0f;
+            for (int k = 0; k < l->in; k++)
+                acc = fmaf(xr[k], wr[k], acc);
+            y[(size_t)r * l->out + o] = l->b ? acc + l->b[o] : acc;
+        }
+}
+
+#ifdef KR_X86
+/* ---- AVX-512 kernel ----------------------------------------------------------------------- */
+
+/* RN rows x CB panels of accumulators, one chain each; the compiler unrolls both loops
+ * for each constant (RN, CB) so the accumulators live in registers. */
+#define AVX512_RB 8
+#define AVX512_CB 3
+
+__attribute__((target("avx512f"), always_inline)) static inline void
+micro512(int RN, int CB, float *y, const float *x, int r, int p, const kr_linear *l) {
+    int in = l->in, out = l->out;
+    const float *wp = l->wp + (size_t)p * in * PANEL;
+    const float *xr = x + (size_t)r * in;
+    __m512 acc[AVX512_RB][AVX512_CB];
+#pragma GCC unroll 8
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 3
+        for (int c = 0; c < CB; c++)
+            acc[i][c] = _mm512_setzero_ps();
+    for (int k = 0; k < in; k++) {
+        __m512 w[AVX512_CB];
+#pragma GCC unroll 3
+        for (int c = 0; c < CB; c++)
+            w[c] = _mm512_loadu_ps(wp + ((size_t)c * in + k) * PANEL);
+#pragma GCC unroll 8
+        for (int i = 0; i < RN; i++) {
+            __m512 xb = _mm512_set1_ps(xr[(size_t)i * in + k]);
+#pragma GCC unroll 3
+            for (int c = 0; c < CB; c++)
+                acc[i][c] = _mm512_fmadd_ps(xb, w[c], acc[i][c]);
+        }
+    }
+#pragma GCC unroll 3
+    for (int c = 0; c < CB; c++) {
+        int o = (p + c) * PANEL, n = out - o < PANEL ? out - o : PANEL;
+        __mmask16 mask = (__mmask16)((1u << n) - 1u);
+        __m512 b = l->b ? _mm512_maskz_loadu_ps(mask, l->b + o) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+        for (int i = 0; i < RN; i++) {
+            __m512 v = l->b ? _mm512_add_ps(acc[i][c], b) : acc[i][c];
+            _mm512_mask_storeu_ps(y + (size_t)(r + i) * out + o, mask, v);
+        }
+    }
+}
+
+#define M512(RN, CB)                                                                               \
+    __attribute__((target("avx512f"))) static void micro512_##RN##_##CB(                           \
+        float *y, const float *x, int r, int p, const kr_linear *l) {                              \
+        micro512(RN, CB, y, x, r, p, l);                                                           \
+    }
+#define M512_ROW(RN) M512(RN, 1) M512(RN, 2) M512(RN, 3)
+M512_ROW(1)
+M512_ROW(2) M512_ROW(3) M512_ROW(4) M512_ROW(5) M512_ROW(6) M512_ROW(7) M512_ROW(8)
+
+    typedef void (*micro_fn)(float *, const float *, int, int, const kr_linear *);
+#define M512_ENTRY(RN)                                                                             \
+    { micro512_##RN##_1, micro512_##RN##_2, micro512_##RN##_3 }
+static const micro_fn micro512_table[AVX512_RB][AVX512_CB] = {
+    M512_ENTRY(1), M512_ENTRY(2), M512_ENTRY(3), M512_ENTRY(4),
+    M512_ENTRY(5), M512_ENTRY(6), M512_ENTRY(7), M512_ENTRY(8)};
+
+/* ---- AVX2 kernel -------------------------------------------------------------------------- */
+
+/* A panel is two registers; 6 rows x 1 panel = 12 accumulators of the 16 registers. */
+#define AVX2_RB 6
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+micro256(int RN, float *y, const float *x, int r, int p, const kr_linear *l) {
+    int in = l->in, out = l->out;
+    const float *wp = l->wp + (size_t)p * in * PANEL;
+    const float *xr = x + (size_t)r * in;
+    __m256 lo[AVX2_RB], hi[AVX2_RB];
+#pragma GCC unroll 6
+    for (int i = 0; i < RN; i++)
+        lo[i] = hi[i] = _mm256_setzero_ps();
+    for (int k = 0; k < in; k++) {
+        __m256 w0 = _mm256_loadu_ps(wp + (size_t)k * PANEL),
+               w1 = _mm256_loadu_ps(wp + (size_t)k * PANEL + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < RN; i++) {
+            __m256 xb = _mm256_broadcast_ss(xr + (size_t)i * in + k);
+            lo[i] = _mm256_fmadd_ps(xb, w0, lo[i]);
+            hi[i] = _mm256_fmadd_ps(xb, w1, hi[i]);
+        }
+    }
+    int o = p * PANEL, n = out - o < PANEL ? out - o : PANEL;
+    for (int i = 0; i < RN; i++) {
+        float tmp[PANEL];
+        _mm256_storeu_ps(tmp, lo[i]);
+        _mm256_storeu_ps(tmp + 8, hi[i]);
+        float *yr = y + (size_t)(r + i) * out + o;
+        for (int c = 0; c < n; c++)
+            yr[c] = l->b ? tmp[c] + l->b[o + c] : tmp[c];
+    }
+}
+
+#define M256(RN)                                                                                   \
+    __attribute__((target("avx2,fma"))) static void micro256_##RN(float *y, const float *x, int r, \
+                                                                  int p, const kr_linear *l) {     \
+        micro256(RN, y, x, r, p, l);                                                               \
+    }
+M256(1)
+M256(2) M256(3) M256(4) M256(5) M256(6) static const micro_fn micro256_table[AVX2_RB] = {
+    micro256_1, micro256_2, micro256_3, micro256_4, micro256_5, micro256_6};
+#endif
+
+/* ---- dispatch ----------------------------------------------------------------------------- */
+
+typedef struct {
+    float *y;
+    const float *x;
+    int T, col_tasks;
+    const kr_linear *l;
+    kr_simd simd;
+} linear_job;
+
+/* One task: rows [r0, r1) x panels [p0, p1), in row chunks so that a chunk of x stays in
+ * cache while the task's panels stream past it. */
+static void linear_task(void *arg, int task, int worker) {
+    (void)worker;
+    const linear_job *j = arg;
+    const kr_linear *l = j->l;
+    int panels = (l->out + PANEL - 1) / PANEL;
+    int p0 = task % j->col_tasks * TASK_PANELS, r0 = task / j->col_tasks * TASK_ROWS;
+    int p1 = p0 + TASK_PANELS < panels ? p0 + TASK_PANELS : panels;
+    int r1 = r0 + TASK_ROWS < j->T ? r0 + TASK_ROWS : j->T;
+    for (int rc = r0; rc < r1; rc += ROW_CHUNK) {
+        int rc1 = rc + ROW_CHUNK < r1 ? rc + ROW_CHUNK : r1;
+        switch (j->simd) {
+#ifdef KR_X86
+        case KR_SIMD_AVX512:
+            for (int p = p0; p < p1; p += AVX512_CB) {
+                int cb = p1 - p < AVX512_CB ? p1 - p : AVX512_CB;
+                for (int r = rc; r < rc1; r += AVX512_RB) {
+                    int rn = rc1 - r < AVX512_RB ? rc1 - r : AVX512_RB;
+                    micro512_table[rn - 1][cb - 1](j->y, j->x, r, p, l);
+                }
+            }
+            break;
+        case KR_SIMD_AVX2:
+            for (int p = p0; p < p1; p++)
+                for (int r = rc; r < rc1; r += AVX2_RB) {
+                    int rn = rc1 - r < AVX2_RB ? rc1 - r : AVX2_RB;
+                    micro256_table[rn - 1](j->y, j->x, r, p, l);
+                }
+            break;
+#endif
+        default:
+            panels_generic(j->y, j->x, rc, rc1, p0, p1, l);
+            break;
+        }
+    }
+}
+
+void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
+    if (T < 1) return;
+    if (!l->wp) {
+        rows_unpacked(y, x, T, l);
+        return;
+    }
+    int panels = (l->out + PANEL - 1) / PANEL;
+    linear_job j = {y, x, T, (panels + TASK_PANELS - 1) / TASK_PANELS, l, kr_simd_level()};
+    int row_tasks = (T + TASK_ROWS - 1) / TASK_ROWS;
+    kr_parallel_for(j.col_tasks * row_tasks, linear_task, &j);
+}

@@ -1,0 +1,21 @@
+/* matmul.h — the linear layers' products on row-independent kernels. Internal to core/. */
+#ifndef KR_MATMUL_H
+#define KR_MATMUL_H
+
+#include "model.h"
+
+/* y[T][out] = x[T][in] W^T + b. Each element is one fused multiply-add chain over in, in
+ * order, plus the bias: its bits depend on its own row alone (not on T, the thread count
+ * or the SIMD level). */
+void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l);
+
+/* The packed form the kernels read: panels of 16 output columns, [panel][in][16], the last
+ * panel zero-padded. */
+size_t kr_linear_packed_floats(int out, int in);
+void kr_linear_pack(float *dst, const float *w, int out, int in);
+
+/* Switches the kernels to level s (tests compare every level the CPU has); -1 when the CPU
+ * lacks it. Not for use while products run. */
+int kr_simd_set(kr_simd s);
+
+#endif

@@ -1,0 +1,170 @@
+/* test_invariance.c — a row's numbers depend on that row alone: the same bits whether it is
+ * computed alone or in a batch, in one chunk or many, on any thread count and on every
+ * kernel level this CPU has. This is what makes a request's answer independent of the
+ * traffic it was batched with. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kronos.h"
+#include "matmul.h"
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t lcg_state = 12345;
+static float lcg(void) { /* uniform in [-1, 1) */
+    lcg_state = lcg_state * 1664525u + 1013904223u;
+    return (float)((lcg_state >> 8) * (1.0 / 16777216.0) * 2.0 - 1.0);
+}
+
+/* ---- linear layers ---------------------------------------------------------------------- */
+
+enum { OUT = 70, IN = 53, ROWS = 41 }; /* a partial panel and odd sizes on purpose */
+
+static void test_linear_rows(void **state) {
+    (void)state;
+    float *w = malloc(OUT * IN * sizeof(float)), *b = malloc(OUT * sizeof(float));
+    float *wp = malloc(kr_linear_packed_floats(OUT, IN) * sizeof(float));
+    float *x = malloc(ROWS * IN * sizeof(float)), *y = malloc(ROWS * OUT * sizeof(float));
+    float *solo = malloc(ROWS * OUT * sizeof(float)), *ref = malloc(ROWS * OUT * sizeof(float));
+    assert_true(w && b && wp && x && y && solo && ref);
+    for (int i = 0; i < OUT * IN; i++)
+        w[i] = lcg();
+    for (int i = 0; i < OUT; i++)
+        b[i] = lcg();
+    for (int i = 0; i < ROWS * IN; i++)
+        x[i] = lcg();
+    kr_linear_pack(wp, w, OUT, IN);
+    kr_linear plain = {.w = w, .b = b, .out = OUT, .in = IN};
+    kr_linear packed = {.b = b, .out = OUT, .in = IN, .wp = wp};
+    kr_linear_forward(ref, x, ROWS, &plain); /* the portable chain, element by element */
+    kr_simd best = kr_simd_level();
+    for (int s = KR_SIMD_GENERIC; s <= (int)best; s++) {
+        assert_int_equal(kr_simd_set((kr_simd)s), 0);
+        for (int r = 0; r < ROWS; r++)
+            kr_linear_forward(solo + r * OUT, x + r * IN, 1, &packed);
+        assert_memory_equal(solo, ref, ROWS * OUT * sizeof(float));
+        for (int n = 1; n <= ROWS; n++) { /* every batch size: each row as computed alone */
+            kr_linear_forward(y, x, n, &packed);
+            assert_memory_equal(y, ref, (size_t)n * OUT * sizeof(float));
+        }
+        print_message("# %s: %d rows in every batch size equal the portable chain\n",
+                      kr_simd_name((kr_simd)s), ROWS);
+    }
+    kr_simd_set(best);
+    free(w), free(b), free(wp), free(x), free(y), free(solo), free(ref);
+}
+
+/* ---- the decoder on KV caches ----------------------------------------------------------- */
+
+#define PREFIX 80 /* past 64 keys: forks attend over the shared prefix as a tile */
+#define PATHS  6
+
+static kr_model *model;
+static int32_t tok1[PREFIX + 24], tok2[PREFIX + 24];
+static kr_stamp stamps[PREFIX + 24];
+
+static int setup(void **state) {
+    (void)state;
+    model = tu_load_tiny(512);
+    if (!model) return -1;
+    for (int i = 0; i < PREFIX + 24; i++) {
+        tok1[i] = (int32_t)(i * 37 % 1024);
+        tok2[i] = (int32_t)(i * 91 % 1024);
+        stamps[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    kr_model_free(model);
+    return 0;
+}
+
+/* s1 and s2 logits of PATHS forks of one prefix, each given its own token: all at once
+ * (the tile path), or one fork at a time (the row path). */
+static void fork_logits(bool batched, float *l1, float *l2) {
+    kr_error err;
+    kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    kr_cache *prefix = kr_cache_create(pool, 0, &err), *c[PATHS];
+    assert_int_equal(kr_cache_append(&prefix, 1, tok1, tok2, stamps, PREFIX, NULL, &err), 0);
+    int32_t a[PATHS], bb[PATHS], chosen[PATHS];
+    kr_stamp st[PATHS];
+    for (int p = 0; p < PATHS; p++) {
+        assert_non_null(c[p] = kr_cache_fork(prefix, &err));
+        a[p] = (int32_t)(100 + 17 * p);
+        bb[p] = (int32_t)(900 - 31 * p);
+        chosen[p] = (int32_t)(7 * p);
+        st[p] = stamps[PREFIX];
+    }
+    if (batched) {
+        assert_int_equal(kr_cache_append(c, PATHS, a, bb, st, 1, l1, &err), 0);
+        assert_int_equal(kr_cache_s2_logits(c, PATHS, chosen, l2, &err), 0);
+    } else {
+        for (int p = 0; p < PATHS; p++) {
+            assert_int_equal(kr_cache_append(&c[p], 1, &a[p], &bb[p], st, 1, l1 + p * 1024, &err),
+                             0);
+            assert_int_equal(kr_cache_s2_logits(&c[p], 1, &chosen[p], l2 + p * 1024, &err), 0);
+        }
+    }
+    for (int p = 0; p < PATHS; p++)
+        kr_cache_free(c[p]);
+    kr_cache_free(prefix);
+    kr_pool_free(pool);
+}
+
+static void test_batch_equals_alone(void **state) {
+    (void)state;
+    static float a1[PATHS * 1024], a2[PATHS * 1024], b1[PATHS * 1024], b2[PATHS * 1024];
+    fork_logits(true, a1, a2);
+    fork_logits(false, b1, b2);
+    assert_memory_equal(a1, b1, sizeof a1);
+    assert_memory_equal(a2, b2, sizeof a2);
+}
+
+/* The logits after PREFIX + 24 tokens fed in the given chunks. */
+static void chunked_logits(const int *chunks, int n_chunks, float *l1) {
+    kr_error err;
+    kr_pool *pool = kr_pool_create(model, (size_t)16 << 20, &err);
+    kr_cache *c = kr_cache_create(pool, 0, &err);
+    assert_non_null(c);
+    int at = 0;
+    for (int i = 0; i < n_chunks; i++) {
+        assert_int_equal(
+            kr_cache_append(&c, 1, tok1 + at, tok2 + at, stamps + at, chunks[i], l1, &err), 0);
+        at += chunks[i];
+    }
+    assert_int_equal(at, PREFIX + 24);
+    kr_cache_free(c);
+    kr_pool_free(pool);
+}
+
+static void test_chunking_changes_nothing(void **state) {
+    (void)state;
+    static float one[1024], split[1024], tokens[1024];
+    const int whole[] = {PREFIX + 24}, parts[] = {1, PREFIX - 1, 17, 7};
+    int each[PREFIX + 24];
+    for (int i = 0; i < PREFIX + 24; i++)
+        each[i] = 1;
+    chunked_logits(whole, 1, one);
+    chunked_logits(parts, 4, split);
+    chunked_logits(each, PREFIX + 24, tokens);
+    assert_memory_equal(one, split, sizeof one);
+    assert_memory_equal(one, tokens, sizeof one);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear_rows),
+        cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
