@@ -39,7 +39,8 @@ static int append_scratch_init(append_scratch *a, const kr_model *m, int S, int 
     a->seqs = malloc((size_t)S * sizeof *a->seqs);
     if (!a->x || !a->pair || !a->last || !a->views || !a->seqs) {
         append_scratch_free(a);
-        return kr_fail(err, "decoder: out of memory for a batch of %d rows", rows);
+        return kr_fail_code(err, KR_E_NO_MEMORY, "decoder: out of memory for a batch of %d rows",
+                            rows);
     }
     return 0;
 }
@@ -116,7 +117,7 @@ int kr_cache_append(kr_cache *const *caches, int S, const int32_t *s1, const int
     kr_stamp *gs = malloc((size_t)S * chunk * sizeof *gs);
     int rc = -1;
     if (!g1 || !g2 || !gs) {
-        kr_fail(err, "append: out of memory");
+        kr_fail_code(err, KR_E_NO_MEMORY, "append: out of memory");
         memset(&a, 0, sizeof a);
         goto out;
     }
@@ -159,7 +160,7 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
     const float **h_last = malloc((size_t)S * sizeof *h_last);
     int rc = -1;
     if (!views || !rows || !h_last) {
-        kr_fail(err, "s2 logits: out of memory for %d caches", S);
+        kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d caches", S);
     } else {
         for (int i = 0; i < S; i++) {
             views[i] = kr_cache_view(caches[i]);
@@ -249,7 +250,7 @@ int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, 
     if (!g.ok || !g.l1 || !g.l2 || !g.step_l1 || !g.rng || !g.active || !g.a || !g.b || !g.st ||
         !g.idx) {
         for (int i = 0; i < n; i++)
-            kr_fail(&errs[i], "generate: out of memory for a batch of %d", n);
+            kr_fail_code(&errs[i], KR_E_NO_MEMORY, "generate: out of memory for a batch of %d", n);
         generate_state_free(&g);
         return n;
     }

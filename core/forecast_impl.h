@@ -1,12 +1,13 @@
-/* forecast_impl.h — state of one forecast, shared by the reference and cached decoders.
- * Internal to core/. */
+/* forecast_impl.h — state of one forecast, shared by the plan, the decoders and the
+ * summary. Internal to core/. */
 #ifndef KR_FORECAST_IMPL_H
 #define KR_FORECAST_IMPL_H
 
 #include "model.h"
 
 typedef struct {
-    int L, P, samples, max_context;
+    int L, P, samples;
+    kr_forecast_plan plan;
     uint64_t seed;
     kr_sampling sampling;
     kr_stamp *stamps;           /* [L + P] */
@@ -15,5 +16,14 @@ typedef struct {
 } fc_job;
 
 uint64_t kr_path_seed(uint64_t seed, int path);
+
+/* plan.c: the candle columns forecasting and tokenizing both read, present and finite */
+int kr_check_columns(const kr_forecast_request *r, kr_error *err);
+/* candles.c: the six float32 columns of upstream's DataFrame, volume/amount filled in */
+void kr_raw_candles(const kr_forecast_request *r, float *x);
+/* summary.c */
+int kr_forecast_alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err);
+int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+                          kr_forecast_result *res, kr_error *err);
 
 #endif

@@ -185,7 +185,7 @@ static const float *tensor_into(loader *L, const char *name, int d0, int d1, flo
     }
     if (!dst) dst = track(L, t->numel);
     if (!dst) {
-        kr_fail(L->err, "%s: out of memory for tensor '%s'", L->st.path, name);
+        kr_fail_code(L->err, KR_E_NO_MEMORY, "%s: out of memory for tensor '%s'", L->st.path, name);
         return NULL;
     }
     if (st_read_f32(&L->st, t, dst, L->err) != 0) return NULL;
@@ -233,7 +233,8 @@ static int linear(loader *L, kr_linear *l, const char *prefix, int out, int in, 
 static int stacked(loader *L, kr_linear *whole, kr_linear *const *parts, const char *const *names,
                    int n, int out, int in, bool bias) {
     float *w = track(L, (size_t)n * out * in), *b = bias ? track(L, (size_t)n * out) : NULL;
-    if (!w || (bias && !b)) return kr_fail(L->err, "out of memory for %s", names[0]);
+    if (!w || (bias && !b))
+        return kr_fail_code(L->err, KR_E_NO_MEMORY, "out of memory for %s", names[0]);
     for (int i = 0; i < n; i++)
         if (linear_into(L, parts[i], names[i], out, in, bias, w + (size_t)i * out * in,
                         bias ? b + (size_t)i * out : NULL))
@@ -268,7 +269,9 @@ static int block(loader *L, kr_block *b, const char *prefix, int d, int n_heads,
     if (!(b->inv_freq = tensor(L, NAME("self_attn.rotary.inv_freq"), b->hd / 2, 0))) return -1;
     b->rope_len = L->m->max_context;
     float *cs = track(L, (size_t)b->rope_len * b->hd);
-    if (!cs) return kr_fail(L->err, "out of memory for the RoPE table of %s", prefix);
+    if (!cs)
+        return kr_fail_code(L->err, KR_E_NO_MEMORY, "out of memory for the RoPE table of %s",
+                            prefix);
     kr_rope_table(cs, b->rope_len, b->hd, b->inv_freq);
     b->rope_cs = cs;
     b->kv_shift = NULL;
@@ -300,7 +303,8 @@ static void untrack(loader *L, const float *p) {
 static int pack(loader *L, kr_linear *l) {
     float *wp = track(L, kr_linear_packed_floats(l->out, l->in));
     if (!wp)
-        return kr_fail(L->err, "model load: out of memory packing a %dx%d weight", l->out, l->in);
+        return kr_fail_code(L->err, KR_E_NO_MEMORY,
+                            "model load: out of memory packing a %dx%d weight", l->out, l->in);
     kr_linear_pack(wp, l->w, l->out, l->in);
     untrack(L, l->w);
     l->w = NULL;
@@ -348,7 +352,8 @@ static int check_no_extra_block(loader *L, const char *prefix, int n, const char
 static int blocks(loader *L, kr_block **out, int n, const char *prefix, int d, int heads, int ff,
                   bool kv_shift) {
     *out = calloc((size_t)(n ? n : 1), sizeof **out);
-    if (!*out) return kr_fail(L->err, "out of memory for %d %s blocks", n, prefix);
+    if (!*out)
+        return kr_fail_code(L->err, KR_E_NO_MEMORY, "out of memory for %d %s blocks", n, prefix);
     for (int i = 0; i < n; i++) {
         char p[64];
         snprintf(p, sizeof p, "%s.%d", prefix, i);
@@ -447,7 +452,7 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
     kr_parallel_threads(); /* start the pool, and with it single-threaded BLAS */
     kr_model *m = calloc(1, sizeof *m);
     if (!m) {
-        kr_fail(err, "model load: out of memory");
+        kr_fail_code(err, KR_E_NO_MEMORY, "model load: out of memory");
         return NULL;
     }
     m->max_context = max_context;

@@ -5,8 +5,8 @@
 #include "kronos.h"
 
 typedef struct {
-    const float *w;  /* [out][in], as torch stores it; NULL once packed at load */
-    const float *b;  /* [out] or NULL */
+    const float *w; /* [out][in], as torch stores it; NULL once packed at load */
+    const float *b; /* [out] or NULL */
     int out, in;
     const float *wp; /* the same weights packed for the kernels (matmul.h), or NULL */
 } kr_linear;

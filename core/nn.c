@@ -96,8 +96,9 @@ int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d
     if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->stacked ||
         !s->scores || !s->rows || !s->krow) {
         kr_block_scratch_free(s);
-        return kr_fail(err, "block scratch: out of memory for %d rows of width %d/%d", max_rows, d,
-                       ff);
+        return kr_fail_code(err, KR_E_NO_MEMORY,
+                            "block scratch: out of memory for %d rows of width %d/%d", max_rows, d,
+                            ff);
     }
     return 0;
 }

@@ -56,7 +56,7 @@ kr_pool *kr_pool_create(const kr_model *m, size_t budget_bytes, kr_error *err) {
     }
     kr_pool *p = calloc(1, sizeof *p);
     if (!p) {
-        kr_fail(err, "pool: out of memory");
+        kr_fail_code(err, KR_E_NO_MEMORY, "pool: out of memory");
         return NULL;
     }
     p->m = m;
@@ -166,7 +166,7 @@ kr_cache *kr_cache_create(kr_pool *pool, int capacity, kr_error *err) {
     }
     if (!c || !c->ids || !c->ptrs || (m->pc.kv_shift && !c->raw_kv) || !c->h_last) {
         kr_cache_free(c);
-        kr_fail(err, "cache: out of memory");
+        kr_fail_code(err, KR_E_NO_MEMORY, "cache: out of memory");
         return NULL;
     }
     return c;
@@ -226,7 +226,8 @@ int kr_cache_reserve(kr_cache *c, int T, kr_error *err) {
     int n = (need > 0 ? need : 0) + cow;
     if (n == 0) return 0;
     int small[64], *ids = n <= 64 ? small : malloc((size_t)n * sizeof *ids);
-    if (!ids) return kr_fail(err, "cache: out of memory reserving %d blocks", n);
+    if (!ids)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "cache: out of memory reserving %d blocks", n);
     if (pool_take(p, n, ids)) {
         if (ids != small) free(ids);
         return kr_fail_code(err, KR_E_POOL_EXHAUSTED,

@@ -66,7 +66,7 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
     float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS, d) * sizeof(float));
     int rc = -1;
     if (!in || !q || !attn || !scores) {
-        kr_fail(err, "s2 logits: out of memory for %d rows", S);
+        kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d rows", S);
         goto out;
     }
     /* the query is the raw s1 embedding, not scaled by sqrt(d); RoPE is the identity here */
@@ -102,7 +102,7 @@ int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
     kr_block_scratch s = {0};
     int rc = -1;
     if (!x || !pair || !kv) {
-        kr_fail(err, "predictor: out of memory for a window of %d", n);
+        kr_fail_code(err, KR_E_NO_MEMORY, "predictor: out of memory for a window of %d", n);
         goto out;
     }
     if (kr_block_scratch_init(&s, n, n, d, m->pc.ff_dim, m->pc.n_heads, err)) goto out;
@@ -136,7 +136,7 @@ int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32
     if (!kv || !k) {
         free(kv);
         free(k);
-        return kr_fail(err, "predictor: out of memory for a context of %d", n);
+        return kr_fail_code(err, KR_E_NO_MEMORY, "predictor: out of memory for a context of %d", n);
     }
     kr_linear_forward(k, context, n, &w->dep_k);
     kr_linear_forward(kv + nd, context, n, &w->dep_v);

@@ -83,7 +83,8 @@ static int parse_tensor(st_file *f, const char *name, json_t *entry, st_tensor *
                        "needs %zu",
                        f->path, name, t->end - t->begin, t->dtype_name, numel * esize);
     t->name = strdup(name);
-    if (!t->name) return kr_fail(err, "%s: out of memory reading the header", f->path);
+    if (!t->name)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "%s: out of memory reading the header", f->path);
     return 0;
 }
 
@@ -100,7 +101,7 @@ static int parse_header(st_file *f, const char *text, size_t len, kr_error *err)
     }
     f->tensors = calloc(json_object_size(root) + 1, sizeof *f->tensors);
     if (!f->tensors) {
-        kr_fail(err, "%s: out of memory reading the header", f->path);
+        kr_fail_code(err, KR_E_NO_MEMORY, "%s: out of memory reading the header", f->path);
         goto out;
     }
     const char *name;

@@ -16,7 +16,7 @@ static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int
     float *kv = malloc((size_t)2 * n * d * sizeof(float)); /* reused by every block */
     if (!kv) {
         kr_block_scratch_free(&s);
-        return kr_fail(err, "tokenizer: out of memory for %d candles", n);
+        return kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer: out of memory for %d candles", n);
     }
     kr_kv_view view = {&kv, n, d};
     kr_seq seq = {&view, 0, NULL};
@@ -36,7 +36,7 @@ int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, i
     float *q = malloc((size_t)n * nb * sizeof(float));
     int rc = -1;
     if (!z || !q) {
-        kr_fail(err, "tokenizer encode: out of memory for %d candles", n);
+        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer encode: out of memory for %d candles", n);
         goto out;
     }
     kr_linear_forward(z, x, n, &m->tok.embed);
@@ -93,7 +93,7 @@ int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2,
     float *z = malloc((size_t)n * d * sizeof(float));
     int rc = -1;
     if (!bits || !z) {
-        kr_fail(err, "tokenizer decode: out of memory for %d tokens", n);
+        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer decode: out of memory for %d tokens", n);
         goto out;
     }
     token_bits(c, s1, s2, n, bits);
@@ -129,7 +129,8 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
     kr_block_scratch sc = {0};
     int rc = -1;
     if (!bits || !x || !mem || !ptrs || !views || !seqs) {
-        kr_fail(err, "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
+        kr_fail_code(err, KR_E_NO_MEMORY,
+                     "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
         goto out;
     }
     if (kr_block_scratch_init(&sc, rows, np + P, d, c->ff_dim, c->n_heads, err)) goto out;

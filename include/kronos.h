@@ -23,12 +23,17 @@ extern "C" {
 #define KR_ERR_MAX 512
 #define KR_D_IN    6 /* open, high, low, close, volume, amount */
 
-/* What kind of failure, for callers that react differently (a server evicting an idle
- * session when the pool is exhausted, answering 422 when a cache is full). */
+/* What kind of failure, for callers that react differently (a server answering 400 or
+ * 422, evicting an idle session when the pool is exhausted, refusing what can never fit). */
 typedef enum {
-    KR_E_FAILED = 1,     /* anything else: bad input, bad file, out of memory */
-    KR_E_POOL_EXHAUSTED, /* the KV pool has no free block left */
+    KR_E_FAILED = 1,     /* anything else: a bad file, a broken invariant */
+    KR_E_POOL_EXHAUSTED, /* the KV pool has no free block left now */
     KR_E_CAPACITY,       /* a cache would outgrow its capacity (max_context) */
+    KR_E_INVALID,        /* a request field breaks a rule; the message starts with its path */
+    KR_E_TOO_LARGE,      /* a valid request that can never fit this model's or pool's limits */
+    KR_E_NO_MEMORY,      /* malloc failed */
+    KR_E_CANCELLED,      /* the caller's cancel check said stop (the client left) */
+    KR_E_DEADLINE,       /* the caller's cancel check said the deadline passed */
 } kr_error_code;
 
 typedef struct {
@@ -54,6 +59,15 @@ int kr_threads(void);
 typedef enum { KR_SIMD_GENERIC, KR_SIMD_AVX2, KR_SIMD_AVX512 } kr_simd;
 kr_simd kr_simd_level(void);
 const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512" */
+
+/* A caller's way to stop long work between steps: check returns 0 to go on, or
+ * KR_E_CANCELLED / KR_E_DEADLINE to stop, and the work then fails with that code, its
+ * pool memory returned. Called on the thread running the work, once per decoding step;
+ * a NULL check never stops. */
+typedef struct {
+    int (*check)(void *ctx);
+    void *ctx;
+} kr_cancel;
 
 /* ---- model ------------------------------------------------------------------------- */
 
@@ -210,6 +224,7 @@ typedef struct {
     int n_new;
     kr_sampling sampling;
     uint64_t seed;
+    kr_cancel cancel;
 } kr_generate_request;
 
 int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int32_t *out_s2,
@@ -252,7 +267,26 @@ typedef struct {
     bool return_paths;
     int n_quantiles;
     double quantiles[KR_MAX_QUANTILES]; /* each in [0, 1] */
+    kr_cancel cancel;
 } kr_forecast_request;
+
+/* What a forecast request will take, worked out before any model work: kr_forecast_plan
+ * checks every field once (KR_E_INVALID naming the field, KR_E_TOO_LARGE for what this
+ * model can never serve) and says what the request costs, so that a server can refuse
+ * what will never fit and queue the rest by cost. The forecast itself runs this plan. */
+typedef struct {
+    int max_context;      /* the window's length limit in effect */
+    int cached_steps;     /* steps decoded on the KV cache (the window still starts at 0) */
+    int recomputed_steps; /* steps whose window slid and is recomputed */
+    size_t pool_bytes;    /* KV pool bytes held at most (the cached path) */
+    double flops;         /* compute of the products, estimated from the shapes */
+} kr_forecast_plan;
+
+int kr_forecast_plan_make(const kr_model *m, const kr_forecast_request *req, kr_forecast_plan *plan,
+                          kr_error *err);
+/* The window of step i (0-based) of a forecast with L context candles: its first token and
+ * its length, min(L + i, max_context) tokens ending just before the token step i samples. */
+int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
 
 /* Candles (the columns and n_context of a forecast request; its other fields are ignored)
  * -> normalised, encoded token pairs s1[n], s2[n], with the normalisation used. */
@@ -288,6 +322,13 @@ typedef struct {
 int kr_forecast(const kr_model *m, kr_pool *pool, const kr_forecast_request *req,
                 kr_forecast_result *res, kr_error *err);
 void kr_forecast_result_free(kr_forecast_result *res);
+/* n forecasts at once: each one's context on its own, then every path of all of them
+ * decoded in lockstep, one batched step for all (a request's numbers do not depend on the
+ * others: each row's arithmetic is its own). errs[i] says how request i ended (code 0:
+ * success); one that fails or is cancelled leaves the others running. Returns how many
+ * failed. */
+int kr_forecast_batch(const kr_model *m, kr_pool *pool, const kr_forecast_request *const *reqs,
+                      int n, kr_forecast_result *res, kr_error *errs);
 
 #ifdef __cplusplus
 }

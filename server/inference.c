@@ -185,8 +185,14 @@ static void generate_begin(generate_job *g, generate_run *x) {
 }
 
 static kr_generate_request generate_request(const generate_job *g) {
-    return (kr_generate_request){g->in.s1,         g->in.s2,    g->in.stamps,   g->in.n_append,
-                                 g->in.new_stamps, g->in.n_new, g->in.sampling, g->in.seed};
+    return (kr_generate_request){.s1 = g->in.s1,
+                                 .s2 = g->in.s2,
+                                 .stamps = g->in.stamps,
+                                 .n_append = g->in.n_append,
+                                 .new_stamps = g->in.new_stamps,
+                                 .n_new = g->in.n_new,
+                                 .sampling = g->in.sampling,
+                                 .seed = g->in.seed};
 }
 
 /* Runs the job alone, evicting idle sessions while the pool is exhausted. */

@@ -160,11 +160,77 @@ static void test_chunking_changes_nothing(void **state) {
     assert_memory_equal(one, tokens, sizeof one);
 }
 
+/* ---- forecasts batched across requests ------------------------------------------------------ */
+
+static int stop_at_3(void *ctx) {
+    int *calls = ctx;
+    return ++*calls > 3 ? KR_E_DEADLINE : 0;
+}
+
+static void same_result(const kr_forecast_result *a, const kr_forecast_result *b) {
+    int P = a->horizon;
+    assert_int_equal(P, b->horizon);
+    assert_memory_equal(a->mean, b->mean, (size_t)KR_D_IN * P * sizeof(double));
+    assert_memory_equal(a->prob_close_up, b->prob_close_up, (size_t)P * sizeof(double));
+    if (a->n_quantiles)
+        assert_memory_equal(a->quantiles, b->quantiles,
+                            (size_t)a->n_quantiles * KR_D_IN * P * sizeof(double));
+    if (a->paths)
+        assert_memory_equal(a->paths, b->paths,
+                            (size_t)a->samples * KR_D_IN * P * sizeof(double));
+}
+
+/* Five different requests (lengths, windows that slide, paths, sampling) in one batch, plus
+ * one invalid and one cancelled: each valid one equals its solo run bit for bit, the bad
+ * ones fail with their own codes, and nothing else changes. */
+static void test_forecast_batch(void **state) {
+    (void)state;
+    json_t *g = tu_load_golden();
+    json_t *cases = json_object_get(g, "cases");
+    enum { N = 7 };
+    tu_case tc[N];
+    const kr_forecast_request *reqs[N];
+    kr_forecast_request q[N];
+    int calls = 0;
+    for (int k = 0; k < N; k++) {
+        assert_int_equal(tu_case_load(json_array_get(cases, (size_t)(k % 4)), &tc[k]), 0);
+        q[k] = tc[k].req;
+        q[k].samples = 1 + 3 * k;
+        q[k].seed = (uint64_t)k;
+        q[k].sampling = (kr_sampling){.temperature = 1.0, .top_k = 0, .top_p = 0.9};
+        q[k].return_paths = true;
+        q[k].n_quantiles = 2;
+        q[k].quantiles[0] = 0.1;
+        q[k].quantiles[1] = 0.9;
+        reqs[k] = &q[k];
+    }
+    q[2].n_context = 1; /* invalid: one candle */
+    q[5].cancel = (kr_cancel){stop_at_3, &calls};
+    q[6].sampling.top_k = 1; /* greedy */
+    kr_forecast_result res[N], solo;
+    kr_error errs[N], err;
+    assert_int_equal(kr_forecast_batch(model, NULL, reqs, N, res, errs), 2);
+    assert_int_equal(errs[2].code, KR_E_INVALID);
+    assert_int_equal(errs[5].code, KR_E_DEADLINE);
+    for (int k = 0; k < N; k++) {
+        if (k == 2 || k == 5) continue;
+        assert_int_equal(errs[k].code, 0);
+        assert_int_equal(kr_forecast(model, NULL, &q[k], &solo, &err), 0);
+        same_result(&res[k], &solo);
+        kr_forecast_result_free(&solo);
+        kr_forecast_result_free(&res[k]);
+    }
+    for (int k = 0; k < N; k++)
+        tu_case_free(&tc[k]);
+    json_decref(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
         cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forecast_batch, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

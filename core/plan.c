@@ -1,0 +1,115 @@
+/* plan.c — the forecast request contract: every rule a request must meet, checked once,
+ * and what the request will cost (the window of each step, pool bytes, compute). The
+ * server, the one-shot command and the forecast itself all go through here. */
+#include "forecast_impl.h"
+
+#include <math.h>
+
+/* The candle columns that forecasting and tokenizing both read: present and finite. */
+int kr_check_columns(const kr_forecast_request *r, kr_error *err) {
+    for (int c = 0; c < KR_VOLUME; c++)
+        if (!r->columns[c])
+            return kr_fail_code(err, KR_E_INVALID, "candles.%s: missing", kr_column_names[c]);
+    if (!r->columns[KR_VOLUME] && r->columns[KR_AMOUNT])
+        return kr_fail_code(err, KR_E_INVALID, "candles.amount: given without candles.volume");
+    for (int c = 0; c < KR_D_IN; c++)
+        for (int i = 0; r->columns[c] && i < r->n_context; i++)
+            if (!isfinite(r->columns[c][i]))
+                return kr_fail_code(err, KR_E_INVALID, "candles.%s[%d]: %s is not allowed",
+                                    kr_column_names[c], i,
+                                    isnan(r->columns[c][i]) ? "NaN" : "an infinite value");
+    return 0;
+}
+
+static int check_request(const kr_model *m, const kr_forecast_request *r, kr_error *err) {
+    if (r->n_context < 2)
+        return kr_fail_code(err, KR_E_INVALID, "candles: at least 2 candles are required, got %d",
+                            r->n_context);
+    if (!r->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
+    if (kr_check_columns(r, err)) return -1;
+    for (int i = 1; i < r->n_context; i++)
+        if (r->timestamps[i] <= r->timestamps[i - 1])
+            return kr_fail_code(err, KR_E_INVALID,
+                                "candles.timestamps[%d]: not after the previous timestamp", i);
+    if (r->horizon < 1)
+        return kr_fail_code(err, KR_E_INVALID, "horizon: must be >= 1, got %d", r->horizon);
+    if (r->future_timestamps) {
+        if (r->future_timestamps[0] <= r->timestamps[r->n_context - 1])
+            return kr_fail_code(err, KR_E_INVALID,
+                                "future_timestamps[0]: not after the last candle's timestamp");
+        for (int i = 1; i < r->horizon; i++)
+            if (r->future_timestamps[i] <= r->future_timestamps[i - 1])
+                return kr_fail_code(err, KR_E_INVALID,
+                                    "future_timestamps[%d]: not after the previous timestamp", i);
+    }
+    if (r->samples < 1)
+        return kr_fail_code(err, KR_E_INVALID, "samples: must be >= 1, got %d", r->samples);
+    if (kr_sampling_check(&r->sampling, err)) return -1;
+    if (r->max_context < 0 || r->max_context > m->max_context)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "max_context: must be in [1, %d] (the model's), got %d", m->max_context,
+                            r->max_context);
+    /* the forecast rows are the last P of a decoded window of at most max_context tokens */
+    int mc = r->max_context ? r->max_context : m->max_context;
+    if (r->horizon > mc)
+        return kr_fail_code(err, KR_E_TOO_LARGE,
+                            "horizon: %d exceeds max_context %d; the forecast is decoded from the "
+                            "last max_context tokens, so it holds at most that many rows",
+                            r->horizon, mc);
+    if (r->n_quantiles < 0 || r->n_quantiles > KR_MAX_QUANTILES)
+        return kr_fail_code(err, KR_E_INVALID, "quantiles: at most %d levels", KR_MAX_QUANTILES);
+    for (int q = 0; q < r->n_quantiles; q++)
+        if (!(r->quantiles[q] >= 0.0 && r->quantiles[q] <= 1.0))
+            return kr_fail_code(err, KR_E_INVALID, "quantiles[%d]: must be in [0, 1], got %g", q,
+                                r->quantiles[q]);
+    return 0;
+}
+
+/* Pool bytes a forecast needs at most: the shared window prefix plus, per path, its own
+ * positions and one copied block. */
+static size_t pool_bytes(const kr_model *m, int mc, int P, int samples) {
+    int own = P < mc ? P : mc;
+    size_t blocks = (size_t)(mc + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN +
+                    (size_t)samples * ((own + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN + 1) + 1;
+    return blocks * kr_pool_bytes_for(m, KR_BLOCK_LEN);
+}
+
+/* FLOPs of the products for `rows` rows attending over `keys` keys each, in one transformer
+ * of n layers: 2 per weight per row, plus q.k and p.v. */
+static double stack_flops(double rows, double keys, int n, int d, int ff) {
+    return rows * n * (2.0 * (4.0 * d * d + 3.0 * d * ff) + 4.0 * keys * d);
+}
+
+int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start) {
+    int n = L + i, w = n < plan->max_context ? n : plan->max_context;
+    if (start) *start = n - w;
+    return w;
+}
+
+int kr_forecast_plan_make(const kr_model *m, const kr_forecast_request *r, kr_forecast_plan *plan,
+                          kr_error *err) {
+    if (check_request(m, r, err)) return -1;
+    int L = r->n_context, P = r->horizon, S = r->samples;
+    if ((size_t)S * (size_t)(L + P) > (size_t)1 << 31)
+        return kr_fail_code(err, KR_E_TOO_LARGE, "samples: %d paths of %d tokens is too many", S,
+                            L + P);
+    plan->max_context = r->max_context ? r->max_context : m->max_context;
+    int mc = plan->max_context, slid = L + P - 1 > mc ? L + P - 1 - mc : 0;
+    if (slid > P - 1) slid = P - 1;
+    plan->recomputed_steps = r->use_cache ? slid : P;
+    plan->cached_steps = P - plan->recomputed_steps;
+    plan->pool_bytes = r->use_cache ? pool_bytes(m, mc, P, S) : 0;
+    /* predictor: the context once, a row per path and step, the slid windows again; the
+     * tokenizer: the context encoded, each path's last window decoded */
+    const kr_predictor_config *pc = &m->pc;
+    const kr_tokenizer_config *tc = &m->tc;
+    int w = L + P < mc ? L + P : mc;
+    double pred = stack_flops(L, w, pc->n_layers, pc->d_model, pc->ff_dim) +
+                  stack_flops((double)S * P, w, pc->n_layers, pc->d_model, pc->ff_dim) +
+                  stack_flops((double)S * plan->recomputed_steps * w, w, pc->n_layers, pc->d_model,
+                              pc->ff_dim);
+    double tok = stack_flops(L + (double)S * w, w, tc->n_enc_layers + tc->n_dec_layers - 2,
+                             tc->d_model, tc->ff_dim);
+    plan->flops = pred + tok;
+    return 0;
+}
