@@ -65,11 +65,11 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
     return 0;
 }
 
-/* Pool bytes a forecast needs at most: the shared window prefix plus, per path, its own
- * positions and one copied block. */
-static size_t pool_bytes(const kr_model *m, int mc, int P, int samples) {
-    int own = P < mc ? P : mc;
-    size_t blocks = (size_t)(mc + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN +
+/* Pool bytes a forecast needs at most: the shared prefix of its largest window (w
+ * positions) plus, per path, its own positions and one copied block. */
+static size_t pool_bytes(const kr_model *m, int w, int P, int samples) {
+    int own = P < w ? P : w;
+    size_t blocks = (size_t)(w + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN +
                     (size_t)samples * ((own + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN + 1) + 1;
     return blocks * kr_pool_bytes_for(m, KR_BLOCK_LEN);
 }
@@ -98,12 +98,12 @@ int kr_forecast_plan_make(const kr_model *m, const kr_forecast_request *r, kr_fo
     if (slid > P - 1) slid = P - 1;
     plan->recomputed_steps = r->use_cache ? slid : P;
     plan->cached_steps = P - plan->recomputed_steps;
-    plan->pool_bytes = r->use_cache ? pool_bytes(m, mc, P, S) : 0;
+    int w = L + P < mc ? L + P : mc;
+    plan->pool_bytes = r->use_cache ? pool_bytes(m, w, P, S) : 0;
     /* predictor: the context once, a row per path and step, the slid windows again; the
      * tokenizer: the context encoded, each path's last window decoded */
     const kr_predictor_config *pc = &m->pc;
     const kr_tokenizer_config *tc = &m->tc;
-    int w = L + P < mc ? L + P : mc;
     double pred = stack_flops(L, w, pc->n_layers, pc->d_model, pc->ff_dim) +
                   stack_flops((double)S * P, w, pc->n_layers, pc->d_model, pc->ff_dim) +
                   stack_flops((double)S * plan->recomputed_steps * w, w, pc->n_layers, pc->d_model,

@@ -32,6 +32,8 @@ typedef struct {
     int session_ttl; /* seconds */
     /* request limits */
     int max_candles, max_horizon, max_samples;
+    int max_request_cost; /* GFLOP */
+    int request_timeout;  /* seconds */
     /* lifecycle */
     int shutdown_timeout; /* seconds */
     bool access_log;

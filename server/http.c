@@ -2,6 +2,8 @@
 #include "http.h"
 
 #include <microhttpd.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -48,6 +50,19 @@ struct kd_request {
     struct MHD_Response *response; /* the answer, not yet handed to MHD */
     int status;
 };
+
+/* A suspended connection is not read by MHD, so a client that hung up is seen only by
+ * looking at its socket: end-of-stream or an error on it. */
+bool kd_request_client_gone(const kd_request *r) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return false;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLIN | POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return true;
+    char c;
+    return recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
 
 static double now_s(void) {
     struct timespec ts;

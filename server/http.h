@@ -11,6 +11,7 @@
 #define KD_HTTP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "app.h"
@@ -49,6 +50,10 @@ void kd_reply_error(kd_request *r, int status, const char *code, const char *fmt
     __attribute__((format(printf, 4, 5)));
 /* A malloc'd text body, freed by the reply. */
 void kd_reply_text(kd_request *r, int status, const char *content_type, char *text);
+
+/* Whether the client closed its connection (a worker asks this between steps, to stop
+ * work nobody will read). Safe from any thread while r is deferred. */
+bool kd_request_client_gone(const kd_request *r);
 
 /* Hands job to the workers and suspends r until a worker replies. 0 when deferred; -1 when
  * the queue is full, after replying 503 (the caller still owns job). */

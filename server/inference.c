@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "forecast_json.h"
+#include "json_fields.h"
 #include "tokens_json.h"
 
 #define MSG_MAX 512
@@ -20,21 +21,66 @@ static bool pool_exhausted(const kr_error *e) {
     return e->code == KR_E_POOL_EXHAUSTED;
 }
 
-static bool out_of_memory(const kr_error *e) {
-    return strstr(e->msg, "out of memory") != NULL;
-}
-
-/* After a core call failed: 503 (pool busy with requests in flight), 500 (memory) or 422
- * (the request is valid JSON but the model cannot serve it). */
+/* A failed core call, by its error code: the client's fault (400, 422), busy (503), the
+ * deadline (504), the client gone (499, which nobody reads but the log), or ours (500). */
 static void reply_core_error(kd_request *r, const char *what, const kr_error *e) {
-    if (pool_exhausted(e))
+    switch (e->code) {
+    case KR_E_INVALID: kd_reply_error(r, 400, "invalid_request", "%s", e->msg); break;
+    case KR_E_TOO_LARGE: kd_reply_error(r, 422, "too_large", "%s", e->msg); break;
+    case KR_E_POOL_EXHAUSTED:
         kd_reply_error(r, 503, "pool_exhausted",
                        "%s: the KV cache pool is in use by requests in flight; retry: %s", what,
                        e->msg);
-    else if (out_of_memory(e))
-        kd_reply_error(r, 500, "internal", "%s: %s", what, e->msg);
-    else
-        kd_reply_error(r, 422, "unprocessable", "%s: %s", what, e->msg);
+        break;
+    case KR_E_NO_MEMORY: kd_reply_error(r, 500, "internal", "%s: %s", what, e->msg); break;
+    case KR_E_DEADLINE:
+        kd_reply_error(r, 504, "deadline_exceeded", "%s: %s (timeout_ms or request-timeout)",
+                       what, e->msg);
+        break;
+    case KR_E_CANCELLED:
+        kd_reply_error(r, 499, "client_closed", "%s: the client closed the connection", what);
+        break;
+    default: kd_reply_error(r, 422, "unprocessable", "%s: %s", what, e->msg); break;
+    }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* When a request must be answered by: request-timeout, or sooner when its body's
+ * "timeout_ms" asks. -1 after replying 400. */
+static int read_deadline(kd_app *app, kd_request *r, const json_t *body, double *deadline) {
+    long long ms = (long long)app->cfg.request_timeout * 1000;
+    char msg[MSG_MAX];
+    if (kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &ms, msg,
+                   sizeof msg) < 0) {
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return -1;
+    }
+    if (ms > (long long)app->cfg.request_timeout * 1000)
+        ms = (long long)app->cfg.request_timeout * 1000;
+    *deadline = now_s() + (double)ms / 1e3;
+    return 0;
+}
+
+/* The core's cancel check for a deferred request: its deadline, or its client gone. */
+typedef struct {
+    kd_request *r;
+    double deadline;
+} request_watch;
+
+static int watch_check(void *ctx) {
+    const request_watch *w = ctx;
+    if (now_s() > w->deadline) return KR_E_DEADLINE;
+    return kd_request_client_gone(w->r) ? KR_E_CANCELLED : 0;
+}
+
+static void count_end(kd_app *app, const kr_error *e) {
+    if (e->code == KR_E_DEADLINE) kd_metrics_count(app->metrics, KD_COUNT_TIMED_OUT);
+    if (e->code == KR_E_CANCELLED) kd_metrics_count(app->metrics, KD_COUNT_CANCELLED);
 }
 
 static double now_ms(void) {
@@ -73,30 +119,80 @@ typedef struct {
     kd_app *app;
     kd_request *r;
     kd_forecast_input in;
+    request_watch watch;
 } forecast_job;
 
-static void run_forecast(kd_job *j) {
-    forecast_job *f = (forecast_job *)j;
+static void forecast_finish(forecast_job *f, kr_forecast_result *res, const kr_error *err) {
     kd_app *app = f->app;
     kd_request *r = f->r;
-    kr_forecast_result res;
-    kr_error err = {0};
-    int rc;
-    while ((rc = kr_forecast(app->model, app->pool, &f->in.req, &res, &err)) < 0 &&
-           pool_exhausted(&err) && kd_sessions_evict_lru(app->sessions))
-        ;
-    if (rc < 0) {
-        kd_forecast_input_free(&f->in);
-        free(f);
-        reply_core_error(r, "forecast", &err);
-        return;
+    json_t *body = NULL;
+    if (err->code == 0) {
+        kd_metrics_add_tokens(app->metrics, (unsigned long long)res->usage.generated_tokens);
+        body = kd_forecast_response_json(&f->in, res);
+        kr_forecast_result_free(res);
     }
-    kd_metrics_add_tokens(app->metrics, (unsigned long long)res.usage.generated_tokens);
-    json_t *body = kd_forecast_response_json(&f->in, &res);
-    kr_forecast_result_free(&res);
+    count_end(app, err);
     kd_forecast_input_free(&f->in);
     free(f);
-    kd_reply_json(r, 200, body);
+    if (err->code == 0)
+        kd_reply_json(r, 200, body);
+    else
+        reply_core_error(r, "forecast", err);
+}
+
+/* Forecasts queued together decode in lockstep (kr_forecast_batch): one product per
+ * weight matrix a step for every path of every request, each answer the one it gets
+ * alone. One the pool could not hold then runs alone, evicting idle sessions as it needs. */
+static void run_forecast_batch(kd_job **jobs, int n) {
+    forecast_job *f[KD_MAX_BATCH];
+    const kr_forecast_request *reqs[KD_MAX_BATCH];
+    kr_forecast_result res[KD_MAX_BATCH];
+    kr_error errs[KD_MAX_BATCH];
+    kd_app *app = ((forecast_job *)jobs[0])->app;
+    for (int i = 0; i < n; i++) {
+        f[i] = (forecast_job *)jobs[i];
+        reqs[i] = &f[i]->in.req;
+    }
+    kd_metrics_batch(app->metrics, n);
+    kr_forecast_batch(app->model, app->pool, reqs, n, res, errs);
+    for (int i = 0; i < n; i++) {
+        while (pool_exhausted(&errs[i]) && kd_sessions_evict_lru(app->sessions))
+            if (kr_forecast(app->model, app->pool, reqs[i], &res[i], &errs[i]) == 0)
+                errs[i].code = 0;
+        forecast_finish(f[i], &res[i], &errs[i]);
+    }
+}
+
+static void run_forecast(kd_job *j) {
+    run_forecast_batch(&j, 1);
+}
+
+/* Whether the plan can ever run here; false after replying 400 or 422 too_large. */
+static bool admit_forecast(kd_app *app, kd_request *r, const kr_forecast_request *q) {
+    kr_forecast_plan plan;
+    kr_error err = {0};
+    kr_pool_stats st;
+    kr_pool_stats_get(app->pool, &st);
+    const char *reason = NULL;
+    if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0) {
+        reason = err.code == KR_E_INVALID ? "invalid" : "too_large";
+        reply_core_error(r, "forecast", &err);
+    } else if (plan.pool_bytes > st.bytes_total) {
+        reason = "too_large";
+        kd_reply_error(r, 422, "too_large",
+                       "forecast: %d paths over a window of %d need %zu bytes of KV cache; the "
+                       "whole pool holds %zu (pool-bytes)",
+                       q->samples, plan.max_context, plan.pool_bytes, st.bytes_total);
+    } else if (plan.flops / 1e9 > (double)app->cfg.max_request_cost) {
+        reason = "too_large";
+        kd_reply_error(r, 422, "too_large",
+                       "forecast: needs about %.0f GFLOP of model work (%d paths x %d steps, %d "
+                       "of them recomputing a slid window); max-request-cost is %d GFLOP",
+                       plan.flops / 1e9, q->samples, q->horizon, plan.recomputed_steps,
+                       app->cfg.max_request_cost);
+    }
+    if (reason) kd_metrics_refuse(app->metrics, reason);
+    return reason == NULL;
 }
 
 kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
@@ -110,25 +206,37 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
         json_decref(body);
         return KD_REPLIED;
     }
+    if (read_deadline(app, r, body, &f->watch.deadline) < 0) {
+        json_decref(body);
+        free(f);
+        return KD_REPLIED;
+    }
     const int bad = kd_forecast_request_parse_limited(body, kr_model_max_context(app->model), &lim,
                                                       &f->in, msg, sizeof msg);
     json_decref(body);
     if (bad) {
         free(f);
+        kd_metrics_refuse(app->metrics, "invalid");
         kd_reply_error(r, 400, "invalid_request", "%s", msg);
         return KD_REPLIED;
     }
-    const kr_forecast_request *q = &f->in.req;
-    const int mc = q->max_context ? q->max_context : kr_model_max_context(app->model);
-    const int window = q->n_context + q->horizon < mc ? q->n_context + q->horizon : mc;
     f->app = app;
     f->r = r;
+    f->watch.r = r;
+    f->in.req.cancel = (kr_cancel){watch_check, &f->watch};
     f->job.run = run_forecast;
-    if ((q->use_cache && !fits_pool(app, r, window)) || kd_request_defer(r, &f->job) < 0) {
+    f->job.run_batch = run_forecast_batch;
+    bool queued = admit_forecast(app, r, &f->in.req);
+    if (queued && kd_request_defer(r, &f->job) < 0) {
+        kd_metrics_refuse(app->metrics, "busy");
+        queued = false;
+    }
+    if (!queued) {
         kd_forecast_input_free(&f->in);
         free(f);
         return KD_REPLIED;
     }
+    kd_metrics_count(app->metrics, KD_COUNT_ADMITTED);
     return KD_DEFERRED;
 }
 

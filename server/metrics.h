@@ -16,6 +16,15 @@ void kd_metrics_free(kd_metrics *m);
 void kd_metrics_observe(kd_metrics *m, int endpoint, int status, double seconds);
 void kd_metrics_add_tokens(kd_metrics *m, unsigned long long generated);
 
+/* How model requests end up: admitted to the queue, stopped by their deadline, cancelled
+ * by their client leaving. */
+typedef enum { KD_COUNT_ADMITTED, KD_COUNT_TIMED_OUT, KD_COUNT_CANCELLED, KD_N_COUNTS } kd_count;
+void kd_metrics_count(kd_metrics *m, kd_count what);
+/* A request refused before it was queued; reason: "invalid", "too_large" or "busy". */
+void kd_metrics_refuse(kd_metrics *m, const char *reason);
+/* One batched run of n requests on a worker. */
+void kd_metrics_batch(kd_metrics *m, int n);
+
 /* Values read from elsewhere at scrape time. */
 typedef struct {
     bool ready;
