@@ -25,22 +25,30 @@ static bool pool_exhausted(const kr_error *e) {
  * deadline (504), the client gone (499, which nobody reads but the log), or ours (500). */
 static void reply_core_error(kd_request *r, const char *what, const kr_error *e) {
     switch (e->code) {
-    case KR_E_INVALID: kd_reply_error(r, 400, "invalid_request", "%s", e->msg); break;
-    case KR_E_TOO_LARGE: kd_reply_error(r, 422, "too_large", "%s", e->msg); break;
+    case KR_E_INVALID:
+        kd_reply_error(r, 400, "invalid_request", "%s", e->msg);
+        break;
+    case KR_E_TOO_LARGE:
+        kd_reply_error(r, 422, "too_large", "%s", e->msg);
+        break;
     case KR_E_POOL_EXHAUSTED:
         kd_reply_error(r, 503, "pool_exhausted",
                        "%s: the KV cache pool is in use by requests in flight; retry: %s", what,
                        e->msg);
         break;
-    case KR_E_NO_MEMORY: kd_reply_error(r, 500, "internal", "%s: %s", what, e->msg); break;
+    case KR_E_NO_MEMORY:
+        kd_reply_error(r, 500, "internal", "%s: %s", what, e->msg);
+        break;
     case KR_E_DEADLINE:
-        kd_reply_error(r, 504, "deadline_exceeded", "%s: %s (timeout_ms or request-timeout)",
-                       what, e->msg);
+        kd_reply_error(r, 504, "deadline_exceeded", "%s: %s (timeout_ms or request-timeout)", what,
+                       e->msg);
         break;
     case KR_E_CANCELLED:
         kd_reply_error(r, 499, "client_closed", "%s: the client closed the connection", what);
         break;
-    default: kd_reply_error(r, 422, "unprocessable", "%s: %s", what, e->msg); break;
+    default:
+        kd_reply_error(r, 422, "unprocessable", "%s: %s", what, e->msg);
+        break;
     }
 }
 
