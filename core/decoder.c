@@ -272,8 +272,19 @@ int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, 
     /* then the new tokens in lockstep: one batch of every request still generating */
     for (int k = 0; k < max_new; k++) {
         int na = 0;
-        for (int i = 0; i < n; i++)
-            if (g.ok[i] && k < reqs[i].n_new) g.idx[na++] = i;
+        for (int i = 0; i < n; i++) {
+            if (!g.ok[i] || k >= reqs[i].n_new) continue;
+            int stop = reqs[i].cancel.check ? reqs[i].cancel.check(reqs[i].cancel.ctx) : 0;
+            if (stop) { /* the tokens so far stay in the cache; the request fails */
+                kr_fail_code(&errs[i], stop == KR_E_DEADLINE ? KR_E_DEADLINE : KR_E_CANCELLED,
+                             "generate: %s after %d of %d new tokens",
+                             stop == KR_E_DEADLINE ? "the deadline passed" : "cancelled", k,
+                             reqs[i].n_new);
+                g.ok[i] = false;
+                continue;
+            }
+            g.idx[na++] = i;
+        }
         if (na == 0) break;
         for (int j = 0; j < na; j++) {
             int i = g.idx[j];
