@@ -22,6 +22,12 @@ struct kr_cache {
 /* Makes room for T more positions (new blocks, copy of a shared last block); the cache's
  * length does not change. Fails with nothing taken when the pool cannot supply it all. */
 int kr_cache_reserve(kr_cache *c, int T, kr_error *err);
+/* kr_cache_append with T[i] rows for cache i (rows concatenated cache after cache in s1,
+ * s2 and stamps); s1_logits (optional) [S][2^s1_bits] at each cache's last position (left
+ * alone for a cache with no rows). The scheduler's one call per step. */
+int kr_cache_append_ragged(kr_cache *const *caches, int S, const int *T, const int32_t *s1,
+                           const int32_t *s2, const kr_stamp *stamps, float *s1_logits,
+                           kr_error *err);
 /* Gives back blocks past the cache's length (after a failed append). */
 void kr_cache_trim(kr_cache *c);
 

@@ -4,6 +4,7 @@
 #include "cache.h"
 #include "predictor.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +13,9 @@
 
 typedef struct {
     kr_block_scratch blk;
-    float *x, *pair, *last;
+    float *x, *pair, *last, *logits;
+    int32_t *g1, *g2;
+    kr_stamp *gs;
     kr_kv_view *views;
     kr_seq *seqs;
 } append_scratch;
@@ -22,6 +25,10 @@ static void append_scratch_free(append_scratch *a) {
     free(a->x);
     free(a->pair);
     free(a->last);
+    free(a->logits);
+    free(a->g1);
+    free(a->g2);
+    free(a->gs);
     free(a->views);
     free(a->seqs);
 }
@@ -35,9 +42,14 @@ static int append_scratch_init(append_scratch *a, const kr_model *m, int S, int 
     a->x = malloc((size_t)rows * d * sizeof(float));
     a->pair = malloc((size_t)rows * 2 * d * sizeof(float));
     a->last = malloc((size_t)S * d * sizeof(float));
+    a->logits = malloc((size_t)S * ((size_t)1 << m->pc.s1_bits) * sizeof(float));
+    a->g1 = malloc((size_t)rows * sizeof *a->g1);
+    a->g2 = malloc((size_t)rows * sizeof *a->g2);
+    a->gs = malloc((size_t)rows * sizeof *a->gs);
     a->views = malloc((size_t)S * sizeof *a->views);
     a->seqs = malloc((size_t)S * sizeof *a->seqs);
-    if (!a->x || !a->pair || !a->last || !a->views || !a->seqs) {
+    if (!a->x || !a->pair || !a->last || !a->logits || !a->g1 || !a->g2 || !a->gs || !a->views ||
+        !a->seqs) {
         append_scratch_free(a);
         return kr_fail_code(err, KR_E_NO_MEMORY, "decoder: out of memory for a batch of %d rows",
                             rows);
@@ -45,87 +57,108 @@ static int append_scratch_init(append_scratch *a, const kr_model *m, int S, int 
     return 0;
 }
 
-/* Rows [S][T] taken from columns t0 .. t0+T-1 of inputs laid out [S][T_total]. */
-static void gather(const int32_t *s1, const int32_t *s2, const kr_stamp *stamps, int S, int T_total,
-                   int t0, int T, int32_t *g1, int32_t *g2, kr_stamp *gs) {
-    for (int i = 0; i < S; i++)
-        for (int t = 0; t < T; t++) {
-            size_t src = (size_t)i * T_total + t0 + t, dst = (size_t)i * T + t;
-            g1[dst] = s1[src];
-            g2[dst] = s2[src];
-            gs[dst] = stamps[src];
-        }
-}
-
-/* One chunk: T rows per cache, blocks already reserved. */
-static void append_chunk(kr_cache *const *caches, int S, const int32_t *s1, const int32_t *s2,
-                         const kr_stamp *stamps, int T, float *s1_logits, append_scratch *a) {
+/* One chunk: n[i] rows of cache i (concatenated in x order), blocks already reserved. The s1
+ * logits of cache i are written when want[i] (its last row is in this chunk). */
+static void append_chunk(kr_cache *const *caches, int S, const int *n, const int32_t *s1,
+                         const int32_t *s2, const kr_stamp *stamps, const bool *want,
+                         float *s1_logits, append_scratch *a) {
     const kr_model *m = caches[0]->m;
     const kr_predictor_weights *w = &m->pred;
-    int d = m->pc.d_model, R = S * T, dep = m->pc.n_layers;
+    int d = m->pc.d_model, R = 0, dep = m->pc.n_layers, v1 = 1 << m->pc.s1_bits;
+    for (int i = 0; i < S; i++)
+        R += n[i];
 
     kr_predictor_embed(m, s1, s2, stamps, R, a->x, a->pair);
     for (int i = 0; i < S; i++) {
         a->views[i] = kr_cache_view(caches[i]);
-        a->seqs[i] = (kr_seq){&a->views[i], caches[i]->len, caches[i]->raw_kv};
+        a->seqs[i] = (kr_seq){&a->views[i], caches[i]->len, caches[i]->raw_kv, n[i]};
     }
     for (int l = 0; l < w->n_layers; l++)
-        kr_block_forward(&w->blocks[l], l, a->x, S, T, a->seqs, &a->blk);
+        kr_block_forward(&w->blocks[l], l, a->x, S, a->seqs, &a->blk);
     kr_rmsnorm(a->x, a->x, w->norm, R, d);
 
     /* the dependency layer's keys and values of the new positions (no RoPE there) */
     kr_linear_forward(a->blk.k, a->x, R, &w->dep_k);
     kr_linear_forward(a->blk.v, a->x, R, &w->dep_v);
-    for (int i = 0; i < S; i++) {
+    int n_last = 0;
+    for (int i = 0, row = 0; i < S; i++) {
         kr_cache *c = caches[i];
-        for (int t = 0; t < T; t++) {
-            size_t row = (size_t)i * T + t;
-            kr_kv_put_k(&a->views[i], dep, c->len + t, a->blk.k + row * d);
-            memcpy(kr_kv_v(&a->views[i], dep, c->len + t), a->blk.v + row * d,
+        for (int t = 0; t < n[i]; t++, row++) {
+            kr_kv_put_k(&a->views[i], dep, c->len + t, a->blk.k + (size_t)row * d);
+            memcpy(kr_kv_v(&a->views[i], dep, c->len + t), a->blk.v + (size_t)row * d,
                    (size_t)d * sizeof(float));
         }
-        memcpy(c->h_last, a->x + ((size_t)i * T + T - 1) * d, (size_t)d * sizeof(float));
-        memcpy(a->last + (size_t)i * d, c->h_last, (size_t)d * sizeof(float));
-        c->len += T;
+        if (n[i] == 0) continue;
+        memcpy(c->h_last, a->x + (size_t)(row - 1) * d, (size_t)d * sizeof(float));
+        c->len += n[i];
+        if (want[i]) memcpy(a->last + (size_t)n_last++ * d, c->h_last, (size_t)d * sizeof(float));
     }
     /* only the last position of each cache is projected to the vocabulary */
-    if (s1_logits) kr_linear_forward(s1_logits, a->last, S, &w->proj_s1);
+    if (!s1_logits || n_last == 0) return;
+    kr_linear_forward(a->logits, a->last, n_last, &w->proj_s1);
+    for (int i = 0, k = 0; i < S; i++)
+        if (want[i])
+            memcpy(s1_logits + (size_t)i * v1, a->logits + (size_t)k++ * v1,
+                   (size_t)v1 * sizeof(float));
 }
 
-int kr_cache_append(kr_cache *const *caches, int S, const int32_t *s1, const int32_t *s2,
-                    const kr_stamp *stamps, int T, float *s1_logits, kr_error *err) {
-    if (S < 1 || T < 1) return kr_fail(err, "append: nothing to append (S = %d, T = %d)", S, T);
+int kr_cache_append_ragged(kr_cache *const *caches, int S, const int *T, const int32_t *s1,
+                           const int32_t *s2, const kr_stamp *stamps, float *s1_logits,
+                           kr_error *err) {
+    if (S < 1) return kr_fail(err, "append: no caches");
     const kr_model *m = caches[0]->m;
-    for (int i = 1; i < S; i++)
-        if (caches[i]->m != m) return kr_fail(err, "append: caches of different models");
-    if (kr_predictor_check_inputs(m, s1, s2, stamps, S * T, err)) return -1;
+    long total = 0;
     int max_len = 0;
     for (int i = 0; i < S; i++) {
-        if (kr_cache_reserve(caches[i], T, err)) {
+        if (caches[i]->m != m) return kr_fail(err, "append: caches of different models");
+        if (T[i] < 0) return kr_fail(err, "append: negative row count %d for cache %d", T[i], i);
+        total += T[i];
+    }
+    if (total < 1) return kr_fail(err, "append: nothing to append");
+    if (total > INT_MAX / 2) return kr_fail(err, "append: %ld rows are too many", total);
+    if (kr_predictor_check_inputs(m, s1, s2, stamps, (int)total, err)) return -1;
+    for (int i = 0; i < S; i++) {
+        if (kr_cache_reserve(caches[i], T[i], err)) {
             for (int j = 0; j <= i; j++)
                 kr_cache_trim(caches[j]);
             return -1;
         }
-        if (caches[i]->len > max_len) max_len = caches[i]->len;
+        if (caches[i]->len + T[i] > max_len) max_len = caches[i]->len + T[i];
     }
-    int chunk = KR_MAX_BATCH_ROWS / S;
-    if (chunk < 1) chunk = 1;
-    if (chunk > T) chunk = T;
+    int rows = total < KR_MAX_BATCH_ROWS ? (int)total : KR_MAX_BATCH_ROWS;
     append_scratch a;
-    int32_t *g1 = malloc((size_t)S * chunk * sizeof *g1),
-            *g2 = malloc((size_t)S * chunk * sizeof *g2);
-    kr_stamp *gs = malloc((size_t)S * chunk * sizeof *gs);
+    int *left = malloc((size_t)S * sizeof *left), *n = malloc((size_t)S * sizeof *n);
+    bool *want = malloc((size_t)S * sizeof *want);
     int rc = -1;
-    if (!g1 || !g2 || !gs) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "append: out of memory");
+    if (!left || !n || !want) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "append: out of memory for %d caches", S);
         memset(&a, 0, sizeof a);
         goto out;
     }
-    if (append_scratch_init(&a, m, S, S * chunk, max_len + T, err)) goto out;
-    for (int t0 = 0; t0 < T; t0 += chunk) {
-        int n = T - t0 < chunk ? T - t0 : chunk;
-        gather(s1, s2, stamps, S, T, t0, n, g1, g2, gs);
-        append_chunk(caches, S, g1, g2, gs, n, t0 + n == T ? s1_logits : NULL, &a);
+    if (append_scratch_init(&a, m, S, rows, max_len, err)) goto out;
+    memcpy(left, T, (size_t)S * sizeof *left);
+    /* chunks of at most `rows` rows, each cache's rows in order; s1, s2 and stamps advance
+     * through the rows in the same order as the chunks take them */
+    for (long done = 0; done < total;) {
+        int budget = rows, taken = 0;
+        size_t base = 0;
+        for (int i = 0; i < S; i++) {
+            n[i] = left[i] < budget ? left[i] : budget;
+            budget -= n[i];
+            taken += n[i];
+            want[i] = n[i] > 0 && n[i] == left[i];
+        }
+        /* rows of this chunk, gathered in cache order from the caller's layout */
+        for (int i = 0, first = 0; i < S; first += T[i++]) {
+            size_t src = (size_t)first + (size_t)(T[i] - left[i]);
+            memcpy(a.g1 + base, s1 + src, (size_t)n[i] * sizeof *s1);
+            memcpy(a.g2 + base, s2 + src, (size_t)n[i] * sizeof *s2);
+            memcpy(a.gs + base, stamps + src, (size_t)n[i] * sizeof *stamps);
+            base += (size_t)n[i];
+            left[i] -= n[i];
+        }
+        append_chunk(caches, S, n, a.g1, a.g2, a.gs, want, s1_logits, &a);
+        done += taken;
     }
     rc = 0;
 out:
@@ -133,9 +166,21 @@ out:
         for (int i = 0; i < S; i++)
             kr_cache_trim(caches[i]);
     append_scratch_free(&a);
-    free(g1);
-    free(g2);
-    free(gs);
+    free(left);
+    free(n);
+    free(want);
+    return rc;
+}
+
+int kr_cache_append(kr_cache *const *caches, int S, const int32_t *s1, const int32_t *s2,
+                    const kr_stamp *stamps, int T, float *s1_logits, kr_error *err) {
+    if (S < 1 || T < 1) return kr_fail(err, "append: nothing to append (S = %d, T = %d)", S, T);
+    int *Ts = malloc((size_t)S * sizeof *Ts);
+    if (!Ts) return kr_fail_code(err, KR_E_NO_MEMORY, "append: out of memory for %d caches", S);
+    for (int i = 0; i < S; i++)
+        Ts[i] = T;
+    int rc = kr_cache_append_ragged(caches, S, Ts, s1, s2, stamps, s1_logits, err);
+    free(Ts);
     return rc;
 }
 

@@ -170,9 +170,11 @@ KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
     }
 }
 
-void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, const kr_seq *seqs,
+void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_seq *seqs,
                       kr_block_scratch *s) {
-    int d = b->d, R = S * T;
+    int d = b->d, R = 0;
+    for (int i = 0; i < S; i++)
+        R += seqs[i].n_rows;
 
     kr_rmsnorm(s->xn, x, b->norm1, R, d);
     if (b->qkv.w || b->qkv.wp) { /* one product, then the rows split into q, k, v */
@@ -188,11 +190,12 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, cons
         kr_linear_forward(s->k, s->xn, R, &b->k);
         kr_linear_forward(s->v, s->xn, R, &b->v);
     }
-    for (int i = 0; i < S; i++) {
+    for (int i = 0, row0 = 0; i < S; row0 += seqs[i++].n_rows) {
         const kr_seq *sq = &seqs[i];
-        size_t row0 = (size_t)i * T;
-        store_kv(b, layer, sq, s->k + row0 * d, s->v + row0 * d, T, s->krow);
-        rope_block(b, s->q + row0 * d, T, d, sq->pos0);
+        int T = sq->n_rows;
+        if (T == 0) continue;
+        store_kv(b, layer, sq, s->k + (size_t)row0 * d, s->v + (size_t)row0 * d, T, s->krow);
+        rope_block(b, s->q + (size_t)row0 * d, T, d, sq->pos0);
         for (int t = 0; t < T; t++)
             s->rows[row0 + t] = (kr_attn_row){sq->kv, sq->pos0 + t + 1};
     }

@@ -56,13 +56,14 @@ size_t kr_attend_scores_floats(int max_keys, int n_heads, int d);
 void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_rows, int d,
                     int layer, int n_heads, float *scratch, int max_keys);
 
-/* One sequence of a batch: its cache, the position of its first new row, and (for
- * kv_shift) the unshifted k and v of each layer at pos0 - 1 ([n_layers][2][d]; replaced by
- * those of its last new row). */
+/* One sequence of a batch: its cache, the position of its first new row, how many new rows
+ * it has, and (for kv_shift) the unshifted k and v of each layer at pos0 - 1
+ * ([n_layers][2][d]; replaced by those of its last new row). */
 typedef struct {
     const kr_kv_view *kv;
     int pos0;
     float *raw_kv;
+    int n_rows;
 } kr_seq;
 
 /* Scratch for one block forward of up to max_rows rows over up to max_keys keys. */
@@ -76,10 +77,11 @@ int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d
                           int n_heads, kr_error *err);
 void kr_block_scratch_free(kr_block_scratch *s);
 
-/* Transformer block `layer` on x[S*T][d] in place: S sequences of T new rows each, one GEMM
- * per weight matrix for all of them; sequence i's rows sit at positions seqs[i].pos0.. and
- * their keys/values are written into seqs[i].kv before attending causally. */
-void kr_block_forward(const kr_block *b, int layer, float *x, int S, int T, const kr_seq *seqs,
+/* Transformer block `layer` on x[R][d] in place: S sequences of seqs[i].n_rows new rows
+ * each, one after another (R rows in all), one product per weight matrix for all of them;
+ * sequence i's rows sit at positions seqs[i].pos0.. and their keys/values are written into
+ * seqs[i].kv before attending causally. */
+void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_seq *seqs,
                       kr_block_scratch *s);
 
 #endif

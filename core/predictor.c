@@ -108,9 +108,9 @@ int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
     if (kr_block_scratch_init(&s, n, n, d, m->pc.ff_dim, m->pc.n_heads, err)) goto out;
     kr_predictor_embed(m, s1, s2, stamps, n, x, pair);
     kr_kv_view view = {&kv, n, d};
-    kr_seq seq = {&view, 0, NULL};
+    kr_seq seq = {&view, 0, NULL, n};
     for (int l = 0; l < w->n_layers; l++)
-        kr_block_forward(&w->blocks[l], 0, x, 1, n, &seq, &s);
+        kr_block_forward(&w->blocks[l], 0, x, 1, &seq, &s);
     kr_rmsnorm(x, x, w->norm, n, d);
     if (s1_logits) kr_linear_forward(s1_logits, x + (size_t)(n - 1) * d, 1, &w->proj_s1);
     if (context) memcpy(context, x, nd * sizeof(float));

@@ -19,9 +19,9 @@ static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int
         return kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer: out of memory for %d candles", n);
     }
     kr_kv_view view = {&kv, n, d};
-    kr_seq seq = {&view, 0, NULL};
+    kr_seq seq = {&view, 0, NULL, n};
     for (int i = 0; i < n_blocks; i++)
-        kr_block_forward(&blocks[i], 0, x, 1, n, &seq, &s);
+        kr_block_forward(&blocks[i], 0, x, 1, &seq, &s);
     free(kv);
     kr_block_scratch_free(&s);
     return 0;
@@ -140,17 +140,17 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
         for (int b = 0; b < own; b++)
             bp[1 + b] = mem + block * (1 + (size_t)p * own + b);
         views[p] = (kr_kv_view){bp, np, d};
-        seqs[p] = (kr_seq){&views[p], np, NULL};
+        seqs[p] = (kr_seq){&views[p], np, NULL, P};
     }
     token_bits(c, pre_s1, pre_s2, np, bits);
     kr_linear_forward(x, bits, np, &w->post_quant_embed);
-    kr_seq pre = {&views[0], 0, NULL};
+    kr_seq pre = {&views[0], 0, NULL, np};
     for (int l = 0; l < w->n_dec; l++)
-        kr_block_forward(&w->dec[l], l, x, 1, np, &pre, &sc);
+        kr_block_forward(&w->dec[l], l, x, 1, &pre, &sc);
     token_bits(c, s1, s2, S * P, bits);
     kr_linear_forward(x, bits, S * P, &w->post_quant_embed);
     for (int l = 0; l < w->n_dec; l++)
-        kr_block_forward(&w->dec[l], l, x, S, P, seqs, &sc);
+        kr_block_forward(&w->dec[l], l, x, S, seqs, &sc);
     kr_linear_forward(out, x, S * P, &w->head);
     rc = 0;
 out:

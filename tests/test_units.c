@@ -462,9 +462,9 @@ static void seq_step(const kr_block *b, seq_state **qs, int S, int T) {
         assert_true(qs[i]->pos + T <= BT);
         memcpy(x + (size_t)i * T * BD, qs[i]->x + (size_t)qs[i]->pos * BD,
                (size_t)T * BD * sizeof(float));
-        seqs[i] = (kr_seq){&qs[i]->c.view, qs[i]->pos, qs[i]->pass_raw ? qs[i]->raw : NULL};
+        seqs[i] = (kr_seq){&qs[i]->c.view, qs[i]->pos, qs[i]->pass_raw ? qs[i]->raw : NULL, T};
     }
-    kr_block_forward(b, 1, x, S, T, seqs, &s);
+    kr_block_forward(b, 1, x, S, seqs, &s);
     for (int i = 0; i < S; i++) {
         memcpy(qs[i]->x + (size_t)qs[i]->pos * BD, x + (size_t)i * T * BD,
                (size_t)T * BD * sizeof(float));
