@@ -5,6 +5,7 @@
 #include "predictor.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -220,147 +221,38 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
     return rc;
 }
 
-/* What one generation request needs checked, and its blocks taken, before it starts, so
- * that it cannot fail half way. */
-static int generate_prepare(kr_cache *c, const kr_generate_request *r, kr_error *err) {
-    const kr_model *m = c->m;
-    if (r->n_append < 0 || r->n_new < 0) return kr_fail(err, "generate: negative token counts");
-    if (kr_sampling_check(&r->sampling, err)) return -1;
-    long need = (long)c->len + r->n_append + r->n_new;
-    if (need > c->capacity)
-        return kr_fail_code(
-            err, KR_E_CAPACITY,
-            "generate: %d cached + %d appended + %d new tokens = %ld exceed "
-            "max_context %d; the window would slide, which this endpoint does not do",
-            c->len, r->n_append, r->n_new, need, c->capacity);
-    if (r->n_new > 0 && c->len + r->n_append == 0)
-        return kr_fail(err, "generate: no context to generate from; append tokens first");
-    if (r->n_append > 0 && kr_predictor_check_inputs(m, r->s1, r->s2, r->stamps, r->n_append, err))
-        return -1;
-    for (int k = 0; k < r->n_new; k++) {
-        kr_error e;
-        if (kr_stamp_check(&r->new_stamps[k], &e))
-            return kr_fail(err, "generate: new token %d: time stamp: %s", k, e.msg);
-    }
-    return kr_cache_reserve(c, r->n_append + r->n_new, err);
-}
-
+/* Generation runs on the step scheduler, the same code as the server's. */
 typedef struct {
-    bool *ok;
-    float *l1, *l2, *step_l1;
-    kr_rng *rng;
-    kr_cache **active;
-    int32_t *a, *b;
-    kr_stamp *st;
-    int *idx;
-} generate_state;
+    kr_error *errs;
+} generate_ctx;
 
-static void generate_state_free(generate_state *g) {
-    free(g->ok);
-    free(g->l1);
-    free(g->l2);
-    free(g->step_l1);
-    free(g->rng);
-    free(g->active);
-    free(g->a);
-    free(g->b);
-    free(g->st);
-    free(g->idx);
-}
-
-static void fail_all(generate_state *g, int n, kr_error *errs, const kr_error *e) {
-    for (int i = 0; i < n; i++)
-        if (g->ok[i]) {
-            errs[i] = *e;
-            g->ok[i] = false;
-        }
+static void generate_done(void *tag, const kr_error *err, void *ctx) {
+    generate_ctx *g = ctx;
+    g->errs[(intptr_t)tag] = *err;
 }
 
 int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, int n,
                       int32_t *const *out_s1, int32_t *const *out_s2, kr_error *errs) {
-    const kr_model *m = caches[0]->m;
-    int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits, max_new = 0, failed = 0;
-    generate_state g = {
-        .ok = calloc((size_t)n, sizeof *g.ok),
-        .l1 = malloc((size_t)n * v1 * sizeof(float)),
-        .l2 = malloc((size_t)n * v2 * sizeof(float)),
-        .step_l1 = malloc((size_t)n * v1 * sizeof(float)),
-        .rng = malloc((size_t)n * sizeof(kr_rng)),
-        .active = malloc((size_t)n * sizeof(kr_cache *)),
-        .a = malloc((size_t)n * sizeof(int32_t)),
-        .b = malloc((size_t)n * sizeof(int32_t)),
-        .st = malloc((size_t)n * sizeof(kr_stamp)),
-        .idx = malloc((size_t)n * sizeof(int)),
-    };
-    if (!g.ok || !g.l1 || !g.l2 || !g.step_l1 || !g.rng || !g.active || !g.a || !g.b || !g.st ||
-        !g.idx) {
-        for (int i = 0; i < n; i++)
-            kr_fail_code(&errs[i], KR_E_NO_MEMORY, "generate: out of memory for a batch of %d", n);
-        generate_state_free(&g);
-        return n;
-    }
-    /* each request's checks and context on its own (their lengths differ) */
+    generate_ctx ctx = {errs};
+    kr_sched_config cfg = {
+        .step_tokens = 2048, .max_rows = 1 << 30, .done = generate_done, .ctx = &ctx};
+    kr_error e;
+    kr_sched *s = n > 0 ? kr_sched_create(caches[0]->m, NULL, &cfg, &e) : NULL;
+    int failed = 0;
     for (int i = 0; i < n; i++) {
-        kr_cache *c = caches[i];
-        const kr_generate_request *r = &reqs[i];
-        float *l1 = g.l1 + (size_t)i * v1;
         errs[i].code = 0;
         errs[i].msg[0] = '\0';
-        g.ok[i] = generate_prepare(c, r, &errs[i]) == 0 &&
-                  (r->n_append > 0 ? kr_cache_append(&c, 1, r->s1, r->s2, r->stamps, r->n_append,
-                                                     r->n_new ? l1 : NULL, &errs[i]) == 0
-                   : r->n_new > 0  ? kr_cache_s1_logits(c, l1, &errs[i]) == 0
-                                   : true);
-        kr_rng_seed(&g.rng[i], r->seed);
-        if (g.ok[i] && r->n_new > max_new) max_new = r->n_new;
+        if (!s)
+            errs[i] = e;
+        else /* a failure to queue is in errs[i] already */
+            kr_sched_add_generate(s, caches[i], &reqs[i], out_s1[i], out_s2[i],
+                                  (void *)(intptr_t)i, &errs[i]);
     }
-    /* then the new tokens in lockstep: one batch of every request still generating */
-    for (int k = 0; k < max_new; k++) {
-        int na = 0;
-        for (int i = 0; i < n; i++) {
-            if (!g.ok[i] || k >= reqs[i].n_new) continue;
-            int stop = reqs[i].cancel.check ? reqs[i].cancel.check(reqs[i].cancel.ctx) : 0;
-            if (stop) { /* the tokens so far stay in the cache; the request fails */
-                kr_fail_code(&errs[i], stop == KR_E_DEADLINE ? KR_E_DEADLINE : KR_E_CANCELLED,
-                             "generate: %s after %d of %d new tokens",
-                             stop == KR_E_DEADLINE ? "the deadline passed" : "cancelled", k,
-                             reqs[i].n_new);
-                g.ok[i] = false;
-                continue;
-            }
-            g.idx[na++] = i;
-        }
-        if (na == 0) break;
-        for (int j = 0; j < na; j++) {
-            int i = g.idx[j];
-            g.active[j] = caches[i];
-            g.a[j] = kr_sample(g.l1 + (size_t)i * v1, v1, &reqs[i].sampling, &g.rng[i]);
-        }
-        kr_error e;
-        if (kr_cache_s2_logits(g.active, na, g.a, g.l2, &e)) {
-            fail_all(&g, n, errs, &e);
-            break;
-        }
-        for (int j = 0; j < na; j++) {
-            int i = g.idx[j];
-            g.b[j] = kr_sample(g.l2 + (size_t)j * v2, v2, &reqs[i].sampling, &g.rng[i]);
-            out_s1[i][k] = g.a[j];
-            out_s2[i][k] = g.b[j];
-            g.st[j] = reqs[i].new_stamps[k];
-        }
-        if (kr_cache_append(g.active, na, g.a, g.b, g.st, 1, g.step_l1, &e)) {
-            fail_all(&g, n, errs, &e);
-            break;
-        }
-        for (int j = 0; j < na; j++)
-            memcpy(g.l1 + (size_t)g.idx[j] * v1, g.step_l1 + (size_t)j * v1,
-                   (size_t)v1 * sizeof(float));
-    }
-    for (int i = 0; i < n; i++) {
-        kr_cache_trim(caches[i]);
+    while (s && kr_sched_step(s) > 0)
+        ;
+    kr_sched_free(s);
+    for (int i = 0; i < n; i++)
         failed += errs[i].code != 0;
-    }
-    generate_state_free(&g);
     return failed;
 }
 

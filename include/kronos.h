@@ -330,6 +330,56 @@ void kr_forecast_result_free(kr_forecast_result *res);
 int kr_forecast_batch(const kr_model *m, kr_pool *pool, const kr_forecast_request *const *reqs,
                       int n, kr_forecast_result *res, kr_error *errs);
 
+/* ---- the step scheduler (continuous batching) ------------------------------------------- */
+
+/* Model work advances in steps. Each step runs one product per weight matrix for the rows
+ * of every active job: one token of every forecast path and every generating request,
+ * plus chunks of prefills and window recomputes under a per-step token budget, so a long
+ * prefill never stalls the others' decoding. A job added between steps joins at the next
+ * one and leaves when it ends. Every row's arithmetic is its own: a job's result is the
+ * one kr_forecast / kr_generate gives it alone, whatever else shares its steps.
+ *
+ * Not thread-safe: one thread adds jobs and steps (the server's scheduler thread). */
+typedef struct kr_sched kr_sched;
+
+typedef struct {
+    int step_tokens; /* prefill and recompute rows per step, over all jobs; 0: 256 */
+    int max_rows;    /* decode rows (paths, generating requests) active at once; 0: 512 */
+    /* a job ended, err->code 0 when it succeeded; called on the stepping thread */
+    void (*done)(void *tag, const kr_error *err, void *ctx);
+    /* the pool ran dry mid-step: free some of it (an idle session) and return true, or
+     * return false; the jobs that then cannot go on end with KR_E_POOL_EXHAUSTED */
+    bool (*make_room)(void *ctx);
+    void *ctx;
+} kr_sched_config;
+
+/* pool NULL: every forecast gets a private pool sized by its plan (the one-shot command). */
+kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
+                          kr_error *err);
+/* Ends every job still held, as cancelled (done is called for each), and frees s. */
+void kr_sched_free(kr_sched *s);
+
+/* Queues a forecast after checking its plan (-1 and nothing queued when it is invalid).
+ * res is filled when it ends; req and the arrays it points to must live until then. */
+int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
+                          void *tag, kr_error *err);
+/* Queues token generation on cache c (what kr_generate does); out_s1, out_s2: [n_new]. The
+ * cache, req and its arrays must live until done is called. */
+int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
+                          int32_t *out_s2, void *tag, kr_error *err);
+
+/* One step; returns the jobs still held (waiting and active). */
+int kr_sched_step(kr_sched *s);
+
+typedef struct {
+    int waiting, active;
+    int rows_last_step, prefill_rows_last_step;
+    unsigned long long steps, rows;
+    double waiting_flops; /* planned compute of the jobs not yet started */
+} kr_sched_stats;
+
+void kr_sched_stats_get(const kr_sched *s, kr_sched_stats *st);
+
 #ifdef __cplusplus
 }
 #endif

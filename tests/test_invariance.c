@@ -176,8 +176,7 @@ static void same_result(const kr_forecast_result *a, const kr_forecast_result *b
         assert_memory_equal(a->quantiles, b->quantiles,
                             (size_t)a->n_quantiles * KR_D_IN * P * sizeof(double));
     if (a->paths)
-        assert_memory_equal(a->paths, b->paths,
-                            (size_t)a->samples * KR_D_IN * P * sizeof(double));
+        assert_memory_equal(a->paths, b->paths, (size_t)a->samples * KR_D_IN * P * sizeof(double));
 }
 
 /* Five different requests (lengths, windows that slide, paths, sampling) in one batch, plus
@@ -225,12 +224,117 @@ static void test_forecast_batch(void **state) {
     json_decref(g);
 }
 
+/* ---- the step scheduler: jobs joining and leaving ----------------------------------------- */
+
+typedef struct {
+    int ended[16];
+    kr_error errs[16];
+} sched_log;
+
+static void log_done(void *tag, const kr_error *err, void *ctx) {
+    sched_log *l = ctx;
+    int k = (int)(intptr_t)tag;
+    l->ended[k]++;
+    l->errs[k] = *err;
+}
+
+/* Forecasts and token generations added at different steps of one scheduler with a small
+ * token budget (prefills cut into chunks of 7 rows, shared with other jobs' decode rows):
+ * each ends once, with the tokens and numbers it gets alone. */
+static void test_scheduler_join_leave(void **state) {
+    (void)state;
+    json_t *g = tu_load_golden();
+    json_t *cases = json_object_get(g, "cases");
+    enum { NF = 4, NG = 3 };
+    tu_case tc[NF];
+    kr_forecast_request q[NF];
+    kr_forecast_result res[NF], solo;
+    for (int k = 0; k < NF; k++) {
+        assert_int_equal(tu_case_load(json_array_get(cases, (size_t)k), &tc[k]), 0);
+        q[k] = tc[k].req;
+        q[k].samples = 2 + k;
+        q[k].seed = (uint64_t)(40 + k);
+        q[k].sampling = (kr_sampling){.temperature = 1.0, .top_k = 0, .top_p = 0.9};
+        q[k].return_paths = true;
+    }
+    kr_error err;
+    kr_pool *pool = kr_pool_create(model, (size_t)256 << 20, &err);
+    assert_non_null(pool);
+    /* generations: a prompt of 30 + k tokens, then 12 new ones, on fresh caches */
+    kr_cache *gc[NG], *solo_c;
+    kr_generate_request gr[NG];
+    int32_t out1[NG][12], out2[NG][12], want1[12], want2[12];
+    for (int k = 0; k < NG; k++) {
+        assert_non_null(gc[k] = kr_cache_create(pool, 0, &err));
+        gr[k] = (kr_generate_request){.s1 = tok1 + k,
+                                      .s2 = tok2 + k,
+                                      .stamps = stamps + k,
+                                      .n_append = 30 + k,
+                                      .new_stamps = stamps + 40,
+                                      .n_new = 12,
+                                      .sampling = {.temperature = 0.9, .top_k = 0, .top_p = 0.95},
+                                      .seed = (uint64_t)(7 + k)};
+    }
+    sched_log log = {0};
+    kr_sched_config cfg = {.step_tokens = 7, .max_rows = 9, .done = log_done, .ctx = &log};
+    kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+    assert_non_null(s);
+    /* joining: forecast 0 and generation 0 at once, the others a few steps later each */
+    int added_f = 0, added_g = 0, steps = 0;
+    for (;;) {
+        if (added_f < NF && steps >= 3 * added_f) {
+            assert_int_equal(kr_sched_add_forecast(s, &q[added_f], &res[added_f],
+                                                   (void *)(intptr_t)added_f, &err),
+                             0);
+            added_f++;
+        }
+        if (added_g < NG && steps >= 5 * added_g) {
+            assert_int_equal(kr_sched_add_generate(s, gc[added_g], &gr[added_g], out1[added_g],
+                                                   out2[added_g], (void *)(intptr_t)(NF + added_g),
+                                                   &err),
+                             0);
+            added_g++;
+        }
+        int held = kr_sched_step(s);
+        steps++;
+        if (held == 0 && added_f == NF && added_g == NG) break;
+        assert_true(steps < 100000);
+    }
+    kr_sched_free(s);
+    for (int k = 0; k < NF; k++) {
+        assert_int_equal(log.ended[k], 1);
+        assert_int_equal(log.errs[k].code, 0);
+        assert_int_equal(kr_forecast(model, NULL, &q[k], &solo, &err), 0);
+        same_result(&res[k], &solo);
+        kr_forecast_result_free(&solo);
+        kr_forecast_result_free(&res[k]);
+    }
+    for (int k = 0; k < NG; k++) {
+        assert_int_equal(log.ended[NF + k], 1);
+        assert_int_equal(log.errs[NF + k].code, 0);
+        assert_non_null(solo_c = kr_cache_create(pool, 0, &err));
+        assert_int_equal(kr_generate(solo_c, &gr[k], want1, want2, &err), 0);
+        assert_memory_equal(out1[k], want1, sizeof want1);
+        assert_memory_equal(out2[k], want2, sizeof want2);
+        assert_int_equal(kr_cache_length(gc[k]), kr_cache_length(solo_c));
+        kr_cache_free(solo_c);
+        kr_cache_free(gc[k]);
+    }
+    print_message("# %d forecasts and %d generations over %d steps of 7 prefill rows\n", NF, NG,
+                  steps);
+    kr_pool_free(pool);
+    for (int k = 0; k < NF; k++)
+        tu_case_free(&tc[k]);
+    json_decref(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
         cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forecast_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_join_leave, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

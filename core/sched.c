@@ -1,0 +1,399 @@
+/* sched.c — the step scheduler: admission of waiting jobs, one ragged append for every
+ * active job's rows, the s1 draws, one batched s2-logits call, the s2 draws (sched_impl.h
+ * says what a step is). What a forecast or a generation does at each step lives in
+ * sched_forecast.c and sched_generate.c.
+ */
+#include "sched_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_STEP_TOKENS 256
+#define DEFAULT_MAX_ROWS    512
+
+struct kr_sched {
+    const kr_model *m;
+    kr_pool *pool;
+    kr_sched_config cfg;
+    sched_job *wait_head, *wait_tail; /* FIFO */
+    sched_job *active;                /* in admission order */
+    int active_rows;
+    step_batch batch;
+    /* the s2 call: every drawing row's cache and s1, and its logits */
+    kr_cache **s2_caches;
+    int32_t *s2_a;
+    float *s2_l2;
+    int s2_cap;
+    kr_sched_stats stats;
+};
+
+/* ---- the step's rows ---------------------------------------------------------------------- */
+
+static int grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return 0;
+    int n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, (size_t)n * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+int step_batch_add(step_batch *b, sched_job *owner, kr_cache *c, int n, const int32_t *s1,
+                   const int32_t *s2, const kr_stamp *st, int st_stride, float *l1) {
+    int gcap = b->cap_groups, rcap = b->cap_rows;
+    if (b->n_groups + 1 > gcap) {
+        int c1 = gcap, c2 = gcap, c3 = gcap, c4 = gcap;
+        if (grow((void **)&b->caches, &c1, b->n_groups + 1, sizeof *b->caches) ||
+            grow((void **)&b->T, &c2, b->n_groups + 1, sizeof *b->T) ||
+            grow((void **)&b->l1, &c3, b->n_groups + 1, sizeof *b->l1) ||
+            grow((void **)&b->owner, &c4, b->n_groups + 1, sizeof *b->owner))
+            return -1;
+        b->cap_groups = c1;
+    }
+    if (b->n_rows + n > rcap) {
+        int c1 = rcap, c2 = rcap, c3 = rcap;
+        if (grow((void **)&b->s1, &c1, b->n_rows + n, sizeof *b->s1) ||
+            grow((void **)&b->s2, &c2, b->n_rows + n, sizeof *b->s2) ||
+            grow((void **)&b->st, &c3, b->n_rows + n, sizeof *b->st))
+            return -1;
+        b->cap_rows = c1;
+    }
+    b->caches[b->n_groups] = c;
+    b->T[b->n_groups] = n;
+    b->l1[b->n_groups] = l1;
+    b->owner[b->n_groups++] = owner;
+    memcpy(b->s1 + b->n_rows, s1, (size_t)n * sizeof *s1);
+    memcpy(b->s2 + b->n_rows, s2, (size_t)n * sizeof *s2);
+    for (int t = 0; t < n; t++)
+        b->st[b->n_rows + t] = st[(size_t)t * st_stride];
+    b->n_rows += n;
+    return 0;
+}
+
+static void step_batch_free(step_batch *b) {
+    free(b->caches);
+    free(b->T);
+    free(b->l1);
+    free(b->owner);
+    free(b->s1);
+    free(b->s2);
+    free(b->st);
+}
+
+/* ---- jobs --------------------------------------------------------------------------------- */
+
+kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
+                          kr_error *err) {
+    kr_sched *s = calloc(1, sizeof *s);
+    if (!s) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory");
+        return NULL;
+    }
+    s->m = m;
+    s->pool = pool;
+    if (cfg) s->cfg = *cfg;
+    if (s->cfg.step_tokens <= 0) s->cfg.step_tokens = DEFAULT_STEP_TOKENS;
+    if (s->cfg.max_rows <= 0) s->cfg.max_rows = DEFAULT_MAX_ROWS;
+    return s;
+}
+
+static void job_free(sched_job *j) {
+    if (j->kind == JOB_FORECAST)
+        fc_free(j);
+    else
+        gen_free(j);
+    free(j);
+}
+
+/* Ends j (already unlinked): its memory back, then the caller's callback. */
+static void job_end(kr_sched *s, sched_job *j) {
+    kr_error err = j->err;
+    void *tag = j->tag;
+    if (err.code && j->kind == JOB_FORECAST) kr_forecast_result_free(j->u.fc.res);
+    job_free(j);
+    if (s->cfg.done) s->cfg.done(tag, &err, s->cfg.ctx);
+}
+
+static void enqueue(kr_sched *s, sched_job *j) {
+    j->next = NULL;
+    if (s->wait_tail)
+        s->wait_tail->next = j;
+    else
+        s->wait_head = j;
+    s->wait_tail = j;
+    s->stats.waiting++;
+    s->stats.waiting_flops += j->flops;
+}
+
+int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
+                          void *tag, kr_error *err) {
+    kr_forecast_plan plan;
+    memset(res, 0, sizeof *res);
+    if (kr_forecast_plan_make(s->m, req, &plan, err)) return -1;
+    if (!req->use_cache)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "use_cache: false runs the reference path, which the scheduler "
+                            "does not batch; call kr_forecast");
+    sched_job *j = calloc(1, sizeof *j);
+    if (!j) return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for a job");
+    j->kind = JOB_FORECAST;
+    j->tag = tag;
+    j->rows = req->samples;
+    j->flops = plan.flops;
+    j->u.fc.req = req;
+    j->u.fc.res = res;
+    enqueue(s, j);
+    return 0;
+}
+
+int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
+                          int32_t *out_s2, void *tag, kr_error *err) {
+    sched_job *j = calloc(1, sizeof *j);
+    if (!j) return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for a job");
+    j->kind = JOB_GENERATE;
+    j->tag = tag;
+    j->rows = 1;
+    j->u.gen.c = c;
+    j->u.gen.req = req;
+    j->u.gen.out_s1 = out_s1;
+    j->u.gen.out_s2 = out_s2;
+    enqueue(s, j);
+    return 0;
+}
+
+static const kr_cancel *cancel_of(const sched_job *j) {
+    return j->kind == JOB_FORECAST ? &j->u.fc.req->cancel : &j->u.gen.req->cancel;
+}
+
+/* 0 to go on, else the job's error is set. */
+static int check_cancel(sched_job *j) {
+    const kr_cancel *c = cancel_of(j);
+    int code = c->check ? c->check(c->ctx) : 0;
+    if (!code) return 0;
+    const char *what = j->kind == JOB_FORECAST ? "forecast" : "generate";
+    if (code == KR_E_DEADLINE)
+        return kr_fail_code(&j->err, KR_E_DEADLINE, "%s: the deadline passed", what);
+    return kr_fail_code(&j->err, KR_E_CANCELLED, "%s: cancelled by the caller", what);
+}
+
+/* Waiting jobs start, first come first served, while their decode rows fit max_rows (one
+ * always may, when none is active). */
+static void admit(kr_sched *s) {
+    while (s->wait_head) {
+        sched_job *j = s->wait_head;
+        bool cancelled = check_cancel(j) != 0;
+        if (!cancelled && s->active && s->active_rows + j->rows > s->cfg.max_rows) break;
+        s->wait_head = j->next;
+        if (!s->wait_head) s->wait_tail = NULL;
+        s->stats.waiting--;
+        s->stats.waiting_flops -= j->flops;
+        if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
+        int rc = cancelled                 ? -1
+                 : j->kind == JOB_FORECAST ? fc_init(s->m, s->pool, j, &j->err)
+                                           : gen_init(s->m, j, &j->err);
+        if (rc) {
+            job_end(s, j);
+            continue;
+        }
+        j->next = NULL;
+        sched_job **tail = &s->active;
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = j;
+        s->active_rows += j->rows;
+        s->stats.active++;
+    }
+}
+
+static void unlink_active(kr_sched *s, sched_job *j) {
+    for (sched_job **p = &s->active; *p; p = &(*p)->next)
+        if (*p == j) {
+            *p = j->next;
+            s->active_rows -= j->rows;
+            s->stats.active--;
+            return;
+        }
+}
+
+static void end_active(kr_sched *s, sched_job *j) {
+    unlink_active(s, j);
+    job_end(s, j);
+}
+
+/* ---- one step ----------------------------------------------------------------------------- */
+
+static int add_rows(kr_sched *s, sched_job *j, bool decode, int *budget) {
+    return j->kind == JOB_FORECAST ? fc_rows(s->m, j, &s->batch, decode, budget)
+                                   : gen_rows(j, &s->batch, decode, budget);
+}
+
+/* The append of groups [g0, g1) (rows from row0), with the logits copied where wanted. */
+static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
+    step_batch *b = &s->batch;
+    int v1 = 1 << s->m->pc.s1_bits;
+    float *l1 = malloc((size_t)(g1 - g0) * v1 * sizeof(float));
+    if (!l1) return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for logits");
+    int rc = kr_cache_append_ragged(b->caches + g0, g1 - g0, b->T + g0, b->s1 + row0, b->s2 + row0,
+                                    b->st + row0, l1, err);
+    for (int g = g0; rc == 0 && g < g1; g++)
+        if (b->l1[g]) memcpy(b->l1[g], l1 + (size_t)(g - g0) * v1, (size_t)v1 * sizeof(float));
+    free(l1);
+    return rc;
+}
+
+/* The whole batch at once; when the pool runs dry, room is made while it can be, then each
+ * job's rows go alone and the jobs that still do not fit end. */
+static void run_append(kr_sched *s) {
+    step_batch *b = &s->batch;
+    if (b->n_groups == 0) return;
+    kr_error err;
+    for (;;) {
+        if (append_groups(s, 0, b->n_groups, 0, &err) == 0) return;
+        if (err.code != KR_E_POOL_EXHAUSTED || !s->cfg.make_room || !s->cfg.make_room(s->cfg.ctx))
+            break;
+    }
+    for (int g0 = 0, row0 = 0; g0 < b->n_groups;) {
+        int g1 = g0, rows = 0;
+        while (g1 < b->n_groups && b->owner[g1] == b->owner[g0])
+            rows += b->T[g1++];
+        sched_job *j = b->owner[g0];
+        int rc;
+        while ((rc = append_groups(s, g0, g1, row0, &j->err)) != 0 &&
+               j->err.code == KR_E_POOL_EXHAUSTED && s->cfg.make_room &&
+               s->cfg.make_room(s->cfg.ctx))
+            ;
+        if (rc) {
+            for (int g = g0; g < g1; g++) /* its rows are not appended: nothing to copy */
+                b->l1[g] = NULL;
+            j->ready = false;
+            j->failed = true; /* ends after this append pass */
+        }
+        g0 = g1;
+        row0 += rows;
+    }
+}
+
+/* The s2 logits of every drawing row, in one call (one job at a time when it fails). */
+static void run_s2(kr_sched *s) {
+    int n = 0, v2 = 1 << s->m->pc.s2_bits;
+    for (sched_job *j = s->active; j; j = j->next) {
+        if (!j->ready) continue;
+        int S = j->kind == JOB_FORECAST ? j->u.fc.job.samples : 1;
+        if (grow((void **)&s->s2_caches, &(int){s->s2_cap}, n + S, sizeof *s->s2_caches) ||
+            grow((void **)&s->s2_a, &(int){s->s2_cap}, n + S, sizeof *s->s2_a) ||
+            grow((void **)&s->s2_l2, &(int){s->s2_cap * v2}, (n + S) * v2, sizeof *s->s2_l2)) {
+            kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for %d rows", n + S);
+            j->ready = false;
+            j->failed = true;
+            continue;
+        }
+        if (n + S > s->s2_cap) s->s2_cap = n + S;
+        for (int p = 0; p < S; p++) {
+            s->s2_caches[n + p] = j->kind == JOB_FORECAST ? j->u.fc.paths[p] : j->u.gen.c;
+            s->s2_a[n + p] = j->kind == JOB_FORECAST ? j->u.fc.a[p] : j->u.gen.a;
+        }
+        n += S;
+    }
+    kr_error err;
+    bool whole = n > 0 && kr_cache_s2_logits(s->s2_caches, n, s->s2_a, s->s2_l2, &err) == 0;
+    int at = 0;
+    for (sched_job *j = s->active; j; j = j->next) {
+        if (!j->ready) continue;
+        int S = j->kind == JOB_FORECAST ? j->u.fc.job.samples : 1;
+        float *l2 = j->kind == JOB_FORECAST ? j->u.fc.l2 : j->u.gen.l2;
+        if (whole)
+            memcpy(l2, s->s2_l2 + (size_t)at * v2, (size_t)S * v2 * sizeof(float));
+        else if (kr_cache_s2_logits(s->s2_caches + at, S, s->s2_a + at, l2, &j->err)) {
+            j->ready = false;
+            j->failed = true;
+        }
+        at += S;
+    }
+}
+
+int kr_sched_step(kr_sched *s) {
+    admit(s);
+    step_batch *b = &s->batch;
+    b->n_groups = b->n_rows = 0;
+    /* jobs whose caller gave up end now */
+    for (sched_job *j = s->active, *next; j; j = next) {
+        next = j->next;
+        if (check_cancel(j)) end_active(s, j);
+    }
+    /* every decode row, then prefill chunks in admission order under the budget */
+    int budget = s->cfg.step_tokens;
+    for (int pass = 0; pass < 2; pass++)
+        for (sched_job *j = s->active, *next; j; j = next) {
+            next = j->next;
+            if (add_rows(s, j, pass == 0, &budget)) {
+                kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
+                end_active(s, j);
+            }
+        }
+    s->stats.rows_last_step = b->n_rows;
+    s->stats.prefill_rows_last_step = s->cfg.step_tokens - budget;
+    s->stats.rows += (unsigned long long)b->n_rows;
+    s->stats.steps++;
+    run_append(s);
+    /* what each job makes of its append: the next phase, fresh logits, or its end */
+    for (sched_job *j = s->active, *next; j; j = next) {
+        next = j->next;
+        if (j->failed) {
+            end_active(s, j);
+            continue;
+        }
+        int rc = j->kind == JOB_FORECAST ? fc_appended(s->m, j, &j->err) : gen_appended(j);
+        if (rc) end_active(s, j); /* an error, or a generation with nothing left to draw */
+    }
+    for (sched_job *j = s->active; j; j = j->next)
+        if (j->ready) {
+            if (j->kind == JOB_FORECAST)
+                fc_draw_s1(s->m, j);
+            else
+                gen_draw_s1(s->m, j);
+        }
+    run_s2(s);
+    for (sched_job *j = s->active, *next; j; j = next) {
+        next = j->next;
+        if (j->failed) {
+            end_active(s, j);
+            continue;
+        }
+        if (!j->ready) continue;
+        j->ready = false;
+        if (j->kind == JOB_GENERATE) {
+            gen_drawn(s->m, j);
+            continue;
+        }
+        int rc = fc_drawn(s->m, j, &j->err);
+        if (rc) end_active(s, j); /* complete (err code 0) or failed */
+    }
+    return s->stats.waiting + s->stats.active;
+}
+
+void kr_sched_stats_get(const kr_sched *s, kr_sched_stats *st) {
+    *st = s->stats;
+}
+
+void kr_sched_free(kr_sched *s) {
+    if (!s) return;
+    while (s->active) {
+        sched_job *j = s->active;
+        kr_fail_code(&j->err, KR_E_CANCELLED, "scheduler: stopped");
+        end_active(s, j);
+    }
+    while (s->wait_head) {
+        sched_job *j = s->wait_head;
+        s->wait_head = j->next;
+        kr_fail_code(&j->err, KR_E_CANCELLED, "scheduler: stopped");
+        job_end(s, j);
+    }
+    step_batch_free(&s->batch);
+    free(s->s2_caches);
+    free(s->s2_a);
+    free(s->s2_l2);
+    free(s);
+}

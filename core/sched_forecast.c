@@ -1,0 +1,278 @@
+/* sched_forecast.c — a forecast as a job of the step scheduler: its context normalised and
+ * encoded when it starts, then, step by step, each path's next token drawn from a window
+ * that is either one cached token longer or (first step, or slid past max_context) filled
+ * again: its context part into a prefix that every path forks, then each path's own
+ * generated part. The windows are the plan's (kr_forecast_window); long fills are cut into
+ * chunks under the step's token budget. */
+#include "parallel.h"
+#include "sched_impl.h"
+#include "tokenizer.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void free_paths(fc_state *f) {
+    for (int p = 0; f->paths && p < f->job.samples; p++) {
+        kr_cache_free(f->paths[p]);
+        f->paths[p] = NULL;
+    }
+}
+
+void fc_free(sched_job *j) {
+    fc_state *f = &j->u.fc;
+    free_paths(f);
+    kr_cache_free(f->prefix);
+    free(f->paths);
+    free(f->l1);
+    free(f->l2);
+    free(f->a);
+    free(f->b);
+    free(f->rng);
+    free(f->t1);
+    free(f->t2);
+    free(f->st);
+    free(f->job.stamps);
+    free(f->job.path_s1);
+    free(f->job.path_s2);
+    kr_pool_free(f->own_pool);
+}
+
+/* Forks every path from the filled prefix, which is then let go (the forks keep its
+ * blocks). */
+static int fork_paths(fc_state *f, kr_error *err) {
+    for (int p = 0; p < f->job.samples; p++)
+        if (!(f->paths[p] = kr_cache_fork(f->prefix, err))) return -1;
+    kr_cache_free(f->prefix);
+    f->prefix = NULL;
+    return 0;
+}
+
+/* Step i's window must be filled again: its context part (prefix_need tokens from
+ * prefix_start) and each path's generated part (g tokens). */
+static int enter_window(fc_state *f, int i, kr_error *err) {
+    fc_job *job = &f->job;
+    int L = job->L, S = job->samples, total = L + job->P, start;
+    int w = kr_forecast_window(&job->plan, L, i, &start);
+    free_paths(f);
+    f->prefix_start = start;
+    f->prefix_need = L - start > 0 ? L - start : 0;
+    f->prefix_done = 0;
+    f->g = w - f->prefix_need;
+    f->g_done = 0;
+    f->chunk = 0;
+    int first = L + i - f->g;
+    for (int p = 0; p < S; p++)
+        for (int t = 0; t < f->g; t++) {
+            f->t1[(size_t)p * f->g + t] = job->path_s1[(size_t)p * total + first + t];
+            f->t2[(size_t)p * f->g + t] = job->path_s2[(size_t)p * total + first + t];
+        }
+    for (int t = 0; t < f->g; t++)
+        f->st[t] = job->stamps[first + t];
+    if (i > 0)
+        f->res->usage.recomputed_steps++;
+    else
+        f->res->usage.cached_steps++;
+    if (!(f->prefix = kr_cache_create(f->pool, job->plan.max_context, err))) return -1;
+    f->phase = FC_PREFIX;
+    if (f->prefix_need == 0) { /* the window is all generated tokens */
+        if (fork_paths(f, err)) return -1;
+        f->phase = FC_PATHS;
+    }
+    return 0;
+}
+
+int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
+    fc_state *f = &jb->u.fc;
+    const kr_forecast_request *r = f->req;
+    fc_job *job = &f->job;
+    double t0 = now_ms();
+    if (kr_forecast_plan_make(m, r, &job->plan, err)) return -1;
+    int L = r->n_context, P = r->horizon, S = r->samples, mc = job->plan.max_context;
+    int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
+    job->L = L;
+    job->P = P;
+    job->samples = S;
+    job->seed = r->seed;
+    job->sampling = r->sampling;
+    if (kr_forecast_alloc_result(r, f->res, err)) return -1;
+    job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
+    job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    float *raw = malloc((size_t)L * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
+    f->paths = calloc((size_t)S, sizeof *f->paths);
+    f->l1 = malloc((size_t)S * v1 * sizeof(float));
+    f->l2 = malloc((size_t)S * v2 * sizeof(float));
+    f->a = malloc((size_t)S * sizeof(int32_t));
+    f->b = malloc((size_t)S * sizeof(int32_t));
+    f->rng = malloc((size_t)S * sizeof(kr_rng));
+    f->t1 = malloc((size_t)S * mc * sizeof(int32_t));
+    f->t2 = malloc((size_t)S * mc * sizeof(int32_t));
+    f->st = malloc((size_t)mc * sizeof(kr_stamp));
+    int rc = -1;
+    if (!job->stamps || !job->path_s1 || !job->path_s2 || !raw || !xn || !f->paths || !f->l1 ||
+        !f->l2 || !f->a || !f->b || !f->rng || !f->t1 || !f->t2 || !f->st) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d candles and %d paths", L,
+                     S);
+        goto out;
+    }
+    /* future rows: as given, or continuing at the series' last interval */
+    kr_forecast_result *res = f->res;
+    int64_t step = r->timestamps[L - 1] - r->timestamps[L - 2];
+    for (int i = 0; i < P; i++)
+        res->timestamps[i] =
+            r->future_timestamps ? r->future_timestamps[i] : r->timestamps[L - 1] + step * (i + 1);
+    for (int i = 0; i < L; i++)
+        job->stamps[i] = kr_stamp_from_wall(r->timestamps[i]);
+    for (int i = 0; i < P; i++)
+        job->stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
+    kr_raw_candles(r, raw);
+    if (kr_normalise(raw, L, xn, job->mean, job->std, err) ||
+        kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
+        goto out;
+    for (int p = 1; p < S; p++) {
+        memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
+        memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));
+    }
+    for (int p = 0; p < S; p++)
+        kr_rng_seed(&f->rng[p], kr_path_seed(job->seed, p));
+    f->pool = pool;
+    if (!pool) {
+        if (!(f->own_pool = kr_pool_create(m, job->plan.pool_bytes, err))) goto out;
+        f->pool = f->own_pool;
+    }
+    res->usage.context_candles = L;
+    res->usage.elapsed_ms = -t0; /* completed when the forecast ends */
+    f->i = 0;
+    rc = enter_window(f, 0, err);
+out:
+    free(raw);
+    free(xn);
+    return rc;
+}
+
+int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
+    fc_state *f = &jb->u.fc;
+    fc_job *job = &f->job;
+    int S = job->samples, total = job->L + job->P, v1 = 1 << m->pc.s1_bits;
+    f->chunk = 0;
+    if (decode) {
+        if (f->phase != FC_DECODE) return 0;
+        int n = job->L + f->i;
+        for (int p = 0; p < S; p++) {
+            size_t at = (size_t)p * total + n - 1;
+            if (step_batch_add(b, jb, f->paths[p], 1, job->path_s1 + at, job->path_s2 + at,
+                               job->stamps + n - 1, 0, f->l1 + (size_t)p * v1))
+                return -1;
+        }
+        return 0;
+    }
+    if (*budget <= 0) return 0;
+    if (f->phase == FC_PREFIX) {
+        int c = f->prefix_need - f->prefix_done;
+        if (c > *budget) c = *budget;
+        int at = f->prefix_start + f->prefix_done;
+        bool last = f->prefix_done + c == f->prefix_need && f->g == 0;
+        if (step_batch_add(b, jb, f->prefix, c, job->path_s1 + at, job->path_s2 + at,
+                           job->stamps + at, 1, last ? f->l1 : NULL))
+            return -1;
+        f->chunk = c;
+        *budget -= c;
+    } else if (f->phase == FC_PATHS) {
+        int c = f->g - f->g_done;
+        if (c > *budget / S) c = *budget / S > 0 ? *budget / S : 1; /* at least a row a path */
+        bool last = f->g_done + c == f->g;
+        for (int p = 0; p < S; p++) {
+            size_t at = (size_t)p * f->g + f->g_done;
+            if (step_batch_add(b, jb, f->paths[p], c, f->t1 + at, f->t2 + at, f->st + f->g_done, 1,
+                               last ? f->l1 + (size_t)p * v1 : NULL))
+                return -1;
+        }
+        f->chunk = c;
+        *budget -= S * c;
+    }
+    return 0;
+}
+
+int fc_appended(const kr_model *m, sched_job *jb, kr_error *err) {
+    fc_state *f = &jb->u.fc;
+    int S = f->job.samples, v1 = 1 << m->pc.s1_bits;
+    if (f->phase == FC_DECODE) {
+        jb->ready = true;
+        return 0;
+    }
+    if (f->chunk == 0) return 0; /* no room in this step's budget */
+    if (f->phase == FC_PREFIX) {
+        f->prefix_done += f->chunk;
+        if (f->prefix_done < f->prefix_need) return 0;
+        if (fork_paths(f, err)) return -1;
+        if (f->g == 0) {
+            for (int p = 1; p < S; p++)
+                memcpy(f->l1 + (size_t)p * v1, f->l1, (size_t)v1 * sizeof(float));
+            jb->ready = true;
+        } else {
+            f->phase = FC_PATHS;
+        }
+        return 0;
+    }
+    f->g_done += f->chunk;
+    if (f->g_done == f->g) jb->ready = true;
+    return 0;
+}
+
+/* Each path draws from its own stream, so paths can be drawn on any thread. */
+typedef struct {
+    float *logits;
+    int vocab;
+    const kr_sampling *sampling;
+    kr_rng *rng;
+    int32_t *out;
+} draw_job;
+
+static void draw_path(void *arg, int p, int worker) {
+    (void)worker;
+    const draw_job *d = arg;
+    d->out[p] = kr_sample(d->logits + (size_t)p * d->vocab, d->vocab, d->sampling, &d->rng[p]);
+}
+
+static void draw_all(fc_state *f, float *logits, int vocab, int32_t *out) {
+    draw_job d = {logits, vocab, &f->job.sampling, f->rng, out};
+    kr_parallel_for(f->job.samples, draw_path, &d);
+}
+
+void fc_draw_s1(const kr_model *m, sched_job *jb) {
+    draw_all(&jb->u.fc, jb->u.fc.l1, 1 << m->pc.s1_bits, jb->u.fc.a);
+}
+
+int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
+    fc_state *f = &jb->u.fc;
+    fc_job *job = &f->job;
+    draw_all(f, f->l2, 1 << m->pc.s2_bits, f->b);
+    int total = job->L + job->P, at = job->L + f->i;
+    for (int p = 0; p < job->samples; p++) {
+        job->path_s1[(size_t)p * total + at] = f->a[p];
+        job->path_s2[(size_t)p * total + at] = f->b[p];
+    }
+    if (++f->i == job->P) { /* complete: the pool back first, then the summary */
+        free_paths(f);
+        kr_pool_free(f->own_pool);
+        f->own_pool = NULL;
+        if (kr_forecast_summarise(m, f->req, job, f->res, err)) return -1;
+        f->res->usage.generated_tokens = job->samples * job->P;
+        f->res->usage.elapsed_ms += now_ms();
+        return 1;
+    }
+    int start;
+    kr_forecast_window(&job->plan, job->L, f->i, &start);
+    if (start > 0) return enter_window(f, f->i, err) ? -1 : 0;
+    f->phase = FC_DECODE;
+    f->res->usage.cached_steps++;
+    return 0;
+}
