@@ -12,8 +12,9 @@
  * [{"timestamp": t, "open": o, ...}, ...] (the key "timestamps" is also accepted in a row).
  * A timestamp is an ISO 8601 string or Unix seconds (a JSON number); either way it is taken
  * as the wall clock written (see timefmt.h), and order is checked on those walls. The
- * response writes timestamps the way the last context timestamp was written. Unknown fields
- * are ignored; a null optional field counts as absent.
+ * response writes timestamps the way the last context timestamp was written. An unknown
+ * field is an error naming it (and, for upstream Kronos's names, the field to use); a null
+ * optional field counts as absent. Quantile levels must be distinct.
  */
 #ifndef KD_FORECAST_JSON_H
 #define KD_FORECAST_JSON_H
@@ -74,12 +75,14 @@ int kd_forecast_request_parse(const json_t *body, int model_max_context, kd_fore
 int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
                                       const kd_forecast_limits *limits, kd_forecast_input *in,
                                       char *err, size_t errlen);
+/* The same from candles parsed elsewhere (CSV) and the other fields in `options` (the
+ * query parameters, as JSON values). Takes the candles: *candles is left empty. */
+int kd_forecast_request_with_candles(const json_t *options, kd_candles *candles,
+                                     int model_max_context, const kd_forecast_limits *limits,
+                                     kd_forecast_input *in, char *err, size_t errlen);
+/* The request's fields other than "candles", NULL-terminated. */
+const char *const *kd_forecast_option_names(void);
 void kd_forecast_input_free(kd_forecast_input *in);
-
-/* Flags to add when dumping a response, so that every front end prints the same numbers:
- * 15 significant digits round-trip every float32 the core computes and print 11.21 rather
- * than jansson's default 11.210000000000001. */
-#define KD_RESPONSE_DUMP_FLAGS JSON_REAL_PRECISION(15)
 
 /* The response for a finished forecast, or NULL when out of memory:
  *
@@ -87,7 +90,8 @@ void kd_forecast_input_free(kd_forecast_input *in);
  *    "samples": S, "usage": {"context_candles": L, "generated_tokens": n,
  *    "cached_steps": n, "recomputed_steps": n, "elapsed_ms": x},
  *    "paths": [{"open": [P], ...}, ...S]         when res->paths
- *    "quantiles": {"0.1": {"open": [P], ...}}    when res->n_quantiles > 0
+ *    "quantiles": {"0.1": {"open": [P], ...}}    when res->n_quantiles > 0; each key is
+ *                                                the level's shortest round-trip decimal
  *    "prob_close_up": [P]}                       when res->prob_close_up
  *
  * A value that is not finite is written as null. */

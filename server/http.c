@@ -9,12 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "forecast_json.h"
+#include "json_out.h"
 #include "log.h"
 #include "routes.h"
 
@@ -96,7 +97,7 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
 }
 
 void kd_reply_json(kd_request *r, int status, json_t *body) {
-    char *text = body ? json_dumps(body, JSON_COMPACT | KD_RESPONSE_DUMP_FLAGS) : NULL;
+    char *text = body ? kd_json_dumps(body, 0) : NULL;
     json_decref(body);
     if (text) { /* a trailing newline, for people reading curl output */
         size_t n = strlen(text);
@@ -129,6 +130,43 @@ const char *kd_request_path(const kd_request *r) {
 
 const char *kd_request_method(const kd_request *r) {
     return r->method;
+}
+
+const char *kd_request_body(const kd_request *r, size_t *len) {
+    *len = r->len;
+    return r->len ? r->body : NULL;
+}
+
+const char *kd_request_header(const kd_request *r, const char *name) {
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+bool kd_request_is_csv(const kd_request *r) {
+    const char *ct = kd_request_header(r, "Content-Type");
+    if (!ct) return false;
+    ct += strspn(ct, " \t");
+    return strncasecmp(ct, "text/csv", 8) == 0 && strchr("; \t", ct[8]) != NULL;
+}
+
+typedef struct {
+    int (*fn)(void *ctx, const char *key, const char *value);
+    void *ctx;
+    int rc;
+} query_walk;
+
+static enum MHD_Result query_step(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value) {
+    query_walk *w = cls;
+    (void)kind;
+    w->rc = w->fn(w->ctx, key, value);
+    return w->rc ? MHD_NO : MHD_YES;
+}
+
+int kd_request_query_each(kd_request *r, int (*fn)(void *ctx, const char *key, const char *value),
+                          void *ctx) {
+    query_walk w = {fn, ctx, 0};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_step, &w);
+    return w.rc;
 }
 
 json_t *kd_request_json(kd_request *r) {

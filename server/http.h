@@ -11,6 +11,7 @@
 #define KD_HTTP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "app.h"
@@ -36,6 +37,17 @@ typedef enum { KD_REPLIED, KD_DEFERRED } kd_outcome;
 const char *kd_request_id(const kd_request *r);
 const char *kd_request_path(const kd_request *r);
 const char *kd_request_method(const kd_request *r);
+
+/* The raw body (not NUL-terminated; NULL when empty). */
+const char *kd_request_body(const kd_request *r, size_t *len);
+/* A request header, or NULL. */
+const char *kd_request_header(const kd_request *r, const char *name);
+/* Whether the body is declared text/csv (Content-Type, parameters ignored). */
+bool kd_request_is_csv(const kd_request *r);
+/* Calls fn for each query parameter in order (value NULL for `?key` without '='); stops
+ * at the first nonzero return and returns it. */
+int kd_request_query_each(kd_request *r, int (*fn)(void *ctx, const char *key, const char *value),
+                          void *ctx);
 
 /* The body as a JSON object, or NULL after replying 400 with what is wrong. */
 json_t *kd_request_json(kd_request *r);

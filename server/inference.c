@@ -11,7 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "candles_csv.h"
 #include "forecast_json.h"
+#include "json_fields.h"
+#include "query_params.h"
 #include "tokens_json.h"
 
 #define MSG_MAX 512
@@ -66,6 +69,76 @@ static void *alloc_job(kd_request *r, size_t size) {
     return job;
 }
 
+/* ---- CSV bodies and query parameters ---------------------------------------------------- */
+
+/* What the query says: the request's fields (for a CSV body) and the answer's format. */
+typedef struct {
+    json_t *opts;
+    const char *const *known; /* fields that may come in the query */
+    bool csv_in, csv_out, has_format;
+    char *err;
+    size_t errlen;
+} query_ctx;
+
+static int on_query(void *ctx, const char *key, const char *value) {
+    query_ctx *q = ctx;
+    char v[KD_QUOTE_MAX * 2];
+    if (!strcmp(key, "format") && q->known) {
+        if (q->has_format)
+            return kd_fail(q->err, q->errlen, "query parameter \"format\": given twice");
+        q->has_format = true;
+        if (value && (!strcmp(value, "csv") || !strcmp(value, "json"))) {
+            q->csv_out = !strcmp(value, "csv");
+            return 0;
+        }
+        kd_quote(value ? value : "", v, sizeof v);
+        return kd_fail(q->err, q->errlen,
+                       "query parameter \"format\": must be csv or json, got \"%s\"", v);
+    }
+    if (!q->csv_in && q->known) {
+        kd_quote(key, v, sizeof v);
+        return kd_fail(q->err, q->errlen,
+                       "query parameter \"%s\": with a JSON body every field goes in the body; "
+                       "query parameters (other than format) are for a text/csv body",
+                       v);
+    }
+    static const char *const none[] = {NULL};
+    return kd_query_option(q->opts, key, value, q->known ? q->known : none, q->err, q->errlen);
+}
+
+/* Reads the query into q (q->known NULL: the endpoint takes no query parameters); false
+ * after replying 400. */
+static bool read_query(kd_request *r, query_ctx *q, char *msg, size_t msglen) {
+    const char *accept = kd_request_header(r, "Accept");
+    q->csv_in = kd_request_is_csv(r);
+    q->csv_out = q->known && accept && strstr(accept, "text/csv");
+    q->err = msg;
+    q->errlen = msglen;
+    if (!(q->opts = json_object())) {
+        kd_reply_error(r, 500, "internal", "out of memory reading the query");
+        return false;
+    }
+    if (kd_request_query_each(r, on_query, q) != 0) {
+        json_decref(q->opts);
+        q->opts = NULL;
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return false;
+    }
+    return true;
+}
+
+/* The candles of a text/csv body; false after replying 400. */
+static bool csv_candles(kd_request *r, int min_count, int max_count, kd_candles *out, char *msg,
+                        size_t msglen) {
+    size_t len;
+    const char *body = kd_request_body(r, &len);
+    if (kd_candles_csv_parse(body ? body : "", len, min_count, max_count, out, msg, msglen) < 0) {
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return false;
+    }
+    return true;
+}
+
 /* ---- /forecast ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -73,6 +146,7 @@ typedef struct {
     kd_app *app;
     kd_request *r;
     kd_forecast_input in;
+    bool csv_out;
 } forecast_job;
 
 static void run_forecast(kd_job *j) {
@@ -92,32 +166,58 @@ static void run_forecast(kd_job *j) {
         return;
     }
     kd_metrics_add_tokens(app->metrics, (unsigned long long)res.usage.generated_tokens);
-    json_t *body = kd_forecast_response_json(&f->in, &res);
+    const bool csv = f->csv_out;
+    json_t *body = csv ? NULL : kd_forecast_response_json(&f->in, &res);
+    char *text = csv ? kd_forecast_csv(&f->in, &res) : NULL;
     kr_forecast_result_free(&res);
     kd_forecast_input_free(&f->in);
     free(f);
-    kd_reply_json(r, 200, body);
+    if (csv)
+        kd_reply_text(r, 200, "text/csv; charset=utf-8", text);
+    else
+        kd_reply_json(r, 200, body);
+}
+
+/* The request from a JSON body, or from a CSV body and the query. */
+static int parse_forecast(kd_app *app, kd_request *r, query_ctx *q, forecast_job *f, char *msg,
+                          size_t msglen) {
+    const kd_forecast_limits lim = {app->cfg.max_candles, app->cfg.max_horizon,
+                                    app->cfg.max_samples};
+    const int mc = kr_model_max_context(app->model);
+    if (q->csv_in) {
+        kd_candles candles;
+        if (!csv_candles(r, 2, app->cfg.max_candles, &candles, msg, msglen)) return -1;
+        if (kd_forecast_request_with_candles(q->opts, &candles, mc, &lim, &f->in, msg, msglen) <
+            0) {
+            kd_reply_error(r, 400, "invalid_request", "%s", msg);
+            return -1;
+        }
+        return 0;
+    }
+    json_t *body = kd_request_json(r);
+    if (!body) return -1;
+    const int bad = kd_forecast_request_parse_limited(body, mc, &lim, &f->in, msg, msglen);
+    json_decref(body);
+    if (bad) kd_reply_error(r, 400, "invalid_request", "%s", msg);
+    return bad ? -1 : 0;
 }
 
 kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
-    const kd_forecast_limits lim = {app->cfg.max_candles, app->cfg.max_horizon,
-                                    app->cfg.max_samples};
+    const char *known[32] = {"format"}; /* and the request's fields but candles */
+    const char *const *names = kd_forecast_option_names();
     char msg[MSG_MAX];
-    json_t *body = kd_request_json(r);
-    if (!body) return KD_REPLIED;
+    for (int i = 0, n = 1; names[i] && n < 31; i++)
+        known[n++] = names[i];
+    query_ctx qc = {.known = known};
+    if (!read_query(r, &qc, msg, sizeof msg)) return KD_REPLIED;
     forecast_job *f = alloc_job(r, sizeof *f);
-    if (!f) {
-        json_decref(body);
-        return KD_REPLIED;
-    }
-    const int bad = kd_forecast_request_parse_limited(body, kr_model_max_context(app->model), &lim,
-                                                      &f->in, msg, sizeof msg);
-    json_decref(body);
-    if (bad) {
+    if (!f || parse_forecast(app, r, &qc, f, msg, sizeof msg) < 0) {
+        json_decref(qc.opts);
         free(f);
-        kd_reply_error(r, 400, "invalid_request", "%s", msg);
         return KD_REPLIED;
     }
+    json_decref(qc.opts);
+    f->csv_out = qc.csv_out;
     const kr_forecast_request *q = &f->in.req;
     const int mc = q->max_context ? q->max_context : kr_model_max_context(app->model);
     const int window = q->n_context + q->horizon < mc ? q->n_context + q->horizon : mc;
@@ -366,22 +466,31 @@ static void run_tokenize(kd_job *j) {
         reply_core_error(r, "tokenize", &err);
 }
 
+static const char *const tokenize_fields[] = {"candles", NULL};
+
 kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     char msg[MSG_MAX];
-    json_t *body = kd_request_json(r);
-    if (!body) return KD_REPLIED;
+    query_ctx qc = {0};
+    if (!read_query(r, &qc, msg, sizeof msg)) return KD_REPLIED;
+    json_decref(qc.opts);
     tokenize_job *t = alloc_job(r, sizeof *t);
-    if (!t) {
+    if (!t) return KD_REPLIED;
+    if (qc.csv_in) {
+        if (!csv_candles(r, 1, app->cfg.max_candles, &t->candles, msg, sizeof msg)) {
+            free(t);
+            return KD_REPLIED;
+        }
+    } else {
+        json_t *body = kd_request_json(r);
+        const int bad = !body || kd_check_fields(body, "", tokenize_fields, msg, sizeof msg) < 0 ||
+                        kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles,
+                                         &t->candles, msg, sizeof msg) < 0;
+        if (bad && body) kd_reply_error(r, 400, "invalid_request", "%s", msg);
         json_decref(body);
-        return KD_REPLIED;
-    }
-    const int bad = kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles,
-                                     &t->candles, msg, sizeof msg);
-    json_decref(body);
-    if (bad) {
-        free(t);
-        kd_reply_error(r, 400, "invalid_request", "%s", msg);
-        return KD_REPLIED;
+        if (bad) {
+            free(t);
+            return KD_REPLIED;
+        }
     }
     t->app = app;
     t->r = r;

@@ -143,3 +143,62 @@ int kd_get_timestamp(const json_t *v, const char *path, int64_t *wall, kd_time_f
     if (form) *form = f;
     return 0;
 }
+
+/* Names people bring from upstream Kronos (KronosPredictor.predict), pandas and other
+ * servers, and what kronosd calls them. */
+static const struct {
+    const char *name, *use;
+} hints[] = {
+    {"pred_len", "horizon"},
+    {"prediction_length", "horizon"},
+    {"T", "temperature"},
+    {"temp", "temperature"},
+    {"sample_count", "samples"},
+    {"num_samples", "samples"},
+    {"n_samples", "samples"},
+    {"x_timestamp", "candles.timestamps"},
+    {"y_timestamp", "future_timestamps"},
+    {"df", "candles"},
+    {"x_df", "candles"},
+    {"data", "candles"},
+    {"lookback", "max_context (or send fewer candles)"},
+    {"quantile", "quantiles"},
+    {"return_samples", "return_paths"},
+    {"max_tokens", "max_new_tokens"},
+    {"n_predict", "max_new_tokens"},
+    {"vol", "volume"},
+    {"amt", "amount"},
+    {"time", "timestamps"},
+    {"datetime", "timestamps"},
+};
+
+int kd_unknown_name(const char *name, const char *what, const char *where,
+                    const char *const known[], char *err, size_t errlen) {
+    char q[KD_QUOTE_MAX * 2], list[512];
+    size_t used = 0;
+    kd_quote(name, q, sizeof q);
+    for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
+        if (strcmp(hints[i].name, name) == 0)
+            return kd_fail(err, errlen, "%sunknown %s \"%s\"; use %s instead", where, what, q,
+                           hints[i].use);
+    if (!known[0])
+        return kd_fail(err, errlen, "%sunknown %s \"%s\"; this endpoint takes none", where, what,
+                       q);
+    list[0] = '\0';
+    for (int i = 0; known[i] && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", known[i]);
+    return kd_fail(err, errlen, "%sunknown %s \"%s\"; the %ss are: %s", where, what, q, what, list);
+}
+
+int kd_check_fields(const json_t *obj, const char *where, const char *const known[], char *err,
+                    size_t errlen) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        int i = 0;
+        while (known[i] && strcmp(known[i], key) != 0)
+            i++;
+        if (!known[i]) return kd_unknown_name(key, "field", where, known, err, errlen);
+    }
+    return 0;
+}

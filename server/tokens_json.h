@@ -11,6 +11,8 @@
  *             "temperature"?: 1.0, "top_k"?: 0, "top_p"?: 0.9, "seed"?: 0}
  * /tokenize:   {"candles": CANDLES}   (as in forecast_json.h, one candle or more)
  * /detokenize: {"tokens": [[s1, s2], ...], "mean": [6 numbers], "std": [6 numbers]}
+ *
+ * Unknown fields are errors naming them, as everywhere.
  */
 #ifndef KD_TOKENS_JSON_H
 #define KD_TOKENS_JSON_H
