@@ -177,8 +177,13 @@ json_t *kd_request_json(kd_request *r) {
     }
     json_t *body = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je);
     if (!body) {
-        kd_reply_error(r, 400, "invalid_json", "request body: line %d column %d: %s", je.line,
-                       je.column, je.text);
+        size_t i = 0; /* the body is not NUL-terminated */
+        while (i < r->len && r->body[i] && strchr(" \t\r\n", r->body[i]))
+            i++;
+        kd_reply_error(
+            r, 400, "invalid_json", "request body: line %d column %d: %s%s", je.line, je.column,
+            je.text,
+            i < r->len && r->body[i] != '{' ? " (a CSV body needs Content-Type: text/csv)" : "");
         return NULL;
     }
     if (!json_is_object(body)) {
