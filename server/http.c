@@ -96,6 +96,14 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
     set_response(r, status, resp);
 }
 
+void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
+                     size_t len) {
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (resp) MHD_add_response_header(resp, "Content-Type", content_type);
+    set_response(r, status, resp);
+}
+
 void kd_reply_json(kd_request *r, int status, json_t *body) {
     char *text = body ? kd_json_dumps(body, 0) : NULL;
     json_decref(body);

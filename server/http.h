@@ -62,6 +62,10 @@ void kd_reply_error(kd_request *r, int status, const char *code, const char *fmt
 /* A malloc'd text body, freed by the reply. */
 void kd_reply_text(kd_request *r, int status, const char *content_type, char *text);
 
+/* A body that outlives the server (built into the binary), sent without copying. */
+void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
+                     size_t len);
+
 /* Hands job to the workers and suspends r until a worker replies. 0 when deferred; -1 when
  * the queue is full, after replying 503 (the caller still owns job). */
 int kd_request_defer(kd_request *r, kd_job *job);
