@@ -42,7 +42,8 @@ static const char usage_text[] =
     "  candles may also be rows: [{\"timestamp\": ..., \"open\": ..., ...}, ...];\n"
     "  timestamps are ISO 8601 strings or Unix seconds. Optional: future_timestamps,\n"
     "  samples (1), temperature (1.0), top_k (0), top_p (0.9), seed (0), max_context,\n"
-    "  use_cache (true), return_paths (false), quantiles ([0..1, ...]).\n"
+    "  use_cache (true), return_paths (false), quantiles (distinct levels in [0, 1]).\n"
+    "  An unknown field is an error naming it (pred_len: use horizon, and so on).\n"
     "\n"
     "Exit status: 0 success, 1 error, 2 usage error.\n";
 

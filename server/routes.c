@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "inference.h"
+#include "json_fields.h"
 #include "page/page.h"
 
 enum {
@@ -150,8 +151,23 @@ static void reply_session_error(kd_request *r, kd_session_status st, const char 
     kd_reply_error(r, map[st].status, map[st].code, "%s", msg);
 }
 
+/* POST /sessions takes no fields; a body, if any, must be an empty JSON object. */
+static bool no_fields(kd_request *r) {
+    static const char *const none[] = {NULL};
+    char msg[512];
+    size_t len;
+    if (!kd_request_body(r, &len)) return true;
+    json_t *body = kd_request_json(r);
+    if (!body) return false;
+    const int bad = kd_check_fields(body, "", none, msg, sizeof msg);
+    json_decref(body);
+    if (bad) kd_reply_error(r, 400, "invalid_request", "%s", msg);
+    return !bad;
+}
+
 static kd_outcome session_create(kd_app *app, kd_request *r) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
+    if (!no_fields(r)) return KD_REPLIED;
     kd_session_status st = kd_sessions_new(app->sessions, id, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         reply_session_error(r, st, msg);
