@@ -36,11 +36,15 @@ static int fail_at(reader *r, const char *fmt, const char *a, const char *b) {
 /* One field into out[FIELD_MAX]; *last says whether it ended its record. */
 static int read_field(reader *r, char *out, bool *last) {
     size_t n = 0;
+    const int start = r->line; /* where an unclosed quote opened */
     bool quoted = r->p < r->end && *r->p == '"';
     if (quoted) r->p++;
     for (;;) {
         if (r->p >= r->end) {
-            if (quoted) return fail_at(r, ": a quoted value is not closed%s%s", "", "");
+            if (quoted) {
+                r->line = start;
+                return fail_at(r, ": a quoted value is not closed%s%s", "", "");
+            }
             *last = true;
             break;
         }
