@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "json_fields.h"
 #include "json_out.h"
 #include "log.h"
 #include "routes.h"
@@ -124,6 +125,7 @@ void kd_reply_error(kd_request *r, int status, const char *code, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    kd_utf8_clean(msg); /* a path or a CSV body may carry bytes that are not UTF-8 */
     json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
     kd_reply_json(r, status, body);
 }

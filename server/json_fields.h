@@ -20,6 +20,9 @@
 
 int kd_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Replaces each byte of s that is not part of valid UTF-8 with '?', in place (jansson
+ * refuses such strings). */
+void kd_utf8_clean(char *s);
 /* A client's string made safe for a one-line message (at most KD_QUOTE_MAX bytes). */
 void kd_quote(const char *s, char *out, size_t n);
 /* What a JSON value is, for "got ...": `the string "NaN"`, `1.5`, `null`, `an array`. */

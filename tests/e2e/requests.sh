@@ -113,6 +113,11 @@ expect "a bad CSV value names line and column" 400 'd["error"]["message"].starts
 printf 'timestamps,open,high,low,close,vwap\n' >"$WORK/bad.csv"
 http POST "$A/forecast?horizon=2" -H "Content-Type: text/csv" --data-binary @"$WORK/bad.csv"
 expect "an unknown CSV column: 400" 400 '"column 6" in d["error"]["message"] and "vwap" in d["error"]["message"]'
+printf 'timestamps,open,high,low,close,\xff\xfe\n' >"$WORK/bad.csv"
+http POST "$A/forecast?horizon=2" -H "Content-Type: text/csv" --data-binary @"$WORK/bad.csv"
+expect "bytes that are not UTF-8 are quoted as ?" 400 '"unknown column \"??\"" in d["error"]["message"]'
+http GET "$A/%FF"
+expect "a path that is not UTF-8 gets a JSON 404" 404 'd["error"]["code"] == "not_found"'
 http POST "$A/forecast" -d @"$CSV"
 expect "CSV without Content-Type: text/csv: the message says what to send" 400 'd["error"]["code"] == "invalid_json" and "text/csv" in d["error"]["message"]'
 http POST "$A/tokenize" -H "Content-Type: text/csv" --data-binary @"$CSV"
