@@ -244,7 +244,9 @@ const kd_route *kd_routes_match(const char *method, const char *path, int *endpo
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (!path_matches(routes[i].path, path)) continue;
         *endpoint = routes[i].endpoint;
-        if (strcmp(routes[i].method, method) == 0) {
+        /* HEAD is GET without the body (MHD drops it), for curl -I and link checkers */
+        if (strcmp(routes[i].method, method) == 0 ||
+            (strcmp(method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
             *status = 0;
             return &routes[i];
         }

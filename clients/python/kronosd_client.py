@@ -128,6 +128,9 @@ def _candles(df, timestamps=None):
             ts = list(timestamps)
         else:
             name = next((cols[n] for n in _TIME_NAMES if n in cols), None)
+            if name is None and isinstance(df.index, pd.RangeIndex):
+                raise ValueError("candles: no timestamps; give a timestamps (or timestamp, "
+                                 "date) column, a DatetimeIndex, or timestamps=")
             ts = list(df[name]) if name is not None else list(df.index)
         out = {"timestamps": _stamps(ts)}
         for c in COLUMNS:

@@ -160,6 +160,10 @@ class PandasClient(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.kd.predict(x_df, x_ts, y_ts, pred_len=5)
 
+    def test_no_timestamps_is_a_clear_error(self):
+        with self.assertRaises(ValueError):
+            self.kd.forecast(self.df.drop(columns=["timestamps"]), horizon=2)
+
     def test_nan_is_refused_with_its_place(self):
         df = self.df.copy()
         df.loc[7, "high"] = float("nan")
