@@ -181,6 +181,12 @@ int kd_request_query_each(kd_request *r, int (*fn)(void *ctx, const char *key, c
 
 json_t *kd_request_json(kd_request *r) {
     json_error_t je;
+    if (kd_request_is_csv(r)) { /* the CSV routes read their body themselves */
+        kd_reply_error(r, 415, "unsupported_media_type",
+                       "request body: %s takes JSON; text/csv is for /forecast and /tokenize",
+                       r->path);
+        return NULL;
+    }
     if (r->len == 0) {
         kd_reply_error(r, 400, "invalid_request", "request body: empty; expected a JSON object");
         return NULL;

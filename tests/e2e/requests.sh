@@ -120,6 +120,8 @@ http GET "$A/%FF"
 expect "a path that is not UTF-8 gets a JSON 404" 404 'd["error"]["code"] == "not_found"'
 http POST "$A/forecast" -d @"$CSV"
 expect "CSV without Content-Type: text/csv: the message says what to send" 400 'd["error"]["code"] == "invalid_json" and "text/csv" in d["error"]["message"]'
+http POST "$A/generate" -H "Content-Type: text/csv" --data-binary @"$CSV"
+expect "/generate refuses a CSV body: 415" 415 '"/generate takes JSON" in d["error"]["message"]'
 http POST "$A/tokenize" -H "Content-Type: text/csv" --data-binary @"$CSV"
 expect "/tokenize takes CSV" 200 'len(d["tokens"]) == 80'
 
