@@ -105,6 +105,10 @@ void kd_reply_static(kd_request *r, int status, const char *content_type, const 
     set_response(r, status, resp);
 }
 
+void kd_reply_header(kd_request *r, const char *name, const char *value) {
+    if (r->response) MHD_add_response_header(r->response, name, value);
+}
+
 void kd_reply_json(kd_request *r, int status, json_t *body) {
     char *text = body ? kd_json_dumps(body, 0) : NULL;
     json_decref(body);

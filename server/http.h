@@ -66,6 +66,9 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
 void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
                      size_t len);
 
+/* Adds a header to the answer set on r (on the HTTP thread, before the handler returns). */
+void kd_reply_header(kd_request *r, const char *name, const char *value);
+
 /* Hands job to the workers and suspends r until a worker replies. 0 when deferred; -1 when
  * the queue is full, after replying 503 (the caller still owns job). */
 int kd_request_defer(kd_request *r, kd_job *job);

@@ -42,6 +42,7 @@ A=$URL_A
 
 http GET "$A/"
 if [ "$STATUS" = 200 ] && grep -qi '^content-type: text/html' "$HEADERS" &&
+    grep -qi "^content-security-policy: default-src 'none'" "$HEADERS" &&
     ! grep -Eq '(src|href)="(https?:)?//' "$BODY"; then
     pass "GET / is the page, loading nothing from elsewhere"
 else
