@@ -3,8 +3,8 @@
 #
 # Starts the daemon on a free loopback port, opens /?autorun=1 (which loads the bundled
 # example series and runs its forecast), and checks the drawn chart in the DOM Chromium
-# dumps: data-state="ready", the context candles, the fan bands, the median, sample paths
-# and the model's name. Then the same page against a daemon with an API key: it must ask
+# dumps: data-state="ready", the context candles, the fan bands, the median, sample paths,
+# the volume pane, the model's name and the timing. Then the same page against a daemon with an API key: it must ask
 # for the key. A screenshot is kept as BUILDDIR/page.png. Exits 77 (skipped) only when
 # chromium is not installed.
 set -u
@@ -64,6 +64,8 @@ assert dom.count('class="candle"') == 160, "candles drawn: %d" % dom.count('clas
 bands = re.findall(r'data-band="([\d.]+)-([\d.]+)"', dom)
 assert bands == [("0.1", "0.9"), ("0.25", "0.75")], bands
 assert 'id="median"' in dom and 'id="mean"' in dom
+vol = re.search(r'<g id="volume">(.*?)</g>', dom, re.S).group(1)
+assert vol.count("<rect") == 160 + 24, "volume bars: %d" % vol.count("<rect")
 paths = re.search(r'<g id="paths">(.*?)</g>', dom, re.S).group(1)
 assert paths.count("<path") == 5, paths.count("<path")
 assert "model: tiny" in dom, "the model's name is not shown"
