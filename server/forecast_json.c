@@ -8,9 +8,20 @@
 #include <string.h>
 
 #include "json_fields.h"
+#include "numfmt.h"
 #include "timefmt.h"
 
 const kd_forecast_limits kd_forecast_default_limits = {100000, 10000, 1000};
+
+static const char *const columnar_fields[] = {"timestamps", "open",   "high",   "low",
+                                              "close",      "volume", "amount", NULL};
+static const char *const row_fields[] = {"timestamp", "timestamps", "open",   "high", "low",
+                                         "close",     "volume",     "amount", NULL};
+/* The forecast request's fields; the options are those after "candles". */
+static const char *const request_fields[] = {
+    "candles",    "horizon", "future_timestamps", "samples",   "temperature", "top_k",
+    "top_p",      "seed",    "max_context",       "use_cache", "quantiles",   "return_paths",
+    "timeout_ms", NULL};
 
 /* ---- candles ------------------------------------------------------------------------ */
 
@@ -61,6 +72,7 @@ static int parse_columnar(const json_t *obj, int min_count, int max_count, kd_ca
     bool present[KR_D_IN];
     char path[KD_PATH_LEN];
 
+    if (kd_check_fields(obj, "candles: ", columnar_fields, err, errlen) < 0) return -1;
     if (!ts) return kd_fail(err, errlen, "candles.timestamps: missing");
     if (!json_is_array(ts))
         return kd_wrong(ts, "candles.timestamps", "an array of timestamps", err, errlen);
@@ -104,6 +116,9 @@ static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN], k
     char path[KD_PATH_LEN];
     snprintf(path, sizeof path, "candles[%zu]", i);
     if (!json_is_object(row)) return kd_wrong(row, path, "an object", err, errlen);
+    char where[KD_PATH_LEN + 2];
+    snprintf(where, sizeof where, "%s: ", path);
+    if (kd_check_fields(row, where, row_fields, err, errlen) < 0) return -1;
 
     const json_t *t1 = kd_field(row, "timestamp"), *t2 = kd_field(row, "timestamps");
     if (t1 && t2)
@@ -263,6 +278,13 @@ static int parse_quantiles(const json_t *body, kr_forecast_request *r, char *err
         if (!json_is_number(v) || !kd_in_unit(json_number_value(v)))
             return kd_wrong(v, path, "a number in [0, 1]", err, errlen);
         r->quantiles[i] = json_number_value(v);
+        /* each level is one key of the response's "quantiles" */
+        for (size_t j = 0; j < i; j++)
+            if (r->quantiles[j] == r->quantiles[i]) {
+                char num[KD_NUM_MAX];
+                kd_fmt_double(r->quantiles[i], num, sizeof num);
+                return kd_fail(err, errlen, "%s: %s is already quantiles[%zu]", path, num, j);
+            }
     }
     r->n_quantiles = (int)json_array_size(q);
     return 0;
@@ -303,6 +325,24 @@ static void set_defaults(kr_forecast_request *r) {
     r->n_quantiles = 0;
 }
 
+/* Everything but the candles, which are in in->candles already. */
+static int parse_options_of(const json_t *body, int model_max_context,
+                            const kd_forecast_limits *lim, kd_forecast_input *in, char *err,
+                            size_t errlen) {
+    if (parse_horizon(body, lim, in, err, errlen) < 0 || parse_future(body, in, err, errlen) < 0 ||
+        parse_samples(body, lim, &in->req, err, errlen) < 0 ||
+        kd_sampling_parse(body, &in->req.sampling, &in->req.seed, err, errlen) < 0 ||
+        parse_options(body, model_max_context, &in->req, err, errlen) < 0 ||
+        kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
+                   err, errlen) < 0) {
+        kd_forecast_input_free(in);
+        return -1;
+    }
+    kd_candles_link(&in->candles, &in->req);
+    in->req.future_timestamps = in->future_timestamps;
+    return 0;
+}
+
 int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
                                       const kd_forecast_limits *limits, kd_forecast_input *in,
                                       char *err, size_t errlen) {
@@ -314,18 +354,30 @@ int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
     if (!json_is_object(body))
         return kd_fail(err, errlen, "expected a JSON object, got %s",
                        body ? kd_describe(body, d, sizeof d) : "nothing");
-    if (kd_candles_parse(kd_field(body, "candles"), 2, lim->max_candles, &in->candles, err,
-                         errlen) < 0 ||
-        parse_horizon(body, lim, in, err, errlen) < 0 || parse_future(body, in, err, errlen) < 0 ||
-        parse_samples(body, lim, &in->req, err, errlen) < 0 ||
-        kd_sampling_parse(body, &in->req.sampling, &in->req.seed, err, errlen) < 0 ||
-        parse_options(body, model_max_context, &in->req, err, errlen) < 0) {
+    if (kd_check_fields(body, "", request_fields, err, errlen) < 0 ||
+        kd_candles_parse(kd_field(body, "candles"), 2, lim->max_candles, &in->candles, err,
+                         errlen) < 0)
+        return -1;
+    return parse_options_of(body, model_max_context, lim, in, err, errlen);
+}
+
+int kd_forecast_request_with_candles(const json_t *options, kd_candles *candles,
+                                     int model_max_context, const kd_forecast_limits *limits,
+                                     kd_forecast_input *in, char *err, size_t errlen) {
+    const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
+    memset(in, 0, sizeof *in);
+    set_defaults(&in->req);
+    in->candles = *candles;
+    memset(candles, 0, sizeof *candles);
+    if (kd_check_fields(options, "", request_fields + 1, err, errlen) < 0) {
         kd_forecast_input_free(in);
         return -1;
     }
-    kd_candles_link(&in->candles, &in->req);
-    in->req.future_timestamps = in->future_timestamps;
-    return 0;
+    return parse_options_of(options, model_max_context, lim, in, err, errlen);
+}
+
+const char *const *kd_forecast_option_names(void) {
+    return request_fields + 1;
 }
 
 int kd_forecast_request_parse(const json_t *body, int model_max_context, kd_forecast_input *in,
@@ -416,14 +468,15 @@ static json_t *paths_array(const kr_forecast_result *res) {
     return a;
 }
 
-/* {"0.1": {"open": [P], ...}, ...}; equal levels share one key. */
+/* {"0.1": {"open": [P], ...}, ...}; the request's levels are distinct, and so are their
+ * shortest decimals. */
 static json_t *quantiles_object(const kr_forecast_result *res) {
     const size_t block = (size_t)KR_D_IN * (size_t)res->horizon;
     json_t *o = json_object();
     char key[32];
     for (int q = 0; o && q < res->n_quantiles; q++) {
         json_t *cols = kd_columns_json(res->quantiles + (size_t)q * block, res->horizon);
-        snprintf(key, sizeof key, "%g", res->quantile_levels[q]);
+        kd_fmt_double(res->quantile_levels[q], key, sizeof key);
         if (json_object_set_new(o, key, cols) < 0) {
             json_decref(o);
             return NULL;

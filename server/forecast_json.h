@@ -5,15 +5,17 @@
  *   {"candles": CANDLES, "horizon": P,                       required
  *    "future_timestamps": [P timestamps],                    optional
  *    "samples": 1, "temperature": 1.0, "top_k": 0, "top_p": 0.9, "seed": 0,
- *    "max_context": N, "use_cache": true, "return_paths": false, "quantiles": [q, ...]}
+ *    "max_context": N, "use_cache": true, "return_paths": false, "quantiles": [q, ...],
+ *    "timeout_ms": T}                                         T: the server's deadline
  *
  * CANDLES is columnar, {"timestamps": [...], "open": [...], "high": [...], "low": [...],
  * "close": [...], "volume"?: [...], "amount"?: [...]}, or a list of rows,
  * [{"timestamp": t, "open": o, ...}, ...] (the key "timestamps" is also accepted in a row).
  * A timestamp is an ISO 8601 string or Unix seconds (a JSON number); either way it is taken
  * as the wall clock written (see timefmt.h), and order is checked on those walls. The
- * response writes timestamps the way the last context timestamp was written. Unknown fields
- * are ignored; a null optional field counts as absent.
+ * response writes timestamps the way the last context timestamp was written. An unknown
+ * field is an error naming it (and, for upstream Kronos's names, the field to use); a null
+ * optional field counts as absent. Quantile levels must be distinct.
  */
 #ifndef KD_FORECAST_JSON_H
 #define KD_FORECAST_JSON_H
@@ -62,6 +64,7 @@ typedef struct {
     kr_forecast_request req;
     kd_candles candles;
     int64_t *future_timestamps; /* [horizon], or NULL */
+    long long timeout_ms;       /* the server's deadline for it; 0: request-timeout */
 } kd_forecast_input;
 
 /* Parses and validates a request with kd_forecast_default_limits. model_max_context bounds
@@ -74,12 +77,14 @@ int kd_forecast_request_parse(const json_t *body, int model_max_context, kd_fore
 int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
                                       const kd_forecast_limits *limits, kd_forecast_input *in,
                                       char *err, size_t errlen);
+/* The same from candles parsed elsewhere (CSV) and the other fields in `options` (the
+ * query parameters, as JSON values). Takes the candles: *candles is left empty. */
+int kd_forecast_request_with_candles(const json_t *options, kd_candles *candles,
+                                     int model_max_context, const kd_forecast_limits *limits,
+                                     kd_forecast_input *in, char *err, size_t errlen);
+/* The request's fields other than "candles", NULL-terminated. */
+const char *const *kd_forecast_option_names(void);
 void kd_forecast_input_free(kd_forecast_input *in);
-
-/* Flags to add when dumping a response, so that every front end prints the same numbers:
- * 15 significant digits round-trip every float32 the core computes and print 11.21 rather
- * than jansson's default 11.210000000000001. */
-#define KD_RESPONSE_DUMP_FLAGS JSON_REAL_PRECISION(15)
 
 /* The response for a finished forecast, or NULL when out of memory:
  *
@@ -87,7 +92,8 @@ void kd_forecast_input_free(kd_forecast_input *in);
  *    "samples": S, "usage": {"context_candles": L, "generated_tokens": n,
  *    "cached_steps": n, "recomputed_steps": n, "elapsed_ms": x},
  *    "paths": [{"open": [P], ...}, ...S]         when res->paths
- *    "quantiles": {"0.1": {"open": [P], ...}}    when res->n_quantiles > 0
+ *    "quantiles": {"0.1": {"open": [P], ...}}    when res->n_quantiles > 0; each key is
+ *                                                the level's shortest round-trip decimal
  *    "prob_close_up": [P]}                       when res->prob_close_up
  *
  * A value that is not finite is written as null. */

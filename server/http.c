@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "forecast_json.h"
+#include "json_fields.h"
+#include "json_out.h"
 #include "log.h"
 #include "routes.h"
 
@@ -110,8 +112,20 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
     set_response(r, status, resp);
 }
 
+void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
+                     size_t len) {
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT);
+    if (resp) MHD_add_response_header(resp, "Content-Type", content_type);
+    set_response(r, status, resp);
+}
+
+void kd_reply_header(kd_request *r, const char *name, const char *value) {
+    if (r->response) MHD_add_response_header(r->response, name, value);
+}
+
 void kd_reply_json(kd_request *r, int status, json_t *body) {
-    char *text = body ? json_dumps(body, JSON_COMPACT | KD_RESPONSE_DUMP_FLAGS) : NULL;
+    char *text = body ? kd_json_dumps(body, 0) : NULL;
     json_decref(body);
     if (text) { /* a trailing newline, for people reading curl output */
         size_t n = strlen(text);
@@ -130,6 +144,7 @@ void kd_reply_error(kd_request *r, int status, const char *code, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    kd_utf8_clean(msg); /* a path or a CSV body may carry bytes that are not UTF-8 */
     json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
     kd_reply_json(r, status, body);
 }
@@ -146,16 +161,64 @@ const char *kd_request_method(const kd_request *r) {
     return r->method;
 }
 
+const char *kd_request_body(const kd_request *r, size_t *len) {
+    *len = r->len;
+    return r->len ? r->body : NULL;
+}
+
+const char *kd_request_header(const kd_request *r, const char *name) {
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+bool kd_request_is_csv(const kd_request *r) {
+    const char *ct = kd_request_header(r, "Content-Type");
+    if (!ct) return false;
+    ct += strspn(ct, " \t");
+    return strncasecmp(ct, "text/csv", 8) == 0 && strchr("; \t", ct[8]) != NULL;
+}
+
+typedef struct {
+    int (*fn)(void *ctx, const char *key, const char *value);
+    void *ctx;
+    int rc;
+} query_walk;
+
+static enum MHD_Result query_step(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value) {
+    query_walk *w = cls;
+    (void)kind;
+    w->rc = w->fn(w->ctx, key, value);
+    return w->rc ? MHD_NO : MHD_YES;
+}
+
+int kd_request_query_each(kd_request *r, int (*fn)(void *ctx, const char *key, const char *value),
+                          void *ctx) {
+    query_walk w = {fn, ctx, 0};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_step, &w);
+    return w.rc;
+}
+
 json_t *kd_request_json(kd_request *r) {
     json_error_t je;
+    if (kd_request_is_csv(r)) { /* the CSV routes read their body themselves */
+        kd_reply_error(r, 415, "unsupported_media_type",
+                       "request body: %s takes JSON; text/csv is for /forecast and /tokenize",
+                       r->path);
+        return NULL;
+    }
     if (r->len == 0) {
         kd_reply_error(r, 400, "invalid_request", "request body: empty; expected a JSON object");
         return NULL;
     }
     json_t *body = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je);
     if (!body) {
-        kd_reply_error(r, 400, "invalid_json", "request body: line %d column %d: %s", je.line,
-                       je.column, je.text);
+        size_t i = 0; /* the body is not NUL-terminated */
+        while (i < r->len && r->body[i] && strchr(" \t\r\n", r->body[i]))
+            i++;
+        kd_reply_error(
+            r, 400, "invalid_json", "request body: line %d column %d: %s%s", je.line, je.column,
+            je.text,
+            i < r->len && r->body[i] != '{' ? " (a CSV body needs Content-Type: text/csv)" : "");
         return NULL;
     }
     if (!json_is_object(body)) {

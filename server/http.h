@@ -38,6 +38,17 @@ const char *kd_request_id(const kd_request *r);
 const char *kd_request_path(const kd_request *r);
 const char *kd_request_method(const kd_request *r);
 
+/* The raw body (not NUL-terminated; NULL when empty). */
+const char *kd_request_body(const kd_request *r, size_t *len);
+/* A request header, or NULL. */
+const char *kd_request_header(const kd_request *r, const char *name);
+/* Whether the body is declared text/csv (Content-Type, parameters ignored). */
+bool kd_request_is_csv(const kd_request *r);
+/* Calls fn for each query parameter in order (value NULL for `?key` without '='); stops
+ * at the first nonzero return and returns it. */
+int kd_request_query_each(kd_request *r, int (*fn)(void *ctx, const char *key, const char *value),
+                          void *ctx);
+
 /* The body as a JSON object, or NULL after replying 400 with what is wrong. */
 json_t *kd_request_json(kd_request *r);
 
@@ -54,6 +65,13 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
 /* Whether the client closed its connection (a worker asks this between steps, to stop
  * work nobody will read). Safe from any thread while r is deferred. */
 bool kd_request_client_gone(const kd_request *r);
+
+/* A body that outlives the server (built into the binary), sent without copying. */
+void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
+                     size_t len);
+
+/* Adds a header to the answer set on r (on the HTTP thread, before the handler returns). */
+void kd_reply_header(kd_request *r, const char *name, const char *value);
 
 /* Hands job to the workers and suspends r until a worker replies. 0 when deferred; -1 when
  * the queue is full, after replying 503 (the caller still owns job). */

@@ -11,8 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "candles_csv.h"
 #include "forecast_json.h"
 #include "json_fields.h"
+#include "query_params.h"
 #include "tokens_json.h"
 
 #define MSG_MAX 512
@@ -58,20 +60,12 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* When a request must be answered by: request-timeout, or sooner when its body's
- * "timeout_ms" asks. -1 after replying 400. */
-static int read_deadline(kd_app *app, kd_request *r, const json_t *body, double *deadline) {
+/* When a request must be answered by: request-timeout from now, or sooner when the request
+ * asks (timeout_ms, 0 when absent). */
+static double deadline_of(const kd_app *app, long long timeout_ms) {
     long long ms = (long long)app->cfg.request_timeout * 1000;
-    char msg[MSG_MAX];
-    if (kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &ms, msg,
-                   sizeof msg) < 0) {
-        kd_reply_error(r, 400, "invalid_request", "%s", msg);
-        return -1;
-    }
-    if (ms > (long long)app->cfg.request_timeout * 1000)
-        ms = (long long)app->cfg.request_timeout * 1000;
-    *deadline = now_s() + (double)ms / 1e3;
-    return 0;
+    if (timeout_ms > 0 && timeout_ms < ms) ms = timeout_ms;
+    return now_s() + (double)ms / 1e3;
 }
 
 /* The core's cancel check for a deferred request: its deadline, or its client gone. */
@@ -120,6 +114,76 @@ static void *alloc_job(kd_request *r, size_t size) {
     return job;
 }
 
+/* ---- CSV bodies and query parameters ---------------------------------------------------- */
+
+/* What the query says: the request's fields (for a CSV body) and the answer's format. */
+typedef struct {
+    json_t *opts;
+    const char *const *known; /* fields that may come in the query */
+    bool csv_in, csv_out, has_format;
+    char *err;
+    size_t errlen;
+} query_ctx;
+
+static int on_query(void *ctx, const char *key, const char *value) {
+    query_ctx *q = ctx;
+    char v[KD_QUOTE_MAX * 2];
+    if (!strcmp(key, "format") && q->known) {
+        if (q->has_format)
+            return kd_fail(q->err, q->errlen, "query parameter \"format\": given twice");
+        q->has_format = true;
+        if (value && (!strcmp(value, "csv") || !strcmp(value, "json"))) {
+            q->csv_out = !strcmp(value, "csv");
+            return 0;
+        }
+        kd_quote(value ? value : "", v, sizeof v);
+        return kd_fail(q->err, q->errlen,
+                       "query parameter \"format\": must be csv or json, got \"%s\"", v);
+    }
+    if (!q->csv_in && q->known) {
+        kd_quote(key, v, sizeof v);
+        return kd_fail(q->err, q->errlen,
+                       "query parameter \"%s\": with a JSON body every field goes in the body; "
+                       "query parameters (other than format) are for a text/csv body",
+                       v);
+    }
+    static const char *const none[] = {NULL};
+    return kd_query_option(q->opts, key, value, q->known ? q->known : none, q->err, q->errlen);
+}
+
+/* Reads the query into q (q->known NULL: the endpoint takes no query parameters); false
+ * after replying 400. */
+static bool read_query(kd_request *r, query_ctx *q, char *msg, size_t msglen) {
+    const char *accept = kd_request_header(r, "Accept");
+    q->csv_in = kd_request_is_csv(r);
+    q->csv_out = q->known && accept && strstr(accept, "text/csv");
+    q->err = msg;
+    q->errlen = msglen;
+    if (!(q->opts = json_object())) {
+        kd_reply_error(r, 500, "internal", "out of memory reading the query");
+        return false;
+    }
+    if (kd_request_query_each(r, on_query, q) != 0) {
+        json_decref(q->opts);
+        q->opts = NULL;
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return false;
+    }
+    return true;
+}
+
+/* The candles of a text/csv body; false after replying 400. */
+static bool csv_candles(kd_request *r, int min_count, int max_count, kd_candles *out, char *msg,
+                        size_t msglen) {
+    size_t len;
+    const char *body = kd_request_body(r, &len);
+    if (kd_candles_csv_parse(body ? body : "", len, min_count, max_count, out, msg, msglen) < 0) {
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return false;
+    }
+    return true;
+}
+
 /* ---- /forecast ------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -128,24 +192,31 @@ typedef struct {
     kd_request *r;
     kd_forecast_input in;
     request_watch watch;
+    bool csv_out;
 } forecast_job;
 
 static void forecast_finish(forecast_job *f, kr_forecast_result *res, const kr_error *err) {
     kd_app *app = f->app;
     kd_request *r = f->r;
     json_t *body = NULL;
+    char *text = NULL;
     if (err->code == 0) {
         kd_metrics_add_tokens(app->metrics, (unsigned long long)res->usage.generated_tokens);
-        body = kd_forecast_response_json(&f->in, res);
+        if (f->csv_out)
+            text = kd_forecast_csv(&f->in, res);
+        else
+            body = kd_forecast_response_json(&f->in, res);
         kr_forecast_result_free(res);
     }
     count_end(app, err);
     kd_forecast_input_free(&f->in);
     free(f);
-    if (err->code == 0)
-        kd_reply_json(r, 200, body);
-    else
+    if (err->code)
         reply_core_error(r, "forecast", err);
+    else if (text)
+        kd_reply_text(r, 200, "text/csv; charset=utf-8", text);
+    else
+        kd_reply_json(r, 200, body);
 }
 
 /* Forecasts queued together decode in lockstep (kr_forecast_batch): one product per
@@ -203,31 +274,48 @@ static bool admit_forecast(kd_app *app, kd_request *r, const kr_forecast_request
     return reason == NULL;
 }
 
-kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
+/* The request from a JSON body, or from a CSV body and the query. */
+static int parse_forecast(kd_app *app, kd_request *r, query_ctx *q, forecast_job *f, char *msg,
+                          size_t msglen) {
     const kd_forecast_limits lim = {app->cfg.max_candles, app->cfg.max_horizon,
                                     app->cfg.max_samples};
-    char msg[MSG_MAX];
+    const int mc = kr_model_max_context(app->model);
+    if (q->csv_in) {
+        kd_candles candles;
+        if (!csv_candles(r, 2, app->cfg.max_candles, &candles, msg, msglen)) return -1;
+        if (kd_forecast_request_with_candles(q->opts, &candles, mc, &lim, &f->in, msg, msglen) <
+            0) {
+            kd_reply_error(r, 400, "invalid_request", "%s", msg);
+            return -1;
+        }
+        return 0;
+    }
     json_t *body = kd_request_json(r);
-    if (!body) return KD_REPLIED;
-    forecast_job *f = alloc_job(r, sizeof *f);
-    if (!f) {
-        json_decref(body);
-        return KD_REPLIED;
-    }
-    if (read_deadline(app, r, body, &f->watch.deadline) < 0) {
-        json_decref(body);
-        free(f);
-        return KD_REPLIED;
-    }
-    const int bad = kd_forecast_request_parse_limited(body, kr_model_max_context(app->model), &lim,
-                                                      &f->in, msg, sizeof msg);
+    if (!body) return -1;
+    const int bad = kd_forecast_request_parse_limited(body, mc, &lim, &f->in, msg, msglen);
     json_decref(body);
-    if (bad) {
+    if (bad) kd_reply_error(r, 400, "invalid_request", "%s", msg);
+    return bad ? -1 : 0;
+}
+
+kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
+    const char *known[32] = {"format"}; /* and the request's fields but candles */
+    const char *const *names = kd_forecast_option_names();
+    char msg[MSG_MAX];
+    for (int i = 0, n = 1; names[i] && n < 31; i++)
+        known[n++] = names[i];
+    query_ctx qc = {.known = known};
+    if (!read_query(r, &qc, msg, sizeof msg)) return KD_REPLIED;
+    forecast_job *f = alloc_job(r, sizeof *f);
+    if (!f || parse_forecast(app, r, &qc, f, msg, sizeof msg) < 0) {
+        json_decref(qc.opts);
         free(f);
         kd_metrics_refuse(app->metrics, "invalid");
-        kd_reply_error(r, 400, "invalid_request", "%s", msg);
         return KD_REPLIED;
     }
+    json_decref(qc.opts);
+    f->csv_out = qc.csv_out;
+    f->watch.deadline = deadline_of(app, f->in.timeout_ms);
     f->app = app;
     f->r = r;
     f->watch.r = r;
@@ -488,22 +576,31 @@ static void run_tokenize(kd_job *j) {
         reply_core_error(r, "tokenize", &err);
 }
 
+static const char *const tokenize_fields[] = {"candles", NULL};
+
 kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     char msg[MSG_MAX];
-    json_t *body = kd_request_json(r);
-    if (!body) return KD_REPLIED;
+    query_ctx qc = {0};
+    if (!read_query(r, &qc, msg, sizeof msg)) return KD_REPLIED;
+    json_decref(qc.opts);
     tokenize_job *t = alloc_job(r, sizeof *t);
-    if (!t) {
+    if (!t) return KD_REPLIED;
+    if (qc.csv_in) {
+        if (!csv_candles(r, 1, app->cfg.max_candles, &t->candles, msg, sizeof msg)) {
+            free(t);
+            return KD_REPLIED;
+        }
+    } else {
+        json_t *body = kd_request_json(r);
+        const int bad = !body || kd_check_fields(body, "", tokenize_fields, msg, sizeof msg) < 0 ||
+                        kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles,
+                                         &t->candles, msg, sizeof msg) < 0;
+        if (bad && body) kd_reply_error(r, 400, "invalid_request", "%s", msg);
         json_decref(body);
-        return KD_REPLIED;
-    }
-    const int bad = kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles,
-                                     &t->candles, msg, sizeof msg);
-    json_decref(body);
-    if (bad) {
-        free(t);
-        kd_reply_error(r, 400, "invalid_request", "%s", msg);
-        return KD_REPLIED;
+        if (bad) {
+            free(t);
+            return KD_REPLIED;
+        }
     }
     t->app = app;
     t->r = r;

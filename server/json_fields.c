@@ -16,19 +16,54 @@ int kd_fail(char *err, size_t errlen, const char *fmt, ...) {
     return -1;
 }
 
-/* Cut on a UTF-8 boundary; control characters, quotes and backslashes become '?' so that a
- * message stays one clean line whatever the client sent. */
+/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n) {
+    const size_t k = s[0] < 0x80             ? 1
+                     : (s[0] & 0xE0) == 0xC0 ? 2
+                     : (s[0] & 0xF0) == 0xE0 ? 3
+                     : (s[0] & 0xF8) == 0xF0 ? 4
+                                             : 0;
+    if (k == 0 || k > n || (k == 2 && s[0] < 0xC2)) return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    return k;
+}
+
+void kd_utf8_clean(char *s) {
+    unsigned char *u = (unsigned char *)s;
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        const size_t k = utf8_len(u + i, len - i);
+        if (k == 0)
+            u[i++] = '?';
+        else
+            i += k;
+    }
+}
+
+/* At most KD_QUOTE_MAX bytes, cut between characters; control characters, quotes,
+ * backslashes and bytes that are not UTF-8 (a CSV body is not validated) become '?', so
+ * that a message stays one clean line of valid JSON text whatever the client sent. */
 void kd_quote(const char *s, char *out, size_t n) {
-    size_t len = strlen(s), k = len > KD_QUOTE_MAX ? KD_QUOTE_MAX : len, j = 0;
+    const unsigned char *u = (const unsigned char *)s;
+    const size_t len = strlen(s);
+    size_t i = 0, j = 0;
     if (n == 0) return;
-    while (k > 0 && k < len && ((unsigned char)s[k] & 0xC0) == 0x80)
-        k--;
-    for (size_t i = 0; i < k && j + 1 < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[j++] = (c < 0x20 || c == 0x7f || c == '"' || c == '\\') ? '?' : (char)c;
+    while (i < len && i < KD_QUOTE_MAX) {
+        size_t k = utf8_len(u + i, len - i);
+        if (k > 1 && (i + k > KD_QUOTE_MAX || j + k >= n)) break;
+        if (k <= 1 && j + 1 >= n) break;
+        if (k == 0 || u[i] < 0x20 || u[i] == 0x7f || u[i] == '"' || u[i] == '\\') {
+            out[j++] = '?';
+            i++;
+            continue;
+        }
+        memcpy(out + j, s + i, k);
+        i += k;
+        j += k;
     }
     out[j] = '\0';
-    if (k < len && j + 4 < n) strcat(out, "...");
+    if (i < len && j + 4 < n) strcat(out, "...");
 }
 
 const char *kd_describe(const json_t *v, char *buf, size_t n) {
@@ -141,5 +176,64 @@ int kd_get_timestamp(const json_t *v, const char *path, int64_t *wall, kd_time_f
         return kd_wrong(v, path, "a timestamp (an ISO 8601 string or Unix seconds)", err, errlen);
     }
     if (form) *form = f;
+    return 0;
+}
+
+/* Names people bring from upstream Kronos (KronosPredictor.predict), pandas and other
+ * servers, and what kronosd calls them. */
+static const struct {
+    const char *name, *use;
+} hints[] = {
+    {"pred_len", "horizon"},
+    {"prediction_length", "horizon"},
+    {"T", "temperature"},
+    {"temp", "temperature"},
+    {"sample_count", "samples"},
+    {"num_samples", "samples"},
+    {"n_samples", "samples"},
+    {"x_timestamp", "candles.timestamps"},
+    {"y_timestamp", "future_timestamps"},
+    {"df", "candles"},
+    {"x_df", "candles"},
+    {"data", "candles"},
+    {"lookback", "max_context (or send fewer candles)"},
+    {"quantile", "quantiles"},
+    {"return_samples", "return_paths"},
+    {"max_tokens", "max_new_tokens"},
+    {"n_predict", "max_new_tokens"},
+    {"vol", "volume"},
+    {"amt", "amount"},
+    {"time", "timestamps"},
+    {"datetime", "timestamps"},
+};
+
+int kd_unknown_name(const char *name, const char *what, const char *where,
+                    const char *const known[], char *err, size_t errlen) {
+    char q[KD_QUOTE_MAX * 2], list[512];
+    size_t used = 0;
+    kd_quote(name, q, sizeof q);
+    for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
+        if (strcmp(hints[i].name, name) == 0)
+            return kd_fail(err, errlen, "%sunknown %s \"%s\"; use %s instead", where, what, q,
+                           hints[i].use);
+    if (!known[0])
+        return kd_fail(err, errlen, "%sunknown %s \"%s\"; this endpoint takes none", where, what,
+                       q);
+    list[0] = '\0';
+    for (int i = 0; known[i] && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", known[i]);
+    return kd_fail(err, errlen, "%sunknown %s \"%s\"; the %ss are: %s", where, what, q, what, list);
+}
+
+int kd_check_fields(const json_t *obj, const char *where, const char *const known[], char *err,
+                    size_t errlen) {
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v) {
+        int i = 0;
+        while (known[i] && strcmp(known[i], key) != 0)
+            i++;
+        if (!known[i]) return kd_unknown_name(key, "field", where, known, err, errlen);
+    }
     return 0;
 }

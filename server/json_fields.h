@@ -20,6 +20,9 @@
 
 int kd_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Replaces each byte of s that is not part of valid UTF-8 with '?', in place (jansson
+ * refuses such strings). */
+void kd_utf8_clean(char *s);
 /* A client's string made safe for a one-line message (at most KD_QUOTE_MAX bytes). */
 void kd_quote(const char *s, char *out, size_t n);
 /* What a JSON value is, for "got ...": `the string "NaN"`, `1.5`, `null`, `an array`. */
@@ -50,5 +53,15 @@ bool kd_in_unit(double x);      /* [0, 1] */
  * it was written. */
 int kd_get_timestamp(const json_t *v, const char *path, int64_t *wall, kd_time_form *form,
                      char *err, size_t errlen);
+
+/* Strict requests: every field of obj must be in `known` (NULL-terminated). An unknown one
+ * is an error naming it, "<where>unknown field "pred_len"; kronosd calls it "horizon""
+ * for a name from upstream Kronos or a close relative, else listing the known fields. */
+int kd_check_fields(const json_t *obj, const char *where, const char *const known[], char *err,
+                    size_t errlen);
+/* The same message for one unknown name (a query parameter, a CSV column); `what` is
+ * "field", "query parameter" or "column". Returns -1. */
+int kd_unknown_name(const char *name, const char *what, const char *where,
+                    const char *const known[], char *err, size_t errlen);
 
 #endif

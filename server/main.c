@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "forecast_json.h"
+#include "json_out.h"
 #include "kronos.h"
 #include "model_dirs.h"
 #include "serve.h"
@@ -41,7 +42,8 @@ static const char usage_text[] =
     "  candles may also be rows: [{\"timestamp\": ..., \"open\": ..., ...}, ...];\n"
     "  timestamps are ISO 8601 strings or Unix seconds. Optional: future_timestamps,\n"
     "  samples (1), temperature (1.0), top_k (0), top_p (0.9), seed (0), max_context,\n"
-    "  use_cache (true), return_paths (false), quantiles ([0..1, ...]).\n"
+    "  use_cache (true), return_paths (false), quantiles (distinct levels in [0, 1]).\n"
+    "  An unknown field is an error naming it (pred_len: use horizon, and so on).\n"
     "\n"
     "Exit status: 0 success, 1 error, 2 usage error.\n";
 
@@ -186,9 +188,15 @@ static json_t *read_request(const char *path) {
 
 /* Prints the response with a trailing newline; -1 if stdout failed. */
 static int print_response(const json_t *resp, bool compact) {
-    const size_t flags = (compact ? JSON_COMPACT : JSON_INDENT(2)) | KD_RESPONSE_DUMP_FLAGS;
-    if (json_dumpf(resp, stdout, flags) < 0 || fputc('\n', stdout) == EOF ||
-        fflush(stdout) == EOF) {
+    char *text = kd_json_dumps(resp, compact ? 0 : 2);
+    if (!text) {
+        complain("out of memory writing the response");
+        return -1;
+    }
+    const int bad =
+        fputs(text, stdout) == EOF || fputc('\n', stdout) == EOF || fflush(stdout) == EOF;
+    free(text);
+    if (bad) {
         complain("stdout: %s", strerror(errno));
         return -1;
     }

@@ -7,8 +7,11 @@
 #include <string.h>
 
 #include "inference.h"
+#include "json_fields.h"
+#include "page/page.h"
 
 enum {
+    EP_PAGE,
     EP_HEALTH,
     EP_MODEL,
     EP_METRICS,
@@ -22,15 +25,15 @@ enum {
 };
 
 const char *const kd_endpoint_names[] = {
-    "health",   "model",      "metrics",  "forecast", "generate",
-    "tokenize", "detokenize", "sessions", "session",  "other",
+    "page",     "health",     "model",    "metrics", "forecast", "generate",
+    "tokenize", "detokenize", "sessions", "session", "other",
 };
 const int kd_endpoint_count = EP_OTHER + 1;
 
 typedef kd_outcome (*handler_fn)(kd_app *app, kd_request *r);
 
 struct kd_route {
-    const char *path; /* ending in '/': a prefix followed by one path segment */
+    const char *path; /* ending in '/' (but "/"): a prefix followed by one path segment */
     const char *method;
     int endpoint;
     bool is_public, needs_model;
@@ -46,6 +49,21 @@ static kd_outcome health(kd_app *app, kd_request *r) {
     return KD_REPLIED;
 }
 
+/* What people call the model: its directory's name (the predictor's, e.g. "Kronos-small",
+ * when the parts are given separately). */
+static const char *model_name(const kd_config *c) {
+    const char *dir = c->model ? c->model : c->predictor ? c->predictor : "";
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    static _Thread_local char name[128];
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
+    snprintf(name, sizeof name, "%.*s", (int)(n - start), dir + start);
+    return name;
+}
+
 static json_t *model_json(kd_app *app) {
     const kr_tokenizer_config *tc = kr_model_tokenizer_config(app->model);
     const kr_predictor_config *pc = kr_model_predictor_config(app->model);
@@ -55,14 +73,15 @@ static json_t *model_json(kd_app *app) {
     kr_pool_stats_get(app->pool, &ps);
     kd_sessions_stats_get(app->sessions, &ss);
     return json_pack(
-        "{s:s,s:i,s:I,"
+        "{s:s,s:s,s:i,s:I,"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:b},"
         "s:{s:I,s:I,s:I,s:i,s:i,s:i},"
         "s:{s:i,s:i,s:i},s:i,"
         "s:{s:i,s:i,s:i},"
         "s:{s:I,s:i,s:i,s:i}}",
-        "version", KR_VERSION, "max_context", kr_model_max_context(app->model), "parameters",
+        "name", model_name(c), "version", KR_VERSION, "max_context",
+        kr_model_max_context(app->model), "parameters",
         (json_int_t)kr_model_param_count(app->model),
         /* tokenizer */
         "tokenizer", "d_in", tc->d_in, "d_model", tc->d_model, "n_heads", tc->n_heads, "ff_dim",
@@ -132,8 +151,23 @@ static void reply_session_error(kd_request *r, kd_session_status st, const char 
     kd_reply_error(r, map[st].status, map[st].code, "%s", msg);
 }
 
+/* POST /sessions takes no fields; a body, if any, must be an empty JSON object. */
+static bool no_fields(kd_request *r) {
+    static const char *const none[] = {NULL};
+    char msg[512];
+    size_t len;
+    if (!kd_request_body(r, &len)) return true;
+    json_t *body = kd_request_json(r);
+    if (!body) return false;
+    const int bad = kd_check_fields(body, "", none, msg, sizeof msg);
+    json_decref(body);
+    if (bad) kd_reply_error(r, 400, "invalid_request", "%s", msg);
+    return !bad;
+}
+
 static kd_outcome session_create(kd_app *app, kd_request *r) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
+    if (!no_fields(r)) return KD_REPLIED;
     kd_session_status st = kd_sessions_new(app->sessions, id, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         reply_session_error(r, st, msg);
@@ -181,6 +215,8 @@ static kd_outcome session_delete(kd_app *app, kd_request *r) {
 
 static const kd_route routes[] = {
     /* clang-format off */
+    {"/",           "GET",    EP_PAGE,       true,  false, kd_handle_page},
+    {"/example.csv", "GET",   EP_PAGE,       true,  false, kd_handle_example_csv},
     {"/health",     "GET",    EP_HEALTH,     true,  false, health},
     {"/model",      "GET",    EP_MODEL,      false, true,  model},
     {"/metrics",    "GET",    EP_METRICS,    false, false, metrics},
@@ -196,7 +232,7 @@ static const kd_route routes[] = {
 
 static bool path_matches(const char *pattern, const char *path) {
     const size_t n = strlen(pattern);
-    if (pattern[n - 1] != '/') return strcmp(pattern, path) == 0;
+    if (n == 1 || pattern[n - 1] != '/') return strcmp(pattern, path) == 0;
     return strncmp(pattern, path, n) == 0 && path[n] != '\0' && !strchr(path + n, '/');
 }
 
@@ -208,7 +244,9 @@ const kd_route *kd_routes_match(const char *method, const char *path, int *endpo
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (!path_matches(routes[i].path, path)) continue;
         *endpoint = routes[i].endpoint;
-        if (strcmp(routes[i].method, method) == 0) {
+        /* HEAD is GET without the body (MHD drops it), for curl -I and link checkers */
+        if (strcmp(routes[i].method, method) == 0 ||
+            (strcmp(method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
             *status = 0;
             return &routes[i];
         }

@@ -10,6 +10,11 @@
 #include "forecast_json.h"
 #include "json_fields.h"
 
+static const char *const generate_fields[] = {
+    "session",       "tokens",      "timestamps", "stamps", "max_new_tokens", "future_timestamps",
+    "future_stamps", "temperature", "top_k",      "top_p",  "seed",           NULL};
+static const char *const detokenize_fields[] = {"tokens", "mean", "std", NULL};
+
 /* ---- tokens and stamps ------------------------------------------------------------------ */
 
 static int get_array(const json_t *body, const char *key, int max, const json_t **out, char *err,
@@ -130,7 +135,8 @@ int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd
     memset(in, 0, sizeof *in);
     /* the same defaults as /forecast */
     in->sampling = (kr_sampling){.temperature = 1.0, .top_k = 0, .top_p = 0.9};
-    if (parse_session(body, in, err, errlen) < 0 ||
+    if (kd_check_fields(body, "", generate_fields, err, errlen) < 0 ||
+        parse_session(body, in, err, errlen) < 0 ||
         get_array(body, "tokens", lim->max_tokens, &tokens, err, errlen) < 0)
         return -1;
     if (tokens) {
@@ -181,7 +187,9 @@ int kd_detokenize_request_parse(const json_t *body, const kd_token_limits *lim,
                                 kd_detokenize_input *in, char *err, size_t errlen) {
     const json_t *tokens;
     memset(in, 0, sizeof *in);
-    if (get_array(body, "tokens", lim->max_tokens, &tokens, err, errlen) < 0) return -1;
+    if (kd_check_fields(body, "", detokenize_fields, err, errlen) < 0 ||
+        get_array(body, "tokens", lim->max_tokens, &tokens, err, errlen) < 0)
+        return -1;
     if (!tokens || json_array_size(tokens) == 0)
         return kd_wrong(tokens, "tokens", "a non-empty array of pairs [s1, s2]", err, errlen);
     in->n = (int)json_array_size(tokens);

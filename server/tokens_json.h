@@ -9,8 +9,11 @@
  *             "max_new_tokens"?: 0,
  *             "future_timestamps": [...] | "future_stamps": [...]       (max_new_tokens),
  *             "temperature"?: 1.0, "top_k"?: 0, "top_p"?: 0.9, "seed"?: 0}
- * /tokenize:   {"candles": CANDLES}   (as in forecast_json.h, one candle or more)
+ * /tokenize:   {"candles": CANDLES}   (as in forecast_json.h, one candle or more; or the
+ *              candles as a text/csv body, candles_csv.h)
  * /detokenize: {"tokens": [[s1, s2], ...], "mean": [6 numbers], "std": [6 numbers]}
+ *
+ * Unknown fields are errors naming them, as everywhere.
  */
 #ifndef KD_TOKENS_JSON_H
 #define KD_TOKENS_JSON_H

@@ -1,0 +1,263 @@
+"""kronosd_client — a Python client for kronosd, the Kronos inference daemon.
+
+Standard library only (urllib); pandas is used when it is installed:
+
+    from kronosd_client import Client
+    kd = Client("http://127.0.0.1:8080", api_key=None)
+    fc = kd.forecast(df, horizon=24, samples=20, quantiles=[0.1, 0.5, 0.9])
+    fc.mean                 # DataFrame indexed by timestamp: open high low close volume amount
+    fc.quantiles[0.9]       # the same for each level
+    fc.paths                # one DataFrame per sample path (return_paths=True)
+
+    # upstream Kronos's KronosPredictor.predict, same arguments and return shape
+    pred_df = kd.predict(df, x_timestamp, y_timestamp, pred_len=24, T=1.0, top_p=0.9,
+                         sample_count=1)
+
+Without pandas, a table is a dict {"timestamps": [...], "open": [...], ...} and candles may
+be given the same way (or as a list of row dicts). Every error the server reports raises
+KronosdError with its HTTP status, code and message.
+"""
+
+import datetime as _dt
+import json
+import math
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+
+try:  # KRONOSD_CLIENT_NO_PANDAS=1 tests the plain-dict path on a machine with pandas
+    if os.environ.get("KRONOSD_CLIENT_NO_PANDAS"):
+        raise ImportError("disabled")
+    import pandas as pd
+except ImportError:
+    pd = None
+
+__all__ = ["Client", "Forecast", "KronosdError", "COLUMNS"]
+__version__ = "0.1.0"
+
+COLUMNS = ["open", "high", "low", "close", "volume", "amount"]
+_TIME_NAMES = ("timestamps", "timestamp", "date")
+
+
+class KronosdError(Exception):
+    """An error answered by kronosd (or the connection failing: status 0, code "connection")."""
+
+    def __init__(self, status, code, message):
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class Forecast:
+    """A forecast: mean, quantiles {level: table}, paths [table], prob_close_up, usage.
+
+    A table is a DataFrame indexed by timestamp with pandas, else a dict of lists with a
+    "timestamps" key. quantiles and paths are empty unless asked for."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        ts = raw["timestamps"]
+        self.timestamps = ts
+        self.mean = _table(ts, raw["mean"])
+        self.quantiles = {float(k): _table(ts, v) for k, v in raw.get("quantiles", {}).items()}
+        self.paths = [_table(ts, p) for p in raw.get("paths", [])]
+        pcu = raw.get("prob_close_up")
+        if pcu is not None and pd is not None:
+            pcu = pd.Series(pcu, index=_index(ts), name="prob_close_up")
+        self.prob_close_up = pcu
+        self.usage = raw.get("usage", {})
+
+    def __repr__(self):
+        return (f"<Forecast horizon={self.raw['horizon']} samples={self.raw['samples']} "
+                f"quantiles={sorted(self.quantiles)} paths={len(self.paths)}>")
+
+
+def _index(ts):
+    # the server writes timestamps the way the input's last one was written
+    if ts and isinstance(ts[0], str):
+        return pd.DatetimeIndex(pd.to_datetime(ts), name="timestamps")
+    return pd.Index(ts, name="timestamps")
+
+
+def _table(ts, cols):
+    if pd is None:
+        t = {"timestamps": list(ts)}
+        t.update({c: cols[c] for c in COLUMNS if c in cols})
+        return t
+    return pd.DataFrame({c: cols[c] for c in COLUMNS if c in cols}, index=_index(ts),
+                        dtype="float64")
+
+
+def _stamp(t):
+    """A timestamp as the API takes it: ISO 8601 text or Unix seconds."""
+    if t is None:
+        return None
+    if pd is not None and isinstance(t, pd.Timestamp):
+        return t.isoformat()
+    if isinstance(t, (_dt.datetime, _dt.date)):
+        return t.isoformat()
+    if hasattr(t, "item"):  # numpy scalars: datetime64 via pandas, numbers as numbers
+        if pd is not None and "datetime64" in str(getattr(t, "dtype", "")):
+            return pd.Timestamp(t).isoformat()
+        return t.item()
+    return t
+
+
+def _number(x):
+    if hasattr(x, "item"):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None  # the server names the candle and column
+    return x
+
+
+def _stamps(seq):
+    if seq is None:
+        return None
+    return [_stamp(t) for t in list(seq)]
+
+
+def _candles(df, timestamps=None):
+    """CANDLES of the API from a DataFrame (timestamps in a column or the index), a dict of
+    columns or a list of row dicts."""
+    if pd is not None and isinstance(df, pd.DataFrame):
+        cols = {str(c).lower(): c for c in df.columns}
+        if timestamps is not None:
+            ts = list(timestamps)
+        else:
+            name = next((cols[n] for n in _TIME_NAMES if n in cols), None)
+            if name is None and isinstance(df.index, pd.RangeIndex):
+                raise ValueError("candles: no timestamps; give a timestamps (or timestamp, "
+                                 "date) column, a DatetimeIndex, or timestamps=")
+            ts = list(df[name]) if name is not None else list(df.index)
+        out = {"timestamps": _stamps(ts)}
+        for c in COLUMNS:
+            if c in cols:
+                out[c] = [_number(x) for x in df[cols[c]].tolist()]
+        return out
+    if isinstance(df, dict):
+        out = {}
+        for k, v in df.items():
+            k = "timestamps" if k in _TIME_NAMES else k
+            out[k] = _stamps(v) if k == "timestamps" else [_number(x) for x in v]
+        if timestamps is not None:
+            out["timestamps"] = _stamps(timestamps)
+        return out
+    if isinstance(df, (list, tuple)):
+        rows = [dict(r) for r in df]
+        for r in rows:
+            for k in list(r):
+                r[k] = _stamp(r[k]) if k in _TIME_NAMES else _number(r[k])
+        return rows
+    raise TypeError("candles: expected a DataFrame, a dict of columns or a list of row dicts, "
+                    f"got {type(df).__name__}")
+
+
+class Client:
+    """kronosd at url (e.g. "http://127.0.0.1:8080"); api_key when the server has one."""
+
+    def __init__(self, url, api_key=None, timeout=300):
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+
+    # ---- transport ---------------------------------------------------------------------
+    def _call(self, method, path, body=None, query=None):
+        url = self.url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        data = None
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            data = json.dumps(body, allow_nan=False).encode()
+            headers["Content-Type"] = "application/json"
+        if self.api_key:
+            headers["Authorization"] = "Bearer " + self.api_key
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as res:
+                return json.loads(res.read().decode())
+        except urllib.error.HTTPError as e:
+            text = e.read().decode(errors="replace")
+            try:
+                err = json.loads(text)["error"]
+                raise KronosdError(e.code, err.get("code", "error"), err.get("message", text)) from None
+            except (ValueError, KeyError, TypeError):
+                raise KronosdError(e.code, "http_error", text.strip() or e.reason) from None
+        except urllib.error.URLError as e:
+            raise KronosdError(0, "connection", f"{url}: {e.reason}") from None
+
+    # ---- service -----------------------------------------------------------------------
+    def health(self):
+        return self._call("GET", "/health")
+
+    def model(self):
+        return self._call("GET", "/model")
+
+    # ---- forecasts ---------------------------------------------------------------------
+    def forecast(self, df, horizon=None, future_timestamps=None, samples=None, temperature=None,
+                 top_k=None, top_p=None, quantiles=None, seed=None, return_paths=None,
+                 max_context=None, use_cache=None, timestamps=None):
+        """POST /forecast. df: the context candles; horizon defaults to the number of
+        future_timestamps. Returns a Forecast."""
+        if horizon is None:
+            if future_timestamps is None:
+                raise ValueError("forecast: give horizon or future_timestamps")
+            horizon = len(future_timestamps)
+        body = {"candles": _candles(df, timestamps), "horizon": int(horizon)}
+        opts = {"future_timestamps": _stamps(future_timestamps), "samples": samples,
+                "temperature": temperature, "top_k": top_k, "top_p": top_p,
+                "quantiles": None if quantiles is None else [float(q) for q in quantiles],
+                "seed": seed, "return_paths": return_paths, "max_context": max_context,
+                "use_cache": use_cache}
+        body.update({k: v for k, v in opts.items() if v is not None})
+        return Forecast(self._call("POST", "/forecast", body))
+
+    def predict(self, df, x_timestamp, y_timestamp, pred_len, T=1.0, top_k=0, top_p=0.9,
+                sample_count=1, verbose=False):
+        """Upstream Kronos's KronosPredictor.predict: the mean forecast of sample_count
+        paths, columns open, high, low, close, volume, amount, indexed by y_timestamp."""
+        del verbose  # upstream prints progress; the server does the work here
+        y = list(y_timestamp)
+        if len(y) != pred_len:
+            raise ValueError(f"y_timestamp has {len(y)} timestamps, but pred_len is {pred_len}")
+        fc = self.forecast(df, horizon=pred_len, future_timestamps=y, samples=sample_count,
+                           temperature=T, top_k=top_k, top_p=top_p, timestamps=x_timestamp)
+        if pd is None:
+            return fc.mean
+        idx = y_timestamp if isinstance(y_timestamp, pd.Index) else pd.Index(y)
+        if isinstance(y_timestamp, pd.Series):
+            idx = pd.Index(y_timestamp.values, name=y_timestamp.name)
+        return pd.DataFrame({c: fc.raw["mean"][c] for c in COLUMNS}, index=idx, dtype="float64")
+
+    # ---- tokens ------------------------------------------------------------------------
+    def tokenize(self, df):
+        return self._call("POST", "/tokenize", {"candles": _candles(df)})
+
+    def detokenize(self, tokens, mean, std):
+        return self._call("POST", "/detokenize", {"tokens": tokens, "mean": list(mean),
+                                                  "std": list(std)})
+
+    # ---- sessions ----------------------------------------------------------------------
+    def create_session(self):
+        """POST /sessions: {"session": id, "max_context": ..., "ttl_seconds": ...}."""
+        return self._call("POST", "/sessions")
+
+    def get_session(self, session):
+        return self._call("GET", "/sessions/" + urllib.parse.quote(session, safe=""))
+
+    def delete_session(self, session):
+        return self._call("DELETE", "/sessions/" + urllib.parse.quote(session, safe=""))
+
+    def generate(self, tokens=None, timestamps=None, max_new_tokens=0, future_timestamps=None,
+                 session=None, stamps=None, future_stamps=None, temperature=None, top_k=None,
+                 top_p=None, seed=None):
+        """POST /generate: append tokens (pairs [s1, s2]) with their timestamps (or stamps),
+        then sample max_new_tokens at future_timestamps (or future_stamps)."""
+        body = {"session": session, "tokens": tokens, "timestamps": _stamps(timestamps),
+                "stamps": stamps, "max_new_tokens": max_new_tokens,
+                "future_timestamps": _stamps(future_timestamps), "future_stamps": future_stamps,
+                "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
+        return self._call("POST", "/generate", {k: v for k, v in body.items() if v is not None})

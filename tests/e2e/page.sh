@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# page.sh KRONOSD SRCDIR BUILDDIR — the page at / in a real browser (headless Chromium).
+#
+# Starts the daemon on a free loopback port, opens /?autorun=1 (which loads the bundled
+# example series and runs its forecast), and checks the drawn chart in the DOM Chromium
+# dumps: data-state="ready", the context candles, the fan bands, the median, sample paths,
+# the volume pane, the model's name and the timing. Then the same page against a daemon with an API key: it must ask
+# for the key. A screenshot is kept as BUILDDIR/page.png. Exits 77 (skipped) only when
+# chromium is not installed.
+set -u
+if [ $# -ne 3 ]; then
+    echo "usage: $0 KRONOSD SRCDIR BUILDDIR" >&2
+    exit 2
+fi
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROMIUM" ]; then
+    echo "chromium is not installed: skipped (apt-get install chromium)"
+    exit 77
+fi
+KRONOSD=$(realpath "$1")
+SRC=$(realpath "$2")
+OUT=$(realpath "$3")
+# shellcheck source=lib.sh
+. "$SRC/tests/e2e/lib.sh"
+
+# browse URL ARGS...: headless Chromium with a throwaway profile, bounded in time. Virtual
+# time runs the page's timers and waits for its fetches, so the DOM is dumped once the
+# forecast has been drawn.
+browse() {
+    local url=$1
+    shift
+    local profile
+    profile=$(mktemp -d "$WORK/profile.XXXXXX")
+    timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --disable-dev-shm-usage --user-data-dir="$profile" --window-size=1280,900 \
+        --virtual-time-budget=30000 "$@" "$url" 2>>"$WORK/chromium.log"
+}
+
+start_daemon A --workers 1
+A=$URL_A
+
+http GET "$A/"
+if [ "$STATUS" = 200 ] && grep -qi '^content-type: text/html' "$HEADERS" &&
+    grep -qi "^content-security-policy: default-src 'none'" "$HEADERS" &&
+    ! grep -Eq '(src|href)="(https?:)?//' "$BODY"; then
+    pass "GET / is the page, loading nothing from elsewhere"
+else
+    fail "GET / is the page, loading nothing from elsewhere" "status $STATUS"
+fi
+http GET "$A/example.csv"
+expect "GET /example.csv is the bundled series" 200
+[ "$(wc -l <"$BODY")" -eq 401 ] && head -1 "$BODY" | grep -q '^timestamps,open' \
+    && pass "the example is a header and 400 candles" || fail "the example is a header and 400 candles"
+
+browse "$A/?autorun=1&horizon=24&samples=8" --dump-dom >"$WORK/dom.html"
+if "$PY" - "$WORK/dom.html" <<'PYEOF'
+import re, sys
+dom = open(sys.argv[1]).read()
+state = re.search(r'id="chart" data-state="(\w+)"', dom)
+assert state and state.group(1) == "ready", "chart state: %s; error: %s" % (
+    state and state.group(1), re.search(r'id="error"[^>]*>([^<]*)<', dom).group(1))
+assert dom.count('class="candle"') == 160, "candles drawn: %d" % dom.count('class="candle"')
+bands = re.findall(r'data-band="([\d.]+)-([\d.]+)"', dom)
+assert bands == [("0.1", "0.9"), ("0.25", "0.75")], bands
+assert 'id="median"' in dom and 'id="mean"' in dom
+vol = re.search(r'<g id="volume">(.*?)</g>', dom, re.S).group(1)
+assert vol.count("<rect") == 160 + 24, "volume bars: %d" % vol.count("<rect")
+paths = re.search(r'<g id="paths">(.*?)</g>', dom, re.S).group(1)
+assert paths.count("<path") == 5, paths.count("<path")
+assert "model: tiny" in dom, "the model's name is not shown"
+assert re.search(r"model time <b>\d+ ms</b>", dom), "no timing"
+PYEOF
+then pass "the page draws the example forecast (candles, fan, median, paths, model, timing)"
+else fail "the page draws the example forecast (candles, fan, median, paths, model, timing)"; fi
+
+browse "$A/?autorun=1&horizon=24&samples=8" --screenshot="$OUT/page.png" >/dev/null
+[ -s "$OUT/page.png" ] && pass "screenshot: $OUT/page.png" || fail "screenshot: $OUT/page.png"
+
+# a server error is shown with the server's message
+browse "$A/?autorun=1&horizon=0" --dump-dom >"$WORK/dom_err.html"
+grep -q 'data-state="error"' "$WORK/dom_err.html" && grep -q 'horizon: must be an integer' "$WORK/dom_err.html" \
+    && pass "the page shows the server's error message" \
+    || fail "the page shows the server's error message" "$(grep -o 'id="error"[^<]*<' "$WORK/dom_err.html")"
+
+# with an API key the page asks for it
+echo "page-test-key" >"$WORK/key"
+start_daemon K --workers 1 --api-key-file "$WORK/key"
+browse "$URL_K/?autorun=1" --dump-dom >"$WORK/dom_key.html"
+grep -q 'data-state="auth"' "$WORK/dom_key.html" && grep -q '<div id="auth" class="">' "$WORK/dom_key.html" \
+    && pass "with an API key set, the page asks for it" \
+    || fail "with an API key set, the page asks for it" "$(grep -o 'id="chart" data-state="[a-z]*"' "$WORK/dom_key.html")"
+
+summary

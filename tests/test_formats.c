@@ -1,0 +1,267 @@
+/* test_formats.c — the server's text formats without HTTP: shortest numbers (numfmt.c), the
+ * JSON writer (json_out.c), CSV candles in and forecast rows out (candles_csv.c), query
+ * parameters as fields (query_params.c) and strict fields (json_fields.c). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "candles_csv.h"
+#include "json_fields.h"
+#include "json_out.h"
+#include "numfmt.h"
+#include "query_params.h"
+
+static void assert_contains(const char *msg, const char *word) {
+    if (!strstr(msg, word)) fail_msg("message \"%s\" does not contain \"%s\"", msg, word);
+}
+
+/* ---- numbers ------------------------------------------------------------------------ */
+
+static void test_float32_shortest(void **state) {
+    (void)state;
+    static const struct {
+        double x;
+        const char *want;
+    } cases[] = {
+        {11.3583374023438, "11.358337"}, /* the issue's example, as float32 */
+        {0.1, "0.1"},
+        {80, "80"}, /* not 8e+01 */
+        {427161, "427161"},
+        {1e20, "1e+20"}, /* shorter than 100000002004087734272 */
+        {-2.5, "-2.5"},
+        {0, "0"},
+        {1.0000001192092896, "1.0000001"}, /* the float after 1 */
+        {1e-45, "1e-45"},                  /* the smallest subnormal */
+        {1e300, "1e+300"},                 /* beyond float32: written as a double */
+    };
+    char buf[KD_NUM_MAX];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kd_fmt_float32(cases[i].x, buf, sizeof buf);
+        assert_string_equal(buf, cases[i].want);
+    }
+    /* every float32 written reads back exactly, in at most 9 significant digits */
+    uint32_t bits = 0x3f800000u;
+    for (int i = 0; i < 100000; i++, bits += 0x9e3779b1u) {
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        if (!isfinite(f)) continue;
+        kd_fmt_float32(f, buf, sizeof buf);
+        assert_true(strtof(buf, NULL) == f);
+        assert_true(strlen(buf) <= 15);
+    }
+}
+
+static void test_double_labels(void **state) {
+    (void)state;
+    char a[KD_NUM_MAX], b[KD_NUM_MAX];
+    kd_fmt_double(0.3333333333, a, sizeof a);
+    kd_fmt_double(0.33333333334, b, sizeof b);
+    assert_string_equal(a, "0.3333333333");
+    assert_string_equal(b, "0.33333333334");
+    kd_fmt_double(0.1, a, sizeof a);
+    assert_string_equal(a, "0.1");
+    kd_fmt_double(1, a, sizeof a);
+    assert_string_equal(a, "1");
+}
+
+static void test_json_out(void **state) {
+    (void)state;
+    json_t *v = json_pack("{s:[f,f,i,n],s:s,s:b,s:{}}", "a", 11.3583374023438, 0.1, 7, "s",
+                          "q\"\\\n\x01é", "t", 1, "e");
+    char *text = kd_json_dumps(v, 0);
+    assert_non_null(text);
+    assert_string_equal(text, "{\"a\":[11.358337,0.1,7,null],\"s\":\"q\\\"\\\\\\u000a\\u0001é\","
+                              "\"t\":true,\"e\":{}}");
+    /* jansson reads it back to the same structure */
+    json_t *back = json_loads(text, 0, NULL);
+    assert_non_null(back);
+    assert_string_equal(json_string_value(json_object_get(back, "s")), "q\"\\\n\x01é");
+    free(text);
+    text = kd_json_dumps(v, 2);
+    assert_non_null(text);
+    assert_contains(text, "{\n  \"a\": [\n    11.358337,");
+    free(text);
+    json_decref(back);
+    json_decref(v);
+}
+
+/* ---- CSV in ------------------------------------------------------------------------- */
+
+static int parse(const char *csv, kd_candles *c, char *err, size_t n) {
+    return kd_candles_csv_parse(csv, strlen(csv), 2, 0, c, err, n);
+}
+
+static void test_csv_basic(void **state) {
+    (void)state;
+    kd_candles c;
+    char err[512] = "";
+    const char *csv = "\xEF\xBB\xBF,Close,date,open,high,low\r\n"
+                      "0,2.5,2024-06-18 11:15:00,1,3,0.5\r\n"
+                      "1,\"2,5\"\"x\",2024-06-18 11:20:00,1,3,0.5\r\n";
+    /* a quoted value with a comma and a quote is one (bad) number */
+    assert_int_equal(parse(csv, &c, err, sizeof err), -1);
+    assert_contains(err, "CSV line 3, column 2 (Close):");
+    csv = "\xEF\xBB\xBF,Close,date,open,high,low\r\n"
+          "0,2.5,2024-06-18 11:15:00,1,3,0.5\r\n"
+          "1,\"2.75\",2024-06-18T11:20:00,1,3,0.5\r\n\r\n";
+    assert_int_equal(parse(csv, &c, err, sizeof err), 0);
+    assert_int_equal(c.n, 2);
+    assert_true(c.columns[3][1] == 2.75 && c.columns[0][0] == 1 && c.columns[2][1] == 0.5);
+    assert_null(c.columns[4]);
+    assert_int_equal(c.timestamps[1] - c.timestamps[0], 300);
+    assert_false(c.time_form.unix_seconds);
+    kd_candles_free(&c);
+    /* Unix seconds, no final newline */
+    csv = "timestamps,open,high,low,close,volume,amount\n1700000000,1,2,0,1,5,6\n1700000060,1,2,"
+          "0,1,5,6";
+    assert_int_equal(parse(csv, &c, err, sizeof err), 0);
+    assert_true(c.time_form.unix_seconds && c.columns[5][1] == 6);
+    kd_candles_free(&c);
+}
+
+static void test_csv_errors(void **state) {
+    (void)state;
+    static const struct {
+        const char *csv, *want;
+    } cases[] = {
+        {"", "CSV: empty"},
+        {"timestamps,open,high,low,close\n1,1,1,1,1\n", "at least 2 candles"},
+        {"timestamps,open,high,low,close,vol\n", "column 6: unknown column \"vol\"; use volume"},
+        {"timestamps,open,high,low\n", "no close column"},
+        {"open,high,low,close\n", "no timestamps column"},
+        {"timestamps,open,high,low,close,amount\n", "amount column without volume"},
+        {"timestamps,open,high,low,close,open\n", "column 6: open: a second open column"},
+        {"timestamps,open,,low,close\n", "column 3: a column with no name"},
+        {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,1,1\n", "CSV line 3, column 4: 4 values"},
+        {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,1,1,1,9\n",
+         "line 3, column 6: more values"},
+        {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,,1,1\n", "line 3, column 3 (high): empty"},
+        {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,nan,1,1\n", "\"nan\" is not a finite"},
+        {"timestamps,open,high,low,close\n1,1,1,1,1\n1,1,1,1,1\n", "line 3, column 1 (timestamps): "
+                                                                   "not after"},
+        {"timestamps,open,high,low,close\n2024-13-01,1,1,1,1\n", "line 2, column 1 (timestamps): "
+                                                                 "\"2024-13-01\" is not a valid"},
+        {"timestamps,open,high,low,close\n1,\"1,1,1,1\n", "line 2, column 2: a quoted value is not "
+                                                          "closed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        kd_candles c;
+        char err[512] = "";
+        if (parse(cases[i].csv, &c, err, sizeof err) != -1)
+            fail_msg("case %zu parsed: %s", i, cases[i].csv);
+        assert_contains(err, cases[i].want);
+        assert_null(c.timestamps);
+    }
+    kd_candles c;
+    char err[512];
+    const char *csv = "timestamps,open,high,low,close\n1,1,1,1,1\n2,1,1,1,1\n3,1,1,1,1\n";
+    assert_int_equal(kd_candles_csv_parse(csv, strlen(csv), 2, 2, &c, err, sizeof err), -1);
+    assert_contains(err, "CSV line 4: more than the limit of 2 candles");
+}
+
+/* ---- CSV out ------------------------------------------------------------------------ */
+
+static void test_forecast_csv(void **state) {
+    (void)state;
+    kd_forecast_input in;
+    memset(&in, 0, sizeof in);
+    kr_forecast_result res;
+    memset(&res, 0, sizeof res);
+    int64_t ts[2] = {1718709300, 1718709600}; /* 2024-06-18T11:15:00, 11:20 */
+    double mean[12], q[24], up[2] = {0.5, 1};
+    for (int i = 0; i < 12; i++)
+        mean[i] = i + 0.5;
+    for (int i = 0; i < 24; i++)
+        q[i] = 100 + i;
+    mean[3] = NAN;
+    res.horizon = 2;
+    res.timestamps = ts;
+    res.mean = mean;
+    res.n_quantiles = 2;
+    res.quantiles = q;
+    res.quantile_levels[0] = 0.1;
+    res.quantile_levels[1] = 0.9;
+    res.prob_close_up = up;
+    char *text = kd_forecast_csv(&in, &res);
+    assert_non_null(text);
+    assert_string_equal(
+        text, "timestamps,open,high,low,close,volume,amount,open_q0.1,high_q0.1,low_q0.1,"
+              "close_q0.1,volume_q0.1,amount_q0.1,open_q0.9,high_q0.9,low_q0.9,close_q0.9,"
+              "volume_q0.9,amount_q0.9,prob_close_up\n"
+              "2024-06-18T11:15:00,0.5,2.5,4.5,6.5,8.5,10.5,100,102,104,106,108,110,112,114,116,"
+              "118,120,122,0.5\n"
+              "2024-06-18T11:20:00,1.5,,5.5,7.5,9.5,11.5,101,103,105,107,109,111,113,115,117,119,"
+              "121,123,1\n");
+    free(text);
+}
+
+/* ---- query parameters and strict fields ------------------------------------------------ */
+
+static void test_query_params(void **state) {
+    (void)state;
+    static const char *const known[] = {"horizon",   "quantiles",         "temperature",
+                                        "use_cache", "future_timestamps", NULL};
+    json_t *o = json_object();
+    char err[512] = "";
+    assert_int_equal(kd_query_option(o, "horizon", "24", known, err, sizeof err), 0);
+    assert_int_equal(kd_query_option(o, "quantiles", "0.1,0.5,x", known, err, sizeof err), 0);
+    assert_int_equal(kd_query_option(o, "temperature", "abc", known, err, sizeof err), 0);
+    assert_int_equal(kd_query_option(o, "use_cache", "false", known, err, sizeof err), 0);
+    assert_int_equal(kd_query_option(o, "future_timestamps", "2024-06-18T11:15:00,1718709600",
+                                     known, err, sizeof err),
+                     0);
+    assert_true(json_is_integer(json_object_get(o, "horizon")));
+    json_t *q = json_object_get(o, "quantiles");
+    assert_int_equal(json_array_size(q), 3);
+    assert_true(json_is_real(json_array_get(q, 0)) && json_is_string(json_array_get(q, 2)));
+    assert_true(json_is_string(json_object_get(o, "temperature")));
+    assert_true(json_is_false(json_object_get(o, "use_cache")));
+    json_t *ft = json_object_get(o, "future_timestamps");
+    assert_true(json_is_string(json_array_get(ft, 0)) && json_is_integer(json_array_get(ft, 1)));
+    assert_int_equal(kd_query_option(o, "horizon", "2", known, err, sizeof err), -1);
+    assert_contains(err, "\"horizon\": given twice");
+    assert_int_equal(kd_query_option(o, "pred_len", "2", known, err, sizeof err), -1);
+    assert_contains(err, "unknown query parameter \"pred_len\"; use horizon instead");
+    assert_int_equal(kd_query_option(o, "foo", NULL, known, err, sizeof err), -1);
+    assert_contains(err, "the query parameters are: horizon, quantiles");
+    json_decref(o);
+}
+
+static void test_strict_forecast_fields(void **state) {
+    (void)state;
+    static const char *const names[] = {"sample_count", "samples",           "T",
+                                        "temperature",  "x_timestamp",       "candles.timestamps",
+                                        "y_timestamp",  "future_timestamps", "pred_len",
+                                        "horizon"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i += 2) {
+        char text[256], err[512] = "";
+        snprintf(text, sizeof text,
+                 "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, 2], \"high\": [1, 2], "
+                 "\"low\": [1, 2], \"close\": [1, 2]}, \"horizon\": 1, \"%s\": 1}",
+                 names[i]);
+        json_t *body = json_loads(text, 0, NULL);
+        kd_forecast_input in;
+        assert_int_equal(kd_forecast_request_parse(body, 0, &in, err, sizeof err), -1);
+        char want[128];
+        snprintf(want, sizeof want, "unknown field \"%s\"; use %s instead", names[i], names[i + 1]);
+        assert_contains(err, want);
+        json_decref(body);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_float32_shortest), cmocka_unit_test(test_double_labels),
+        cmocka_unit_test(test_json_out),         cmocka_unit_test(test_csv_basic),
+        cmocka_unit_test(test_csv_errors),       cmocka_unit_test(test_forecast_csv),
+        cmocka_unit_test(test_query_params),     cmocka_unit_test(test_strict_forecast_fields),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
