@@ -194,6 +194,12 @@ static void admit(kr_sched *s) {
         int rc = cancelled                 ? -1
                  : j->kind == JOB_FORECAST ? fc_init(s->m, s->pool, j, &j->err)
                                            : gen_init(s->m, j, &j->err);
+        /* a generation takes its blocks up front: room is made for it while it can be */
+        while (rc && j->kind == JOB_GENERATE && j->err.code == KR_E_POOL_EXHAUSTED &&
+               s->cfg.make_room && s->cfg.make_room(s->cfg.ctx)) {
+            j->err = (kr_error){0}; /* a success leaves it as it is */
+            rc = gen_init(s->m, j, &j->err);
+        }
         if (rc) {
             job_end(s, j);
             continue;
@@ -270,6 +276,8 @@ static void run_append(kr_sched *s) {
                 b->l1[g] = NULL;
             j->ready = false;
             j->failed = true; /* ends after this append pass */
+        } else {
+            j->err = (kr_error){0}; /* a try that failed before this one is forgotten */
         }
         g0 = g1;
         row0 += rows;

@@ -40,8 +40,8 @@ int gen_init(const kr_model *m, sched_job *jb, kr_error *err) {
             return kr_fail_code(err, KR_E_INVALID, "generate: new token %d: time stamp: %s", k,
                                 e.msg);
     }
-    g->l1 = malloc(((size_t)1 << m->pc.s1_bits) * sizeof(float));
-    g->l2 = malloc(((size_t)1 << m->pc.s2_bits) * sizeof(float));
+    if (!g->l1) g->l1 = malloc(((size_t)1 << m->pc.s1_bits) * sizeof(float));
+    if (!g->l2) g->l2 = malloc(((size_t)1 << m->pc.s2_bits) * sizeof(float));
     if (!g->l1 || !g->l2) return kr_fail_code(err, KR_E_NO_MEMORY, "generate: out of memory");
     kr_rng_seed(&g->rng, r->seed);
     if (kr_cache_reserve(c, r->n_append + r->n_new, err)) return -1;

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "kronos.h"
 #include "metrics.h"
+#include "scheduler.h"
 #include "sessions.h"
 #include "workers.h"
 
@@ -23,7 +24,8 @@ typedef struct {
     kr_model *model;
     kr_pool *pool;
     kd_sessions *sessions;
-    kd_workers *workers;
+    kd_workers *workers; /* tokenizer work, and model work when batching is off */
+    kd_sched *sched;     /* forecasts and generations (NULL: batching off) */
     kd_metrics *metrics;
     atomic_int state; /* kd_state */
 } kd_app;

@@ -51,6 +51,7 @@ struct kd_request {
     bool answered;                 /* a response was handed to MHD */
     struct MHD_Response *response; /* the answer, not yet handed to MHD */
     int status;
+    int retry_after; /* seconds, for a 503; 0: 1 */
 };
 
 /* A suspended connection is not read by MHD, so a client that hung up is seen only by
@@ -84,8 +85,11 @@ static void set_response(kd_request *r, int status, struct MHD_Response *resp) {
     }
     if (resp) {
         MHD_add_response_header(resp, "X-Request-Id", r->id);
-        if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-            MHD_add_response_header(resp, "Retry-After", "1");
+        if (status == MHD_HTTP_SERVICE_UNAVAILABLE) {
+            char secs[16];
+            snprintf(secs, sizeof secs, "%d", r->retry_after > 0 ? r->retry_after : 1);
+            MHD_add_response_header(resp, "Retry-After", secs);
+        }
         if (status == MHD_HTTP_UNAUTHORIZED)
             MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
     }
@@ -241,6 +245,24 @@ int kd_request_defer(kd_request *r, kd_job *job) {
     r->deferred = true;
     MHD_suspend_connection(r->conn);
     kd_workers_submit(w, job);
+    return 0;
+}
+
+int kd_request_defer_sched(kd_request *r, kd_sched_job *job) {
+    kd_sched *s = r->http->app->sched;
+    if (kd_sched_reserve(s) < 0) {
+        kd_sched_stats st;
+        kd_sched_stats_get(s, &st);
+        r->retry_after = st.retry_after_s < 1 ? 1 : (int)(st.retry_after_s + 0.999);
+        kd_reply_error(r, 503, "overloaded",
+                       "%d requests are waiting (queue-size %d); retry after about %d s",
+                       st.waiting, r->http->app->cfg.queue_size, r->retry_after);
+        return -1;
+    }
+    /* suspended before the job is queued, so the scheduler's resume always finds it so */
+    r->deferred = true;
+    MHD_suspend_connection(r->conn);
+    kd_sched_submit(s, job);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "app.h"
+#include "scheduler.h"
 #include "workers.h"
 
 typedef struct kd_http kd_http;
@@ -72,6 +73,10 @@ void kd_reply_static(kd_request *r, int status, const char *content_type, const 
 
 /* Adds a header to the answer set on r (on the HTTP thread, before the handler returns). */
 void kd_reply_header(kd_request *r, const char *name, const char *value);
+
+/* The same for forecast and generation work, handed to the scheduler; a full queue gets
+ * 503 with a Retry-After estimated from the work queued. */
+int kd_request_defer_sched(kd_request *r, kd_sched_job *job);
 
 /* Hands job to the workers and suspends r until a worker replies. 0 when deferred; -1 when
  * the queue is full, after replying 503 (the caller still owns job). */

@@ -7,6 +7,7 @@
 #include "inference.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include "forecast_json.h"
 #include "json_fields.h"
 #include "query_params.h"
+#include "scheduler.h"
 #include "tokens_json.h"
 
 #define MSG_MAX 512
@@ -187,10 +189,12 @@ static bool csv_candles(kd_request *r, int min_count, int max_count, kd_candles 
 /* ---- /forecast ------------------------------------------------------------------------------ */
 
 typedef struct {
-    kd_job job; /* first: the worker's pointer is this struct's */
+    kd_job job;        /* first: the worker's pointer is this struct's */
+    kd_sched_job sjob; /* or the scheduler's */
     kd_app *app;
     kd_request *r;
     kd_forecast_input in;
+    kr_forecast_result res;
     request_watch watch;
     bool csv_out;
 } forecast_job;
@@ -219,31 +223,27 @@ static void forecast_finish(forecast_job *f, kr_forecast_result *res, const kr_e
         kd_reply_json(r, 200, body);
 }
 
-/* Forecasts queued together decode in lockstep (kr_forecast_batch): one product per
- * weight matrix a step for every path of every request, each answer the one it gets
- * alone. One the pool could not hold then runs alone, evicting idle sessions as it needs. */
-static void run_forecast_batch(kd_job **jobs, int n) {
-    forecast_job *f[KD_MAX_BATCH];
-    const kr_forecast_request *reqs[KD_MAX_BATCH];
-    kr_forecast_result res[KD_MAX_BATCH];
-    kr_error errs[KD_MAX_BATCH];
-    kd_app *app = ((forecast_job *)jobs[0])->app;
-    for (int i = 0; i < n; i++) {
-        f[i] = (forecast_job *)jobs[i];
-        reqs[i] = &f[i]->in.req;
-    }
-    kd_metrics_batch(app->metrics, n);
-    kr_forecast_batch(app->model, app->pool, reqs, n, res, errs);
-    for (int i = 0; i < n; i++) {
-        while (pool_exhausted(&errs[i]) && kd_sessions_evict_lru(app->sessions))
-            if (kr_forecast(app->model, app->pool, reqs[i], &res[i], &errs[i]) == 0)
-                errs[i].code = 0;
-        forecast_finish(f[i], &res[i], &errs[i]);
-    }
+/* On the scheduler: the forecast joins the steps of every request in flight. */
+static int forecast_add(kr_sched *ks, kd_sched_job *sj, kr_error *err) {
+    forecast_job *f = (forecast_job *)((char *)sj - offsetof(forecast_job, sjob));
+    return kr_sched_add_forecast(ks, &f->in.req, &f->res, sj, err);
 }
 
+static void forecast_done(kd_sched_job *sj, const kr_error *err) {
+    forecast_job *f = (forecast_job *)((char *)sj - offsetof(forecast_job, sjob));
+    forecast_finish(f, &f->res, err);
+}
+
+/* On a worker, alone: the reference path (use_cache false), or every forecast when
+ * batching is off. One the pool cannot hold evicts idle sessions while there are some. */
 static void run_forecast(kd_job *j) {
-    run_forecast_batch(&j, 1);
+    forecast_job *f = (forecast_job *)j;
+    kd_app *app = f->app;
+    kr_error err = {0};
+    while (kr_forecast(app->model, app->pool, &f->in.req, &f->res, &err) < 0 &&
+           pool_exhausted(&err) && kd_sessions_evict_lru(app->sessions))
+        ;
+    forecast_finish(f, &f->res, &err);
 }
 
 /* Whether the plan can ever run here; false after replying 400 or 422 too_large. */
@@ -321,9 +321,11 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
     f->watch.r = r;
     f->in.req.cancel = (kr_cancel){watch_check, &f->watch};
     f->job.run = run_forecast;
-    f->job.run_batch = run_forecast_batch;
+    f->sjob.add = forecast_add;
+    f->sjob.done = forecast_done;
     bool queued = admit_forecast(app, r, &f->in.req);
-    if (queued && kd_request_defer(r, &f->job) < 0) {
+    if (queued && (app->sched && f->in.req.use_cache ? kd_request_defer_sched(r, &f->sjob)
+                                                     : kd_request_defer(r, &f->job)) < 0) {
         kd_metrics_refuse(app->metrics, "busy");
         queued = false;
     }
@@ -338,26 +340,36 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
 
 /* ---- /generate -------------------------------------------------------------------------- */
 
+/* One /generate request: its cache (the session's or a temporary one), buffers for the new
+ * tokens, and how the core call ended. */
 typedef struct {
-    kd_job job;
+    kd_job job;        /* first: the worker's pointer is this struct's */
+    kd_sched_job sjob; /* or the scheduler's */
     kd_app *app;
     kd_request *r;
     kd_generate_input in;
     kd_session *session; /* NULL: a temporary cache */
+    kr_generate_request req;
+    request_watch watch;
+    kr_cache *c, *tmp;
+    int32_t *s1, *s2;
+    double t0;
 } generate_job;
 
 static void generate_job_free(generate_job *g) {
     if (g->session) kd_sessions_release(g->app->sessions, g->session);
+    kr_cache_free(g->tmp);
+    free(g->s1);
+    free(g->s2);
     kd_generate_input_free(&g->in);
     free(g);
 }
 
-static json_t *generate_response(const generate_job *g, const int32_t *s1, const int32_t *s2,
-                                 const kr_cache *c, double ms) {
-    json_t *o =
-        json_pack("{s:o,s:i,s:{s:i,s:i,s:I,s:f}}", "tokens", kd_tokens_json(s1, s2, g->in.n_new),
-                  "length", kr_cache_length(c), "usage", "appended", g->in.n_append, "generated",
-                  g->in.n_new, "cache_bytes", (json_int_t)kr_cache_bytes(c), "elapsed_ms", ms);
+static json_t *generate_response(const generate_job *g, double ms) {
+    json_t *o = json_pack(
+        "{s:o,s:i,s:{s:i,s:i,s:I,s:f}}", "tokens", kd_tokens_json(g->s1, g->s2, g->in.n_new),
+        "length", kr_cache_length(g->c), "usage", "appended", g->in.n_append, "generated",
+        g->in.n_new, "cache_bytes", (json_int_t)kr_cache_bytes(g->c), "elapsed_ms", ms);
     if (o && g->session && json_object_set_new(o, "session", json_string(g->in.session)) < 0) {
         json_decref(o);
         return NULL;
@@ -365,103 +377,53 @@ static json_t *generate_response(const generate_job *g, const int32_t *s1, const
     return o;
 }
 
-/* One /generate job on a worker: its cache (the session's or a temporary one), buffers for
- * the new tokens, and how the core call ended. */
-typedef struct {
-    kr_cache *c, *tmp;
-    int32_t *s1, *s2;
-    kr_error err;
-    int rc;
-    double t0;
-} generate_run;
-
-static void generate_begin(generate_job *g, generate_run *x) {
+/* Its cache and token buffers; -1 with err set when there is no memory for them. */
+static int generate_begin(generate_job *g, kr_error *err) {
     const int n_new = g->in.n_new;
-    *x = (generate_run){.rc = -1, .t0 = now_ms()};
-    x->s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *x->s1);
-    x->s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *x->s2);
-    if (!x->s1 || !x->s2) {
-        kr_fail(&x->err, "out of memory for %d new tokens", n_new);
-        return;
-    }
-    x->c = g->session ? kd_session_cache(g->session)
-                      : (x->tmp = kr_cache_create(g->app->pool, 0, &x->err));
+    g->t0 = now_ms();
+    g->s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *g->s1);
+    g->s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *g->s2);
+    if (!g->s1 || !g->s2)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "generate: out of memory for %d new tokens",
+                            n_new);
+    g->c = g->session ? kd_session_cache(g->session)
+                      : (g->tmp = kr_cache_create(g->app->pool, 0, err));
+    return g->c ? 0 : -1;
 }
 
-static kr_generate_request generate_request(const generate_job *g) {
-    return (kr_generate_request){.s1 = g->in.s1,
-                                 .s2 = g->in.s2,
-                                 .stamps = g->in.stamps,
-                                 .n_append = g->in.n_append,
-                                 .new_stamps = g->in.new_stamps,
-                                 .n_new = g->in.n_new,
-                                 .sampling = g->in.sampling,
-                                 .seed = g->in.seed};
-}
-
-/* Runs the job alone, evicting idle sessions while the pool is exhausted. */
-static void generate_alone(generate_job *g, generate_run *x) {
-    const kr_generate_request q = generate_request(g);
-    while ((x->rc = kr_generate(x->c, &q, x->s1, x->s2, &x->err)) < 0 && pool_exhausted(&x->err) &&
-           kd_sessions_evict_lru(g->app->sessions))
-        ;
-}
-
-static void generate_finish(generate_job *g, generate_run *x) {
+static void generate_finish(generate_job *g, const kr_error *err) {
     kd_app *app = g->app;
     kd_request *r = g->r;
-    json_t *body = x->rc == 0 ? generate_response(g, x->s1, x->s2, x->c, now_ms() - x->t0) : NULL;
-    if (x->rc == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
-    kr_cache_free(x->tmp);
-    free(x->s1);
-    free(x->s2);
-    const kr_error err = x->err;
-    const int rc = x->rc;
+    json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0) : NULL;
+    if (err->code == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
+    count_end(app, err);
+    const kr_error e = *err;
     generate_job_free(g); /* releases the session before the client can see the answer */
-    if (rc == 0)
+    if (e.code == 0)
         kd_reply_json(r, 200, body);
     else
-        reply_core_error(r, "generate", &err);
+        reply_core_error(r, "generate", &e);
 }
 
+static int generate_add(kr_sched *ks, kd_sched_job *sj, kr_error *err) {
+    generate_job *g = (generate_job *)((char *)sj - offsetof(generate_job, sjob));
+    if (generate_begin(g, err)) return -1;
+    return kr_sched_add_generate(ks, g->c, &g->req, g->s1, g->s2, sj, err);
+}
+
+static void generate_done(kd_sched_job *sj, const kr_error *err) {
+    generate_finish((generate_job *)((char *)sj - offsetof(generate_job, sjob)), err);
+}
+
+/* On a worker, alone (batching off), evicting idle sessions while the pool is exhausted. */
 static void run_generate(kd_job *j) {
     generate_job *g = (generate_job *)j;
-    generate_run x;
-    generate_begin(g, &x);
-    if (x.c) generate_alone(g, &x);
-    generate_finish(g, &x);
-}
-
-/* Generate jobs queued together decode in lockstep: one batched step for all of them (see
- * kr_generate_batch). A job the pool could not hold then runs alone, evicting idle
- * sessions as it needs. */
-static void run_generate_batch(kd_job **jobs, int n) {
-    generate_job *g[KD_MAX_BATCH];
-    generate_run x[KD_MAX_BATCH];
-    kr_cache *caches[KD_MAX_BATCH];
-    kr_generate_request reqs[KD_MAX_BATCH];
-    int32_t *o1[KD_MAX_BATCH], *o2[KD_MAX_BATCH];
-    kr_error errs[KD_MAX_BATCH];
-    int idx[KD_MAX_BATCH], m = 0;
-    for (int i = 0; i < n; i++) {
-        g[i] = (generate_job *)jobs[i];
-        generate_begin(g[i], &x[i]);
-        if (!x[i].c) continue;
-        caches[m] = x[i].c;
-        reqs[m] = generate_request(g[i]);
-        o1[m] = x[i].s1;
-        o2[m] = x[i].s2;
-        idx[m++] = i;
-    }
-    if (m > 0) kr_generate_batch(caches, reqs, m, o1, o2, errs);
-    for (int k = 0; k < m; k++) {
-        generate_run *xi = &x[idx[k]];
-        xi->err = errs[k];
-        xi->rc = errs[k].code == 0 ? 0 : -1;
-        if (xi->rc < 0 && pool_exhausted(&xi->err)) generate_alone(g[idx[k]], xi);
-    }
-    for (int i = 0; i < n; i++)
-        generate_finish(g[i], &x[i]);
+    kr_error err = {0};
+    if (generate_begin(g, &err) == 0)
+        while (kr_generate(g->c, &g->req, g->s1, g->s2, &err) < 0 && pool_exhausted(&err) &&
+               kd_sessions_evict_lru(g->app->sessions))
+            ;
+    generate_finish(g, &err);
 }
 
 static int session_status(kd_session_status st) {
@@ -513,7 +475,8 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
     g->app = app;
     g->r = r;
     g->job.run = run_generate;
-    g->job.run_batch = run_generate_batch;
+    g->sjob.add = generate_add;
+    g->sjob.done = generate_done;
     const int bad = kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg);
     json_decref(body);
     if (bad) {
@@ -530,10 +493,26 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
             return KD_REPLIED;
         }
     }
-    if (!generate_fits(app, r, g) || kd_request_defer(r, &g->job) < 0) {
+    g->req = (kr_generate_request){.s1 = g->in.s1,
+                                   .s2 = g->in.s2,
+                                   .stamps = g->in.stamps,
+                                   .n_append = g->in.n_append,
+                                   .new_stamps = g->in.new_stamps,
+                                   .n_new = g->in.n_new,
+                                   .sampling = g->in.sampling,
+                                   .seed = g->in.seed,
+                                   .cancel = {watch_check, &g->watch}};
+    g->watch = (request_watch){r, deadline_of(app, g->in.timeout_ms)};
+    if (!generate_fits(app, r, g)) {
         generate_job_free(g);
         return KD_REPLIED;
     }
+    if ((app->sched ? kd_request_defer_sched(r, &g->sjob) : kd_request_defer(r, &g->job)) < 0) {
+        kd_metrics_refuse(app->metrics, "busy");
+        generate_job_free(g);
+        return KD_REPLIED;
+    }
+    kd_metrics_count(app->metrics, KD_COUNT_ADMITTED);
     return KD_DEFERRED;
 }
 

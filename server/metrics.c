@@ -26,7 +26,6 @@ struct kd_metrics {
     atomic_ullong tokens;
     atomic_ullong counts[KD_N_COUNTS];
     atomic_ullong refused[3]; /* by refuse_reasons */
-    atomic_ullong batches, batched_requests;
 };
 
 static const char *const refuse_reasons[3] = {"invalid", "too_large", "busy"};
@@ -78,11 +77,6 @@ void kd_metrics_refuse(kd_metrics *m, const char *reason) {
     for (int i = 0; i < 3; i++)
         if (strcmp(reason, refuse_reasons[i]) == 0)
             atomic_fetch_add_explicit(&m->refused[i], 1, memory_order_relaxed);
-}
-
-void kd_metrics_batch(kd_metrics *m, int n) {
-    atomic_fetch_add_explicit(&m->batches, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&m->batched_requests, (unsigned long long)n, memory_order_relaxed);
 }
 
 static unsigned long long load(atomic_ullong *a) {
@@ -152,11 +146,6 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     for (int i = 0; i < 3; i++)
         fprintf(f, "kronosd_requests_refused_total{reason=\"%s\"} %llu\n", refuse_reasons[i],
                 load(&m->refused[i]));
-    gauge(f, "kronosd_batches_total", "counter",
-          "Batched runs on a worker (requests decoded in lockstep).", load(&m->batches));
-    gauge(f, "kronosd_batched_requests_total", "counter",
-          "Requests in those runs; divided by kronosd_batches_total, the mean batch.",
-          load(&m->batched_requests));
     gauge(f, "kronosd_ready", "gauge", "1 once the model is loaded and until draining.", g->ready);
     gauge(f, "kronosd_pool_bytes_used", "gauge", "KV cache pool bytes held by caches.",
           g->pool_bytes_used);
@@ -171,7 +160,19 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     gauge(f, "kronosd_session_evictions_total", "counter",
           "Idle sessions evicted (least recently used first) to free pool memory or a slot.",
           g->sessions_evicted);
-    gauge(f, "kronosd_queue_depth", "gauge", "Requests waiting for a worker.",
+    gauge(f, "kronosd_requests_running", "gauge",
+          "Requests computing: in the scheduler's steps or on a worker.",
+          (unsigned long long)g->running);
+    gauge(f, "kronosd_scheduler_steps_total", "counter", "Steps of the scheduler.", g->steps);
+    gauge(f, "kronosd_scheduler_rows_total", "counter",
+          "Rows computed in the scheduler's steps; divided by the steps, the mean batch.",
+          g->step_rows_total);
+    gauge(f, "kronosd_scheduler_step_rows", "gauge",
+          "Rows of the last step (every path and generation decoding, plus prefill chunks).",
+          (unsigned long long)g->step_rows);
+    gauge(f, "kronosd_scheduler_active_max", "gauge",
+          "The most requests that ever shared one step.", (unsigned long long)g->active_max);
+    gauge(f, "kronosd_queue_depth", "gauge", "Requests waiting to start.",
           (unsigned long long)g->queue_depth);
     gauge(f, "kronosd_queue_capacity", "gauge", "Requests that may wait before 503.",
           (unsigned long long)g->queue_capacity);

@@ -22,8 +22,7 @@ typedef enum { KD_COUNT_ADMITTED, KD_COUNT_TIMED_OUT, KD_COUNT_CANCELLED, KD_N_C
 void kd_metrics_count(kd_metrics *m, kd_count what);
 /* A request refused before it was queued; reason: "invalid", "too_large" or "busy". */
 void kd_metrics_refuse(kd_metrics *m, const char *reason);
-/* One batched run of n requests on a worker. */
-void kd_metrics_batch(kd_metrics *m, int n);
+
 
 /* Values read from elsewhere at scrape time. */
 typedef struct {
@@ -32,6 +31,10 @@ typedef struct {
     int sessions, sessions_busy;
     unsigned long long sessions_created, sessions_expired, sessions_evicted;
     int queue_depth, queue_capacity, workers_busy, workers;
+    int running;         /* requests computing: in the scheduler's steps or on a worker */
+    int step_rows;       /* rows of the scheduler's last step */
+    int active_max;      /* most requests ever in one step */
+    unsigned long long steps, step_rows_total;
 } kd_gauges;
 
 /* The exposition text (malloc'd), or NULL when out of memory. */

@@ -130,6 +130,17 @@ static kd_outcome metrics(kd_app *app, kd_request *r) {
         g.queue_capacity = ws.capacity;
         g.workers_busy = ws.busy;
         g.workers = ws.threads;
+        g.running = ws.busy;
+        if (app->sched) {
+            kd_sched_stats st;
+            kd_sched_stats_get(app->sched, &st);
+            g.queue_depth += st.waiting;
+            g.running += st.active;
+            g.step_rows = st.rows_last_step;
+            g.steps = st.steps;
+            g.step_rows_total = st.rows;
+            g.active_max = st.active_max;
+        }
     }
     char *text = kd_metrics_render(app->metrics, &g);
     kd_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);

@@ -115,6 +115,12 @@ static int resolve_workers(const kd_config *c) {
     return n > 0 ? (int)n : 1;
 }
 
+/* The pool ran dry under the scheduler: the least recently used idle session goes. */
+static bool make_room(void *ctx) {
+    kd_app *app = ctx;
+    return kd_sessions_evict_lru(app->sessions);
+}
+
 /* Model, pool, sessions, workers: everything requests need. */
 static int load(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
@@ -132,10 +138,18 @@ static int load(kd_app *app, char *err, size_t errlen) {
         return -1;
     }
     if (!(app->workers = kd_workers_start(app->n_workers, c->queue_size, err, errlen))) return -1;
+    kd_sched_config sc = {.step_tokens = c->step_tokens,
+                          .max_rows = c->max_batch_rows,
+                          .queue_size = c->queue_size,
+                          .make_room = make_room,
+                          .ctx = app};
+    if (c->batching && !(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen)))
+        return -1;
     return 0;
 }
 
 static void unload(kd_app *app) {
+    kd_sched_stop(app->sched);
     kd_workers_stop(app->workers);
     kd_sessions_free(app->sessions);
     kr_pool_free(app->pool);

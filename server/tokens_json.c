@@ -10,9 +10,19 @@
 #include "forecast_json.h"
 #include "json_fields.h"
 
-static const char *const generate_fields[] = {
-    "session",       "tokens",      "timestamps", "stamps", "max_new_tokens", "future_timestamps",
-    "future_stamps", "temperature", "top_k",      "top_p",  "seed",           NULL};
+static const char *const generate_fields[] = {"session",
+                                              "tokens",
+                                              "timestamps",
+                                              "stamps",
+                                              "max_new_tokens",
+                                              "future_timestamps",
+                                              "future_stamps",
+                                              "temperature",
+                                              "top_k",
+                                              "top_p",
+                                              "seed",
+                                              "timeout_ms",
+                                              NULL};
 static const char *const detokenize_fields[] = {"tokens", "mean", "std", NULL};
 
 /* ---- tokens and stamps ------------------------------------------------------------------ */
@@ -150,7 +160,9 @@ int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd
     in->n_new = (int)n_new;
     if (parse_stamps(body, "future_timestamps", "future_stamps", in->n_new, "new token",
                      "max_new_tokens is", &in->new_stamps, err, errlen) < 0 ||
-        kd_sampling_parse(body, &in->sampling, &in->seed, err, errlen) < 0)
+        kd_sampling_parse(body, &in->sampling, &in->seed, err, errlen) < 0 ||
+        kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
+                   err, errlen) < 0)
         return -1;
     return 0;
 }

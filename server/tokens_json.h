@@ -43,6 +43,7 @@ typedef struct {
     kr_stamp *new_stamps; /* [n_new] */
     kr_sampling sampling;
     uint64_t seed;
+    long long timeout_ms; /* the server's deadline for it; 0: request-timeout */
 } kd_generate_input;
 
 /* 0, or -1 with a message naming the field. *in must be freed either way. */

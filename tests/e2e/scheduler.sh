@@ -73,12 +73,13 @@ done
 ok=0
 for i in $(seq 0 14); do jq_ok '"mean" in d' "$WORK/other_out$i.json" && ok=$((ok + 1)); done
 [ "$ok" = 15 ] && pass "the 15 others answered" || fail "the 15 others answered" "$ok of 15"
-batches=$(metric "$U" kronosd_batches_total)
-batched=$(metric "$U" kronosd_batched_requests_total)
-if [ -n "$batches" ] && [ "$batched" -gt "$batches" ]; then
-    pass "queued forecasts ran batched ($batched requests in $batches runs)"
+peak=$(metric "$U" kronosd_scheduler_active_max)
+steps=$(metric "$U" kronosd_scheduler_steps_total)
+rows=$(metric "$U" kronosd_scheduler_rows_total)
+if [ -n "$peak" ] && [ "$peak" -gt 1 ]; then
+    pass "requests shared the scheduler's steps (up to $peak at once, $rows rows in $steps steps)"
 else
-    fail "queued forecasts ran batched" "batches=$batches requests=$batched"
+    fail "requests shared the scheduler's steps" "peak=$peak steps=$steps rows=$rows"
 fi
 
 # ---- admission ----------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ done
 
 # ---- daemon A: one worker, a queue of one, a small body limit ----------------------------
 
-start_daemon A --workers 1 --queue-size 1 --max-body-bytes 64K
+start_daemon A --workers 1 --queue-size 1 --max-batch-rows 1 --max-body-bytes 64K
 A=$URL_A
 
 http GET "$A/health"
@@ -219,15 +219,16 @@ expect "422 beyond max_context" 422 'd["error"]["code"] == "context_overflow" an
 http POST "$A/generate" -d '{"max_new_tokens": 1, "future_stamps": [[0, 9, 0, 3, 6]]}'
 expect "422 nothing to generate from" 422 'd["error"]["code"] == "no_context"'
 
-# 409 and 503: hold the only worker with a long forecast, queue a /generate on a session
-# (the queue of one is then full), then hit that session and the queue again.
+# 409 and 503: fill the scheduler's only place (max-batch-rows 1) with a long forecast, queue
+# a /generate on a session (the queue of one is then full), then hit that session and the
+# queue again.
 http POST "$A/sessions"
 SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
 curl -sS -m 60 -o "$WORK/long.out" -w '%{http_code}' -X POST "$A/forecast" \
     --data-binary @"$WORK/long_forecast.json" >"$WORK/long.status" 2>&1 &
 LONG=$!
 BG_PIDS+=("$LONG")
-wait_metric "$A" kronosd_workers_busy 1 || fail "the long forecast started"
+wait_metric "$A" kronosd_requests_running 1 || fail "the long forecast started"
 curl -sS -m 60 -o "$WORK/queued.out" -w '%{http_code}' -X POST "$A/generate" \
     -d "{\"session\": \"$SID\", \"tokens\": [[1, 2], [3, 4]], \"stamps\": [[0, 9, 0, 3, 6], [5, 9, 0, 3, 6]]}" \
     >"$WORK/queued.status" 2>&1 &
@@ -324,7 +325,7 @@ curl -sS -m 60 -o "$WORK/term.out" -w '%{http_code}' -X POST "$B/forecast" "${AU
     --data-binary @"$WORK/long_forecast.json" >"$WORK/term.status" 2>&1 &
 TERM_REQ=$!
 BG_PIDS+=("$TERM_REQ")
-wait_metric "$B" kronosd_workers_busy 1 "${AUTH[@]}" || fail "the forecast before SIGTERM started"
+wait_metric "$B" kronosd_requests_running 1 "${AUTH[@]}" || fail "the forecast before SIGTERM started"
 kill -TERM "$PID_B"
 wait "$TERM_REQ"
 [ "$(cat "$WORK/term.status")" = 200 ] && jq_ok 'd["horizon"] == 300' "$WORK/term.out" \

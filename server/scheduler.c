@@ -1,0 +1,164 @@
+/* scheduler.c — the scheduler thread: takes submitted jobs into the core's step scheduler
+ * between steps and steps it while it holds any. */
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct kd_sched {
+    kr_sched *ks;
+    kd_sched_config cfg;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    kd_sched_job *inbox, *inbox_tail;
+    int reserved;     /* places held: reserved or in the inbox */
+    int core_waiting; /* jobs the core holds but has not started (as of the last step) */
+    bool stopping;
+    kd_sched_stats stats;
+    /* completions per second, smoothed: with the jobs waiting, when a place frees up */
+    double done_rate, rate_t0;
+    int done_since;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void job_done(void *tag, const kr_error *err, void *ctx) {
+    kd_sched *s = ctx;
+    kd_sched_job *job = tag;
+    s->done_since++; /* the scheduler thread's own counter */
+    job->done(job, err);
+}
+
+static bool make_room(void *ctx) {
+    kd_sched *s = ctx;
+    return s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
+}
+
+/* Every second or so: the completion rate, smoothed over the last few seconds. */
+static void update_rate(kd_sched *s, double now) {
+    double dt = now - s->rate_t0;
+    if (dt < 1.0) return;
+    double rate = s->done_since / dt;
+    s->done_rate = s->done_rate > 0 ? 0.7 * s->done_rate + 0.3 * rate : rate;
+    s->done_since = 0;
+    s->rate_t0 = now;
+}
+
+static void *run(void *arg) {
+    kd_sched *s = arg;
+    kr_sched_stats ks;
+    s->rate_t0 = now_s();
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        kr_sched_stats_get(s->ks, &ks);
+        while (!s->inbox && ks.waiting + ks.active == 0 && !s->stopping)
+            pthread_cond_wait(&s->wake, &s->mu);
+        kd_sched_job *in = s->inbox;
+        int n_in = 0;
+        for (kd_sched_job *j = in; j; j = j->next)
+            n_in++;
+        s->inbox = s->inbox_tail = NULL;
+        s->reserved -= n_in;
+        bool stop = s->stopping && !in && ks.waiting + ks.active == 0;
+        pthread_mutex_unlock(&s->mu);
+        if (stop) break;
+        while (in) {
+            kd_sched_job *j = in;
+            in = in->next;
+            kr_error err = {0};
+            if (j->add(s->ks, j, &err) < 0) j->done(j, &err);
+        }
+        kr_sched_step(s->ks);
+        kr_sched_stats_get(s->ks, &ks);
+        update_rate(s, now_s());
+        pthread_mutex_lock(&s->mu);
+        s->core_waiting = ks.waiting;
+        s->stats.waiting = ks.waiting + s->reserved;
+        s->stats.active = ks.active;
+        if (ks.active > s->stats.active_max) s->stats.active_max = ks.active;
+        s->stats.rows_last_step = ks.rows_last_step;
+        s->stats.steps = ks.steps;
+        s->stats.rows = ks.rows;
+        double ahead = ks.waiting + s->reserved + 1;
+        s->stats.retry_after_s = s->done_rate > 0 ? ahead / s->done_rate : 1.0;
+        pthread_mutex_unlock(&s->mu);
+    }
+    return NULL;
+}
+
+kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config *cfg, char *err,
+                         size_t errlen) {
+    kd_sched *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "scheduler: out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    kr_sched_config kc = {.step_tokens = cfg->step_tokens,
+                          .max_rows = cfg->max_rows,
+                          .done = job_done,
+                          .make_room = make_room,
+                          .ctx = s};
+    kr_error ke;
+    if (!(s->ks = kr_sched_create(m, pool, &kc, &ke))) {
+        snprintf(err, errlen, "scheduler: %s", ke.msg);
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    if (pthread_create(&s->thread, NULL, run, s) != 0) {
+        snprintf(err, errlen, "scheduler: cannot start its thread");
+        kr_sched_free(s->ks);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void kd_sched_stop(kd_sched *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    kr_sched_free(s->ks);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->wake);
+    free(s);
+}
+
+int kd_sched_reserve(kd_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    bool ok = !s->stopping && s->reserved + s->core_waiting < s->cfg.queue_size;
+    if (ok) s->reserved++;
+    pthread_mutex_unlock(&s->mu);
+    return ok ? 0 : -1;
+}
+
+void kd_sched_submit(kd_sched *s, kd_sched_job *job) {
+    job->next = NULL;
+    pthread_mutex_lock(&s->mu);
+    if (s->inbox_tail)
+        s->inbox_tail->next = job;
+    else
+        s->inbox = job;
+    s->inbox_tail = job;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st) {
+    pthread_mutex_lock(&s->mu);
+    *st = s->stats;
+    pthread_mutex_unlock(&s->mu);
+}

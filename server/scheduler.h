@@ -1,0 +1,56 @@
+/* scheduler.h — the thread that runs all forecast and generation work on the core's step
+ * scheduler (kr_sched): every step, one product per weight matrix for the rows of every
+ * request in flight; a request joins at the next step and leaves when it ends.
+ *
+ * HTTP threads reserve a place (failing at once when queue-size requests already wait,
+ * which the caller answers with 503 and a Retry-After from the queued work), suspend the
+ * connection, then submit. The job's add and done functions run on the scheduler thread;
+ * done replies. Thread-safe.
+ */
+#ifndef KD_SCHEDULER_H
+#define KD_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "kronos.h"
+
+typedef struct kd_sched_job kd_sched_job;
+struct kd_sched_job {
+    /* queues the work on ks with tag = this job (kr_sched_add_*); -1 with err set when it
+     * cannot, and done is then called with that error */
+    int (*add)(kr_sched *ks, kd_sched_job *job, kr_error *err);
+    /* the work ended (err->code 0: it succeeded); replies and frees the job */
+    void (*done)(kd_sched_job *job, const kr_error *err);
+    kd_sched_job *next;
+};
+
+typedef struct kd_sched kd_sched;
+
+typedef struct {
+    int step_tokens, max_rows, queue_size;
+    bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
+    void *ctx;
+} kd_sched_config;
+
+kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config *cfg, char *err,
+                         size_t errlen);
+/* Finishes every job held, then joins the thread and frees s. */
+void kd_sched_stop(kd_sched *s);
+
+/* 0 with a place held for one job, or -1 when queue-size jobs already wait. */
+int kd_sched_reserve(kd_sched *s);
+/* Queues a job in a place reserved before; cannot fail. */
+void kd_sched_submit(kd_sched *s, kd_sched_job *job);
+
+typedef struct {
+    int waiting, active; /* jobs not yet started; jobs in the steps */
+    int rows_last_step;  /* rows of the last step (decode + prefill) */
+    int active_max;      /* the most jobs that ever shared a step */
+    unsigned long long steps, rows;
+    double retry_after_s; /* an estimate of when a place frees up */
+} kd_sched_stats;
+
+void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st);
+
+#endif
