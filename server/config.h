@@ -31,7 +31,9 @@ typedef struct {
     size_t pool_bytes;
     /* sessions */
     int max_sessions;
-    int session_ttl; /* seconds */
+    int session_ttl;          /* seconds */
+    int session_min_idle;     /* seconds */
+    int max_sessions_per_key; /* per API key, or per client address without one */
     /* request limits */
     int max_candles, max_horizon, max_samples;
     int max_request_cost; /* GFLOP */

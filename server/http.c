@@ -5,9 +5,11 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +69,39 @@ bool kd_request_client_gone(const kd_request *r) {
     return recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
+void kd_request_set_retry_after(kd_request *r, int seconds) {
+    r->retry_after = seconds;
+}
+
+/* FNV-1a: a key's digest, so that its owner name does not repeat the key. */
+static uint64_t digest(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+void kd_request_owner(const kd_request *r, char *out, size_t n) {
+    /* a key counts only when keys are checked: otherwise any made-up key would do */
+    const char *auth = r->http->app->api_key
+                           ? MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization")
+                           : NULL;
+    if (auth && strncmp(auth, "Bearer ", 7) == 0 && auth[7]) {
+        snprintf(out, n, "key %016llx", (unsigned long long)digest(auth + 7));
+        return;
+    }
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char host[NI_MAXHOST] = "unknown";
+    if (ci && ci->client_addr) {
+        socklen_t len = ci->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                               : sizeof(struct sockaddr_in);
+        if (getnameinfo(ci->client_addr, len, host, sizeof host, NULL, 0, NI_NUMERICHOST) != 0)
+            snprintf(host, sizeof host, "unknown");
+    }
+    snprintf(out, n, "address %s", host);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -85,7 +120,7 @@ static void set_response(kd_request *r, int status, struct MHD_Response *resp) {
     }
     if (resp) {
         MHD_add_response_header(resp, "X-Request-Id", r->id);
-        if (status == MHD_HTTP_SERVICE_UNAVAILABLE) {
+        if (status == MHD_HTTP_SERVICE_UNAVAILABLE || status == MHD_HTTP_TOO_MANY_REQUESTS) {
             char secs[16];
             snprintf(secs, sizeof secs, "%d", r->retry_after > 0 ? r->retry_after : 1);
             MHD_add_response_header(resp, "Retry-After", secs);

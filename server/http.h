@@ -78,6 +78,12 @@ void kd_reply_header(kd_request *r, const char *name, const char *value);
  * 503 with a Retry-After estimated from the work queued. */
 int kd_request_defer_sched(kd_request *r, kd_sched_job *job);
 
+/* Seconds for the Retry-After of a 503 or 429 reply (default 1). */
+void kd_request_set_retry_after(kd_request *r, int seconds);
+/* Who is asking, for per-client limits: "key <digest>" when API keys are checked, else
+ * "address <client address>". */
+void kd_request_owner(const kd_request *r, char *out, size_t n);
+
 /* Hands job to the workers and suspends r until a worker replies. 0 when deferred; -1 when
  * the queue is full, after replying 503 (the caller still owns job). */
 int kd_request_defer(kd_request *r, kd_job *job);

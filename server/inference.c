@@ -429,7 +429,7 @@ static void run_generate(kd_job *j) {
 static int session_status(kd_session_status st) {
     return st == KD_SESSION_NOT_FOUND ? 404
            : st == KD_SESSION_BUSY    ? 409
-           : st == KD_SESSION_FULL    ? 503
+           : st == KD_SESSION_FULL    ? 429
                                       : 500;
 }
 

@@ -23,7 +23,6 @@ void kd_metrics_count(kd_metrics *m, kd_count what);
 /* A request refused before it was queued; reason: "invalid", "too_large" or "busy". */
 void kd_metrics_refuse(kd_metrics *m, const char *reason);
 
-
 /* Values read from elsewhere at scrape time. */
 typedef struct {
     bool ready;
@@ -31,9 +30,9 @@ typedef struct {
     int sessions, sessions_busy;
     unsigned long long sessions_created, sessions_expired, sessions_evicted;
     int queue_depth, queue_capacity, workers_busy, workers;
-    int running;         /* requests computing: in the scheduler's steps or on a worker */
-    int step_rows;       /* rows of the scheduler's last step */
-    int active_max;      /* most requests ever in one step */
+    int running;    /* requests computing: in the scheduler's steps or on a worker */
+    int step_rows;  /* rows of the scheduler's last step */
+    int active_max; /* most requests ever in one step */
     unsigned long long steps, step_rows_total;
 } kd_gauges;
 

@@ -156,7 +156,8 @@ static void reply_session_error(kd_request *r, kd_session_status st, const char 
     } map[] = {
         [KD_SESSION_NOT_FOUND] = {404, "session_not_found"},
         [KD_SESSION_BUSY] = {409, "session_busy"},
-        [KD_SESSION_FULL] = {503, "too_many_sessions"},
+        [KD_SESSION_FULL] = {429, "too_many_sessions"},
+        [KD_SESSION_OWNER_LIMIT] = {429, "session_limit"},
         [KD_SESSION_ERROR] = {500, "internal"},
     };
     kd_reply_error(r, map[st].status, map[st].code, "%s", msg);
@@ -179,8 +180,12 @@ static bool no_fields(kd_request *r) {
 static kd_outcome session_create(kd_app *app, kd_request *r) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
     if (!no_fields(r)) return KD_REPLIED;
-    kd_session_status st = kd_sessions_new(app->sessions, id, msg, sizeof msg);
+    char owner[KD_OWNER_MAX + 1];
+    int retry_after = 1;
+    kd_request_owner(r, owner, sizeof owner);
+    kd_session_status st = kd_sessions_new(app->sessions, owner, id, msg, sizeof msg, &retry_after);
     if (st != KD_SESSION_OK) {
+        kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
         reply_session_error(r, st, msg);
         return KD_REPLIED;
     }

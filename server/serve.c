@@ -133,7 +133,11 @@ static int load(kd_app *app, char *err, size_t errlen) {
         snprintf(err, errlen, "pool-bytes %zu: %s", c->pool_bytes, ke.msg);
         return -1;
     }
-    if (!(app->sessions = kd_sessions_create(app->pool, c->max_sessions, c->session_ttl))) {
+    const kd_sessions_limits sl = {.max_sessions = c->max_sessions,
+                                   .ttl_seconds = c->session_ttl,
+                                   .min_idle_seconds = c->session_min_idle,
+                                   .max_per_owner = c->max_sessions_per_key};
+    if (!(app->sessions = kd_sessions_create(app->pool, &sl))) {
         snprintf(err, errlen, "sessions: out of memory for %d sessions", c->max_sessions);
         return -1;
     }

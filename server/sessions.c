@@ -21,18 +21,19 @@ struct kd_session {
     kr_cache *cache;
     bool busy;
     double created, last_used;
+    char owner[KD_OWNER_MAX + 1]; /* who created it: an API key's digest or an address */
     int length;              /* as of the last release: readable while a worker holds the cache */
     size_t bytes;            /* likewise */
     kd_session *chain;       /* next in the hash bucket */
     kd_session *prev, *next; /* the idle LRU list, oldest first */
 };
 
-typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_DELETED } gone_reason;
+typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_EVICTED_SLOT, GONE_DELETED } gone_reason;
 
 struct kd_sessions {
     pthread_mutex_t mu;
     kr_pool *pool;
-    int max, ttl;
+    int max, ttl, min_idle, max_per_owner;
     kd_session **buckets;
     size_t n_buckets; /* a power of two */
     kd_session *lru_head, *lru_tail;
@@ -66,7 +67,8 @@ static bool valid_id(const char *id) {
     return n == KD_SESSION_ID_LEN;
 }
 
-kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds) {
+kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim) {
+    const int max_sessions = lim->max_sessions, ttl_seconds = lim->ttl_seconds;
     kd_sessions *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->n_buckets = 16;
@@ -81,6 +83,8 @@ kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds
     t->pool = pool;
     t->max = max_sessions;
     t->ttl = ttl_seconds;
+    t->min_idle = lim->min_idle_seconds;
+    t->max_per_owner = lim->max_per_owner > 0 ? lim->max_per_owner : max_sessions;
     return t;
 }
 
@@ -136,7 +140,10 @@ static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
 static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, size_t msglen) {
     static const char *const reasons[] = {
         [GONE_EXPIRED] = "expired after being idle longer than the session TTL",
-        [GONE_EVICTED] = "was evicted to free KV cache memory for other requests",
+        [GONE_EVICTED] = "was evicted while idle to free KV cache memory for other requests "
+                         "(pool-bytes)",
+        [GONE_EVICTED_SLOT] = "was evicted while idle past session-min-idle to make room for a "
+                              "new session (max-sessions)",
         [GONE_DELETED] = "was deleted",
     };
     if (valid_id(id))
@@ -151,7 +158,22 @@ static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, si
 
 /* ---- operations --------------------------------------------------------------------- */
 
-kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t msglen) {
+/* The sessions of one owner, and the one of them idle longest (NULL if all are busy). */
+static int owned(kd_sessions *t, const char *owner, kd_session **idlest) {
+    int n = 0;
+    *idlest = NULL;
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (kd_session *s = t->buckets[b]; s; s = s->chain) {
+            if (strcmp(s->owner, owner) != 0) continue;
+            n++;
+            if (!s->busy && (!*idlest || s->last_used < (*idlest)->last_used)) *idlest = s;
+        }
+    return n;
+}
+
+kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, char *msg,
+                                  size_t msglen, int *retry_after) {
+    *retry_after = 1;
     unsigned char raw[KD_SESSION_ID_LEN / 2];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
         snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
@@ -166,19 +188,42 @@ kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t ms
     }
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+    snprintf(s->owner, sizeof s->owner, "%s", owner);
     pthread_mutex_lock(&t->mu);
-    if (t->count >= t->max) {
-        if (!t->lru_head) {
-            pthread_mutex_unlock(&t->mu);
-            kr_cache_free(s->cache);
-            free(s);
-            snprintf(msg, msglen, "all %d sessions are in use (max-sessions)", t->max);
-            return KD_SESSION_FULL;
+    const double now = now_s();
+    kd_session *idlest;
+    const char *refusal = NULL;
+    if (owned(t, owner, &idlest) >= t->max_per_owner) {
+        /* a client's own sessions are its limit: the oldest idle one ends at its TTL */
+        *retry_after = idlest ? (int)(t->ttl - (now - idlest->last_used)) + 1 : t->ttl;
+        snprintf(msg, msglen,
+                 "%s holds %d sessions, its limit (max-sessions-per-key); delete one or retry "
+                 "after %d s",
+                 owner, t->max_per_owner, *retry_after);
+        refusal = "owner";
+    } else if (t->count >= t->max) {
+        /* never a session created or used within session-min-idle: others' work is safe */
+        const kd_session *lru = t->lru_head;
+        const double idle = lru ? now - lru->last_used : 0;
+        if (lru && idle >= t->min_idle) {
+            retire(t, t->lru_head, GONE_EVICTED_SLOT);
+            t->evicted++;
+        } else {
+            *retry_after = lru ? (int)(t->min_idle - idle) + 1 : t->min_idle;
+            snprintf(msg, msglen,
+                     "all %d sessions are held and none has been idle for session-min-idle (%d "
+                     "s); retry after %d s",
+                     t->max, t->min_idle, *retry_after);
+            refusal = "full";
         }
-        retire(t, t->lru_head, GONE_EVICTED);
-        t->evicted++;
     }
-    s->created = s->last_used = now_s();
+    if (refusal) {
+        pthread_mutex_unlock(&t->mu);
+        kr_cache_free(s->cache);
+        free(s);
+        return refusal[0] == 'o' ? KD_SESSION_OWNER_LIMIT : KD_SESSION_FULL;
+    }
+    s->created = s->last_used = now;
     s->chain = t->buckets[bucket_of(t, s->id)];
     t->buckets[bucket_of(t, s->id)] = s;
     lru_push(t, s);

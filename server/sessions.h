@@ -21,19 +21,32 @@ typedef struct kd_session kd_session;
 
 typedef enum {
     KD_SESSION_OK,
-    KD_SESSION_NOT_FOUND, /* unknown, expired, evicted or deleted: 404 */
-    KD_SESSION_BUSY,      /* in use by another request: 409 */
-    KD_SESSION_FULL,      /* max_sessions held and none idle to evict: 503 */
-    KD_SESSION_ERROR,     /* out of memory, no randomness: 500 */
+    KD_SESSION_NOT_FOUND,   /* unknown, expired, evicted or deleted: 404 */
+    KD_SESSION_BUSY,        /* in use by another request: 409 */
+    KD_SESSION_FULL,        /* max_sessions held, none idle past min-idle to evict: 429 */
+    KD_SESSION_OWNER_LIMIT, /* the creator holds max-sessions-per-key already: 429 */
+    KD_SESSION_ERROR,       /* out of memory, no randomness: 500 */
 } kd_session_status;
 
-kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds);
+#define KD_OWNER_MAX 64 /* bytes of an owner's name */
+
+typedef struct {
+    int max_sessions;
+    int ttl_seconds;
+    int min_idle_seconds; /* a session used more recently is never evicted for a new one */
+    int max_per_owner;    /* sessions one owner may hold (<= 0: max_sessions) */
+} kd_sessions_limits;
+
+kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim);
 /* Frees every session; none may be busy. */
 void kd_sessions_free(kd_sessions *t);
 
-/* A new idle session; its id in id[KD_SESSION_ID_LEN + 1]. At max_sessions the least
- * recently used idle session makes room. msg says why on failure. */
-kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t msglen);
+/* A new idle session of `owner` (an API key's digest or a client address); its id in
+ * id[KD_SESSION_ID_LEN + 1]. At max_sessions the least recently used session makes room if
+ * it has been idle for min-idle; otherwise, or when the owner holds its limit already, the
+ * creator is refused (msg says why, *retry_after when to try again). */
+kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, char *msg,
+                                  size_t msglen, int *retry_after);
 
 /* Marks a session busy for the caller, who then has its cache to itself. */
 kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,

@@ -123,4 +123,44 @@ else
     fail "metrics count both cancellations" "$(metric "$U" kronosd_requests_cancelled_total)"
 fi
 
+# ---- sessions no one else can erase ------------------------------------------------------------
+start_daemon sess --max-sessions 4 --max-sessions-per-key 3 --session-min-idle 60
+S=$URL_sess
+"$PY" -c 'import json,sys; json.dump({"tokens": [[i % 1024, (7 * i) % 1024] for i in range(40)],
+    "stamps": [[i % 60, 9, 0, 3, 6] for i in range(40)]}, open(sys.argv[1], "w"))' "$WORK/fill.json"
+ids=()
+for i in 1 2 3; do
+    http POST "$S/sessions"
+    ids+=("$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")")
+done
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["session"]=sys.argv[3]; json.dump(d,open(sys.argv[2],"w"))' \
+    "$WORK/fill.json" "$WORK/fill0.json" "${ids[0]}"
+http POST "$S/generate" --data-binary @"$WORK/fill0.json"
+expect "a session holds 40 tokens" 200 'd["length"] == 40'
+http POST "$S/sessions"
+expect "a client at its limit (max-sessions-per-key 3): 429 session_limit" 429 'd["error"]["code"] == "session_limit"'
+has_header Retry-After && pass "... with Retry-After" || fail "... with Retry-After"
+# another client (source address 127.0.0.2) fills the table, then cannot evict anyone
+from_other() {
+    STATUS=$(curl -sS -m 10 --interface 127.0.0.2 -o "$BODY" -D "$HEADERS" -w '%{http_code}' \
+        -X POST "$S/sessions" 2>"$WORK/curl.err") || STATUS="curl-failed($(cat "$WORK/curl.err"))"
+}
+from_other
+expect "another client's session" 201
+from_other
+expect "the table full of sessions used within session-min-idle: 429 too_many_sessions" 429 \
+    'd["error"]["code"] == "too_many_sessions" and "session-min-idle" in d["error"]["message"]'
+has_header Retry-After && pass "... with Retry-After" || fail "... with Retry-After"
+intact=0
+for id in "${ids[@]}"; do
+    http GET "$S/sessions/$id"
+    [ "$STATUS" = 200 ] && intact=$((intact + 1))
+done
+http GET "$S/sessions/${ids[0]}"
+if [ "$intact" = 3 ] && jq_ok 'd["length"] == 40'; then
+    pass "the old sessions are intact (the filled one still holds 40 tokens)"
+else
+    fail "the old sessions are intact" "$intact of 3; $(head -c 200 "$BODY")"
+fi
+
 summary
