@@ -18,25 +18,13 @@ struct kd_workers {
     pthread_t *threads;
 };
 
-/* Takes the job at the head of the queue and, when it can run in a batch, the queued jobs
- * of its kind behind it (in queue order). Called with the lock held. */
-static int take(kd_workers *w, kd_job **batch) {
-    int n = 0;
-    kd_job **link = &w->head, *prev = NULL;
-    while (*link && n < KD_MAX_BATCH) {
-        kd_job *job = *link;
-        if (n == 0 || (job->run_batch && job->run_batch == batch[0]->run_batch)) {
-            batch[n++] = job;
-            *link = job->next;
-            if (w->tail == job) w->tail = prev;
-            w->queued--;
-            if (!batch[0]->run_batch) break;
-        } else {
-            prev = job;
-            link = &job->next;
-        }
-    }
-    return n;
+/* Takes the job at the head of the queue. Called with the lock held. */
+static kd_job *take(kd_workers *w) {
+    kd_job *job = w->head;
+    w->head = job->next;
+    if (!w->head) w->tail = NULL;
+    w->queued--;
+    return job;
 }
 
 static void *worker_main(void *arg) {
@@ -47,14 +35,10 @@ static void *worker_main(void *arg) {
         while (!w->head && !(w->stopping && w->reserved == 0))
             pthread_cond_wait(&w->ready, &w->mu);
         if (!w->head) break;
-        kd_job *batch[KD_MAX_BATCH];
-        int n = take(w, batch);
+        kd_job *job = take(w);
         w->busy++;
         pthread_mutex_unlock(&w->mu);
-        if (n > 1)
-            batch[0]->run_batch(batch, n);
-        else
-            batch[0]->run(batch[0]);
+        job->run(job);
         pthread_mutex_lock(&w->mu);
         w->busy--;
     }

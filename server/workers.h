@@ -1,9 +1,11 @@
 /* workers.h — a fixed set of inference threads fed by a bounded queue.
  *
- * HTTP threads never run the model: they reserve a place in the queue (failing at once
- * when it is full, which the caller answers with 503), suspend the connection, then submit
- * the job. Reserving first means a job can never be refused after its connection was
- * suspended, and a job can never finish before its connection is suspended. */
+ * Tokenizer requests run here, and model requests when batching is off (otherwise they
+ * run on the scheduler, scheduler.h). HTTP threads never run the model: they reserve a
+ * place in the queue (failing at once when it is full, which the caller answers with 503),
+ * suspend the connection, then submit the job. Reserving first means a job can never be refused
+ * after its connection was suspended, and a job can never finish before its connection is
+ * suspended. */
 #ifndef KD_WORKERS_H
 #define KD_WORKERS_H
 
@@ -12,13 +14,8 @@
 typedef struct kd_job kd_job;
 struct kd_job {
     void (*run)(kd_job *job); /* runs on a worker thread; owns the job from then on */
-    /* optional: runs several queued jobs of the same kind at once (they share batched
-     * products); a worker taking such a job takes up to KD_MAX_BATCH of its kind */
-    void (*run_batch)(kd_job **jobs, int n);
-    kd_job *next; /* the queue's link */
+    kd_job *next;             /* the queue's link */
 };
-
-#define KD_MAX_BATCH 16
 
 typedef struct kd_workers kd_workers;
 
