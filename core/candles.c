@@ -1,6 +1,7 @@
 /* candles.c — candles <-> normalised rows <-> token pairs: upstream's per-column
  * normalisation, computed the way numpy computes it on float32 arrays (pairwise float32
- * sums down each column), so that the normalised context equals upstream's bit for bit. */
+ * sums down each column), so that the normalised context equals upstream's bit for bit;
+ * and a forecast's context made ready for either decoder (kr_forecast_job_init). */
 #include "forecast_impl.h"
 #include "tokenizer.h"
 
@@ -110,4 +111,58 @@ int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n
                 (double)(y[(size_t)i * KR_D_IN + c] * (std[c] + 1e-5f) + mean[c]);
     free(y);
     return rc;
+}
+
+int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+                         kr_forecast_result *res, kr_error *err) {
+    if (kr_forecast_plan_make(m, r, &job->plan, err)) return -1;
+    int L = r->n_context, P = r->horizon, S = r->samples;
+    job->L = L;
+    job->P = P;
+    job->samples = S;
+    job->seed = r->seed;
+    job->sampling = r->sampling;
+    if (kr_forecast_alloc_result(r, res, err)) return -1;
+    job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
+    job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    float *raw = malloc((size_t)L * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
+    int rc = -1;
+    if (!job->stamps || !job->path_s1 || !job->path_s2 || !raw || !xn) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d candles and %d paths", L,
+                     S);
+        goto out;
+    }
+    /* future rows: as given, or continuing at the series' last interval */
+    int64_t step = r->timestamps[L - 1] - r->timestamps[L - 2];
+    for (int i = 0; i < P; i++)
+        res->timestamps[i] =
+            r->future_timestamps ? r->future_timestamps[i] : r->timestamps[L - 1] + step * (i + 1);
+    for (int i = 0; i < L; i++)
+        job->stamps[i] = kr_stamp_from_wall(r->timestamps[i]);
+    for (int i = 0; i < P; i++)
+        job->stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
+    kr_raw_candles(r, raw);
+    if (kr_normalise(raw, L, xn, job->mean, job->std, err) ||
+        kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
+        goto out;
+    for (int p = 1; p < S; p++) {
+        memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
+        memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));
+    }
+    res->usage.context_candles = L;
+    rc = 0;
+out:
+    free(raw);
+    free(xn);
+    return rc;
+}
+
+void kr_forecast_job_free(fc_job *job) {
+    free(job->stamps);
+    free(job->path_s1);
+    free(job->path_s2);
+    job->stamps = NULL;
+    job->path_s1 = job->path_s2 = NULL;
 }

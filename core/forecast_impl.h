@@ -21,6 +21,11 @@ uint64_t kr_path_seed(uint64_t seed, int path);
 int kr_check_columns(const kr_forecast_request *r, kr_error *err);
 /* candles.c: the six float32 columns of upstream's DataFrame, volume/amount filled in */
 void kr_raw_candles(const kr_forecast_request *r, float *x);
+/* candles.c: the plan, the result's buffers, the stamps of every row, and the context
+ * normalised and encoded into every path's first L tokens. */
+int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+                         kr_forecast_result *res, kr_error *err);
+void kr_forecast_job_free(fc_job *job);
 /* summary.c */
 int kr_forecast_alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err);
 int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,

@@ -38,9 +38,7 @@ void fc_free(sched_job *j) {
     free(f->t1);
     free(f->t2);
     free(f->st);
-    free(f->job.stamps);
-    free(f->job.path_s1);
-    free(f->job.path_s2);
+    kr_forecast_job_free(&f->job);
     kr_pool_free(f->own_pool);
 }
 
@@ -93,20 +91,9 @@ int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
     const kr_forecast_request *r = f->req;
     fc_job *job = &f->job;
     double t0 = now_ms();
-    if (kr_forecast_plan_make(m, r, &job->plan, err)) return -1;
-    int L = r->n_context, P = r->horizon, S = r->samples, mc = job->plan.max_context;
+    if (kr_forecast_job_init(m, r, job, f->res, err)) return -1;
+    int S = r->samples, mc = job->plan.max_context;
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
-    job->L = L;
-    job->P = P;
-    job->samples = S;
-    job->seed = r->seed;
-    job->sampling = r->sampling;
-    if (kr_forecast_alloc_result(r, f->res, err)) return -1;
-    job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
-    job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
-    job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
-    float *raw = malloc((size_t)L * KR_D_IN * sizeof(float));
-    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
     f->paths = calloc((size_t)S, sizeof *f->paths);
     f->l1 = malloc((size_t)S * v1 * sizeof(float));
     f->l2 = malloc((size_t)S * v2 * sizeof(float));
@@ -116,46 +103,18 @@ int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
     f->t1 = malloc((size_t)S * mc * sizeof(int32_t));
     f->t2 = malloc((size_t)S * mc * sizeof(int32_t));
     f->st = malloc((size_t)mc * sizeof(kr_stamp));
-    int rc = -1;
-    if (!job->stamps || !job->path_s1 || !job->path_s2 || !raw || !xn || !f->paths || !f->l1 ||
-        !f->l2 || !f->a || !f->b || !f->rng || !f->t1 || !f->t2 || !f->st) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d candles and %d paths", L,
-                     S);
-        goto out;
-    }
-    /* future rows: as given, or continuing at the series' last interval */
-    kr_forecast_result *res = f->res;
-    int64_t step = r->timestamps[L - 1] - r->timestamps[L - 2];
-    for (int i = 0; i < P; i++)
-        res->timestamps[i] =
-            r->future_timestamps ? r->future_timestamps[i] : r->timestamps[L - 1] + step * (i + 1);
-    for (int i = 0; i < L; i++)
-        job->stamps[i] = kr_stamp_from_wall(r->timestamps[i]);
-    for (int i = 0; i < P; i++)
-        job->stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
-    kr_raw_candles(r, raw);
-    if (kr_normalise(raw, L, xn, job->mean, job->std, err) ||
-        kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
-        goto out;
-    for (int p = 1; p < S; p++) {
-        memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
-        memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));
-    }
+    if (!f->paths || !f->l1 || !f->l2 || !f->a || !f->b || !f->rng || !f->t1 || !f->t2 || !f->st)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d paths", S);
     for (int p = 0; p < S; p++)
         kr_rng_seed(&f->rng[p], kr_path_seed(job->seed, p));
     f->pool = pool;
     if (!pool) {
-        if (!(f->own_pool = kr_pool_create(m, job->plan.pool_bytes, err))) goto out;
+        if (!(f->own_pool = kr_pool_create(m, job->plan.pool_bytes, err))) return -1;
         f->pool = f->own_pool;
     }
-    res->usage.context_candles = L;
-    res->usage.elapsed_ms = -t0; /* completed when the forecast ends */
+    f->res->usage.elapsed_ms = -t0; /* completed when the forecast ends */
     f->i = 0;
-    rc = enter_window(f, 0, err);
-out:
-    free(raw);
-    free(xn);
-    return rc;
+    return enter_window(f, 0, err);
 }
 
 int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
