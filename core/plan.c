@@ -4,6 +4,8 @@
 #include "forecast_impl.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* The candle columns that forecasting and tokenizing both read: present and finite. */
 int kr_check_columns(const kr_forecast_request *r, kr_error *err) {
@@ -21,6 +23,14 @@ int kr_check_columns(const kr_forecast_request *r, kr_error *err) {
     return 0;
 }
 
+/* The shortest decimal that reads back as x, as the answer's quantile keys are written. */
+static void shortest(double x, char *buf, size_t n) {
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, n, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
 static int check_request(const kr_model *m, const kr_forecast_request *r, kr_error *err) {
     if (r->n_context < 2)
         return kr_fail_code(err, KR_E_INVALID, "candles: at least 2 candles are required, got %d",
@@ -32,7 +42,8 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
             return kr_fail_code(err, KR_E_INVALID,
                                 "candles.timestamps[%d]: not after the previous timestamp", i);
     if (r->horizon < 1)
-        return kr_fail_code(err, KR_E_INVALID, "horizon: must be >= 1, got %d", r->horizon);
+        return kr_fail_code(err, KR_E_INVALID, "horizon: must be an integer >= 1, got %d",
+                            r->horizon);
     if (r->future_timestamps) {
         if (r->future_timestamps[0] <= r->timestamps[r->n_context - 1])
             return kr_fail_code(err, KR_E_INVALID,
@@ -43,7 +54,8 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
                                     "future_timestamps[%d]: not after the previous timestamp", i);
     }
     if (r->samples < 1)
-        return kr_fail_code(err, KR_E_INVALID, "samples: must be >= 1, got %d", r->samples);
+        return kr_fail_code(err, KR_E_INVALID, "samples: must be an integer >= 1, got %d",
+                            r->samples);
     if (kr_sampling_check(&r->sampling, err)) return -1;
     if (r->max_context < 0 || r->max_context > m->max_context)
         return kr_fail_code(err, KR_E_INVALID,
@@ -58,10 +70,18 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
                             r->horizon, mc);
     if (r->n_quantiles < 0 || r->n_quantiles > KR_MAX_QUANTILES)
         return kr_fail_code(err, KR_E_INVALID, "quantiles: at most %d levels", KR_MAX_QUANTILES);
-    for (int q = 0; q < r->n_quantiles; q++)
+    for (int q = 0; q < r->n_quantiles; q++) {
+        char v[32];
+        shortest(r->quantiles[q], v, sizeof v);
         if (!(r->quantiles[q] >= 0.0 && r->quantiles[q] <= 1.0))
-            return kr_fail_code(err, KR_E_INVALID, "quantiles[%d]: must be in [0, 1], got %g", q,
-                                r->quantiles[q]);
+            return kr_fail_code(err, KR_E_INVALID, "quantiles[%d]: must be in [0, 1], got %s", q,
+                                v);
+        /* each level is one key of the answer */
+        for (int p = 0; p < q; p++)
+            if (r->quantiles[p] == r->quantiles[q])
+                return kr_fail_code(err, KR_E_INVALID, "quantiles[%d]: %s is already quantiles[%d]",
+                                    q, v, p);
+    }
     return 0;
 }
 

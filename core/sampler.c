@@ -8,10 +8,12 @@
 
 int kr_sampling_check(const kr_sampling *s, kr_error *err) {
     if (!(s->temperature > 0.0) || !isfinite(s->temperature))
-        return kr_fail(err, "temperature: must be a finite number > 0, got %g", s->temperature);
-    if (s->top_k < 0) return kr_fail(err, "top_k: must be >= 0, got %d", s->top_k);
+        return kr_fail_code(err, KR_E_INVALID, "temperature: must be a finite number > 0, got %g",
+                            s->temperature);
+    if (s->top_k < 0)
+        return kr_fail_code(err, KR_E_INVALID, "top_k: must be >= 0, got %d", s->top_k);
     if (!(s->top_p > 0.0 && s->top_p <= 1.0))
-        return kr_fail(err, "top_p: must be in (0, 1], got %g", s->top_p);
+        return kr_fail_code(err, KR_E_INVALID, "top_p: must be in (0, 1], got %g", s->top_p);
     return 0;
 }
 

@@ -196,11 +196,12 @@ void kd_candles_link(const kd_candles *c, kr_forecast_request *req) {
 
 int kd_sampling_parse(const json_t *body, kr_sampling *s, uint64_t *seed, char *err,
                       size_t errlen) {
+    /* types here; the values' rules are the core's (kr_sampling_check) */
     long long top_k = s->top_k, sd = (long long)*seed;
-    if (kd_opt_real(body, "temperature", kd_positive_finite, "a number > 0", &s->temperature, err,
-                    errlen) < 0 ||
-        kd_opt_int(body, "top_k", 0, INT_MAX, "an integer >= 0", &top_k, err, errlen) < 0 ||
-        kd_opt_real(body, "top_p", kd_in_open_unit, "in (0, 1]", &s->top_p, err, errlen) < 0 ||
+    if (kd_opt_real(body, "temperature", kd_any_number, "a number", &s->temperature, err, errlen) <
+            0 ||
+        kd_opt_int(body, "top_k", INT_MIN, INT_MAX, "an integer", &top_k, err, errlen) < 0 ||
+        kd_opt_real(body, "top_p", kd_any_number, "a number", &s->top_p, err, errlen) < 0 ||
         kd_opt_int(body, "seed", 0, LLONG_MAX, "an integer >= 0", &sd, err, errlen) < 0)
         return -1;
     s->top_k = (int)top_k;
@@ -215,7 +216,7 @@ static int parse_horizon(const json_t *body, const kd_forecast_limits *lim, kd_f
     long long h = 0;
     if (!kd_field(body, "horizon"))
         return kd_fail(err, errlen, "horizon: missing; must be an integer >= 1");
-    if (kd_opt_int(body, "horizon", 1, INT_MAX, "an integer >= 1", &h, err, errlen) < 0) return -1;
+    if (kd_opt_int(body, "horizon", INT_MIN, INT_MAX, "an integer", &h, err, errlen) < 0) return -1;
     if (lim->max_horizon > 0 && h > lim->max_horizon)
         return kd_fail(err, errlen, "horizon: %lld exceeds the limit of %d", h, lim->max_horizon);
     in->req.horizon = (int)h;
@@ -254,7 +255,7 @@ static int parse_future(const json_t *body, kd_forecast_input *in, char *err, si
 static int parse_samples(const json_t *body, const kd_forecast_limits *lim, kr_forecast_request *r,
                          char *err, size_t errlen) {
     long long samples = r->samples;
-    if (kd_opt_int(body, "samples", 1, INT_MAX, "an integer >= 1", &samples, err, errlen) < 0)
+    if (kd_opt_int(body, "samples", INT_MIN, INT_MAX, "an integer", &samples, err, errlen) < 0)
         return -1;
     if (lim->max_samples > 0 && samples > lim->max_samples)
         return kd_fail(err, errlen, "samples: %lld exceeds the limit of %d", samples,
@@ -267,24 +268,15 @@ static int parse_quantiles(const json_t *body, kr_forecast_request *r, char *err
     const json_t *q = kd_field(body, "quantiles");
     char path[KD_PATH_LEN];
     if (!q) return 0;
-    if (!json_is_array(q))
-        return kd_wrong(q, "quantiles", "an array of numbers in [0, 1]", err, errlen);
+    if (!json_is_array(q)) return kd_wrong(q, "quantiles", "an array of numbers", err, errlen);
     if (json_array_size(q) > KR_MAX_QUANTILES)
         return kd_fail(err, errlen, "quantiles: at most %d levels are allowed, got %zu",
                        KR_MAX_QUANTILES, json_array_size(q));
     for (size_t i = 0; i < json_array_size(q); i++) {
         const json_t *v = json_array_get(q, i);
         snprintf(path, sizeof path, "quantiles[%zu]", i);
-        if (!json_is_number(v) || !kd_in_unit(json_number_value(v)))
-            return kd_wrong(v, path, "a number in [0, 1]", err, errlen);
-        r->quantiles[i] = json_number_value(v);
-        /* each level is one key of the response's "quantiles" */
-        for (size_t j = 0; j < i; j++)
-            if (r->quantiles[j] == r->quantiles[i]) {
-                char num[KD_NUM_MAX];
-                kd_fmt_double(r->quantiles[i], num, sizeof num);
-                return kd_fail(err, errlen, "%s: %s is already quantiles[%zu]", path, num, j);
-            }
+        if (!json_is_number(v)) return kd_wrong(v, path, "a number", err, errlen);
+        r->quantiles[i] = json_number_value(v); /* the core checks the levels (plan.c) */
     }
     r->n_quantiles = (int)json_array_size(q);
     return 0;
@@ -292,14 +284,9 @@ static int parse_quantiles(const json_t *body, kr_forecast_request *r, char *err
 
 static int parse_options(const json_t *body, int model_max_context, kr_forecast_request *r,
                          char *err, size_t errlen) {
-    const int hi = model_max_context > 0 ? model_max_context : INT_MAX;
-    char rule[48];
+    (void)model_max_context; /* its range is the core's rule (plan.c) */
     long long mc = r->max_context;
-    if (model_max_context > 0)
-        snprintf(rule, sizeof rule, "an integer in 1..%d", model_max_context);
-    else
-        snprintf(rule, sizeof rule, "an integer >= 1");
-    if (kd_opt_int(body, "max_context", 1, hi, rule, &mc, err, errlen) < 0 ||
+    if (kd_opt_int(body, "max_context", INT_MIN, INT_MAX, "an integer", &mc, err, errlen) < 0 ||
         kd_opt_bool(body, "use_cache", &r->use_cache, err, errlen) < 0 ||
         kd_opt_bool(body, "return_paths", &r->return_paths, err, errlen) < 0 ||
         parse_quantiles(body, r, err, errlen) < 0)

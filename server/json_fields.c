@@ -146,16 +146,8 @@ int kd_opt_bool(const json_t *body, const char *key, bool *out, char *err, size_
     return 0;
 }
 
-bool kd_positive_finite(double x) {
-    return isfinite(x) && x > 0;
-}
-
-bool kd_in_open_unit(double x) {
-    return x > 0 && x <= 1;
-}
-
-bool kd_in_unit(double x) {
-    return x >= 0 && x <= 1;
+bool kd_any_number(double x) {
+    return isfinite(x);
 }
 
 int kd_get_timestamp(const json_t *v, const char *path, int64_t *wall, kd_time_form *form,

@@ -45,9 +45,8 @@ int kd_opt_real(const json_t *body, const char *key, bool (*ok)(double), const c
                 double *out, char *err, size_t errlen);
 int kd_opt_bool(const json_t *body, const char *key, bool *out, char *err, size_t errlen);
 
-bool kd_positive_finite(double x);
-bool kd_in_open_unit(double x); /* (0, 1] */
-bool kd_in_unit(double x);      /* [0, 1] */
+/* Any finite number: the value's rules are the core's (the server checks types). */
+bool kd_any_number(double x);
 
 /* An ISO 8601 string or Unix seconds as a wall (timefmt.h); *form (may be NULL) says how
  * it was written. */
