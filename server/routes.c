@@ -205,16 +205,20 @@ const kd_route *kd_routes_match(const char *method, const char *path, int *endpo
     *endpoint = EP_OTHER;
     *status = 404;
     allow[0] = '\0';
+    /* HEAD is GET without the body, which libmicrohttpd leaves out by itself */
+    const bool head = strcmp(method, "HEAD") == 0;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (!path_matches(routes[i].path, path)) continue;
         *endpoint = routes[i].endpoint;
-        if (strcmp(routes[i].method, method) == 0) {
+        const bool get = strcmp(routes[i].method, "GET") == 0;
+        if (strcmp(routes[i].method, method) == 0 || (head && get)) {
             *status = 0;
             return &routes[i];
         }
         *status = 405;
         const size_t used = strlen(allow);
-        snprintf(allow + used, allowlen - used, "%s%s", used ? ", " : "", routes[i].method);
+        snprintf(allow + used, allowlen - used, "%s%s%s", used ? ", " : "", routes[i].method,
+                 get ? ", HEAD" : "");
     }
     return NULL;
 }
