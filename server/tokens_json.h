@@ -2,7 +2,8 @@
  *
  * A token is a pair [s1, s2]; its time stamp is given either as a timestamp (ISO 8601 or
  * Unix seconds, read as the wall clock written, like forecast candles) or as
- * [minute, hour, weekday, day, month] (Monday = 0).
+ * [minute, hour, weekday, day, month] (Monday = 0). Timestamps follow /forecast's rules
+ * (forecast_json.h): increasing as instants, future_timestamps after the last timestamp.
  *
  * /generate: {"session"?: id, "tokens"?: [[s1, s2], ...],
  *             "timestamps": [...] | "stamps": [[m, h, wd, d, mo], ...]   (one per token),

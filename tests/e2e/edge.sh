@@ -93,6 +93,32 @@ grep -q "reload: max-candles: 100 -> 200" "$WORK/E.log" && pass "SIGHUP: the cha
 http GET "$E/model"
 expect "SIGHUP: the new limit applies" 200 'd["limits"]["max_candles"] == 200'
 
+# ---- inputs: float32 range, instants, year 9999, the same rules in every route -----------------
+
+C3='"open": [1, 1, 1], "high": [1, 1, 1], "low": [1, 1, 1], "close": [1, 1, 1]'
+for route in forecast tokenize; do
+    http POST "$E/$route" -d '{"candles": {"timestamps": [1, 2, 3], "open": [1, 1e39, 1], "high": [1, 1, 1], "low": [1, 1, 1], "close": [1, 1, 1]}, "horizon": 2}'
+    expect "/$route: open = 1e39 refused, naming the field" 400 '"candles.open[1]" in d["error"]["message"] and "float32" in d["error"]["message"]'
+    http POST "$E/$route" -d '{"candles": {"timestamps": [1, 2, 3], "open": [3e38, -3e38, 3e38], "high": [1, 1, 1], "low": [1, 1, 1], "close": [1, 1, 1]}, "horizon": 2}'
+    expect "/$route: float32 statistics overflowing refused, naming the column" 422 '"candles.open" in d["error"]["message"]'
+done
+http POST "$E/detokenize" -d '{"tokens": [[1, 2]], "mean": [1, 1, 1, 1, 1e39, 1], "std": [1, 1, 1, 1, 1, 1]}'
+expect "/detokenize: mean = 1e39 refused, naming the field" 400 '"mean[4]" in d["error"]["message"]'
+http POST "$E/generate" -d '{"tokens": [[1, 2]], "timestamps": [1], "max_new_tokens": 1, "future_timestamps": [2], "temperature": 1e39}'
+expect "/generate: temperature = 1e39 refused, naming the field" 400 '"temperature" in d["error"]["message"]'
+http POST "$E/forecast" -d '{"candles": {"timestamps": ["2024-01-01T09:00+05:00", "2024-01-01T10:00+05:00", "2024-01-01T09:30Z"], '"$C3"'}, "horizon": 2}'
+expect "/forecast: 10:00+05:00 then 09:30Z is increasing" 200 'd["timestamps"] == ["2024-01-01T14:00:00Z", "2024-01-01T18:30:00Z"]'
+http POST "$E/forecast" -d '{"candles": {"timestamps": ["2024-01-01T10:00Z", "2024-01-01T10:30+05:00", "2024-01-01T11:00Z"], '"$C3"'}, "horizon": 1}'
+expect "/forecast: 10:00Z then 10:30+05:00 (05:30Z) is refused" 400 '"candles.timestamps[1]" in d["error"]["message"]'
+http POST "$E/generate" -d '{"tokens": [[1, 2], [3, 4]], "timestamps": ["2024-01-01T10:00:00", "2024-01-01T09:00:00"]}'
+expect "/generate: decreasing timestamps refused, as in /forecast" 400 '"timestamps[1]" in d["error"]["message"]'
+http POST "$E/generate" -d '{"tokens": [[1, 2], [3, 4]], "timestamps": ["2024-01-01T10:00:00+05:00", "2024-01-01T09:00:00Z"], "max_new_tokens": 1, "future_timestamps": ["2024-01-01T09:00:00Z"]}'
+expect "/generate: a future timestamp not after the context refused" 400 '"future_timestamps[0]" in d["error"]["message"]'
+http POST "$E/generate" -d '{"tokens": [[1, 2], [3, 4]], "timestamps": ["2024-01-01T10:00:00+05:00", "2024-01-01T09:00:00Z"], "max_new_tokens": 1, "future_timestamps": ["2024-01-01T09:01:00Z"]}'
+expect "/generate: offsets compared as instants" 200
+http POST "$E/forecast" -d '{"candles": {"timestamps": ["9999-12-31T20:00:00", "9999-12-31T21:00:00", "9999-12-31T22:00:00"], '"$C3"'}, "horizon": 3}'
+expect "/forecast: a horizon past year 9999 refused" 400 '"year 9999" in d["error"]["message"] and "at most 1 here" in d["error"]["message"]'
+
 # bind errors name the address and the port
 "$KRONOSD" serve --model "$MODEL" --port "$EP" >"$WORK/bind.log" 2>&1
 RC=$?
