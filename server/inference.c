@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "forecast_json.h"
+#include "routes.h"
 #include "tokens_json.h"
 
 #define MSG_MAX 512
@@ -304,7 +305,10 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
     g->r = r;
     g->job.run = run_generate;
     g->job.run_batch = run_generate_batch;
-    const int bad = kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg);
+    char path_id[KD_SESSION_ARG_MAX + 2]; /* /sessions/{id}/generate names the session */
+    const int bad = kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg) < 0 ||
+                    (kd_path_session(kd_request_path(r), path_id, sizeof path_id) &&
+                     kd_generate_set_session(&g->in, path_id, msg, sizeof msg) < 0);
     json_decref(body);
     if (bad) {
         generate_job_free(g);

@@ -191,10 +191,19 @@ static const kd_route routes[] = {
     {"/sessions",   "POST",   EP_SESSIONS,   false, true,  session_create},
     {"/sessions/",  "GET",    EP_SESSION,    false, true,  session_get},
     {"/sessions/",  "DELETE", EP_SESSION,    false, true,  session_delete},
+    {"/sessions/*/generate", "POST", EP_GENERATE, false, true, kd_handle_generate},
     /* clang-format on */
 };
 
+/* A '*' in a pattern is one non-empty path segment. */
 static bool path_matches(const char *pattern, const char *path) {
+    const char *star = strchr(pattern, '*');
+    if (star) {
+        const size_t pre = (size_t)(star - pattern);
+        if (strncmp(pattern, path, pre) != 0) return false;
+        const char *seg = path + pre, *end = strchr(seg, '/');
+        return end && end > seg && strcmp(end, star + 1) == 0;
+    }
     const size_t n = strlen(pattern);
     if (pattern[n - 1] != '/') return strcmp(pattern, path) == 0;
     return strncmp(pattern, path, n) == 0 && path[n] != '\0' && !strchr(path + n, '/');
@@ -221,6 +230,14 @@ const kd_route *kd_routes_match(const char *method, const char *path, int *endpo
                  get ? ", HEAD" : "");
     }
     return NULL;
+}
+
+bool kd_path_session(const char *path, char *id, size_t n) {
+    static const char prefix[] = "/sessions/", suffix[] = "/generate";
+    if (!path_matches("/sessions/*/generate", path)) return false;
+    const size_t len = strlen(path) - (sizeof prefix - 1) - (sizeof suffix - 1);
+    snprintf(id, n, "%.*s", (int)len, path + sizeof prefix - 1);
+    return true;
 }
 
 bool kd_route_is_public(const kd_route *rt) {

@@ -111,7 +111,8 @@ static int load(kd_app *app, char *err, size_t errlen) {
         snprintf(err, errlen, "pool-bytes %zu: %s", c->pool_bytes, ke.msg);
         return -1;
     }
-    if (!(app->sessions = kd_sessions_create(app->pool, c->max_sessions, c->session_ttl))) {
+    if (!(app->sessions =
+              kd_sessions_create(app->pool, c->max_sessions, c->session_ttl, c->node_id))) {
         snprintf(err, errlen, "sessions: out of memory for %d sessions", c->max_sessions);
         return -1;
     }

@@ -31,6 +31,7 @@ typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_DELETED } gone_reason;
 
 struct kd_sessions {
     pthread_mutex_t mu;
+    char prefix[KD_NODE_ID_MAX + 2]; /* "node-" */
     kr_pool *pool;
     int max, ttl;
     kd_session **buckets;
@@ -59,16 +60,29 @@ static size_t bucket_of(const kd_sessions *t, const char *id) {
     return (size_t)h & (t->n_buckets - 1);
 }
 
-static bool valid_id(const char *id) {
-    size_t n = 0;
-    for (; id[n]; n++)
-        if (!((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'a' && id[n] <= 'f'))) return false;
-    return n == KD_SESSION_ID_LEN;
+static bool all_hex(const char *s, size_t n) {
+    return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
 }
 
-kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds) {
+/* An id this node could have made. */
+static bool valid_id(const kd_sessions *t, const char *id) {
+    const size_t p = strlen(t->prefix);
+    return strncmp(id, t->prefix, p) == 0 && all_hex(id + p, KD_SESSION_RANDOM_LEN);
+}
+
+/* The node named in an id of another node's form, or false. */
+static bool other_node(const kd_sessions *t, const char *id, char *node, size_t n) {
+    const char *dash = strrchr(id, '-');
+    if (!dash || dash == id || !all_hex(dash + 1, KD_SESSION_RANDOM_LEN)) return false;
+    snprintf(node, n, "%.*s", (int)(dash - id), id);
+    return strncmp(id, t->prefix, strlen(t->prefix)) != 0;
+}
+
+kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds,
+                                const char *node_id) {
     kd_sessions *t = calloc(1, sizeof *t);
     if (!t) return NULL;
+    snprintf(t->prefix, sizeof t->prefix, "%.*s-", KD_NODE_ID_MAX, node_id);
     t->n_buckets = 16;
     while (t->n_buckets < (size_t)max_sessions * 2)
         t->n_buckets *= 2;
@@ -139,12 +153,20 @@ static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, si
         [GONE_EVICTED] = "was evicted to free KV cache memory for other requests",
         [GONE_DELETED] = "was deleted",
     };
-    if (valid_id(id))
+    char node[KD_NODE_ID_MAX + 8];
+    if (valid_id(t, id))
         for (int i = 0; i < GONE_MAX; i++)
             if (strcmp(t->gone[i].id, id) == 0) {
                 snprintf(msg, msglen, "session %s %s", id, reasons[t->gone[i].why]);
                 return KD_SESSION_NOT_FOUND;
             }
+    if (other_node(t, id, node, sizeof node)) {
+        snprintf(msg, msglen,
+                 "session %s belongs to node %s, not this one (%.*s): send "
+                 "/sessions/{id}/... through a proxy that routes by the id's node",
+                 id, node, (int)strlen(t->prefix) - 1, t->prefix);
+        return KD_SESSION_NOT_FOUND;
+    }
     snprintf(msg, msglen, "unknown session '%.*s'", KD_SESSION_ID_LEN + 8, id);
     return KD_SESSION_NOT_FOUND;
 }
@@ -152,7 +174,7 @@ static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, si
 /* ---- operations --------------------------------------------------------------------- */
 
 kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t msglen) {
-    unsigned char raw[KD_SESSION_ID_LEN / 2];
+    unsigned char raw[KD_SESSION_RANDOM_LEN / 2];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
         snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
         return KD_SESSION_ERROR;
@@ -164,8 +186,10 @@ kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t ms
         free(s);
         return KD_SESSION_ERROR;
     }
+    const size_t p = strlen(t->prefix);
+    memcpy(s->id, t->prefix, p);
     for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+        snprintf(s->id + p + 2 * i, 3, "%02x", raw[i]);
     pthread_mutex_lock(&t->mu);
     if (t->count >= t->max) {
         if (!t->lru_head) {
@@ -193,7 +217,7 @@ kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session
                                       size_t msglen) {
     kd_session_status st = KD_SESSION_OK;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
     if (!s) {
         st = not_found(t, id, msg, msglen);
     } else if (s->busy) {
@@ -231,7 +255,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
                                    size_t msglen) {
     kd_session_status st = KD_SESSION_OK;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
     if (!s) {
         st = not_found(t, id, msg, msglen);
     } else {
@@ -250,7 +274,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
 kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen) {
     kd_session_status st = KD_SESSION_OK;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
     if (!s) {
         st = not_found(t, id, msg, msglen);
     } else if (s->busy) {

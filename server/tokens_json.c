@@ -179,6 +179,16 @@ int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd
     return 0;
 }
 
+int kd_generate_set_session(kd_generate_input *in, const char *id, char *err, size_t errlen) {
+    if (strlen(id) > KD_SESSION_ARG_MAX)
+        return kd_fail(err, errlen, "session id in the path: too long");
+    if (in->has_session && strcmp(in->session, id) != 0)
+        return kd_fail(err, errlen, "session: the body names another session than the path");
+    in->has_session = true;
+    snprintf(in->session, sizeof in->session, "%s", id);
+    return 0;
+}
+
 void kd_generate_input_free(kd_generate_input *in) {
     free(in->s1);
     free(in->s2);

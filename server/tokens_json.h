@@ -23,7 +23,7 @@
 
 #include "kronos.h"
 
-#define KD_SESSION_ARG_MAX 72 /* room for an id and then some, for the 404 message */
+#define KD_SESSION_ARG_MAX 104 /* room for an id (sessions.h) and then some, for the 404 */
 
 /* What the model and the settings allow. */
 typedef struct {
@@ -47,6 +47,9 @@ typedef struct {
 int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd_generate_input *in,
                               char *err, size_t errlen);
 void kd_generate_input_free(kd_generate_input *in);
+/* POST /sessions/{id}/generate: the session named by the path; a body naming another one
+ * is refused. 0, or -1 with a message. */
+int kd_generate_set_session(kd_generate_input *in, const char *id, char *err, size_t errlen);
 
 typedef struct {
     int n;

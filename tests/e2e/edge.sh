@@ -119,6 +119,20 @@ expect "/generate: offsets compared as instants" 200
 http POST "$E/forecast" -d '{"candles": {"timestamps": ["9999-12-31T20:00:00", "9999-12-31T21:00:00", "9999-12-31T22:00:00"], '"$C3"'}, "horizon": 3}'
 expect "/forecast: a horizon past year 9999 refused" 400 '"year 9999" in d["error"]["message"] and "at most 1 here" in d["error"]["message"]'
 
+# ---- sessions by path, ids carrying the node's name ----------------------------------------
+
+http POST "$E/sessions"
+expect "session ids carry node-id (quoted in the config file)" 201 'd["session"].startswith("edge-1-") and len(d["session"]) == len("edge-1-") + 32'
+SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
+http POST "$E/sessions/$SID/generate" -d '{"tokens": [[1, 2], [3, 4]], "stamps": [[0, 9, 0, 3, 6], [5, 9, 0, 3, 6]], "max_new_tokens": 1, "future_stamps": [[10, 9, 0, 3, 6]]}'
+expect "POST /sessions/{id}/generate" 200 'd["session"] == "'"$SID"'" and d["length"] == 3'
+http POST "$E/generate" -d '{"session": "'"$SID"'", "tokens": [[5, 6]], "stamps": [[15, 9, 0, 3, 6]]}'
+expect "the body form still works on the same session" 200 'd["length"] == 4'
+http POST "$E/sessions/$SID/generate" -d '{"session": "edge-1-00000000000000000000000000000000", "tokens": [[5, 6]], "stamps": [[15, 9, 0, 3, 6]]}'
+expect "a body naming another session than the path: 400" 400
+http POST "$E/sessions/other-node-0123456789abcdef0123456789abcdef/generate" -d '{"tokens": [[5, 6]], "stamps": [[15, 9, 0, 3, 6]]}'
+expect "another node's session: 404 naming its node" 404 '"belongs to node other-node" in d["error"]["message"]'
+
 # bind errors name the address and the port
 "$KRONOSD" serve --model "$MODEL" --port "$EP" >"$WORK/bind.log" 2>&1
 RC=$?
