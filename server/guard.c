@@ -9,13 +9,15 @@
 
 #include "log.h"
 
-#define TICK_NS   200000000L /* 0.2 s: how late a deadline may be enforced */
-#define LOG_EVERY 5.0        /* seconds between summary lines while shutting down */
+#define TICK_NS    200000000L /* 0.2 s: how late a deadline may be enforced */
+#define LOG_EVERY  5.0        /* seconds between summary lines while shutting down */
+#define BODY_STALL 1.0        /* seconds a chunked body may pause (guard.h) */
 
 struct kd_guarded {
     kd_guarded *prev, *next;
     int fd;
-    double deadline; /* 0: none */
+    double deadline;   /* 0: none */
+    double stall_from; /* a chunked body's last progress; 0: not in one */
     bool shut;
 };
 
@@ -45,7 +47,8 @@ static void tick(kd_guard *g) {
     const double now = now_s();
     for (kd_guarded *c = g->head.next; c != &g->head; c = c->next) {
         if (c->shut) continue;
-        if (c->deadline > 0 && now >= c->deadline) {
+        if ((c->deadline > 0 && now >= c->deadline) ||
+            (c->stall_from > 0 && now - c->stall_from >= BODY_STALL)) {
             shut(c);
             g->timed_out++;
         }
@@ -149,10 +152,25 @@ void kd_guard_request_line(kd_guard *g, kd_guarded *c) {
     pthread_mutex_unlock(&g->lock);
 }
 
+void kd_guard_chunked(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    c->stall_from = now_s();
+    pthread_mutex_unlock(&g->lock);
+}
+
+void kd_guard_progress(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    if (c->stall_from > 0) c->stall_from = now_s();
+    pthread_mutex_unlock(&g->lock);
+}
+
 void kd_guard_received(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
     c->deadline = 0;
+    c->stall_from = 0;
     pthread_mutex_unlock(&g->lock);
 }
 

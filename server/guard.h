@@ -30,6 +30,13 @@ kd_guarded *kd_guard_open(kd_guard *g, int fd);
 void kd_guard_close(kd_guard *g, kd_guarded *c);
 /* The request line is in: the rest of the request has request-timeout seconds at most. */
 void kd_guard_request_line(kd_guard *g, kd_guarded *c);
+/* A chunked body began: until it is received, a pause of BODY_STALL seconds between two
+ * pieces of it closes the connection. A chunked body has no length to judge it by (a
+ * chunk size of ffffffffffffffff is legal syntax); clients and proxies send bodies
+ * without pausing, so a pause means a client that will not finish. */
+void kd_guard_chunked(kd_guard *g, kd_guarded *c);
+/* A piece of the body arrived. */
+void kd_guard_progress(kd_guard *g, kd_guarded *c);
 /* The request is wholly received: no deadline while it is answered. */
 void kd_guard_received(kd_guard *g, kd_guarded *c);
 /* The request completed and the connection stays open for the next one. */

@@ -360,6 +360,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         atomic_fetch_add(&h->in_flight, 1);
         *con_cls = r;
         screen(h, r);
+        const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+        if (te && !r->response) kd_guard_chunked(h->guard, guarded(conn));
         /* A refusal goes out now only when a body follows, to spare reading it (MHD then
          * closes the connection); otherwise at the final call, keeping the connection. */
         return r->response && (r->close || has_body(conn)) ? send_answer(r) : MHD_YES;
@@ -369,6 +371,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
+        kd_guard_progress(h->guard, guarded(conn));
         accumulate(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
