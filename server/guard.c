@@ -12,12 +12,14 @@
 #define TICK_NS    200000000L /* 0.2 s: how late a deadline may be enforced */
 #define LOG_EVERY  5.0        /* seconds between summary lines while shutting down */
 #define BODY_STALL 1.0        /* seconds a chunked body may pause (guard.h) */
+#define FIRST_LINE 1.0        /* seconds from accept to the first request line (guard.h) */
 
 struct kd_guarded {
     kd_guarded *prev, *next;
     int fd;
     double deadline;   /* 0: none */
     double stall_from; /* a chunked body's last progress; 0: not in one */
+    bool first;        /* no request line yet */
     bool shut;
 };
 
@@ -125,8 +127,9 @@ kd_guarded *kd_guard_open(kd_guard *g, int fd) {
     kd_guarded *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->fd = fd;
+    c->first = true;
     pthread_mutex_lock(&g->lock);
-    c->deadline = now_s() + g->request_timeout;
+    c->deadline = now_s() + (g->request_timeout < FIRST_LINE ? g->request_timeout : FIRST_LINE);
     c->next = &g->head;
     c->prev = g->head.prev;
     c->prev->next = c;
@@ -148,7 +151,8 @@ void kd_guard_request_line(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
     const double d = now_s() + g->request_timeout;
-    if (c->deadline == 0 || d < c->deadline) c->deadline = d;
+    if (c->first || c->deadline == 0 || d < c->deadline) c->deadline = d;
+    c->first = false;
     pthread_mutex_unlock(&g->lock);
 }
 

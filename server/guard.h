@@ -2,8 +2,9 @@
  *
  * libmicrohttpd's connection timeout is an idle timeout: every byte resets it, so a client
  * trickling one header byte every few seconds holds a connection forever. The guard gives
- * each connection an absolute deadline instead: request-timeout seconds after the
- * connection opens for its first request, connection-timeout seconds after a request
+ * each connection an absolute deadline instead: one second after the connection opens for
+ * its first request line (clients send it at once; a line that never ends, such as a TLS
+ * handshake on the plain port, is cut there), connection-timeout seconds after a request
  * completes for the next one (its request line included), and request-timeout seconds
  * after a request line for the rest of that request's headers and body. Once a request is
  * wholly received there is no deadline: answering it may take as long as the model needs.
