@@ -40,8 +40,8 @@ static const key_def keys[] = {
     {"connection-timeout", T_INT, AT(connection_timeout), "60", 1, 86400,
      "seconds before an idle connection is closed"},
     {"request-timeout", T_INT, AT(request_timeout), "10", 1, 86400,
-     "seconds from a request's first byte to its last (headers and body); slow senders "
-     "cannot extend it"},
+     "seconds from a request line to the request's last byte (headers and body); "
+     "slow senders cannot extend it"},
     {"max-connections", T_INT, AT(max_connections), "1000", 1, 1 << 20,
      "open connections at once (more are refused)"},
     {"max-connections-per-ip", T_INT, AT(max_connections_per_ip), "64", 1, 1 << 20,

@@ -23,7 +23,7 @@ typedef struct {
     char *api_key_file;
     int http_threads;
     int connection_timeout; /* seconds idle */
-    int request_timeout;    /* seconds from a request's first byte to its last */
+    int request_timeout;    /* seconds from a request line to the request's last byte */
     int max_connections, max_connections_per_ip;
     char *node_id; /* prefix of session ids; NULL until kd_config_load sets the host name */
     size_t max_body_bytes;
