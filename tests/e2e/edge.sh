@@ -92,6 +92,13 @@ grep -q "reload: max-candles: 100 -> 200" "$WORK/E.log" && pass "SIGHUP: the cha
     || fail "SIGHUP: the change is logged" "$(grep reload "$WORK/E.log")"
 http GET "$E/model"
 expect "SIGHUP: the new limit applies" 200 'd["limits"]["max_candles"] == 200'
+echo "no-such-key = 1" >>"$WORK/e.conf"
+kill -HUP "$PID_E"
+sleep 0.3
+kill -0 "$PID_E" 2>/dev/null && grep -q "reload: .*unknown key 'no-such-key'.*nothing changed" "$WORK/E.log" \
+    && pass "SIGHUP with a broken config file: logged, nothing changed, still running" \
+    || fail "SIGHUP with a broken config file: logged, nothing changed, still running" "$(grep reload "$WORK/E.log")"
+sed -i '/no-such-key/d' "$WORK/e.conf"
 
 # ---- inputs: float32 range, instants, year 9999, the same rules in every route -----------------
 
