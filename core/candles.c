@@ -69,6 +69,14 @@ int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float st
         }
         mean[c] = mu;
         std[c] = sqrtf(pairwise_sum(col, n) / (float)n);
+        if (!isfinite(mu) || !isfinite(std[c])) { /* float32 statistics, as upstream's */
+            free(col);
+            /* each value is valid; the model cannot serve their statistics: 422 */
+            return kr_fail_code(err, KR_E_FAILED,
+                                "candles.%s: too large for float32: the column's mean or "
+                                "standard deviation overflows; scale it down",
+                                kr_column_names[c]);
+        }
     }
     free(col);
     for (int i = 0; i < n; i++)

@@ -145,25 +145,29 @@ int st_open(st_file *f, const char *path, kr_error *err) {
         f->map = NULL;
         return kr_fail(err, "%s: cannot map: %s", path, strerror(e));
     }
-    const unsigned char *p = f->map;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = (hlen << 8) | p[i];
-    if (hlen > f->map_size - 8) {
-        kr_fail(err,
-                "%s: header length %llu exceeds the file size %zu: truncated or not a "
-                "safetensors file",
-                path, (unsigned long long)hlen, f->map_size);
-        st_close(f);
-        return -1;
-    }
-    f->data = p + 8 + hlen;
-    f->data_size = f->map_size - 8 - (size_t)hlen;
-    if (parse_header(f, (const char *)p + 8, (size_t)hlen, err) != 0) {
+    if (st_parse(f, f->map, f->map_size, path, err) != 0) {
         st_close(f);
         return -1;
     }
     return 0;
+}
+
+int st_parse(st_file *f, const void *buf, size_t size, const char *name, kr_error *err) {
+    if (name != f->path) snprintf(f->path, sizeof f->path, "%s", name);
+    if (size < 8)
+        return kr_fail(err, "%s: %zu bytes is too short for a safetensors file", f->path, size);
+    const unsigned char *p = buf;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = (hlen << 8) | p[i];
+    if (hlen > size - 8)
+        return kr_fail(err,
+                       "%s: header length %llu exceeds the file size %zu: truncated or not a "
+                       "safetensors file",
+                       f->path, (unsigned long long)hlen, size);
+    f->data = p + 8 + hlen;
+    f->data_size = size - 8 - (size_t)hlen;
+    return parse_header(f, (const char *)p + 8, (size_t)hlen, err);
 }
 
 void st_close(st_file *f) {

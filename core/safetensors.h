@@ -31,6 +31,9 @@ typedef struct {
 /* Maps `path` and validates its header: every offset within the file, every size
  * consistent with dtype and shape. */
 int st_open(st_file *f, const char *path, kr_error *err);
+/* Validates the header of a whole file already in memory, buf[size] (which must outlive f;
+ * st_open maps and calls this; the fuzzer calls it directly). name is for messages. */
+int st_parse(st_file *f, const void *buf, size_t size, const char *name, kr_error *err);
 void st_close(st_file *f);
 const st_tensor *st_find(const st_file *f, const char *name);
 /* Converts a float tensor (F32, F16 or BF16) into dst[numel]. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef enum { T_STRING, T_INT, T_BYTES, T_BOOL } key_type;
 
@@ -39,6 +40,15 @@ static const key_def keys[] = {
      "HTTP threads (parse and answer; never run the model)"},
     {"connection-timeout", T_INT, AT(connection_timeout), "60", 1, 86400,
      "seconds before an idle connection is closed"},
+    {"read-timeout", T_INT, AT(read_timeout), "10", 1, 86400,
+     "seconds from a request line to the request's last byte (headers and body); "
+     "slow senders cannot extend it"},
+    {"max-connections", T_INT, AT(max_connections), "1000", 1, 1 << 20,
+     "open connections at once (more are refused)"},
+    {"max-connections-per-ip", T_INT, AT(max_connections_per_ip), "64", 1, 1 << 20,
+     "open connections from one client address"},
+    {"node-id", T_STRING, AT(node_id), NULL, 0, 0,
+     "this node's name, the prefix of its session ids (default: the host name)"},
     {"max-body-bytes", T_BYTES, AT(max_body_bytes), "8M", 1024, GIB,
      "largest request body (413 above)"},
     {"workers", T_INT, AT(workers), "0", 0, 256, "inference threads (0: one per online CPU)"},
@@ -70,6 +80,8 @@ static const key_def keys[] = {
     {"shutdown-timeout", T_INT, AT(shutdown_timeout), "30", 0, 86400,
      "seconds to finish requests in flight on SIGTERM"},
     {"access-log", T_BOOL, AT(access_log), "true", 0, 0, "one line per request on stderr"},
+    {"log-file", T_STRING, AT(log_file), NULL, 0, 0,
+     "append the log to this file instead of stderr (reopened on SIGHUP)"},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
@@ -174,10 +186,32 @@ static char *trim(char *s) {
     return s;
 }
 
-/* `key = value` lines; `#` starts a comment; blank lines are fine. */
-static int load_file(kd_config *c, const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "r");
-    if (!f) return fail(err, errlen, "--config %s: %s", path, strerror(errno));
+/* Cuts a comment: `#` at the start of the line or after whitespace, so that a value such
+ * as `/srv/m#1` keeps its `#`. Inside double quotes nothing is a comment. */
+static void cut_comment(char *line) {
+    bool quoted = false;
+    for (char *p = line; *p; p++) {
+        if (*p == '"') quoted = !quoted;
+        if (*p == '#' && !quoted && (p == line || isspace((unsigned char)p[-1]))) {
+            *p = '\0';
+            return;
+        }
+    }
+}
+
+/* A value in double quotes loses them (to keep spaces or a ` #`); else it is as written. */
+static int unquote(char **value, const char *where, char *err, size_t errlen) {
+    char *v = *value;
+    const size_t n = strlen(v);
+    if (n == 0 || (v[0] != '"' && v[n - 1] != '"')) return 0;
+    if (n < 2 || v[0] != '"' || v[n - 1] != '"' || memchr(v + 1, '"', n - 2))
+        return fail(err, errlen, "%s: unbalanced quotes in '%s'", where, v);
+    v[n - 1] = '\0';
+    *value = v + 1;
+    return 0;
+}
+
+int kd_config_parse_stream(kd_config *c, FILE *f, const char *path, char *err, size_t errlen) {
     char line[4096], where[PATH_MAX + 32];
     int lineno = 0, rc = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
@@ -187,8 +221,7 @@ static int load_file(kd_config *c, const char *path, char *err, size_t errlen) {
             rc = fail(err, errlen, "%s: line too long", where);
             break;
         }
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
+        cut_comment(line);
         char *s = trim(line);
         if (*s == '\0') continue;
         char *eq = strchr(s, '=');
@@ -197,14 +230,22 @@ static int load_file(kd_config *c, const char *path, char *err, size_t errlen) {
             break;
         }
         *eq = '\0';
-        const char *name = trim(s), *value = trim(eq + 1);
+        const char *name = trim(s);
+        char *value = trim(eq + 1);
         const key_def *k = find_key(name);
         if (!k)
             rc = fail(err, errlen, "%s: unknown key '%s' (see kronosd serve --help)", where, name);
-        else
+        else if ((rc = unquote(&value, where, err, errlen)) == 0)
             rc = set_key(c, k, value, where, err, errlen);
     }
     if (rc == 0 && ferror(f)) rc = fail(err, errlen, "--config %s: read error", path);
+    return rc;
+}
+
+static int load_file(kd_config *c, const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) return fail(err, errlen, "--config %s: %s", path, strerror(errno));
+    const int rc = kd_config_parse_stream(c, f, path, err, errlen);
     fclose(f);
     return rc;
 }
@@ -226,7 +267,28 @@ const char *kd_flag_value(int argc, char **argv, int *i, char *name, size_t n) {
     return *i + 1 < argc ? argv[++*i] : NULL;
 }
 
-static int check(const kd_config *c, char *err, size_t errlen) {
+/* The node id goes into session ids and an nginx map matches it in paths: a short, plain
+ * name. By default, the first label of the host name. */
+static int check_node_id(kd_config *c, char *err, size_t errlen) {
+    if (!c->node_id) {
+        char host[256] = "";
+        if (gethostname(host, sizeof host - 1) < 0 || !*host) snprintf(host, sizeof host, "node");
+        host[strcspn(host, ".")] = '\0';
+        if (!(c->node_id = strdup(host))) return fail(err, errlen, "node-id: out of memory");
+    }
+    const size_t n = strlen(c->node_id);
+    if (n == 0 || n > KD_NODE_ID_MAX ||
+        strspn(c->node_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            n)
+        return fail(err, errlen,
+                    "node-id '%s': expected 1 to %d letters, digits, '_', '.' or '-' (the "
+                    "default is the host name; set node-id when that does not fit)",
+                    c->node_id, KD_NODE_ID_MAX);
+    return 0;
+}
+
+static int check(kd_config *c, char *err, size_t errlen) {
+    if (check_node_id(c, err, errlen) < 0) return -1;
     if (c->model && (c->tokenizer || c->predictor))
         return fail(err, errlen, "give model or tokenizer and predictor, not both");
     if (!c->model && (!c->tokenizer || !c->predictor))
@@ -250,6 +312,17 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
         free(c->config_file);
         if (!(c->config_file = strdup(value))) return fail(err, errlen, "out of memory");
         if (load_file(c, value, err, errlen) < 0) return -1;
+    }
+    /* a model given by flags replaces the file's, whichever form either uses */
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) != 0) continue;
+        kd_flag_value(argc, argv, &i, name, sizeof name);
+        if (strcmp(name, "--model") == 0 || strcmp(name, "--tokenizer") == 0 ||
+            strcmp(name, "--predictor") == 0) {
+            free(c->model), free(c->tokenizer), free(c->predictor);
+            c->model = c->tokenizer = c->predictor = NULL;
+            break;
+        }
     }
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--", 2) != 0)
@@ -276,6 +349,65 @@ void kd_config_free(kd_config *c) {
     c->config_file = NULL;
 }
 
+static void format_value(const kd_config *c, const key_def *k, char *out, size_t n) {
+    const char *base = (const char *)c + k->offset;
+    switch (k->type) {
+    case T_STRING:
+        snprintf(out, n, "%s", *(char *const *)base ? *(char *const *)base : "(unset)");
+        return;
+    case T_INT:
+        snprintf(out, n, "%d", *(const int *)base);
+        return;
+    case T_BYTES:
+        snprintf(out, n, "%zu", *(const size_t *)base);
+        return;
+    case T_BOOL:
+        snprintf(out, n, "%s", *(const bool *)base ? "true" : "false");
+        return;
+    }
+}
+
+int kd_config_diff(const kd_config *a, const kd_config *b, kd_config_change_fn fn, void *ctx) {
+    int changed = 0;
+    for (size_t i = 0; i < N_KEYS; i++) {
+        char va[512], vb[512];
+        format_value(a, &keys[i], va, sizeof va);
+        format_value(b, &keys[i], vb, sizeof vb);
+        if (strcmp(va, vb) != 0) {
+            changed++;
+            fn(ctx, keys[i].key, va, vb);
+        }
+    }
+    return changed;
+}
+
+int kd_config_copy_key(kd_config *dst, const kd_config *src, const char *key) {
+    const key_def *k = find_key(key);
+    if (!k) return -1;
+    const char *from = (const char *)src + k->offset;
+    char *to = (char *)dst + k->offset;
+    switch (k->type) {
+    case T_STRING: {
+        const char *v = *(char *const *)from;
+        char *copy = v ? strdup(v) : NULL;
+        if (v && !copy) return -1;
+        free(*(char **)to);
+        *(char **)to = copy;
+        return 0;
+    }
+    case T_INT:
+        *(int *)to = *(const int *)from;
+        return 0;
+    case T_BYTES:
+        *(size_t *)to = *(const size_t *)from;
+        return 0;
+    case T_BOOL:
+        *(bool *)to = *(const bool *)from;
+        return 0;
+    }
+    return -1;
+}
+
 void kd_config_usage(FILE *out) {
     fputs("Usage: kronosd serve (--model DIR | --tokenizer DIR --predictor DIR) [OPTIONS]\n"
           "\n"
@@ -294,5 +426,10 @@ void kd_config_usage(FILE *out) {
         if (keys[i].def) fprintf(out, " [%s]", keys[i].def);
         fputc('\n', out);
     }
-    fputs("\nSIZE takes K, M or G (binary). SIGTERM or SIGINT drains and exits 0.\n", out);
+    fputs("\nSIZE takes K, M or G (binary). SIGTERM or SIGINT drains and exits 0. SIGHUP\n"
+          "reopens the log and re-reads the file and flags: api-key-file (the key is read\n"
+          "again), request limits, read-timeout, request-timeout, shutdown-timeout, access-log and "
+          "log-file\n"
+          "apply at once; other keys are logged as needing a restart.\n",
+          out);
 }

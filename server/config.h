@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#define KD_NODE_ID_MAX 32
+
 typedef struct {
     /* model */
     char *model, *tokenizer, *predictor;
@@ -20,7 +22,10 @@ typedef struct {
     int port;
     char *api_key_file;
     int http_threads;
-    int connection_timeout; /* seconds */
+    int connection_timeout; /* seconds idle */
+    int read_timeout;       /* seconds from a request line to the request's last byte */
+    int max_connections, max_connections_per_ip;
+    char *node_id; /* prefix of session ids; NULL until kd_config_load sets the host name */
     size_t max_body_bytes;
     /* compute */
     int workers;         /* 0: one per online CPU */
@@ -41,6 +46,7 @@ typedef struct {
     /* lifecycle */
     int shutdown_timeout; /* seconds */
     bool access_log;
+    char *log_file;    /* NULL: stderr */
     char *config_file; /* the file read, if any */
 } kd_config;
 
@@ -49,6 +55,18 @@ typedef struct {
  * err that names the key and where it came from. *c must be freed either way. */
 int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen);
 void kd_config_free(kd_config *c);
+
+/* Reads `key = value` lines from f into *c (path names f in messages): a `#` at the start
+ * of a line or after whitespace starts a comment, and a value may be in double quotes.
+ * 0, or -1 with a message naming the line. (kd_config_load reads --config with this.) */
+int kd_config_parse_stream(kd_config *c, FILE *f, const char *path, char *err, size_t errlen);
+
+/* Calls fn for every key whose value differs between a and b, with both values written
+ * as in the file; returns how many differ. */
+typedef void (*kd_config_change_fn)(void *ctx, const char *key, const char *was, const char *now);
+int kd_config_diff(const kd_config *a, const kd_config *b, kd_config_change_fn fn, void *ctx);
+/* dst's value of key becomes src's; -1 for an unknown key or out of memory. */
+int kd_config_copy_key(kd_config *dst, const kd_config *src, const char *key);
 
 /* The flags with their defaults, for --help. */
 void kd_config_usage(FILE *out);

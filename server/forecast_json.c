@@ -58,11 +58,11 @@ static int alloc_arrays(kd_candles *cd, size_t n, const bool present[KR_D_IN], c
     return 0;
 }
 
-static int check_increasing(const int64_t *t, size_t i, const char *path, char *err,
-                            size_t errlen) {
-    if (i > 0 && t[i] <= t[i - 1])
-        return kd_fail(err, errlen, "%s: not after the previous timestamp", path);
-    return 0;
+/* The candles' timestamps on one clock, the last one's offset, checked in order. */
+static int align_candles(kd_candles *cd, const int *offsets, const char *path_fmt, char *err,
+                         size_t errlen) {
+    return kd_align_timestamps(cd->timestamps, offsets, (size_t)cd->n,
+                               kd_form_offset(&cd->time_form), NULL, path_fmt, err, errlen);
 }
 
 /* {"timestamps": [...], "open": [...], ...} */
@@ -93,13 +93,18 @@ static int parse_columnar(const json_t *obj, int min_count, int max_count, kd_ca
     if (check_present(present, "candles.", err, errlen) < 0) return -1;
     if (alloc_arrays(cd, n, present, err, errlen) < 0) return -1;
 
-    for (size_t i = 0; i < n; i++) {
+    int *offsets = malloc((n ? n : 1) * sizeof *offsets);
+    if (!offsets) return kd_fail(err, errlen, "candles: out of memory for %zu candles", n);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         snprintf(path, sizeof path, "candles.timestamps[%zu]", i);
-        if (kd_get_timestamp(json_array_get(ts, i), path, &cd->timestamps[i], &cd->time_form, err,
-                             errlen) < 0 ||
-            check_increasing(cd->timestamps, i, path, err, errlen) < 0)
-            return -1;
+        rc = kd_get_timestamp(json_array_get(ts, i), path, &cd->timestamps[i], &cd->time_form, err,
+                              errlen);
+        offsets[i] = kd_form_offset(&cd->time_form);
     }
+    if (rc == 0) rc = align_candles(cd, offsets, "candles.timestamps[%zu]", err, errlen);
+    free(offsets);
+    if (rc < 0) return -1;
     for (int c = 0; c < KR_D_IN; c++) {
         for (size_t i = 0; present[c] && i < n; i++) {
             snprintf(path, sizeof path, "candles.%s[%zu]", kr_column_names[c], i);
@@ -112,7 +117,7 @@ static int parse_columnar(const json_t *obj, int min_count, int max_count, kd_ca
 
 /* One row {"timestamp": t, "open": o, ...}; present[] comes from the first row. */
 static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN], kd_candles *cd,
-                     char *err, size_t errlen) {
+                     int *offset, char *err, size_t errlen) {
     char path[KD_PATH_LEN];
     snprintf(path, sizeof path, "candles[%zu]", i);
     if (!json_is_object(row)) return kd_wrong(row, path, "an object", err, errlen);
@@ -125,9 +130,9 @@ static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN], k
         return kd_fail(err, errlen, "%s: both \"timestamp\" and \"timestamps\" given", path);
     snprintf(path, sizeof path, "candles[%zu].timestamp%s", i, t2 ? "s" : "");
     if (!t1 && !t2) return kd_fail(err, errlen, "%s: missing", path);
-    if (kd_get_timestamp(t1 ? t1 : t2, path, &cd->timestamps[i], &cd->time_form, err, errlen) < 0 ||
-        check_increasing(cd->timestamps, i, path, err, errlen) < 0)
+    if (kd_get_timestamp(t1 ? t1 : t2, path, &cd->timestamps[i], &cd->time_form, err, errlen) < 0)
         return -1;
+    *offset = kd_form_offset(&cd->time_form);
 
     for (int c = 0; c < KR_D_IN; c++) {
         const json_t *v = kd_field(row, kr_column_names[c]);
@@ -156,9 +161,13 @@ static int parse_rows(const json_t *rows, int min_count, int max_count, kd_candl
         present[c] = kd_field(first, kr_column_names[c]) != NULL;
     if (check_present(present, "candles[0].", err, errlen) < 0) return -1;
     if (alloc_arrays(cd, n, present, err, errlen) < 0) return -1;
-    for (size_t i = 0; i < n; i++)
-        if (parse_row(json_array_get(rows, i), i, present, cd, err, errlen) < 0) return -1;
-    return 0;
+    int *offsets = malloc(n * sizeof *offsets), rc = 0;
+    if (!offsets) return kd_fail(err, errlen, "candles: out of memory for %zu candles", n);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = parse_row(json_array_get(rows, i), i, present, cd, &offsets[i], err, errlen);
+    if (rc == 0) rc = align_candles(cd, offsets, "candles[%zu].timestamp", err, errlen);
+    free(offsets);
+    return rc;
 }
 
 int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *out, char *err,
@@ -240,14 +249,37 @@ static int parse_future(const json_t *body, kd_forecast_input *in, char *err, si
         return kd_fail(err, errlen, "future_timestamps: out of memory for %d values", p);
 
     const int64_t last = in->candles.timestamps[in->candles.n - 1];
-    for (int i = 0; i < p; i++) {
+    int *offsets = malloc((size_t)p * sizeof *offsets), rc = 0;
+    if (!offsets) return kd_fail(err, errlen, "future_timestamps: out of memory for %d values", p);
+    for (int i = 0; rc == 0 && i < p; i++) {
+        kd_time_form form;
         snprintf(path, sizeof path, "future_timestamps[%d]", i);
-        if (kd_get_timestamp(json_array_get(ft, (size_t)i), path, &in->future_timestamps[i], NULL,
-                             err, errlen) < 0)
-            return -1;
-        if (i == 0 && in->future_timestamps[0] <= last)
-            return kd_fail(err, errlen, "%s: not after the last context timestamp", path);
-        if (check_increasing(in->future_timestamps, (size_t)i, path, err, errlen) < 0) return -1;
+        rc = kd_get_timestamp(json_array_get(ft, (size_t)i), path, &in->future_timestamps[i], &form,
+                              err, errlen);
+        offsets[i] = kd_form_offset(&form);
+    }
+    if (rc == 0)
+        rc = kd_align_timestamps(in->future_timestamps, offsets, (size_t)p,
+                                 kd_form_offset(&in->candles.time_form), &last,
+                                 "future_timestamps[%zu]", err, errlen);
+    free(offsets);
+    return rc;
+}
+
+/* Without future_timestamps the core continues at the last interval; the response must
+ * still be writable, so the last step may not pass 9999-12-31T23:59:59. */
+static int check_year_9999(const kd_forecast_input *in, char *err, size_t errlen) {
+    const int n = in->candles.n, p = in->req.horizon;
+    if (in->future_timestamps || n < 2) return 0;
+    const int64_t last = in->candles.timestamps[n - 1], step = last - in->candles.timestamps[n - 2];
+    if (step > 0 && p > (KD_WALL_MAX - last) / step) {
+        char when[KD_TIMESTAMP_MAX];
+        kd_format_timestamp(last, in->candles.time_form.tz_offset_min, in->candles.time_form.has_tz,
+                            when, sizeof when);
+        return kd_fail(err, errlen,
+                       "horizon: %d steps of %lld s after %s run past year 9999, the last a "
+                       "timestamp can be written in; the horizon may be at most %lld here",
+                       p, (long long)step, when, (long long)((KD_WALL_MAX - last) / step));
     }
     return 0;
 }
@@ -317,6 +349,7 @@ static int parse_options_of(const json_t *body, int model_max_context,
                             const kd_forecast_limits *lim, kd_forecast_input *in, char *err,
                             size_t errlen) {
     if (parse_horizon(body, lim, in, err, errlen) < 0 || parse_future(body, in, err, errlen) < 0 ||
+        check_year_9999(in, err, errlen) < 0 ||
         parse_samples(body, lim, &in->req, err, errlen) < 0 ||
         kd_sampling_parse(body, &in->req.sampling, &in->req.seed, err, errlen) < 0 ||
         parse_options(body, model_max_context, &in->req, err, errlen) < 0 ||

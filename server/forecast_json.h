@@ -12,8 +12,11 @@
  * "close": [...], "volume"?: [...], "amount"?: [...]}, or a list of rows,
  * [{"timestamp": t, "open": o, ...}, ...] (the key "timestamps" is also accepted in a row).
  * A timestamp is an ISO 8601 string or Unix seconds (a JSON number); either way it is taken
- * as the wall clock written (see timefmt.h), and order is checked on those walls. The
- * response writes timestamps the way the last context timestamp was written. An unknown
+ * as the wall clock written (see timefmt.h). Timestamps written with different zone offsets
+ * are compared as instants: every one is put on the clock of the last context timestamp
+ * (naive ones and Unix seconds count as UTC), then they must increase. The response writes
+ * timestamps the way the last context timestamp was written; a horizon that would run past
+ * year 9999 is refused. Numbers must fit float32, as the model computes in it. An unknown
  * field is an error naming it (and, for upstream Kronos's names, the field to use); a null
  * optional field counts as absent. Quantile levels must be distinct.
  */
@@ -41,7 +44,7 @@ extern const kd_forecast_limits kd_forecast_default_limits;
 /* Parsed candles (CANDLES above). They own their arrays. */
 typedef struct {
     int n;
-    int64_t *timestamps;      /* [n] walls, strictly increasing */
+    int64_t *timestamps;      /* [n] walls on the last one's clock, strictly increasing */
     double *columns[KR_D_IN]; /* [n]; volume and amount may be NULL */
     kd_time_form time_form;   /* how the last timestamp was written */
 } kd_candles;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -15,12 +16,16 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <errno.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "json_fields.h"
 #include "json_out.h"
+#include "forecast_json.h"
+#include "guard.h"
 #include "log.h"
 #include "routes.h"
 
@@ -31,6 +36,7 @@
 struct kd_http {
     kd_app *app;
     struct MHD_Daemon *daemon;
+    kd_guard *guard;
     unsigned port;
     unsigned boot_id; /* random: request ids differ across restarts */
     atomic_ullong next_request;
@@ -49,6 +55,7 @@ struct kd_request {
     char *body;
     size_t len, cap;
     bool too_large;
+    bool close;                    /* close the connection after the answer */
     bool deferred;                 /* suspended until a worker replies */
     bool answered;                 /* a response was handed to MHD */
     struct MHD_Response *response; /* the answer, not yet handed to MHD */
@@ -127,6 +134,9 @@ static void set_response(kd_request *r, int status, struct MHD_Response *resp) {
         }
         if (status == MHD_HTTP_UNAUTHORIZED)
             MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+        /* a draining node asks clients (and proxies) to take their next request elsewhere */
+        if (atomic_load(&r->http->app->state) == KD_DRAINING)
+            MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     }
     if (r->response) MHD_destroy_response(r->response); /* a later answer wins */
     r->response = resp;
@@ -318,10 +328,11 @@ static void assign_id(kd_http *h, kd_request *r) {
 
 /* Constant time in the key's content, so that timing does not reveal how much matched. */
 static bool authorized(const kd_app *app, struct MHD_Connection *conn) {
-    if (!app->api_key) return true;
+    const char *key = atomic_load(&((kd_app *)app)->api_key);
+    if (!key) return true;
     const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
     if (!auth || strncmp(auth, "Bearer ", 7) != 0) return false;
-    const char *given = auth + 7, *key = app->api_key;
+    const char *given = auth + 7;
     const size_t n = strlen(given), k = strlen(key);
     unsigned char diff = n != k;
     for (size_t i = 0; i < k; i++)
@@ -329,11 +340,61 @@ static bool authorized(const kd_app *app, struct MHD_Connection *conn) {
     return diff == 0;
 }
 
+/* What the headers say about the body's framing. */
+typedef struct {
+    int content_length, transfer_encoding; /* how many of each */
+    bool length_ok;                        /* every Content-Length is plain digits */
+    const char *coding;                    /* the (last) Transfer-Encoding */
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value) {
+    framing *f = cls;
+    (void)kind;
+    if (strcasecmp(key, "Content-Length") == 0) {
+        f->content_length++;
+        if (!value || !*value || strspn(value, "0123456789") != strlen(value)) f->length_ok = false;
+    } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
+        f->transfer_encoding++;
+        f->coding = value ? value : "";
+    }
+    return MHD_YES;
+}
+
+/* Refuses a body whose length two parties could read differently (request smuggling
+ * through a proxy): repeated or malformed Content-Length, Content-Length with
+ * Transfer-Encoding, codings other than chunked. The connection is then closed, since
+ * where this request ends is exactly what is in doubt. True after replying. */
+static bool refuse_framing(kd_request *r) {
+    framing f = {.length_ok = true};
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_framing, &f);
+    r->close = true;
+    if (f.content_length > 1)
+        kd_reply_error(r, 400, "bad_framing",
+                       "Content-Length given %d times; send it once (or use chunked encoding)",
+                       f.content_length);
+    else if (f.content_length == 1 && !f.length_ok)
+        kd_reply_error(r, 400, "bad_framing", "Content-Length is not a plain decimal number");
+    else if (f.content_length && f.transfer_encoding)
+        kd_reply_error(r, 400, "bad_framing",
+                       "Content-Length and Transfer-Encoding together; send one of them");
+    else if (f.transfer_encoding > 1)
+        kd_reply_error(r, 400, "bad_framing", "Transfer-Encoding given %d times; send it once",
+                       f.transfer_encoding);
+    else if (f.transfer_encoding && strcasecmp(f.coding, "chunked") != 0)
+        kd_reply_error(r, 501, "unsupported_transfer_coding",
+                       "Transfer-Encoding: only chunked is supported");
+    else
+        r->close = false;
+    return r->close;
+}
+
 /* Decides at the headers whether the request is refused before its body is read. */
 static void screen(kd_http *h, kd_request *r) {
     kd_app *app = h->app;
     int status = 0;
     char allow[ALLOW_MAX];
+    if (refuse_framing(r)) return;
     r->route = kd_routes_match(r->method, r->path, &r->endpoint, &status, allow, sizeof allow);
     if (status == 404) {
         kd_reply_error(r, 404, "not_found", "no endpoint %s (see the API in README.md)", r->path);
@@ -392,6 +453,12 @@ static void accumulate(kd_request *r, const char *data, size_t n) {
     r->len += n;
 }
 
+static kd_guarded *guarded(struct MHD_Connection *conn) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static bool has_body(struct MHD_Connection *conn) {
     const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
     return (cl && strtoull(cl, NULL, 10) > 0) ||
@@ -400,6 +467,8 @@ static bool has_body(struct MHD_Connection *conn) {
 
 static enum MHD_Result send_answer(kd_request *r) {
     r->answered = true;
+    kd_guard_received(r->http->guard, guarded(r->conn));
+    if (r->close) MHD_add_response_header(r->response, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, r->response);
     MHD_destroy_response(r->response); /* MHD holds its own reference */
     r->response = NULL;
@@ -427,20 +496,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         atomic_fetch_add(&h->in_flight, 1);
         *con_cls = r;
         screen(h, r);
+        const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
+        if (te && !r->response) kd_guard_chunked(h->guard, guarded(conn));
         /* A refusal goes out now only when a body follows, to spare reading it (MHD then
          * closes the connection); otherwise at the final call, keeping the connection. */
-        return r->response && has_body(conn) ? send_answer(r) : MHD_YES;
+        return r->response && (r->close || has_body(conn)) ? send_answer(r) : MHD_YES;
     }
     if (r->answered) { /* refused early: whatever else comes is dropped */
         *upload_data_size = 0;
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
+        kd_guard_progress(h->guard, guarded(conn));
         accumulate(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         return MHD_YES;
     }
-    if (r->response) return send_answer(r); /* a worker's answer, after the resume */
+    if (r->response) return send_answer(r);     /* a worker's answer, after the resume */
+    kd_guard_received(h->guard, guarded(conn)); /* answering has no deadline */
     if (r->too_large) {
         kd_reply_error(r, 413, "body_too_large", "request body: over the limit of %zu bytes",
                        h->app->cfg.max_body_bytes);
@@ -463,10 +536,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     kd_http *h = cls;
     kd_request *r = *con_cls;
-    (void)conn;
     if (!r) return;
     const double secs = now_s() - r->t0;
     kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) kd_guard_completed(h->guard, guarded(conn));
     if (h->app->cfg.access_log) {
         char path[256];
         loggable(r->path, path, sizeof path);
@@ -481,9 +554,47 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub(&h->in_flight, 1);
 }
 
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    kd_http *h = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? kd_guard_open(h->guard, ci->connect_fd) : NULL;
+        if (!*socket_context) kd_log("http: a connection without a deadline (out of memory)");
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        kd_guard_close(h->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
+/* Called when a request line is in, before its headers: from here the request has
+ * read-timeout seconds. Returns the request's initial state (none yet). */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
+    kd_http *h = cls;
+    (void)uri;
+    kd_guard_request_line(h->guard, guarded(conn));
+    return NULL;
+}
+
+/* libmicrohttpd's own messages, at most MHD_LOG_BURST a second: a flood of bad clients
+ * must not become a flood of log lines. */
+#define MHD_LOG_BURST 10
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static time_t second;
+    static unsigned in_second, dropped;
     char msg[512];
     (void)cls;
+    const time_t now = time(NULL);
+    pthread_mutex_lock(&lock);
+    const unsigned was_dropped = now != second ? dropped : 0;
+    if (now != second) second = now, in_second = 0, dropped = 0;
+    const bool quiet = ++in_second > MHD_LOG_BURST;
+    dropped += quiet;
+    pthread_mutex_unlock(&lock);
+    if (was_dropped) kd_log("http: %u more messages like these were not logged", was_dropped);
+    if (quiet) return;
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
     kd_log("http: %s", msg);
@@ -491,20 +602,54 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ---- daemon ------------------------------------------------------------------------------ */
 
-kd_http *kd_http_start(kd_app *app, char *err, size_t errlen) {
-    const kd_config *c = &app->cfg;
+/* The listening socket, bound here rather than by libmicrohttpd so that a failure names
+ * the address and port asked for and the reason. -1 after a message in err. */
+static int listen_on(const kd_config *c, bool *v6, char *err, size_t errlen) {
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
     char port[16];
     snprintf(port, sizeof port, "%d", c->port);
-    int gai = getaddrinfo(c->host, port, &hints, &ai);
+    const int gai = getaddrinfo(c->host, port, &hints, &ai);
     if (gai != 0) {
-        snprintf(err, errlen, "host %s: %s", c->host, gai_strerror(gai));
-        return NULL;
+        snprintf(err, errlen, "cannot listen on %s port %d: %s", c->host, c->port,
+                 gai_strerror(gai));
+        return -1;
     }
+    const char *what = "socket";
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
+            what = "bind";
+        else if (listen(fd, 1024) < 0)
+            what = "listen";
+        else
+            what = NULL;
+    }
+    const bool ipv6 = strchr(c->host, ':') != NULL;
+    if (what) {
+        snprintf(err, errlen, "cannot listen on %s%s%s:%d: %s: %s%s", ipv6 ? "[" : "", c->host,
+                 ipv6 ? "]" : "", c->port, what, strerror(errno),
+                 errno == EADDRINUSE      ? " (another process has this port; see ss -ltnp)"
+                 : errno == EADDRNOTAVAIL ? " (not an address of this host)"
+                                          : "");
+        if (fd >= 0) close(fd);
+        fd = -1;
+    }
+    *v6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    return fd;
+}
+
+kd_http *kd_http_start(kd_app *app, char *err, size_t errlen) {
+    const kd_config *c = &app->cfg;
+    bool v6 = false;
+    const int fd = listen_on(c, &v6, err, errlen);
+    if (fd < 0) return NULL;
     kd_http *h = calloc(1, sizeof *h);
-    if (!h) {
-        freeaddrinfo(ai);
-        snprintf(err, errlen, "http: out of memory");
+    if (!h || !(h->guard = kd_guard_start(c->read_timeout, c->connection_timeout))) {
+        free(h);
+        close(fd);
+        snprintf(err, errlen, "http: out of memory (or no thread) for the connection guard");
         return NULL;
     }
     h->app = app;
@@ -512,16 +657,20 @@ kd_http *kd_http_start(kd_app *app, char *err, size_t errlen) {
         h->boot_id = (unsigned)getpid() ^ (unsigned)time(NULL);
 
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    if (v6) flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-        MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)c->connection_timeout, MHD_OPTION_END);
-    freeaddrinfo(ai);
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_URI_LOG_CALLBACK,
+        on_request_line, h, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->http_threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)c->connection_timeout, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)c->max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)c->max_connections_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
-        snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address of this host?)",
-                 c->host, c->port);
+        snprintf(err, errlen, "http: cannot start serving on %s:%d (see the line above)", c->host,
+                 c->port);
+        kd_guard_stop(h->guard);
+        close(fd);
         free(h);
         return NULL;
     }
@@ -534,9 +683,8 @@ unsigned kd_http_port(const kd_http *h) {
     return h->port;
 }
 
-void kd_http_quiesce(kd_http *h) {
-    MHD_socket fd = MHD_quiesce_daemon(h->daemon);
-    if (fd != MHD_INVALID_SOCKET) close(fd);
+void kd_http_set_timeouts(kd_http *h, int read_timeout, int connection_timeout) {
+    kd_guard_set_timeouts(h->guard, read_timeout, connection_timeout);
 }
 
 int kd_http_in_flight(kd_http *h) {
@@ -546,5 +694,6 @@ int kd_http_in_flight(kd_http *h) {
 void kd_http_stop(kd_http *h) {
     if (!h) return;
     MHD_stop_daemon(h->daemon);
+    kd_guard_stop(h->guard);
     free(h);
 }

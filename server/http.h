@@ -24,8 +24,8 @@ typedef struct kd_request kd_request;
 /* Listens on cfg.host:cfg.port; NULL after a message in err. */
 kd_http *kd_http_start(kd_app *app, char *err, size_t errlen);
 unsigned kd_http_port(const kd_http *h); /* the bound port (for port 0) */
-/* Stops accepting connections; requests on open connections still complete. */
-void kd_http_quiesce(kd_http *h);
+/* The guard's deadlines (guard.h), for SIGHUP. */
+void kd_http_set_timeouts(kd_http *h, int read_timeout, int connection_timeout);
 /* Requests received and not yet completed. */
 int kd_http_in_flight(kd_http *h);
 /* Closes every connection and frees h. No request may be deferred any more. */

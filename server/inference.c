@@ -17,6 +17,7 @@
 #include "json_fields.h"
 #include "query_params.h"
 #include "scheduler.h"
+#include "routes.h"
 #include "tokens_json.h"
 
 #define MSG_MAX 512
@@ -477,7 +478,10 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
     g->job.run = run_generate;
     g->sjob.add = generate_add;
     g->sjob.done = generate_done;
-    const int bad = kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg);
+    char path_id[KD_SESSION_ARG_MAX + 2]; /* /sessions/{id}/generate names the session */
+    const int bad = kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg) < 0 ||
+                    (kd_path_session(kd_request_path(r), path_id, sizeof path_id) &&
+                     kd_generate_set_session(&g->in, path_id, msg, sizeof msg) < 0);
     json_decref(body);
     if (bad) {
         generate_job_free(g);

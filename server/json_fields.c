@@ -1,7 +1,9 @@
 /* json_fields.c — reading request fields with messages that name them. */
 #include "json_fields.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -110,6 +112,10 @@ int kd_get_number(const json_t *v, const char *path, double *out, char *err, siz
     /* Strict JSON cannot carry these, but a caller may build a json_t by other means. */
     if (isnan(x)) return kd_fail(err, errlen, "%s: NaN is not allowed", path);
     if (isinf(x)) return kd_fail(err, errlen, "%s: infinity is not allowed", path);
+    /* the model computes in float32, where this would become infinity */
+    if (fabs(x) > FLT_MAX)
+        return kd_fail(err, errlen, "%s: %g is outside the float32 range (magnitude up to %.6g)",
+                       path, x, (double)FLT_MAX);
     *out = x;
     return 0;
 }
@@ -134,7 +140,11 @@ int kd_opt_real(const json_t *body, const char *key, bool (*ok)(double), const c
     const json_t *v = kd_field(body, key);
     if (!v) return 0;
     if (!json_is_number(v) || !ok(json_number_value(v))) return kd_wrong(v, key, rule, err, errlen);
-    *out = json_number_value(v);
+    const double x = json_number_value(v);
+    if (fabs(x) > FLT_MAX || (x != 0 && (float)x == 0))
+        return kd_fail(err, errlen, "%s: %g is outside the float32 range the model computes in",
+                       key, x);
+    *out = x;
     return 0;
 }
 
@@ -226,6 +236,33 @@ int kd_check_fields(const json_t *obj, const char *where, const char *const know
         while (known[i] && strcmp(known[i], key) != 0)
             i++;
         if (!known[i]) return kd_unknown_name(key, "field", where, known, err, errlen);
+    }
+    return 0;
+}
+
+int kd_form_offset(const kd_time_form *f) {
+    return f && f->has_tz ? f->tz_offset_min : 0;
+}
+
+int kd_align_timestamps(int64_t *walls, const int *offsets, size_t n, int target_offset,
+                        const int64_t *after, const char *path_fmt, char *err, size_t errlen) {
+    char path[KD_PATH_LEN], when[KD_TIMESTAMP_MAX];
+    for (size_t i = 0; i < n; i++) {
+        const int64_t w = walls[i] + (int64_t)(target_offset - offsets[i]) * 60;
+        snprintf(path, sizeof path, path_fmt, i);
+        if (w < KD_WALL_MIN || w > KD_WALL_MAX) {
+            kd_format_timestamp(walls[i], offsets[i], true, when, sizeof when);
+            return kd_fail(err, errlen,
+                           "%s: %s falls outside years 0000-9999 at offset %+03d:%02d, the "
+                           "offset of the last timestamp (which the response uses)",
+                           path, when, target_offset / 60, abs(target_offset) % 60);
+        }
+        if (i == 0 && after && w <= *after)
+            return kd_fail(err, errlen, "%s: not after the last context timestamp", path);
+        if (i > 0 && w <= walls[i - 1])
+            return kd_fail(err, errlen,
+                           "%s: not after the previous timestamp (compared as instants)", path);
+        walls[i] = w;
     }
     return 0;
 }

@@ -63,4 +63,16 @@ int kd_check_fields(const json_t *obj, const char *where, const char *const know
 int kd_unknown_name(const char *name, const char *what, const char *where,
                     const char *const known[], char *err, size_t errlen);
 
+/* The zone offset in minutes a timestamp was written with: 0 for naive walls and Unix
+ * seconds (read as UTC when mixed with zoned timestamps). */
+int kd_form_offset(const kd_time_form *f);
+
+/* Timestamps written with different offsets are compared as instants: walls[i] (written at
+ * offsets[i]) is rewritten as the wall clock of target_offset (the offset of the last
+ * timestamp, the one responses are written in), so that one series has one clock. Then
+ * they must strictly increase, the first after *after when given. path_fmt names entry i
+ * (one %zu). 0, or -1 with a message. */
+int kd_align_timestamps(int64_t *walls, const int *offsets, size_t n, int target_offset,
+                        const int64_t *after, const char *path_fmt, char *err, size_t errlen);
+
 #endif

@@ -243,10 +243,19 @@ static const kd_route routes[] = {
     {"/sessions",   "POST",   EP_SESSIONS,   false, true,  session_create},
     {"/sessions/",  "GET",    EP_SESSION,    false, true,  session_get},
     {"/sessions/",  "DELETE", EP_SESSION,    false, true,  session_delete},
+    {"/sessions/*/generate", "POST", EP_GENERATE, false, true, kd_handle_generate},
     /* clang-format on */
 };
 
+/* A '*' in a pattern is one non-empty path segment. */
 static bool path_matches(const char *pattern, const char *path) {
+    const char *star = strchr(pattern, '*');
+    if (star) {
+        const size_t pre = (size_t)(star - pattern);
+        if (strncmp(pattern, path, pre) != 0) return false;
+        const char *seg = path + pre, *end = strchr(seg, '/');
+        return end && end > seg && strcmp(end, star + 1) == 0;
+    }
     const size_t n = strlen(pattern);
     if (n == 1 || pattern[n - 1] != '/') return strcmp(pattern, path) == 0;
     return strncmp(pattern, path, n) == 0 && path[n] != '\0' && !strchr(path + n, '/');
@@ -257,20 +266,30 @@ const kd_route *kd_routes_match(const char *method, const char *path, int *endpo
     *endpoint = EP_OTHER;
     *status = 404;
     allow[0] = '\0';
+    /* HEAD is GET without the body, which libmicrohttpd leaves out by itself */
+    const bool head = strcmp(method, "HEAD") == 0;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (!path_matches(routes[i].path, path)) continue;
         *endpoint = routes[i].endpoint;
-        /* HEAD is GET without the body (MHD drops it), for curl -I and link checkers */
-        if (strcmp(routes[i].method, method) == 0 ||
-            (strcmp(method, "HEAD") == 0 && strcmp(routes[i].method, "GET") == 0)) {
+        const bool get = strcmp(routes[i].method, "GET") == 0;
+        if (strcmp(routes[i].method, method) == 0 || (head && get)) {
             *status = 0;
             return &routes[i];
         }
         *status = 405;
         const size_t used = strlen(allow);
-        snprintf(allow + used, allowlen - used, "%s%s", used ? ", " : "", routes[i].method);
+        snprintf(allow + used, allowlen - used, "%s%s%s", used ? ", " : "", routes[i].method,
+                 get ? ", HEAD" : "");
     }
     return NULL;
+}
+
+bool kd_path_session(const char *path, char *id, size_t n) {
+    static const char prefix[] = "/sessions/", suffix[] = "/generate";
+    if (!path_matches("/sessions/*/generate", path)) return false;
+    const size_t len = strlen(path) - (sizeof prefix - 1) - (sizeof suffix - 1);
+    snprintf(id, n, "%.*s", (int)len, path + sizeof prefix - 1);
+    return true;
 }
 
 bool kd_route_is_public(const kd_route *rt) {

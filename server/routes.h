@@ -22,6 +22,8 @@ const kd_route *kd_routes_match(const char *method, const char *path, int *endpo
 bool kd_route_is_public(const kd_route *rt);
 /* Whether the route needs the loaded model (503 while starting or draining otherwise). */
 bool kd_route_needs_model(const kd_route *rt);
+/* For POST /sessions/{id}/generate: true with the id in id[n]. */
+bool kd_path_session(const char *path, char *id, size_t n);
 /* Runs the handler on the whole request. */
 kd_outcome kd_route_handle(const kd_route *rt, kd_app *app, kd_request *r);
 

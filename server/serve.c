@@ -2,9 +2,12 @@
  *
  * The HTTP listener starts before the model loads, so that /health can say "starting"
  * (503) during a long load; READY=1 goes to systemd once requests can be served. On
- * SIGTERM or SIGINT: /health turns 503, STOPPING=1 goes to systemd, the listener stops
- * accepting, requests in flight finish (up to shutdown-timeout seconds), and the process
- * frees everything and exits 0.
+ * SIGTERM or SIGINT: /health turns 503 "draining" and STOPPING=1 goes to systemd, while
+ * the listener stays open (so a load balancer sees the 503 instead of a refused
+ * connection, and new model requests get 503 + Retry-After to retry elsewhere); requests
+ * in flight finish (up to shutdown-timeout seconds), and the process frees everything and
+ * exits 0. SIGHUP reopens the log file and reloads what can change while running
+ * (reload.c's list); it never stops the process.
  *
  * Threads: the workers run requests side by side; inside a request, the core splits its
  * matrix products and attention over its own thread pool (compute-threads), which one
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,10 +32,10 @@
 #include "log.h"
 #include "model_dirs.h"
 #include "notify.h"
+#include "reload.h"
 #include "routes.h"
 
 #define EXIT_USAGE 2
-#define KEY_MAX    4096
 
 /* ---- signals: a self-pipe, since any thread (OpenBLAS's included) may take the signal -- */
 
@@ -56,7 +60,7 @@ static int install_signals(char *err, size_t errlen) {
     struct sigaction ign = {.sa_handler = SIG_IGN};
     sigemptyset(&ign.sa_mask);
     if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0 ||
-        sigaction(SIGPIPE, &ign, NULL) < 0) {
+        sigaction(SIGHUP, &sa, NULL) < 0 || sigaction(SIGPIPE, &ign, NULL) < 0) {
         snprintf(err, errlen, "signals: sigaction: %s", strerror(errno));
         return -1;
     }
@@ -74,37 +78,17 @@ static int wait_signal(int timeout_ms) {
 static void close_signals(void) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
+    signal(SIGHUP, SIG_IGN); /* a late reload must not kill a process that is exiting */
     close(signal_pipe[0]);
     close(signal_pipe[1]);
 }
 
 /* ---- start-up --------------------------------------------------------------------------- */
 
-/* The key is the file's first line, without surrounding whitespace. */
 static int read_api_key(kd_app *app, char *err, size_t errlen) {
-    const char *path = app->cfg.api_key_file;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "api-key-file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    char line[KEY_MAX];
-    const bool got = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    char *s = line, *e;
-    while (got && (*s == ' ' || *s == '\t'))
-        s++;
-    e = got ? s + strlen(s) : s;
-    while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-        *--e = '\0';
-    if (!got || *s == '\0') {
-        snprintf(err, errlen, "api-key-file %s: empty; the key is its first line", path);
-        return -1;
-    }
-    if (!(app->api_key = strdup(s))) {
-        snprintf(err, errlen, "api-key-file %s: out of memory", path);
-        return -1;
-    }
+    char *key = kd_read_api_key(app->cfg.api_key_file, err, errlen);
+    if (!key) return -1;
+    atomic_store(&app->api_key, key);
     return 0;
 }
 
@@ -136,7 +120,8 @@ static int load(kd_app *app, char *err, size_t errlen) {
     const kd_sessions_limits sl = {.max_sessions = c->max_sessions,
                                    .ttl_seconds = c->session_ttl,
                                    .min_idle_seconds = c->session_min_idle,
-                                   .max_per_owner = c->max_sessions_per_key};
+                                   .max_per_owner = c->max_sessions_per_key,
+                                   .node_id = c->node_id};
     if (!(app->sessions = kd_sessions_create(app->pool, &sl))) {
         snprintf(err, errlen, "sessions: out of memory for %d sessions", c->max_sessions);
         return -1;
@@ -159,12 +144,27 @@ static void unload(kd_app *app) {
     kr_pool_free(app->pool);
     kr_model_free(app->model);
     kd_metrics_free(app->metrics);
-    free(app->api_key);
+    free(atomic_load(&app->api_key));
+    for (int i = 0; i < app->n_retired_keys; i++)
+        free(app->retired_keys[i]);
+    free(app->retired_keys);
     kd_config_free(&app->cfg);
 }
 
 static void notify(const char *state) {
     if (kd_notify(state) < 0) kd_log("sd_notify %.20s: %s", state, strerror(errno));
+}
+
+/* Every connection is a descriptor: make room for max-connections of them, plus the
+ * model's files and some slack, up to the hard limit. */
+static void raise_fd_limit(const kd_config *c) {
+    struct rlimit rl;
+    const rlim_t want = (rlim_t)c->max_connections + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want) return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+        kd_log("open files limited to %llu, below max-connections %d + 256: raise LimitNOFILE",
+               (unsigned long long)rl.rlim_cur, c->max_connections);
 }
 
 /* ---- run ---------------------------------------------------------------------------------- */
@@ -175,10 +175,16 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Serves until a signal; then the housekeeping stops and draining starts. */
-static int serve_until_signal(kd_app *app) {
+/* Serves until SIGTERM or SIGINT (SIGHUP reloads and goes on); then the housekeeping
+ * stops and draining starts. */
+static int serve_until_signal(kd_app *app, kd_http *http, int argc, char **argv) {
     for (;;) {
         const int sig = wait_signal(1000);
+        if (sig == SIGHUP) {
+            kd_reload(app, argc, argv);
+            kd_http_set_timeouts(http, app->cfg.read_timeout, app->cfg.connection_timeout);
+            continue;
+        }
         if (sig) return sig;
         const int expired = kd_sessions_expire(app->sessions);
         if (expired) kd_log("%d idle session%s expired", expired, expired == 1 ? "" : "s");
@@ -188,11 +194,12 @@ static int serve_until_signal(kd_app *app) {
 /* Lets requests in flight finish; false when the timeout (or a second signal) cut it short. */
 static bool drain(kd_app *app, kd_http *http) {
     const double deadline = now_s() + app->cfg.shutdown_timeout;
-    kd_http_quiesce(http);
     while (kd_http_in_flight(http) > 0) {
         if (now_s() >= deadline) return false;
         const int sig = wait_signal(20);
-        if (sig) {
+        if (sig == SIGHUP) {
+            kd_reopen_log(app);
+        } else if (sig) {
             kd_log("%s again: not waiting for requests in flight", strsignal(sig));
             return false;
         }
@@ -212,6 +219,11 @@ int kd_serve(int argc, char **argv) {
         kd_config_free(&app.cfg);
         return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
     }
+    if (kd_reopen_log(&app) < 0) {
+        kd_config_free(&app.cfg);
+        return EXIT_FAILURE;
+    }
+    raise_fd_limit(&app.cfg);
     app.n_workers = resolve_workers(&app.cfg);
     app.metrics = kd_metrics_create(kd_endpoint_names, kd_endpoint_count);
     if (!app.metrics) snprintf(err, sizeof err, "metrics: out of memory");
@@ -244,9 +256,9 @@ int kd_serve(int argc, char **argv) {
     notify("READY=1\nSTATUS=serving");
     kd_log("ready: %d worker%s, %d compute threads, %d HTTP threads, pool %zu MiB, api key %s",
            app.n_workers, app.n_workers == 1 ? "" : "s", kr_threads(), app.cfg.http_threads,
-           app.cfg.pool_bytes >> 20, app.api_key ? "required" : "off");
+           app.cfg.pool_bytes >> 20, atomic_load(&app.api_key) ? "required" : "off");
 
-    const int sig = serve_until_signal(&app);
+    const int sig = serve_until_signal(&app, http, argc, argv);
     atomic_store(&app.state, KD_DRAINING);
     notify("STOPPING=1\nSTATUS=draining");
     kd_log("%s: draining %d request%s in flight", strsignal(sig), kd_http_in_flight(http),

@@ -32,6 +32,7 @@ typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_EVICTED_SLOT, GONE_DELETED } gon
 
 struct kd_sessions {
     pthread_mutex_t mu;
+    char prefix[KD_NODE_ID_MAX + 2]; /* "node-" */
     kr_pool *pool;
     int max, ttl, min_idle, max_per_owner;
     kd_session **buckets;
@@ -60,17 +61,30 @@ static size_t bucket_of(const kd_sessions *t, const char *id) {
     return (size_t)h & (t->n_buckets - 1);
 }
 
-static bool valid_id(const char *id) {
-    size_t n = 0;
-    for (; id[n]; n++)
-        if (!((id[n] >= '0' && id[n] <= '9') || (id[n] >= 'a' && id[n] <= 'f'))) return false;
-    return n == KD_SESSION_ID_LEN;
+static bool all_hex(const char *s, size_t n) {
+    return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
+}
+
+/* An id this node could have made. */
+static bool valid_id(const kd_sessions *t, const char *id) {
+    const size_t p = strlen(t->prefix);
+    return strncmp(id, t->prefix, p) == 0 && all_hex(id + p, KD_SESSION_RANDOM_LEN);
+}
+
+/* The node named in an id of another node's form, or false. */
+static bool other_node(const kd_sessions *t, const char *id, char *node, size_t n) {
+    const char *dash = strrchr(id, '-');
+    if (!dash || dash == id || !all_hex(dash + 1, KD_SESSION_RANDOM_LEN)) return false;
+    snprintf(node, n, "%.*s", (int)(dash - id), id);
+    return strncmp(id, t->prefix, strlen(t->prefix)) != 0;
 }
 
 kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim) {
     const int max_sessions = lim->max_sessions, ttl_seconds = lim->ttl_seconds;
+    const char *node_id = lim->node_id ? lim->node_id : "kronosd";
     kd_sessions *t = calloc(1, sizeof *t);
     if (!t) return NULL;
+    snprintf(t->prefix, sizeof t->prefix, "%.*s-", KD_NODE_ID_MAX, node_id);
     t->n_buckets = 16;
     while (t->n_buckets < (size_t)max_sessions * 2)
         t->n_buckets *= 2;
@@ -146,12 +160,20 @@ static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, si
                               "new session (max-sessions)",
         [GONE_DELETED] = "was deleted",
     };
-    if (valid_id(id))
+    char node[KD_NODE_ID_MAX + 8];
+    if (valid_id(t, id))
         for (int i = 0; i < GONE_MAX; i++)
             if (strcmp(t->gone[i].id, id) == 0) {
                 snprintf(msg, msglen, "session %s %s", id, reasons[t->gone[i].why]);
                 return KD_SESSION_NOT_FOUND;
             }
+    if (other_node(t, id, node, sizeof node)) {
+        snprintf(msg, msglen,
+                 "session %s belongs to node %s, not this one (%.*s): send "
+                 "/sessions/{id}/... through a proxy that routes by the id's node",
+                 id, node, (int)strlen(t->prefix) - 1, t->prefix);
+        return KD_SESSION_NOT_FOUND;
+    }
     snprintf(msg, msglen, "unknown session '%.*s'", KD_SESSION_ID_LEN + 8, id);
     return KD_SESSION_NOT_FOUND;
 }
@@ -174,7 +196,7 @@ static int owned(kd_sessions *t, const char *owner, kd_session **idlest) {
 kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, char *msg,
                                   size_t msglen, int *retry_after) {
     *retry_after = 1;
-    unsigned char raw[KD_SESSION_ID_LEN / 2];
+    unsigned char raw[KD_SESSION_RANDOM_LEN / 2];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
         snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
         return KD_SESSION_ERROR;
@@ -186,8 +208,10 @@ kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, c
         free(s);
         return KD_SESSION_ERROR;
     }
+    const size_t p = strlen(t->prefix);
+    memcpy(s->id, t->prefix, p);
     for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+        snprintf(s->id + p + 2 * i, 3, "%02x", raw[i]);
     snprintf(s->owner, sizeof s->owner, "%s", owner);
     pthread_mutex_lock(&t->mu);
     const double now = now_s();
@@ -238,7 +262,7 @@ kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session
                                       size_t msglen) {
     kd_session_status st = KD_SESSION_OK;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
     if (!s) {
         st = not_found(t, id, msg, msglen);
     } else if (s->busy) {
@@ -276,7 +300,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
                                    size_t msglen) {
     kd_session_status st = KD_SESSION_OK;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
     if (!s) {
         st = not_found(t, id, msg, msglen);
     } else {
@@ -295,7 +319,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
 kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen) {
     kd_session_status st = KD_SESSION_OK;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(id) ? find(t, id) : NULL;
+    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
     if (!s) {
         st = not_found(t, id, msg, msglen);
     } else if (s->busy) {

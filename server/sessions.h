@@ -1,6 +1,8 @@
 /* sessions.h — the session table: one KV cache per session, in the shared pool.
  *
- * A session id is 128 bits from getrandom(), written as 32 hex digits. A session is used
+ * A session id is the node's name (node-id), a '-' and 128 bits from getrandom() written as
+ * 32 hex digits: `kronos-1-3f2a...`. The prefix lets a proxy route /sessions/{id}/... to
+ * the node that holds the session by the path alone (config/nginx/kronosd.conf). A session is used
  * by one request at a time: acquiring marks it busy until released, and a second acquire
  * meanwhile is refused (409). Idle sessions expire after the TTL; when the pool runs dry,
  * the least recently used idle session is evicted. A request on a session that expired,
@@ -12,9 +14,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "config.h"
 #include "kronos.h"
 
-#define KD_SESSION_ID_LEN 32
+#define KD_SESSION_RANDOM_LEN 32 /* hex digits after the node's name */
+#define KD_SESSION_ID_LEN     (KD_NODE_ID_MAX + 1 + KD_SESSION_RANDOM_LEN) /* at most */
 
 typedef struct kd_sessions kd_sessions;
 typedef struct kd_session kd_session;
@@ -35,6 +39,7 @@ typedef struct {
     int ttl_seconds;
     int min_idle_seconds; /* a session used more recently is never evicted for a new one */
     int max_per_owner;    /* sessions one owner may hold (<= 0: max_sessions) */
+    const char *node_id;  /* this node's name (config.h's rules), the prefix of every id */
 } kd_sessions_limits;
 
 kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim);

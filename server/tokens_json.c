@@ -91,12 +91,47 @@ static int parse_stamp(const json_t *v, const char *path, kr_stamp *out, char *e
     return 0;
 }
 
+/* The clock that the timestamps of one request share (see kd_align_timestamps): set by
+ * the first list of timestamps, so that future timestamps follow the context's. */
+typedef struct {
+    bool set;
+    int offset;   /* minutes: the context's last timestamp's */
+    int64_t last; /* the context's last timestamp, on that clock */
+} time_chain;
+
+/* Timestamps as stamps, after the same checks as /forecast's: increasing as instants, the
+ * future ones after the context. */
+static int stamps_from_timestamps(const json_t *a, const char *key, int n, time_chain *chain,
+                                  kr_stamp *out, char *err, size_t errlen) {
+    int64_t *walls = malloc((size_t)(n ? n : 1) * sizeof *walls);
+    int *offsets = malloc((size_t)(n ? n : 1) * sizeof *offsets), rc = 0;
+    char path[KD_PATH_LEN], fmt[KD_PATH_LEN];
+    kd_time_form form = {0};
+    if (!walls || !offsets) rc = kd_fail(err, errlen, "%s: out of memory for %d stamps", key, n);
+    for (int i = 0; rc == 0 && i < n; i++) {
+        snprintf(path, sizeof path, "%s[%d]", key, i);
+        rc = kd_get_timestamp(json_array_get(a, (size_t)i), path, &walls[i], &form, err, errlen);
+        offsets[i] = kd_form_offset(&form);
+    }
+    snprintf(fmt, sizeof fmt, "%s[%%zu]", key);
+    const int offset = chain->set ? chain->offset : kd_form_offset(&form);
+    if (rc == 0 && n > 0)
+        rc = kd_align_timestamps(walls, offsets, (size_t)n, offset,
+                                 chain->set ? &chain->last : NULL, fmt, err, errlen);
+    for (int i = 0; rc == 0 && i < n; i++)
+        out[i] = kr_stamp_from_wall(walls[i]);
+    if (rc == 0 && n > 0 && !chain->set) *chain = (time_chain){true, offset, walls[n - 1]};
+    free(walls);
+    free(offsets);
+    return rc;
+}
+
 /* n stamps from `ts_key` (timestamps) or `st_key` (stamps): exactly one of them when n > 0,
  * with n entries. For messages: `unit` is what gets one stamp ("token"), `count` says where
  * n came from ("tokens has"). */
 static int parse_stamps(const json_t *body, const char *ts_key, const char *st_key, int n,
-                        const char *unit, const char *count, kr_stamp **out, char *err,
-                        size_t errlen) {
+                        const char *unit, const char *count, time_chain *chain, kr_stamp **out,
+                        char *err, size_t errlen) {
     const json_t *ts = kd_field(body, ts_key), *st = kd_field(body, st_key);
     const json_t *a = ts ? ts : st;
     const char *key = ts ? ts_key : st_key;
@@ -113,16 +148,10 @@ static int parse_stamps(const json_t *body, const char *ts_key, const char *st_k
                        json_array_size(a) == 1 ? "" : "s", count, n);
     if (!(*out = malloc((size_t)(n ? n : 1) * sizeof **out)))
         return kd_fail(err, errlen, "%s: out of memory for %d stamps", key, n);
+    if (ts) return stamps_from_timestamps(a, key, n, chain, *out, err, errlen);
     for (int i = 0; i < n; i++) {
-        const json_t *v = json_array_get(a, (size_t)i);
         snprintf(path, sizeof path, "%s[%d]", key, i);
-        if (ts) {
-            int64_t wall;
-            if (kd_get_timestamp(v, path, &wall, NULL, err, errlen) < 0) return -1;
-            (*out)[i] = kr_stamp_from_wall(wall);
-        } else if (parse_stamp(v, path, &(*out)[i], err, errlen) < 0) {
-            return -1;
-        }
+        if (parse_stamp(json_array_get(a, (size_t)i), path, &(*out)[i], err, errlen) < 0) return -1;
     }
     return 0;
 }
@@ -153,17 +182,28 @@ int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd
         in->n_append = (int)json_array_size(tokens);
         if (parse_pairs(tokens, "tokens", lim, &in->s1, &in->s2, err, errlen) < 0) return -1;
     }
-    if (parse_stamps(body, "timestamps", "stamps", in->n_append, "token", "tokens has", &in->stamps,
-                     err, errlen) < 0 ||
+    time_chain chain = {0};
+    if (parse_stamps(body, "timestamps", "stamps", in->n_append, "token", "tokens has", &chain,
+                     &in->stamps, err, errlen) < 0 ||
         kd_opt_int(body, "max_new_tokens", 0, INT_MAX, "an integer >= 0", &n_new, err, errlen) < 0)
         return -1;
     in->n_new = (int)n_new;
     if (parse_stamps(body, "future_timestamps", "future_stamps", in->n_new, "new token",
-                     "max_new_tokens is", &in->new_stamps, err, errlen) < 0 ||
+                     "max_new_tokens is", &chain, &in->new_stamps, err, errlen) < 0 ||
         kd_sampling_parse(body, &in->sampling, &in->seed, err, errlen) < 0 ||
         kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
                    err, errlen) < 0)
         return -1;
+    return 0;
+}
+
+int kd_generate_set_session(kd_generate_input *in, const char *id, char *err, size_t errlen) {
+    if (strlen(id) > KD_SESSION_ARG_MAX)
+        return kd_fail(err, errlen, "session id in the path: too long");
+    if (in->has_session && strcmp(in->session, id) != 0)
+        return kd_fail(err, errlen, "session: the body names another session than the path");
+    in->has_session = true;
+    snprintf(in->session, sizeof in->session, "%s", id);
     return 0;
 }
 

@@ -2,7 +2,8 @@
  *
  * A token is a pair [s1, s2]; its time stamp is given either as a timestamp (ISO 8601 or
  * Unix seconds, read as the wall clock written, like forecast candles) or as
- * [minute, hour, weekday, day, month] (Monday = 0).
+ * [minute, hour, weekday, day, month] (Monday = 0). Timestamps follow /forecast's rules
+ * (forecast_json.h): increasing as instants, future_timestamps after the last timestamp.
  *
  * /generate: {"session"?: id, "tokens"?: [[s1, s2], ...],
  *             "timestamps": [...] | "stamps": [[m, h, wd, d, mo], ...]   (one per token),
@@ -25,7 +26,7 @@
 
 #include "kronos.h"
 
-#define KD_SESSION_ARG_MAX 72 /* room for an id and then some, for the 404 message */
+#define KD_SESSION_ARG_MAX 104 /* room for an id (sessions.h) and then some, for the 404 */
 
 /* What the model and the settings allow. */
 typedef struct {
@@ -50,6 +51,9 @@ typedef struct {
 int kd_generate_request_parse(const json_t *body, const kd_token_limits *lim, kd_generate_input *in,
                               char *err, size_t errlen);
 void kd_generate_input_free(kd_generate_input *in);
+/* POST /sessions/{id}/generate: the session named by the path; a body naming another one
+ * is refused. 0, or -1 with a message. */
+int kd_generate_set_session(kd_generate_input *in, const char *id, char *err, size_t errlen);
 
 typedef struct {
     int n;

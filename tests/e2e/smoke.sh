@@ -133,7 +133,7 @@ cp "$BODY" "$WORK/gen_one_out.json"
 expect "POST /generate without a session" 200 'len(d["tokens"]) == 16 and d["length"] == 80 and d["usage"]["generated"] == 16'
 
 http POST "$A/sessions"
-expect "POST /sessions" 201 'len(d["session"]) == 32 and int(d["session"], 16) >= 0'
+expect "POST /sessions: <node-id>-<32 hex>" 201 'len(d["session"].rsplit("-", 1)[1]) == 32 and int(d["session"].rsplit("-", 1)[1], 16) >= 0 and d["session"].rsplit("-", 1)[0] != ""'
 SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
 for part in a b c d; do
     "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["session"]=sys.argv[2]; json.dump(d,open(sys.argv[1],"w"))' "$WORK/gen_$part.json" "$SID"

@@ -1,0 +1,193 @@
+/* guard.c — per-connection absolute deadlines, enforced on a timer thread. */
+#include "guard.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "log.h"
+
+#define TICK_NS    200000000L /* 0.2 s: how late a deadline may be enforced */
+#define LOG_EVERY  5.0        /* seconds between summary lines while shutting down */
+#define BODY_STALL 1.0        /* seconds a chunked body may pause (guard.h) */
+#define FIRST_LINE 1.0        /* seconds from accept to the first request line (guard.h) */
+
+struct kd_guarded {
+    kd_guarded *prev, *next;
+    int fd;
+    double deadline;   /* 0: none */
+    double stall_from; /* a chunked body's last progress; 0: not in one */
+    bool first;        /* no request line yet */
+    bool shut;
+};
+
+struct kd_guard {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    pthread_t thread;
+    bool stop;
+    kd_guarded head; /* a circular list through head */
+    double read_timeout, connection_timeout;
+    unsigned long long timed_out, logged_timed_out;
+    double last_log;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void shut(kd_guarded *c) {
+    shutdown(c->fd, SHUT_RDWR);
+    c->shut = true;
+}
+
+static void tick(kd_guard *g) {
+    const double now = now_s();
+    for (kd_guarded *c = g->head.next; c != &g->head; c = c->next) {
+        if (c->shut) continue;
+        if ((c->deadline > 0 && now >= c->deadline) ||
+            (c->stall_from > 0 && now - c->stall_from >= BODY_STALL)) {
+            shut(c);
+            g->timed_out++;
+        }
+    }
+    /* one summary line now and then, not one per connection: an attack must not flood
+     * the log */
+    if (g->timed_out != g->logged_timed_out && now - g->last_log >= LOG_EVERY) {
+        kd_log("closed %llu connection%s past their deadline (read-timeout, "
+               "connection-timeout)",
+               g->timed_out - g->logged_timed_out,
+               g->timed_out - g->logged_timed_out == 1 ? "" : "s");
+        g->logged_timed_out = g->timed_out;
+        g->last_log = now;
+    }
+}
+
+static void *run(void *arg) {
+    kd_guard *g = arg;
+    pthread_mutex_lock(&g->lock);
+    while (!g->stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += TICK_NS;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        if (!g->stop) tick(g);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+kd_guard *kd_guard_start(int read_timeout, int connection_timeout) {
+    kd_guard *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->head.next = g->head.prev = &g->head;
+    g->read_timeout = read_timeout;
+    g->connection_timeout = connection_timeout;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->wake, NULL);
+    if (pthread_create(&g->thread, NULL, run, g) != 0) {
+        pthread_cond_destroy(&g->wake);
+        pthread_mutex_destroy(&g->lock);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void kd_guard_set_timeouts(kd_guard *g, int read_timeout, int connection_timeout) {
+    pthread_mutex_lock(&g->lock);
+    g->read_timeout = read_timeout;
+    g->connection_timeout = connection_timeout;
+    pthread_mutex_unlock(&g->lock);
+}
+
+void kd_guard_stop(kd_guard *g) {
+    if (!g) return;
+    pthread_mutex_lock(&g->lock);
+    g->stop = true;
+    pthread_cond_signal(&g->wake);
+    pthread_mutex_unlock(&g->lock);
+    pthread_join(g->thread, NULL);
+    while (g->head.next != &g->head) /* none should be left; free them anyway */
+        kd_guard_close(g, g->head.next);
+    pthread_cond_destroy(&g->wake);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
+kd_guarded *kd_guard_open(kd_guard *g, int fd) {
+    kd_guarded *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->fd = fd;
+    c->first = true;
+    pthread_mutex_lock(&g->lock);
+    c->deadline = now_s() + (g->read_timeout < FIRST_LINE ? g->read_timeout : FIRST_LINE);
+    c->next = &g->head;
+    c->prev = g->head.prev;
+    c->prev->next = c;
+    g->head.prev = c;
+    pthread_mutex_unlock(&g->lock);
+    return c;
+}
+
+void kd_guard_close(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock); /* after this, the timer cannot touch the socket */
+    c->prev->next = c->next;
+    c->next->prev = c->prev;
+    pthread_mutex_unlock(&g->lock);
+    free(c);
+}
+
+void kd_guard_request_line(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    const double d = now_s() + g->read_timeout;
+    if (c->first || c->deadline == 0 || d < c->deadline) c->deadline = d;
+    c->first = false;
+    pthread_mutex_unlock(&g->lock);
+}
+
+void kd_guard_chunked(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    c->stall_from = now_s();
+    pthread_mutex_unlock(&g->lock);
+}
+
+void kd_guard_progress(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    if (c->stall_from > 0) c->stall_from = now_s();
+    pthread_mutex_unlock(&g->lock);
+}
+
+void kd_guard_received(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    c->deadline = 0;
+    c->stall_from = 0;
+    pthread_mutex_unlock(&g->lock);
+}
+
+void kd_guard_completed(kd_guard *g, kd_guarded *c) {
+    if (!c) return;
+    pthread_mutex_lock(&g->lock);
+    c->deadline = now_s() + g->connection_timeout;
+    pthread_mutex_unlock(&g->lock);
+}
+
+unsigned long long kd_guard_timed_out(kd_guard *g) {
+    pthread_mutex_lock(&g->lock);
+    const unsigned long long n = g->timed_out;
+    pthread_mutex_unlock(&g->lock);
+    return n;
+}
