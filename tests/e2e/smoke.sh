@@ -294,7 +294,7 @@ EOF
 BG_PIDS+=("$!")
 for i in $(seq 1 100); do [ -S "$WORK/notify.sock" ] && break; sleep 0.05; done
 DAEMON_ENV=("NOTIFY_SOCKET=$WORK/notify.sock")
-start_daemon B --workers 1 --session-ttl 1 --api-key-file "$WORK/key" --shutdown-timeout 30
+start_daemon B --workers 1 --session-ttl 3 --api-key-file "$WORK/key" --shutdown-timeout 30
 DAEMON_ENV=()
 B=$URL_B
 AUTH=(-H "Authorization: Bearer s3cret-key")
@@ -315,7 +315,7 @@ http POST "$B/sessions" "${AUTH[@]}"
 SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
 http GET "$B/sessions/$SID" "${AUTH[@]}"
 expect "a new session exists" 200
-sleep 2.5
+sleep 4.5 # past the TTL (3 s) and the next sweep (every second); slow enough for sanitizers
 http GET "$B/sessions/$SID" "${AUTH[@]}"
 expect "an idle session expires after the TTL: 404 saying so" 404 '"expired" in d["error"]["message"]'
 [ "$(metric "$B" kronosd_session_expirations_total "${AUTH[@]}")" = 1 ] \
