@@ -179,9 +179,32 @@ static int check_cancel(sched_job *j) {
     return kr_fail_code(&j->err, KR_E_CANCELLED, "%s: cancelled by the caller", what);
 }
 
+/* Waiting jobs whose caller gave up end without computing, wherever they are in line, so
+ * that they hold no place. */
+static void drop_cancelled(kr_sched *s) {
+    sched_job *prev = NULL;
+    for (sched_job *j = s->wait_head, *next; j; j = next) {
+        next = j->next;
+        if (!check_cancel(j)) {
+            prev = j;
+            continue;
+        }
+        if (prev)
+            prev->next = next;
+        else
+            s->wait_head = next;
+        if (s->wait_tail == j) s->wait_tail = prev;
+        s->stats.waiting--;
+        s->stats.waiting_flops -= j->flops;
+        if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
+        job_end(s, j);
+    }
+}
+
 /* Waiting jobs start, first come first served, while their decode rows fit max_rows (one
  * always may, when none is active). */
 static void admit(kr_sched *s) {
+    drop_cancelled(s);
     while (s->wait_head) {
         sched_job *j = s->wait_head;
         bool cancelled = check_cancel(j) != 0;
