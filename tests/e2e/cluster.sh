@@ -30,7 +30,7 @@ declare -A PORT PID
 node() {
     local n=$1 i
     "$KRONOSD" serve --model "$MODEL" --host 127.0.0.1 --port "${PORT[$n]}" --node-id "n$n" \
-        --workers 1 --shutdown-timeout 10 >>"$WORK/n$n.log" 2>&1 &
+        --workers 1 --shutdown-timeout 10 --max-connections-per-ip 512 >>"$WORK/n$n.log" 2>&1 &
     PID[$n]=$!
     BG_PIDS+=("${PID[$n]}")
     for i in $(seq 1 200); do
