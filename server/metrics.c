@@ -1,6 +1,8 @@
 /* metrics.c — request counters, latency histograms, and the text exposition. */
 #include "metrics.h"
 
+#include "kronos.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +159,11 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     gauge(f, "kronosd_batched_requests_total", "counter",
           "Requests in those runs; divided by kronosd_batches_total, the mean batch.",
           load(&m->batched_requests));
+    header(f, "kronosd_kernels_info", "gauge",
+           "Always 1; the labels name the SIMD level of kronosd's own kernels and the OpenBLAS "
+           "core loaded.");
+    fprintf(f, "kronosd_kernels_info{simd=\"%s\",blas_core=\"%s\"} 1\n",
+            kr_simd_name(kr_simd_level()), kr_blas_core());
     gauge(f, "kronosd_ready", "gauge", "1 once the model is loaded and until draining.", g->ready);
     gauge(f, "kronosd_pool_bytes_used", "gauge", "KV cache pool bytes held by caches.",
           g->pool_bytes_used);
