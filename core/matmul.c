@@ -133,35 +133,45 @@ static void rows_unpacked(float *y, const float *x, int T, const kr_linear *l) {
 /* ---- AVX-512 kernel ----------------------------------------------------------------------- */
 
 /* RN rows x CB panels of accumulators, one chain each; the compiler unrolls both loops
- * for each constant (RN, CB) so the accumulators live in registers. */
-#define AVX512_RB 8
-#define AVX512_CB 3
+ * for each constant (RN, CB) so the accumulators live in registers. Blocks of many rows
+ * take 3 panels (24 accumulators); one or two rows (a decode step) take up to 8 panels, so
+ * that 8 or 16 independent chains hide the FMA latency while the weights stream in from
+ * memory: each chain still runs over k in order, the bits do not change. */
+#define AVX512_RB     8
+#define AVX512_CB     3
+#define AVX512_CB_MAX 8 /* panels for blocks of at most AVX512_NARROW rows */
+#define AVX512_NARROW 2
+#define PREFETCH_K    16 /* rows of a panel ahead (1 KiB) that a narrow block prefetches */
 
 __attribute__((target("avx512f"), always_inline)) static inline void
 micro512(int RN, int CB, float *y, const float *x, int r, int p, const kr_linear *l) {
     int in = l->in, out = l->out;
     const float *wp = l->wp + (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
-    __m512 acc[AVX512_RB][AVX512_CB];
+    __m512 acc[AVX512_RB][AVX512_CB_MAX];
 #pragma GCC unroll 8
     for (int i = 0; i < RN; i++)
-#pragma GCC unroll 3
+#pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
             acc[i][c] = _mm512_setzero_ps();
     for (int k = 0; k < in; k++) {
-        __m512 w[AVX512_CB];
-#pragma GCC unroll 3
-        for (int c = 0; c < CB; c++)
+        __m512 w[AVX512_CB_MAX];
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++) {
+            if (RN <= AVX512_NARROW) /* weights from memory, read once: ask ahead */
+                _mm_prefetch((const char *)(wp + ((size_t)c * in + k + PREFETCH_K) * PANEL),
+                             _MM_HINT_T0);
             w[c] = _mm512_loadu_ps(wp + ((size_t)c * in + k) * PANEL);
+        }
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512 xb = _mm512_set1_ps(xr[(size_t)i * in + k]);
-#pragma GCC unroll 3
+#pragma GCC unroll 8
             for (int c = 0; c < CB; c++)
                 acc[i][c] = _mm512_fmadd_ps(xb, w[c], acc[i][c]);
         }
     }
-#pragma GCC unroll 3
+#pragma GCC unroll 8
     for (int c = 0; c < CB; c++) {
         int o = (p + c) * PANEL, n = out - o < PANEL ? out - o : PANEL;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
@@ -179,18 +189,32 @@ micro512(int RN, int CB, float *y, const float *x, int r, int p, const kr_linear
         float *y, const float *x, int r, int p, const kr_linear *l) {                              \
         micro512(RN, CB, y, x, r, p, l);                                                           \
     }
-#define M512_ROW(RN) M512(RN, 1) M512(RN, 2) M512(RN, 3)
+#define M512_ROW(RN)  M512(RN, 1) M512(RN, 2) M512(RN, 3)
+#define M512_WIDE(RN) M512(RN, 4) M512(RN, 5) M512(RN, 6) M512(RN, 7) M512(RN, 8)
 M512_ROW(1)
 M512_ROW(2)
 M512_ROW(3)
-M512_ROW(4) M512_ROW(5) M512_ROW(6) M512_ROW(7) M512_ROW(8)
+M512_ROW(4)
+M512_ROW(5)
+M512_ROW(6)
+M512_ROW(7)
+M512_ROW(8)
+M512_WIDE(1)
+M512_WIDE(2)
 
-    typedef void (*micro_fn)(float *, const float *, int, int, const kr_linear *);
+typedef void (*micro_fn)(float *, const float *, int, int, const kr_linear *);
 #define M512_ENTRY(RN)                                                                             \
     { micro512_##RN##_1, micro512_##RN##_2, micro512_##RN##_3 }
 static const micro_fn micro512_table[AVX512_RB][AVX512_CB] = {
     M512_ENTRY(1), M512_ENTRY(2), M512_ENTRY(3), M512_ENTRY(4),
     M512_ENTRY(5), M512_ENTRY(6), M512_ENTRY(7), M512_ENTRY(8)};
+#define M512_WIDE_ENTRY(RN)                                                                        \
+    {                                                                                              \
+        micro512_##RN##_1, micro512_##RN##_2, micro512_##RN##_3, micro512_##RN##_4,                \
+            micro512_##RN##_5, micro512_##RN##_6, micro512_##RN##_7, micro512_##RN##_8             \
+    }
+static const micro_fn micro512_narrow[AVX512_NARROW][AVX512_CB_MAX] = {M512_WIDE_ENTRY(1),
+                                                                       M512_WIDE_ENTRY(2)};
 
 /* ---- AVX2 kernel -------------------------------------------------------------------------- */
 
@@ -235,8 +259,10 @@ micro256(int RN, float *y, const float *x, int r, int p, const kr_linear *l) {
 M256(1)
 M256(2)
 M256(3)
-M256(4) M256(5) M256(6) static const micro_fn micro256_table[AVX2_RB] = {
-    micro256_1, micro256_2, micro256_3, micro256_4, micro256_5, micro256_6};
+M256(4)
+M256(5)
+M256(6) static const micro_fn micro256_table[AVX2_RB] = {micro256_1, micro256_2, micro256_3,
+                                                         micro256_4, micro256_5, micro256_6};
 #endif
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
@@ -264,6 +290,13 @@ static void linear_task(void *arg, int task, int worker) {
         switch (j->simd) {
 #ifdef KR_X86
         case KR_SIMD_AVX512:
+            if (rc1 - rc <= AVX512_NARROW) { /* a decode step's rows: wide, streaming */
+                for (int p = p0; p < p1; p += AVX512_CB_MAX) {
+                    int cb = p1 - p < AVX512_CB_MAX ? p1 - p : AVX512_CB_MAX;
+                    micro512_narrow[rc1 - rc - 1][cb - 1](j->y, j->x, rc, p, l);
+                }
+                break;
+            }
             for (int p = p0; p < p1; p += AVX512_CB) {
                 int cb = p1 - p < AVX512_CB ? p1 - p : AVX512_CB;
                 for (int r = rc; r < rc1; r += AVX512_RB) {

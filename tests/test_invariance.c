@@ -11,6 +11,7 @@
 #include "kronos.h"
 #include "matmul.h"
 #include "test_util.h"
+#include "vmath.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +25,11 @@ static float lcg(void) { /* uniform in [-1, 1) */
 
 /* ---- linear layers ---------------------------------------------------------------------- */
 
-enum { OUT = 70, IN = 53, ROWS = 41 }; /* a partial panel and odd sizes on purpose */
+/* a partial panel and odd sizes on purpose; OUT2 spans a whole task of panels (the narrow
+ * kernels for one or two rows take up to 8 panels at once) and a partial one */
+enum { OUT = 70, IN = 53, ROWS = 41, OUT2 = 200 };
 
-static void test_linear_rows(void **state) {
-    (void)state;
+static void linear_rows(int OUT, int IN, int ROWS) {
     float *w = malloc(OUT * IN * sizeof(float)), *b = malloc(OUT * sizeof(float));
     float *wp = malloc(kr_linear_packed_floats(OUT, IN) * sizeof(float));
     float *x = malloc(ROWS * IN * sizeof(float)), *y = malloc(ROWS * OUT * sizeof(float));
@@ -58,6 +60,54 @@ static void test_linear_rows(void **state) {
     }
     kr_simd_set(best);
     free(w), free(b), free(wp), free(x), free(y), free(solo), free(ref);
+}
+
+static void test_linear_rows(void **state) {
+    (void)state;
+    linear_rows(OUT, IN, ROWS);
+    linear_rows(OUT2, IN, 5);
+}
+
+/* ---- element-wise exp ------------------------------------------------------------------- */
+
+/* exp_array's 16-lane vectors give each element the bits of its scalar tail (the code the
+ * kernels had before), on every instruction set this file's clones are built for: a sweep
+ * of bit patterns over [-100, 88] plus the edges. */
+KR_HOT static void exp_sweep(float *v, float *s, int n) {
+    exp_array(v, n);
+    for (int i = 0; i < n; i++)
+        s[i] = exp1(s[i]);
+}
+
+static void test_exp_lanes(void **state) {
+    (void)state;
+    enum { N = 1 << 16 };
+    float *v = malloc(N * sizeof(float)), *sc = malloc(N * sizeof(float));
+    float *plain = malloc(N * sizeof(float));
+    assert_true(v && sc && plain);
+    uint32_t lo = 0x3f800000u; /* walk |x| from 1e-38-ish upwards on both signs */
+    for (int pass = 0; pass < 64; pass++) {
+        for (int i = 0; i < N; i++) {
+            uint32_t u = lo + (uint32_t)pass * 0x01000000u / 8 + (uint32_t)i * 97u;
+            union {
+                uint32_t u;
+                float f;
+            } c = {.u = (u & 0x7fffffffu) % 0x42c80000u}; /* |x| < 100 */
+            float x = (i & 1) ? -c.f : c.f;
+            v[i] = sc[i] = x > 88.0f ? 88.0f : x;
+        }
+        v[0] = sc[0] = -87.3f;
+        v[1] = sc[1] = -87.29f;
+        v[2] = sc[2] = 0.0f;
+        v[3] = sc[3] = -0.0f;
+        v[4] = sc[4] = 88.0f;
+        memcpy(plain, v, N * sizeof(float));
+        exp_sweep(v, sc, N); /* the clone for this CPU */
+        exp_array(plain, N); /* built for the baseline instruction set */
+        assert_memory_equal(v, sc, N * sizeof(float));
+        assert_memory_equal(plain, sc, N * sizeof(float));
+    }
+    free(v), free(sc), free(plain);
 }
 
 /* ---- the decoder on KV caches ----------------------------------------------------------- */
@@ -331,6 +381,7 @@ static void test_scheduler_join_leave(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
+        cmocka_unit_test(test_exp_lanes),
         cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forecast_batch, setup, teardown),
