@@ -71,30 +71,64 @@ KR_HOT static float exp_shifted(float *s, int n) {
     return 1.0f / sum;
 }
 
-/* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order. */
+/* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order: 64 columns at a time
+ * held in four 16-lane sums while the keys go by (each column still adds its products in
+ * key order, one rounding each), then 16 and then one at a time. */
 KR_HOT static void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
                                int hd, int k0, int k1) {
-    for (int key = k0; key < k1; key++) {
+    int i0 = 0;
+    for (; i0 + 64 <= hd; i0 += 64) {
+        v16f a0, a1, a2, a3;
+        memcpy(&a0, out + i0, sizeof a0);
+        memcpy(&a1, out + i0 + 16, sizeof a1);
+        memcpy(&a2, out + i0 + 32, sizeof a2);
+        memcpy(&a3, out + i0 + 48, sizeof a3);
+        for (int key = k0; key < k1; key++) {
+            const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd + i0;
+            float p = e[key - k0];
+            a0 += p * *(const v16f *)v;
+            a1 += p * *(const v16f *)(v + 16);
+            a2 += p * *(const v16f *)(v + 32);
+            a3 += p * *(const v16f *)(v + 48);
+        }
+        memcpy(out + i0, &a0, sizeof a0);
+        memcpy(out + i0 + 16, &a1, sizeof a1);
+        memcpy(out + i0 + 32, &a2, sizeof a2);
+        memcpy(out + i0 + 48, &a3, sizeof a3);
+    }
+    for (; i0 + 16 <= hd; i0 += 16) {
+        v16f a;
+        memcpy(&a, out + i0, sizeof a);
+        for (int key = k0; key < k1; key++)
+            a += e[key - k0] * *(const v16f *)(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0);
+        memcpy(out + i0, &a, sizeof a);
+    }
+    for (int key = k0; key < k1 && i0 < hd; key++) {
         const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd;
         float p = e[key - k0];
-        for (int i = 0; i < hd; i++)
+        for (int i = i0; i < hd; i++)
             out[i] += p * v[i];
     }
 }
 
+/* One (row, head) over keys [0, n_keys): oh[hd] from qh[hd]; s: n_keys floats of scratch. */
+static void attend_head(float *oh, const float *qh, const kr_kv_view *kv, int layer, int h, int hd,
+                        int n_keys, float *s) {
+    float scale = (float)(1.0 / sqrt((double)hd));
+    head_scores(qh, kv, layer, h, hd, 0, n_keys, scale, s);
+    float inv = exp_shifted(s, n_keys);
+    memset(oh, 0, (size_t)hd * sizeof *oh);
+    head_values(oh, s, kv, layer, h, hd, 0, n_keys);
+    for (int i = 0; i < hd; i++)
+        oh[i] *= inv;
+}
+
 void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
                float *scores) {
-    int d = kv->d, hd = d / n_heads;
-    float scale = (float)(1.0 / sqrt((double)hd));
-    memset(out, 0, (size_t)d * sizeof *out);
-    for (int h = 0; h < n_heads; h++) {
-        float *s = scores + (size_t)h * n_keys, *oh = out + (size_t)h * hd;
-        head_scores(q + (size_t)h * hd, kv, layer, h, hd, 0, n_keys, scale, s);
-        float inv = exp_shifted(s, n_keys);
-        head_values(oh, s, kv, layer, h, hd, 0, n_keys);
-        for (int i = 0; i < hd; i++)
-            oh[i] *= inv;
-    }
+    int hd = kv->d / n_heads;
+    for (int h = 0; h < n_heads; h++)
+        attend_head(out + (size_t)h * hd, q + (size_t)h * hd, kv, layer, h, hd, n_keys,
+                    scores + (size_t)h * n_keys);
 }
 
 /* ---- many rows --------------------------------------------------------------------------------
@@ -122,12 +156,18 @@ typedef struct {
     float *inv; /* [n_rows][n_heads]: 1 / Z */
 } attend_job;
 
+/* The row path: items are (row, head) pairs, row-major, per_task of them a task (a decode
+ * step of one path still spreads its heads over the threads). */
 static void attend_task(void *arg, int task, int worker) {
     const attend_job *j = arg;
-    int r0 = task * j->per_task, r1 = r0 + j->per_task < j->n_rows ? r0 + j->per_task : j->n_rows;
-    for (int r = r0; r < r1; r++)
-        kr_attend(j->out + (size_t)r * j->d, j->q + (size_t)r * j->d, j->rows[r].kv, j->layer,
-                  j->rows[r].n_keys, j->n_heads, j->scratch + (size_t)worker * j->scratch_stride);
+    int n = j->n_rows * j->n_heads, hd = j->d / j->n_heads;
+    int i0 = task * j->per_task, i1 = i0 + j->per_task < n ? i0 + j->per_task : n;
+    for (int i = i0; i < i1; i++) {
+        int r = i / j->n_heads, h = i % j->n_heads;
+        size_t at = (size_t)r * j->d + (size_t)h * hd;
+        attend_head(j->out + at, j->q + at, j->rows[r].kv, j->layer, h, hd, j->rows[r].n_keys,
+                    j->scratch + (size_t)worker * j->scratch_stride);
+    }
 }
 
 /* The tile path in three passes: each row's own keys scored (pass 1), the shared keys and
@@ -306,6 +346,7 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
         free(j.own);
         free(j.inv);
     }
-    j.per_task = (n_rows + 4 * threads - 1) / (4 * threads);
-    kr_parallel_for((n_rows + j.per_task - 1) / j.per_task, attend_task, &j);
+    int items = n_rows * n_heads;
+    j.per_task = (items + 4 * threads - 1) / (4 * threads);
+    kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }
