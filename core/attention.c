@@ -24,7 +24,6 @@
 /* Sixteen floats as one value (GCC/clang vector extension): one AVX-512 register, two AVX
  * ones, four SSE ones. aligned(4): loads and stores need no alignment. */
 typedef float v16f __attribute__((vector_size(64), aligned(4)));
-typedef float v8f __attribute__((vector_size(32), aligned(4)));
 
 #define KEY_LANES 16
 
@@ -219,23 +218,22 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     for (int i = 0; i < hd; i++)
         for (int r = 0; r < T; r++)
             qt[(size_t)i * T + r] = r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
-    /* shared keys two at a time, the tile's 32 rows in four vectors: each load of the
-     * transposed queries serves both keys */
+    /* shared keys two at a time, the tile's 32 rows in two 16-lane vectors: each load of
+     * the transposed queries serves both keys */
     for (int key = 0; key < shared; key += 2) {
         int k2 = key + 1 < shared ? key + 1 : key;
         const float *ka = kr_kv_kcol(kv0, j->layer, key) + (size_t)h * hd * B;
         const float *kb = kr_kv_kcol(kv0, j->layer, k2) + (size_t)h * hd * B;
-        v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
         for (int i = 0; i < hd; i++) {
-            const v8f *qi = (const v8f *)(qt + (size_t)i * T);
+            const v16f *qi = (const v16f *)(qt + (size_t)i * T);
             float ai = ka[(size_t)i * B], bi = kb[(size_t)i * B];
-            a0 += qi[0] * ai, a1 += qi[1] * ai, a2 += qi[2] * ai, a3 += qi[3] * ai;
-            b0 += qi[0] * bi, b1 += qi[1] * bi, b2 += qi[2] * bi, b3 += qi[3] * bi;
+            a0 += qi[0] * ai, a1 += qi[1] * ai;
+            b0 += qi[0] * bi, b1 += qi[1] * bi;
         }
-        v8f *sa = (v8f *)(sc + (size_t)key * T), *sb = (v8f *)(sc + (size_t)k2 * T);
-        sa[0] = a0 * scale, sa[1] = a1 * scale, sa[2] = a2 * scale, sa[3] = a3 * scale;
-        if (k2 != key)
-            sb[0] = b0 * scale, sb[1] = b1 * scale, sb[2] = b2 * scale, sb[3] = b3 * scale;
+        v16f *sa = (v16f *)(sc + (size_t)key * T), *sb = (v16f *)(sc + (size_t)k2 * T);
+        sa[0] = a0 * scale, sa[1] = a1 * scale;
+        if (k2 != key) sb[0] = b0 * scale, sb[1] = b1 * scale;
     }
     for (int key = shared; key < n_keys; key++)
         for (int r = 0; r < T; r++)
@@ -260,25 +258,41 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             inv[r] += sc[(size_t)key * T + r];
     for (int r = 0; r < T; r++)
         inv[r] = 1.0f / inv[r];
-    /* sum of e_j v_j over the shared keys, in register tiles of 4 rows x 16 columns (a
-     * scalar loop for the columns of a head size that is not a multiple of 16) */
+    /* sum of e_j v_j over the shared keys, in register tiles of 4 rows x 64 columns (x 16
+     * columns for the rest of a head, a scalar loop for the columns of a head size that is
+     * not a multiple of 16); each (row, column) adds its products in key order */
     memset(o, 0, (size_t)T * hd * sizeof *o);
     int hd16 = hd / 16 * 16;
-    for (int ra = 0; ra < R; ra += 4)
-        for (int i0 = 0; i0 < hd16; i0 += 16) {
-            v8f c[4][2] = {{{0}}};
+    for (int ra = 0; ra < R; ra += 4) {
+        int i0 = 0;
+        for (; i0 + 64 <= hd16; i0 += 64) {
+            v16f c[4][4] = {{{0}}};
             for (int key = 0; key < shared; key++) {
-                const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0;
-                v8f v0 = *(const v8f *)v, v1 = *(const v8f *)(v + 8);
+                const v16f *v = (const v16f *)(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
+                v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
                 const float *p = sc + (size_t)key * T + ra;
                 for (int r = 0; r < 4; r++) {
                     c[r][0] += p[r] * v0;
                     c[r][1] += p[r] * v1;
+                    c[r][2] += p[r] * v2;
+                    c[r][3] += p[r] * v3;
                 }
             }
             for (int r = 0; r < 4 && ra + r < R; r++)
-                memcpy(o + (size_t)(ra + r) * hd + i0, c[r], 16 * sizeof(float));
+                memcpy(o + (size_t)(ra + r) * hd + i0, c[r], 64 * sizeof(float));
         }
+        for (; i0 < hd16; i0 += 16) {
+            v16f c[4] = {{0}};
+            for (int key = 0; key < shared; key++) {
+                v16f v = *(const v16f *)(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
+                const float *p = sc + (size_t)key * T + ra;
+                for (int r = 0; r < 4; r++)
+                    c[r] += p[r] * v;
+            }
+            for (int r = 0; r < 4 && ra + r < R; r++)
+                memcpy(o + (size_t)(ra + r) * hd + i0, &c[r], 16 * sizeof(float));
+        }
+    }
     for (int key = 0; key < shared && hd16 < hd; key++) {
         const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd;
         for (int r = 0; r < R; r++) {

@@ -68,6 +68,42 @@ static void test_linear_rows(void **state) {
     linear_rows(OUT2, IN, 5);
 }
 
+/* A stacked layer written into its parts equals the whole product cut afterwards, at every
+ * level; parts that would cut a panel are refused. */
+static void test_linear_parts(void **state) {
+    (void)state;
+    enum { PO = 96, PI = 37, PR = 11, W = PO / 3 };
+    float *w = malloc(PO * PI * sizeof(float)), *b = malloc(PO * sizeof(float));
+    float *wp = malloc(kr_linear_packed_floats(PO, PI) * sizeof(float));
+    float *x = malloc(PR * PI * sizeof(float)), *whole = malloc(PR * PO * sizeof(float));
+    float *part = malloc(3 * PR * W * sizeof(float));
+    assert_true(w && b && wp && x && whole && part);
+    for (int i = 0; i < PO * PI; i++)
+        w[i] = lcg();
+    for (int i = 0; i < PO; i++)
+        b[i] = lcg();
+    for (int i = 0; i < PR * PI; i++)
+        x[i] = lcg();
+    kr_linear_pack(wp, w, PO, PI);
+    kr_linear packed = {.b = b, .out = PO, .in = PI, .wp = wp};
+    float *ys[3] = {part, part + PR * W, part + 2 * PR * W};
+    kr_simd best = kr_simd_level();
+    for (int s = KR_SIMD_GENERIC; s <= (int)best; s++) {
+        assert_int_equal(kr_simd_set((kr_simd)s), 0);
+        for (int n = 1; n <= PR; n++) {
+            kr_linear_forward(whole, x, n, &packed);
+            assert_int_equal(kr_linear_forward_parts(ys, 3, x, n, &packed), 0);
+            for (int r = 0; r < n; r++)
+                for (int p = 0; p < 3; p++)
+                    assert_memory_equal(ys[p] + r * W, whole + r * PO + p * W, W * sizeof(float));
+        }
+    }
+    kr_simd_set(best);
+    assert_int_equal(kr_linear_forward_parts(ys, 4, x, 1, &packed), -1); /* 24 columns */
+    assert_int_equal(kr_linear_forward_parts(ys, 5, x, 1, &packed), -1); /* not equal */
+    free(w), free(b), free(wp), free(x), free(whole), free(part);
+}
+
 /* ---- element-wise exp ------------------------------------------------------------------- */
 
 /* exp_array's 16-lane vectors give each element the bits of its scalar tail (the code the
@@ -381,6 +417,7 @@ static void test_scheduler_join_leave(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
+        cmocka_unit_test(test_linear_parts),
         cmocka_unit_test(test_exp_lanes),
         cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
