@@ -29,26 +29,52 @@ typedef float v16f __attribute__((vector_size(64), aligned(4)));
 
 /* ---- one row -------------------------------------------------------------------------------- */
 
-/* out[key - k0] for keys [k0, k1) of head h: the scaled dot products with qh[hd]. */
+/* out[key - k0] for keys [k0, k1) of head h: the scaled dot products with qh[hd]. Full
+ * groups of 16 keys go four at a time, so that four chains of adds are in flight (each
+ * key's sum still runs over i in order). */
 KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd,
                                int k0, int k1, float scale, float *out) {
     int B = kv->block_len;
     for (int key = k0; key < k1;) {
+        const float *kt[4];
+        int n_full = 0, at = key;
+        while (n_full < 4 && at % B + KEY_LANES <= B && at + KEY_LANES <= k1 &&
+               (at % B) % KEY_LANES == 0) { /* a whole aligned group of 16 within a block */
+            kt[n_full++] = kr_kv_kcol(kv, layer, at) + (size_t)h * hd * B;
+            at += KEY_LANES;
+        }
+        if (n_full == 4) {
+            v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int i = 0; i < hd; i++) {
+                float qi = qh[i];
+                a0 += qi * *(const v16f *)(kt[0] + (size_t)i * B);
+                a1 += qi * *(const v16f *)(kt[1] + (size_t)i * B);
+                a2 += qi * *(const v16f *)(kt[2] + (size_t)i * B);
+                a3 += qi * *(const v16f *)(kt[3] + (size_t)i * B);
+            }
+            a0 *= scale, a1 *= scale, a2 *= scale, a3 *= scale;
+            memcpy(out + key - k0, &a0, sizeof a0);
+            memcpy(out + key - k0 + 16, &a1, sizeof a1);
+            memcpy(out + key - k0 + 32, &a2, sizeof a2);
+            memcpy(out + key - k0 + 48, &a3, sizeof a3);
+            key += 4 * KEY_LANES;
+            continue;
+        }
         int j0 = key % B, n = B - j0;
         if (n > k1 - key) n = k1 - key;
         if (n > KEY_LANES) n = KEY_LANES;
-        const float *kt = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
+        const float *kc = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
         if (n == KEY_LANES) {
             v16f acc = {0};
             for (int i = 0; i < hd; i++)
-                acc += qh[i] * *(const v16f *)(kt + (size_t)i * B);
+                acc += qh[i] * *(const v16f *)(kc + (size_t)i * B);
             acc *= scale;
             memcpy(out + key - k0, &acc, sizeof acc);
         } else {
             float acc[KEY_LANES] = {0};
             for (int i = 0; i < hd; i++)
                 for (int l = 0; l < n; l++)
-                    acc[l] += qh[i] * kt[(size_t)i * B + l];
+                    acc[l] += qh[i] * kc[(size_t)i * B + l];
             for (int l = 0; l < n; l++)
                 out[key - k0 + l] = acc[l] * scale;
         }
