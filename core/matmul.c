@@ -147,13 +147,13 @@ static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear
 /* RN rows x CB panels of accumulators, one chain each; the compiler unrolls both loops
  * for each constant (RN, CB) so the accumulators live in registers. Blocks of many rows
  * take 3 panels (24 accumulators); one or two rows (a decode step) take up to 8 panels, so
- * that 8 or 16 independent chains hide the FMA latency while the weights stream in from
- * memory: each chain still runs over k in order, the bits do not change. */
+ * that 8 or 16 independent chains hide the FMA latency (each chain still runs over k in
+ * order: the bits do not change). Software prefetch of the weight streams was measured
+ * slower than the hardware's (AMD Zen 4, both kernels): there is none. */
 #define AVX512_RB     8
 #define AVX512_CB     3
 #define AVX512_CB_MAX 8 /* panels for blocks of at most AVX512_NARROW rows */
 #define AVX512_NARROW 2
-#define PREFETCH_K    16 /* rows of a panel ahead (1 KiB) that a narrow block prefetches */
 
 __attribute__((target("avx512f"), always_inline)) static inline void
 micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_linear *l) {
@@ -169,12 +169,8 @@ micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_
     for (int k = 0; k < in; k++) {
         __m512 w[AVX512_CB_MAX];
 #pragma GCC unroll 8
-        for (int c = 0; c < CB; c++) {
-            if (RN <= AVX512_NARROW) /* weights from memory, read once: ask ahead */
-                _mm_prefetch((const char *)(wp + ((size_t)c * in + k + PREFETCH_K) * PANEL),
-                             _MM_HINT_T0);
+        for (int c = 0; c < CB; c++)
             w[c] = _mm512_loadu_ps(wp + ((size_t)c * in + k) * PANEL);
-        }
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512 xb = _mm512_set1_ps(xr[(size_t)i * in + k]);
@@ -263,6 +259,37 @@ micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *
     }
 }
 
+/* One row over 4 panels (8 chains in flight, 8 accumulators): a decode step's row. */
+__attribute__((target("avx2,fma"))) static void micro256_row4(const y_map *y, const float *x, int r,
+                                                              int p, const kr_linear *l) {
+    int in = l->in, out = l->out;
+    const float *wp = l->wp + (size_t)p * in * PANEL;
+    const float *xr = x + (size_t)r * in;
+    size_t ps = (size_t)in * PANEL; /* floats from one panel to the next */
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+        a[c] = _mm256_setzero_ps();
+    for (int k = 0; k < in; k++) {
+        __m256 xb = _mm256_broadcast_ss(xr + k);
+        const float *w = wp + (size_t)k * PANEL;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            a[2 * c] = _mm256_fmadd_ps(xb, _mm256_loadu_ps(w + c * ps), a[2 * c]);
+            a[2 * c + 1] = _mm256_fmadd_ps(xb, _mm256_loadu_ps(w + c * ps + 8), a[2 * c + 1]);
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        int o = (p + c) * PANEL, n = out - o < PANEL ? out - o : PANEL;
+        float tmp[PANEL];
+        _mm256_storeu_ps(tmp, a[2 * c]);
+        _mm256_storeu_ps(tmp + 8, a[2 * c + 1]);
+        float *yr = y_at(y, r, o);
+        for (int i = 0; i < n; i++)
+            yr[i] = l->b ? tmp[i] + l->b[o + i] : tmp[i];
+    }
+}
+
 #define M256(RN)                                                                                   \
     __attribute__((target("avx2,fma"))) static void micro256_##RN(                                 \
         const y_map *y, const float *x, int r, int p, const kr_linear *l) {                        \
@@ -319,6 +346,14 @@ static void linear_task(void *arg, int task, int worker) {
             }
             break;
         case KR_SIMD_AVX2:
+            if (rc1 - rc == 1) { /* one row: four panels at a time, then one */
+                int p = p0;
+                for (; p + 4 <= p1; p += 4)
+                    micro256_row4(j->y, j->x, rc, p, l);
+                for (; p < p1; p++)
+                    micro256_1(j->y, j->x, rc, p, l);
+                break;
+            }
             for (int p = p0; p < p1; p++)
                 for (int r = rc; r < rc1; r += AVX2_RB) {
                     int rn = rc1 - r < AVX2_RB ? rc1 - r : AVX2_RB;
