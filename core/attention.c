@@ -136,24 +136,56 @@ KR_HOT static void head_values(float *out, const float *e, const kr_kv_view *kv,
     }
 }
 
-/* One (row, head) over keys [0, n_keys): oh[hd] from qh[hd]; s: n_keys floats of scratch. */
-static void attend_head(float *oh, const float *qh, const kr_kv_view *kv, int layer, int h, int hd,
-                        int n_keys, float *s) {
-    float scale = (float)(1.0 / sqrt((double)hd));
-    head_scores(qh, kv, layer, h, hd, 0, n_keys, scale, s);
-    float inv = exp_shifted(s, n_keys);
-    memset(oh, 0, (size_t)hd * sizeof *oh);
-    head_values(oh, s, kv, layer, h, hd, 0, n_keys);
-    for (int i = 0; i < hd; i++)
-        oh[i] *= inv;
+/* The value sums of four heads of 64 at once (o[256], e[4][n_keys]): each key's value row
+ * is read as one run of 1 KiB while 16 registers hold the sums; each column still adds
+ * its products in key order. */
+KR_HOT static void values_4x64(float *o, const float *e, const kr_kv_view *kv, int layer, int h0,
+                               int n_keys) {
+    v16f a[16];
+    for (int c = 0; c < 16; c++)
+        memcpy(&a[c], o + 16 * c, sizeof a[c]);
+    for (int key = 0; key < n_keys; key++) {
+        const v16f *v = (const v16f *)(kr_kv_v(kv, layer, key) + (size_t)h0 * 64);
+        for (int hh = 0; hh < 4; hh++) {
+            float p = e[(size_t)hh * n_keys + key];
+            for (int c = 0; c < 4; c++)
+                a[4 * hh + c] += p * v[4 * hh + c];
+        }
+    }
+    for (int c = 0; c < 16; c++)
+        memcpy(o + 16 * c, &a[c], sizeof a[c]);
+}
+
+#define HEAD_GROUP 4 /* heads a row-path task takes together */
+
+/* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
+ * s: nh * n_keys floats of scratch. */
+static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh,
+                         int hd, int n_keys, float *s) {
+    float scale = (float)(1.0 / sqrt((double)hd)), inv[HEAD_GROUP];
+    for (int hh = 0; hh < nh; hh++) {
+        float *sh = s + (size_t)hh * n_keys;
+        head_scores(q + (size_t)hh * hd, kv, layer, h0 + hh, hd, 0, n_keys, scale, sh);
+        inv[hh] = exp_shifted(sh, n_keys);
+    }
+    memset(o, 0, (size_t)nh * hd * sizeof *o);
+    if (nh == 4 && hd == 64)
+        values_4x64(o, s, kv, layer, h0, n_keys);
+    else
+        for (int hh = 0; hh < nh; hh++)
+            head_values(o + (size_t)hh * hd, s + (size_t)hh * n_keys, kv, layer, h0 + hh, hd, 0,
+                        n_keys);
+    for (int hh = 0; hh < nh; hh++)
+        for (int i = 0; i < hd; i++)
+            o[(size_t)hh * hd + i] *= inv[hh];
 }
 
 void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
                float *scores) {
     int hd = kv->d / n_heads;
     for (int h = 0; h < n_heads; h++)
-        attend_head(out + (size_t)h * hd, q + (size_t)h * hd, kv, layer, h, hd, n_keys,
-                    scores + (size_t)h * n_keys);
+        attend_heads(out + (size_t)h * hd, q + (size_t)h * hd, kv, layer, h, 1, hd, n_keys,
+                     scores + (size_t)h * n_keys);
 }
 
 /* ---- many rows --------------------------------------------------------------------------------
@@ -181,17 +213,22 @@ typedef struct {
     float *inv; /* [n_rows][n_heads]: 1 / Z */
 } attend_job;
 
-/* The row path: items are (row, head) pairs, row-major, per_task of them a task (a decode
- * step of one path still spreads its heads over the threads). */
+/* The row path: items are (row, group of heads) pairs, row-major, per_task of them a task
+ * (a decode step of one path still spreads its heads over the threads). */
+static int head_group(int n_heads) {
+    return n_heads % HEAD_GROUP == 0 ? HEAD_GROUP : 1;
+}
+
 static void attend_task(void *arg, int task, int worker) {
     const attend_job *j = arg;
-    int n = j->n_rows * j->n_heads, hd = j->d / j->n_heads;
+    int g = head_group(j->n_heads), groups = j->n_heads / g, hd = j->d / j->n_heads;
+    int n = j->n_rows * groups;
     int i0 = task * j->per_task, i1 = i0 + j->per_task < n ? i0 + j->per_task : n;
     for (int i = i0; i < i1; i++) {
-        int r = i / j->n_heads, h = i % j->n_heads;
-        size_t at = (size_t)r * j->d + (size_t)h * hd;
-        attend_head(j->out + at, j->q + at, j->rows[r].kv, j->layer, h, hd, j->rows[r].n_keys,
-                    j->scratch + (size_t)worker * j->scratch_stride);
+        int r = i / groups, h0 = i % groups * g;
+        size_t at = (size_t)r * j->d + (size_t)h0 * hd;
+        attend_heads(j->out + at, j->q + at, j->rows[r].kv, j->layer, h0, g, hd, j->rows[r].n_keys,
+                     j->scratch + (size_t)worker * j->scratch_stride);
     }
 }
 
@@ -386,7 +423,7 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
         free(j.own);
         free(j.inv);
     }
-    int items = n_rows * n_heads;
+    int items = n_rows * (n_heads / head_group(n_heads));
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
     kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }

@@ -10,6 +10,7 @@
 
 #include "kronos.h"
 #include "matmul.h"
+#include "nn.h"
 #include "test_util.h"
 #include "vmath.h"
 
@@ -102,6 +103,53 @@ static void test_linear_parts(void **state) {
     assert_int_equal(kr_linear_forward_parts(ys, 4, x, 1, &packed), -1); /* 24 columns */
     assert_int_equal(kr_linear_forward_parts(ys, 5, x, 1, &packed), -1); /* not equal */
     free(w), free(b), free(wp), free(x), free(whole), free(part);
+}
+
+/* ---- attention's row path ---------------------------------------------------------------- */
+
+/* kr_attend runs each head alone; kr_attend_rows takes heads in groups (four heads of 64
+ * share one pass over the values) and scores aligned groups of 16 keys four at a time. Both
+ * must give the same bits, for any number of keys (whole groups, a partial one), block
+ * length and head count. */
+static void attend_row_path(int d, int n_heads, int block_len) {
+    enum { BLOCKS = 8, ROWS = 3 };
+    float *blk[BLOCKS];
+    for (int b = 0; b < BLOCKS; b++) { /* one layer: K transposed [d][B], then V [B][d] */
+        blk[b] = malloc((size_t)2 * block_len * d * sizeof(float));
+        assert_non_null(blk[b]);
+        for (size_t i = 0; i < (size_t)2 * block_len * d; i++)
+            blk[b][i] = lcg();
+    }
+    kr_kv_view kv = {blk, block_len, d};
+    int max_keys = BLOCKS * block_len, n_keys[ROWS] = {max_keys, max_keys - 19, 37};
+    float *q = malloc((size_t)ROWS * d * sizeof(float)),
+          *ref = malloc((size_t)ROWS * d * sizeof(float));
+    float *out = malloc((size_t)ROWS * d * sizeof(float));
+    float *scratch = malloc(kr_attend_scores_floats(max_keys, n_heads, d) * sizeof(float));
+    assert_true(q && ref && out && scratch);
+    for (int i = 0; i < ROWS * d; i++)
+        q[i] = 2 * lcg();
+    kr_attn_row rows[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        rows[r] = (kr_attn_row){&kv, n_keys[r]};
+        kr_attend(ref + (size_t)r * d, q + (size_t)r * d, &kv, 0, n_keys[r], n_heads, scratch);
+    }
+    kr_attend_rows(out, q, rows, ROWS, d, 0, n_heads, scratch, max_keys);
+    assert_memory_equal(out, ref, (size_t)ROWS * d * sizeof(float));
+    for (int r = 0; r < ROWS; r++) { /* one row a call: a decode step of one path */
+        kr_attend_rows(out, q + (size_t)r * d, &rows[r], 1, d, 0, n_heads, scratch, max_keys);
+        assert_memory_equal(out, ref + (size_t)r * d, (size_t)d * sizeof(float));
+    }
+    for (int b = 0; b < BLOCKS; b++)
+        free(blk[b]);
+    free(q), free(ref), free(out), free(scratch);
+}
+
+static void test_attention_row_path(void **state) {
+    (void)state;
+    attend_row_path(256, 4, 16); /* four heads of 64: one group */
+    attend_row_path(512, 8, 32); /* Kronos-small's heads: two groups */
+    attend_row_path(96, 3, 16);  /* heads of 32, not a multiple of four: one at a time */
 }
 
 /* ---- element-wise exp ------------------------------------------------------------------- */
@@ -418,6 +466,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
         cmocka_unit_test(test_linear_parts),
+        cmocka_unit_test(test_attention_row_path),
         cmocka_unit_test(test_exp_lanes),
         cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
