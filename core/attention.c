@@ -136,18 +136,18 @@ KR_HOT static void head_values(float *out, const float *e, const kr_kv_view *kv,
     }
 }
 
-/* The value sums of four heads of 64 at once (o[256], e[4][n_keys]): each key's value row
- * is read as one run of 1 KiB while 16 registers hold the sums; each column still adds
- * its products in key order. */
-KR_HOT static void values_4x64(float *o, const float *e, const kr_kv_view *kv, int layer, int h0,
-                               int n_keys) {
+/* o[256] += the value sums of four heads of 64 over keys [k0, k1), e of head hh at
+ * e + hh * e_stride: each key's value row is read as one run of 1 KiB while 16 registers
+ * hold the sums; each column still adds its products in key order. */
+KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
+                               int layer, int h0, int k0, int k1) {
     v16f a[16];
     for (int c = 0; c < 16; c++)
         memcpy(&a[c], o + 16 * c, sizeof a[c]);
-    for (int key = 0; key < n_keys; key++) {
+    for (int key = k0; key < k1; key++) {
         const v16f *v = (const v16f *)(kr_kv_v(kv, layer, key) + (size_t)h0 * 64);
         for (int hh = 0; hh < 4; hh++) {
-            float p = e[(size_t)hh * n_keys + key];
+            float p = e[hh * e_stride + (size_t)(key - k0)];
             for (int c = 0; c < 4; c++)
                 a[4 * hh + c] += p * v[4 * hh + c];
         }
@@ -170,7 +170,7 @@ static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int lay
     }
     memset(o, 0, (size_t)nh * hd * sizeof *o);
     if (nh == 4 && hd == 64)
-        values_4x64(o, s, kv, layer, h0, n_keys);
+        values_4x64(o, s, (size_t)n_keys, kv, layer, h0, 0, n_keys);
     else
         for (int hh = 0; hh < nh; hh++)
             head_values(o + (size_t)hh * hd, s + (size_t)hh * n_keys, kv, layer, h0 + hh, hd, 0,
@@ -254,12 +254,19 @@ static void own_values(void *arg, int r, int worker) {
     (void)worker;
     const attend_job *j = arg;
     const kr_attn_row *row = &j->rows[r];
-    int hd = j->d / j->n_heads;
-    for (int h = 0; h < j->n_heads; h++) {
-        float *o = j->out + (size_t)r * j->d + (size_t)h * hd, inv = j->inv[r * j->n_heads + h];
-        head_values(o, own_at(j, r, h), row->kv, j->layer, h, hd, j->shared, row->n_keys);
-        for (int i = 0; i < hd; i++)
-            o[i] *= inv;
+    int hd = j->d / j->n_heads, g = head_group(j->n_heads) == 4 && hd == 64 ? 4 : 1;
+    for (int h = 0; h < j->n_heads; h += g) { /* the sums go on from the shared keys' */
+        float *o = j->out + (size_t)r * j->d + (size_t)h * hd;
+        if (g == 4)
+            values_4x64(o, own_at(j, r, h), (size_t)j->own_max, row->kv, j->layer, h, j->shared,
+                        row->n_keys);
+        else
+            head_values(o, own_at(j, r, h), row->kv, j->layer, h, hd, j->shared, row->n_keys);
+        for (int hh = 0; hh < g; hh++) {
+            float inv = j->inv[r * j->n_heads + h + hh];
+            for (int i = 0; i < hd; i++)
+                o[(size_t)hh * hd + i] *= inv;
+        }
     }
 }
 

@@ -108,11 +108,11 @@ static void test_linear_parts(void **state) {
 /* ---- attention's row path ---------------------------------------------------------------- */
 
 /* kr_attend runs each head alone; kr_attend_rows takes heads in groups (four heads of 64
- * share one pass over the values) and scores aligned groups of 16 keys four at a time. Both
- * must give the same bits, for any number of keys (whole groups, a partial one), block
- * length and head count. */
+ * share one pass over the values), scores aligned groups of 16 keys four at a time, and
+ * runs rows sharing a prefix as a tile. All must give the same bits, for any number of keys
+ * (whole groups, a partial one), block length and head count. */
 static void attend_row_path(int d, int n_heads, int block_len) {
-    enum { BLOCKS = 8, ROWS = 3 };
+    enum { BLOCKS = 8, ROWS = 3, TILE_ROWS = 5 };
     float *blk[BLOCKS];
     for (int b = 0; b < BLOCKS; b++) { /* one layer: K transposed [d][B], then V [B][d] */
         blk[b] = malloc((size_t)2 * block_len * d * sizeof(float));
@@ -122,12 +122,12 @@ static void attend_row_path(int d, int n_heads, int block_len) {
     }
     kr_kv_view kv = {blk, block_len, d};
     int max_keys = BLOCKS * block_len, n_keys[ROWS] = {max_keys, max_keys - 19, 37};
-    float *q = malloc((size_t)ROWS * d * sizeof(float)),
-          *ref = malloc((size_t)ROWS * d * sizeof(float));
-    float *out = malloc((size_t)ROWS * d * sizeof(float));
+    float *q = malloc((size_t)TILE_ROWS * d * sizeof(float));
+    float *ref = malloc((size_t)TILE_ROWS * d * sizeof(float));
+    float *out = malloc((size_t)TILE_ROWS * d * sizeof(float));
     float *scratch = malloc(kr_attend_scores_floats(max_keys, n_heads, d) * sizeof(float));
     assert_true(q && ref && out && scratch);
-    for (int i = 0; i < ROWS * d; i++)
+    for (int i = 0; i < TILE_ROWS * d; i++)
         q[i] = 2 * lcg();
     kr_attn_row rows[ROWS];
     for (int r = 0; r < ROWS; r++) {
@@ -140,6 +140,15 @@ static void attend_row_path(int d, int n_heads, int block_len) {
         kr_attend_rows(out, q + (size_t)r * d, &rows[r], 1, d, 0, n_heads, scratch, max_keys);
         assert_memory_equal(out, ref + (size_t)r * d, (size_t)d * sizeof(float));
     }
+    /* five rows over one prefix of >= 64 keys: the tile path, each row's own keys after it */
+    kr_attn_row tile[TILE_ROWS];
+    int tile_keys[TILE_ROWS] = {max_keys, max_keys - 19, 100, max_keys - 7, max_keys - 40};
+    for (int r = 0; r < TILE_ROWS; r++) {
+        tile[r] = (kr_attn_row){&kv, tile_keys[r]};
+        kr_attend(ref + (size_t)r * d, q + (size_t)r * d, &kv, 0, tile_keys[r], n_heads, scratch);
+    }
+    kr_attend_rows(out, q, tile, TILE_ROWS, d, 0, n_heads, scratch, max_keys);
+    assert_memory_equal(out, ref, (size_t)TILE_ROWS * d * sizeof(float));
     for (int b = 0; b < BLOCKS; b++)
         free(blk[b]);
     free(q), free(ref), free(out), free(scratch);
