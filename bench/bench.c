@@ -9,8 +9,10 @@
  * (prefill, cached decode step at 1 and 30 paths, sliding-window recompute step, tokenizer
  * decode) with its time and GFLOP/s as a fraction of OpenBLAS's sgemm 1024³ measured in the
  * same run, and single-path decode against weight bytes ÷ memory bandwidth measured in the same
- * run. The reference at 30 paths takes many minutes (its paths run one after another); it is
- * measured only with --full, and otherwise shown as 30 × its one-path time.
+ * run; and a parity check, the KV-cached forecast against the reference path, to the bit
+ * (the bench exits 1 if they differ). The reference at 30 paths takes many minutes (its paths run
+ * one after another); it is measured only with --full, and otherwise shown as 30 × its one-path
+ * time.
  */
 #include "kronos.h"
 #include "timefmt.h"
@@ -385,6 +387,39 @@ static double detok_ms(const kr_model *m, int n, int reps) {
     return best;
 }
 
+/* The bench's parity check: one path, horizon 12 from lookback max_context - 6 (the window
+ * slides for the last 6 steps), KV-cached against the plain reference path. The same tokens
+ * give the same candles to the bit; returns the number of numbers that differ. */
+static int parity_check(const kr_model *m, const series *s, int mc) {
+    int L = mc - 6, P = 12, n_diff = 0;
+    kr_forecast_result a, b;
+    kr_forecast_request r;
+    kr_forecast_request_init(&r);
+    r.n_context = L;
+    r.timestamps = s->wall;
+    for (int c = 0; c < KR_D_IN; c++)
+        r.columns[c] = s->col[c];
+    r.horizon = P;
+    r.future_timestamps = s->wall + L;
+    r.seed = 3;
+    kr_error err;
+    r.use_cache = true;
+    if (kr_forecast(m, NULL, &r, &a, &err)) {
+        fprintf(stderr, "parity: %s\n", err.msg);
+        exit(1);
+    }
+    r.use_cache = false;
+    if (kr_forecast(m, NULL, &r, &b, &err)) {
+        fprintf(stderr, "parity: %s\n", err.msg);
+        exit(1);
+    }
+    for (int i = 0; i < KR_D_IN * P; i++)
+        n_diff += memcmp(&a.mean[i], &b.mean[i], sizeof(double)) != 0;
+    kr_forecast_result_free(&a);
+    kr_forecast_result_free(&b);
+    return n_diff;
+}
+
 /* One row of the phase table. */
 static void phase(const char *name, double ms, double flops, double peak) {
     double gf = flops / (ms * 1e6);
@@ -512,6 +547,12 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "tokenizer decode, %d tokens", L + P);
     phase(name, det_ms, detok_flops(tc, L + P), peak);
 
+    int diff = parity_check(m, &s, mc);
+    printf("\nparity: horizon 12 from lookback %d (the window slides for 6 steps), KV-cached vs "
+           "the reference path: %s\n",
+           mc - 6, diff ? "DIFFERENT" : "the same forecast, bit for bit");
+    if (diff) fprintf(stderr, "kronos-bench: %d numbers differ between the paths\n", diff);
+
     double bytes = weight_bytes(c), floor_tok = bytes / (bw * 1e6);
     printf("\nsingle-path decode: %.2f ms a token; %.1f MB of weights a token ÷ %.1f GB/s = "
            "%.2f ms floor (%.2f× it)\n",
@@ -526,5 +567,5 @@ int main(int argc, char **argv) {
     for (int k = 0; k < KR_D_IN; k++)
         free(s.col[k]);
     free(s.wall);
-    return 0;
+    return diff ? 1 : 0;
 }
