@@ -24,32 +24,57 @@
 /* Sixteen floats as one value (GCC/clang vector extension): one AVX-512 register, two AVX
  * ones, four SSE ones. aligned(4): loads and stores need no alignment. */
 typedef float v16f __attribute__((vector_size(64), aligned(4)));
-typedef float v8f __attribute__((vector_size(32), aligned(4)));
 
 #define KEY_LANES 16
 
 /* ---- one row -------------------------------------------------------------------------------- */
 
-/* out[key - k0] for keys [k0, k1) of head h: the scaled dot products with qh[hd]. */
+/* out[key - k0] for keys [k0, k1) of head h: the scaled dot products with qh[hd]. Full
+ * groups of 16 keys go four at a time, so that four chains of adds are in flight (each
+ * key's sum still runs over i in order). */
 KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd,
                                int k0, int k1, float scale, float *out) {
     int B = kv->block_len;
     for (int key = k0; key < k1;) {
+        const float *kt[4];
+        int n_full = 0, at = key;
+        while (n_full < 4 && at % B + KEY_LANES <= B && at + KEY_LANES <= k1 &&
+               (at % B) % KEY_LANES == 0) { /* a whole aligned group of 16 within a block */
+            kt[n_full++] = kr_kv_kcol(kv, layer, at) + (size_t)h * hd * B;
+            at += KEY_LANES;
+        }
+        if (n_full == 4) {
+            v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int i = 0; i < hd; i++) {
+                float qi = qh[i];
+                a0 += qi * *(const v16f *)(kt[0] + (size_t)i * B);
+                a1 += qi * *(const v16f *)(kt[1] + (size_t)i * B);
+                a2 += qi * *(const v16f *)(kt[2] + (size_t)i * B);
+                a3 += qi * *(const v16f *)(kt[3] + (size_t)i * B);
+            }
+            a0 *= scale, a1 *= scale, a2 *= scale, a3 *= scale;
+            memcpy(out + key - k0, &a0, sizeof a0);
+            memcpy(out + key - k0 + 16, &a1, sizeof a1);
+            memcpy(out + key - k0 + 32, &a2, sizeof a2);
+            memcpy(out + key - k0 + 48, &a3, sizeof a3);
+            key += 4 * KEY_LANES;
+            continue;
+        }
         int j0 = key % B, n = B - j0;
         if (n > k1 - key) n = k1 - key;
         if (n > KEY_LANES) n = KEY_LANES;
-        const float *kt = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
+        const float *kc = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
         if (n == KEY_LANES) {
             v16f acc = {0};
             for (int i = 0; i < hd; i++)
-                acc += qh[i] * *(const v16f *)(kt + (size_t)i * B);
+                acc += qh[i] * *(const v16f *)(kc + (size_t)i * B);
             acc *= scale;
             memcpy(out + key - k0, &acc, sizeof acc);
         } else {
             float acc[KEY_LANES] = {0};
             for (int i = 0; i < hd; i++)
                 for (int l = 0; l < n; l++)
-                    acc[l] += qh[i] * kt[(size_t)i * B + l];
+                    acc[l] += qh[i] * kc[(size_t)i * B + l];
             for (int l = 0; l < n; l++)
                 out[key - k0 + l] = acc[l] * scale;
         }
@@ -71,30 +96,96 @@ KR_HOT static float exp_shifted(float *s, int n) {
     return 1.0f / sum;
 }
 
-/* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order. */
+/* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order: 64 columns at a time
+ * held in four 16-lane sums while the keys go by (each column still adds its products in
+ * key order, one rounding each), then 16 and then one at a time. */
 KR_HOT static void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
                                int hd, int k0, int k1) {
-    for (int key = k0; key < k1; key++) {
+    int i0 = 0;
+    for (; i0 + 64 <= hd; i0 += 64) {
+        v16f a0, a1, a2, a3;
+        memcpy(&a0, out + i0, sizeof a0);
+        memcpy(&a1, out + i0 + 16, sizeof a1);
+        memcpy(&a2, out + i0 + 32, sizeof a2);
+        memcpy(&a3, out + i0 + 48, sizeof a3);
+        for (int key = k0; key < k1; key++) {
+            const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd + i0;
+            float p = e[key - k0];
+            a0 += p * *(const v16f *)v;
+            a1 += p * *(const v16f *)(v + 16);
+            a2 += p * *(const v16f *)(v + 32);
+            a3 += p * *(const v16f *)(v + 48);
+        }
+        memcpy(out + i0, &a0, sizeof a0);
+        memcpy(out + i0 + 16, &a1, sizeof a1);
+        memcpy(out + i0 + 32, &a2, sizeof a2);
+        memcpy(out + i0 + 48, &a3, sizeof a3);
+    }
+    for (; i0 + 16 <= hd; i0 += 16) {
+        v16f a;
+        memcpy(&a, out + i0, sizeof a);
+        for (int key = k0; key < k1; key++)
+            a += e[key - k0] * *(const v16f *)(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0);
+        memcpy(out + i0, &a, sizeof a);
+    }
+    for (int key = k0; key < k1 && i0 < hd; key++) {
         const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd;
         float p = e[key - k0];
-        for (int i = 0; i < hd; i++)
+        for (int i = i0; i < hd; i++)
             out[i] += p * v[i];
     }
 }
 
+/* o[256] += the value sums of four heads of 64 over keys [k0, k1), e of head hh at
+ * e + hh * e_stride: each key's value row is read as one run of 1 KiB while 16 registers
+ * hold the sums; each column still adds its products in key order. */
+KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
+                               int layer, int h0, int k0, int k1) {
+    v16f a[16];
+    for (int c = 0; c < 16; c++)
+        memcpy(&a[c], o + 16 * c, sizeof a[c]);
+    for (int key = k0; key < k1; key++) {
+        const v16f *v = (const v16f *)(kr_kv_v(kv, layer, key) + (size_t)h0 * 64);
+        for (int hh = 0; hh < 4; hh++) {
+            float p = e[hh * e_stride + (size_t)(key - k0)];
+            for (int c = 0; c < 4; c++)
+                a[4 * hh + c] += p * v[4 * hh + c];
+        }
+    }
+    for (int c = 0; c < 16; c++)
+        memcpy(o + 16 * c, &a[c], sizeof a[c]);
+}
+
+#define HEAD_GROUP 4 /* heads a row-path task takes together */
+
+/* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
+ * s: nh * n_keys floats of scratch. */
+static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh,
+                         int hd, int n_keys, float *s) {
+    float scale = (float)(1.0 / sqrt((double)hd)), inv[HEAD_GROUP];
+    for (int hh = 0; hh < nh; hh++) {
+        float *sh = s + (size_t)hh * n_keys;
+        head_scores(q + (size_t)hh * hd, kv, layer, h0 + hh, hd, 0, n_keys, scale, sh);
+        inv[hh] = exp_shifted(sh, n_keys);
+    }
+    memset(o, 0, (size_t)nh * hd * sizeof *o);
+    if (nh == 4 && hd == 64)
+        values_4x64(o, s, (size_t)n_keys, kv, layer, h0, 0, n_keys);
+    else
+        for (int hh = 0; hh < nh; hh++)
+            head_values(o + (size_t)hh * hd, s + (size_t)hh * n_keys, kv, layer, h0 + hh, hd, 0,
+                        n_keys);
+    for (int hh = 0; hh < nh; hh++)
+        for (int i = 0; i < hd; i++)
+            o[(size_t)hh * hd + i] *= inv[hh];
+}
+
 void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
                float *scores) {
-    int d = kv->d, hd = d / n_heads;
-    float scale = (float)(1.0 / sqrt((double)hd));
-    memset(out, 0, (size_t)d * sizeof *out);
-    for (int h = 0; h < n_heads; h++) {
-        float *s = scores + (size_t)h * n_keys, *oh = out + (size_t)h * hd;
-        head_scores(q + (size_t)h * hd, kv, layer, h, hd, 0, n_keys, scale, s);
-        float inv = exp_shifted(s, n_keys);
-        head_values(oh, s, kv, layer, h, hd, 0, n_keys);
-        for (int i = 0; i < hd; i++)
-            oh[i] *= inv;
-    }
+    int hd = kv->d / n_heads;
+    for (int h = 0; h < n_heads; h++)
+        attend_heads(out + (size_t)h * hd, q + (size_t)h * hd, kv, layer, h, 1, hd, n_keys,
+                     scores + (size_t)h * n_keys);
 }
 
 /* ---- many rows --------------------------------------------------------------------------------
@@ -122,12 +213,23 @@ typedef struct {
     float *inv; /* [n_rows][n_heads]: 1 / Z */
 } attend_job;
 
+/* The row path: items are (row, group of heads) pairs, row-major, per_task of them a task
+ * (a decode step of one path still spreads its heads over the threads). */
+static int head_group(int n_heads) {
+    return n_heads % HEAD_GROUP == 0 ? HEAD_GROUP : 1;
+}
+
 static void attend_task(void *arg, int task, int worker) {
     const attend_job *j = arg;
-    int r0 = task * j->per_task, r1 = r0 + j->per_task < j->n_rows ? r0 + j->per_task : j->n_rows;
-    for (int r = r0; r < r1; r++)
-        kr_attend(j->out + (size_t)r * j->d, j->q + (size_t)r * j->d, j->rows[r].kv, j->layer,
-                  j->rows[r].n_keys, j->n_heads, j->scratch + (size_t)worker * j->scratch_stride);
+    int g = head_group(j->n_heads), groups = j->n_heads / g, hd = j->d / j->n_heads;
+    int n = j->n_rows * groups;
+    int i0 = task * j->per_task, i1 = i0 + j->per_task < n ? i0 + j->per_task : n;
+    for (int i = i0; i < i1; i++) {
+        int r = i / groups, h0 = i % groups * g;
+        size_t at = (size_t)r * j->d + (size_t)h0 * hd;
+        attend_heads(j->out + at, j->q + at, j->rows[r].kv, j->layer, h0, g, hd, j->rows[r].n_keys,
+                     j->scratch + (size_t)worker * j->scratch_stride);
+    }
 }
 
 /* The tile path in three passes: each row's own keys scored (pass 1), the shared keys and
@@ -152,12 +254,19 @@ static void own_values(void *arg, int r, int worker) {
     (void)worker;
     const attend_job *j = arg;
     const kr_attn_row *row = &j->rows[r];
-    int hd = j->d / j->n_heads;
-    for (int h = 0; h < j->n_heads; h++) {
-        float *o = j->out + (size_t)r * j->d + (size_t)h * hd, inv = j->inv[r * j->n_heads + h];
-        head_values(o, own_at(j, r, h), row->kv, j->layer, h, hd, j->shared, row->n_keys);
-        for (int i = 0; i < hd; i++)
-            o[i] *= inv;
+    int hd = j->d / j->n_heads, g = head_group(j->n_heads) == 4 && hd == 64 ? 4 : 1;
+    for (int h = 0; h < j->n_heads; h += g) { /* the sums go on from the shared keys' */
+        float *o = j->out + (size_t)r * j->d + (size_t)h * hd;
+        if (g == 4)
+            values_4x64(o, own_at(j, r, h), (size_t)j->own_max, row->kv, j->layer, h, j->shared,
+                        row->n_keys);
+        else
+            head_values(o, own_at(j, r, h), row->kv, j->layer, h, hd, j->shared, row->n_keys);
+        for (int hh = 0; hh < g; hh++) {
+            float inv = j->inv[r * j->n_heads + h + hh];
+            for (int i = 0; i < hd; i++)
+                o[(size_t)hh * hd + i] *= inv;
+        }
     }
 }
 
@@ -179,23 +288,22 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     for (int i = 0; i < hd; i++)
         for (int r = 0; r < T; r++)
             qt[(size_t)i * T + r] = r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
-    /* shared keys two at a time, the tile's 32 rows in four vectors: each load of the
-     * transposed queries serves both keys */
+    /* shared keys two at a time, the tile's 32 rows in two 16-lane vectors: each load of
+     * the transposed queries serves both keys */
     for (int key = 0; key < shared; key += 2) {
         int k2 = key + 1 < shared ? key + 1 : key;
         const float *ka = kr_kv_kcol(kv0, j->layer, key) + (size_t)h * hd * B;
         const float *kb = kr_kv_kcol(kv0, j->layer, k2) + (size_t)h * hd * B;
-        v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, b0 = {0}, b1 = {0}, b2 = {0}, b3 = {0};
+        v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
         for (int i = 0; i < hd; i++) {
-            const v8f *qi = (const v8f *)(qt + (size_t)i * T);
+            const v16f *qi = (const v16f *)(qt + (size_t)i * T);
             float ai = ka[(size_t)i * B], bi = kb[(size_t)i * B];
-            a0 += qi[0] * ai, a1 += qi[1] * ai, a2 += qi[2] * ai, a3 += qi[3] * ai;
-            b0 += qi[0] * bi, b1 += qi[1] * bi, b2 += qi[2] * bi, b3 += qi[3] * bi;
+            a0 += qi[0] * ai, a1 += qi[1] * ai;
+            b0 += qi[0] * bi, b1 += qi[1] * bi;
         }
-        v8f *sa = (v8f *)(sc + (size_t)key * T), *sb = (v8f *)(sc + (size_t)k2 * T);
-        sa[0] = a0 * scale, sa[1] = a1 * scale, sa[2] = a2 * scale, sa[3] = a3 * scale;
-        if (k2 != key)
-            sb[0] = b0 * scale, sb[1] = b1 * scale, sb[2] = b2 * scale, sb[3] = b3 * scale;
+        v16f *sa = (v16f *)(sc + (size_t)key * T), *sb = (v16f *)(sc + (size_t)k2 * T);
+        sa[0] = a0 * scale, sa[1] = a1 * scale;
+        if (k2 != key) sb[0] = b0 * scale, sb[1] = b1 * scale;
     }
     for (int key = shared; key < n_keys; key++)
         for (int r = 0; r < T; r++)
@@ -220,25 +328,41 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             inv[r] += sc[(size_t)key * T + r];
     for (int r = 0; r < T; r++)
         inv[r] = 1.0f / inv[r];
-    /* sum of e_j v_j over the shared keys, in register tiles of 4 rows x 16 columns (a
-     * scalar loop for the columns of a head size that is not a multiple of 16) */
+    /* sum of e_j v_j over the shared keys, in register tiles of 4 rows x 64 columns (x 16
+     * columns for the rest of a head, a scalar loop for the columns of a head size that is
+     * not a multiple of 16); each (row, column) adds its products in key order */
     memset(o, 0, (size_t)T * hd * sizeof *o);
     int hd16 = hd / 16 * 16;
-    for (int ra = 0; ra < R; ra += 4)
-        for (int i0 = 0; i0 < hd16; i0 += 16) {
-            v8f c[4][2] = {{{0}}};
+    for (int ra = 0; ra < R; ra += 4) {
+        int i0 = 0;
+        for (; i0 + 64 <= hd16; i0 += 64) {
+            v16f c[4][4] = {{{0}}};
             for (int key = 0; key < shared; key++) {
-                const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0;
-                v8f v0 = *(const v8f *)v, v1 = *(const v8f *)(v + 8);
+                const v16f *v = (const v16f *)(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
+                v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
                 const float *p = sc + (size_t)key * T + ra;
                 for (int r = 0; r < 4; r++) {
                     c[r][0] += p[r] * v0;
                     c[r][1] += p[r] * v1;
+                    c[r][2] += p[r] * v2;
+                    c[r][3] += p[r] * v3;
                 }
             }
             for (int r = 0; r < 4 && ra + r < R; r++)
-                memcpy(o + (size_t)(ra + r) * hd + i0, c[r], 16 * sizeof(float));
+                memcpy(o + (size_t)(ra + r) * hd + i0, c[r], 64 * sizeof(float));
         }
+        for (; i0 < hd16; i0 += 16) {
+            v16f c[4] = {{0}};
+            for (int key = 0; key < shared; key++) {
+                v16f v = *(const v16f *)(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
+                const float *p = sc + (size_t)key * T + ra;
+                for (int r = 0; r < 4; r++)
+                    c[r] += p[r] * v;
+            }
+            for (int r = 0; r < 4 && ra + r < R; r++)
+                memcpy(o + (size_t)(ra + r) * hd + i0, &c[r], 16 * sizeof(float));
+        }
+    }
     for (int key = 0; key < shared && hd16 < hd; key++) {
         const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd;
         for (int r = 0; r < R; r++) {
@@ -306,6 +430,7 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
         free(j.own);
         free(j.inv);
     }
-    j.per_task = (n_rows + 4 * threads - 1) / (4 * threads);
-    kr_parallel_for((n_rows + j.per_task - 1) / j.per_task, attend_task, &j);
+    int items = n_rows * (n_heads / head_group(n_heads));
+    j.per_task = (items + 4 * threads - 1) / (4 * threads);
+    kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }

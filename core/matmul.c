@@ -29,6 +29,18 @@
 #define TASK_ROWS   256 /* rows per parallel task */
 #define ROW_CHUNK   64  /* rows whose x stays in cache while a task's panels stream past */
 
+/* Where output column o of row r goes: part[o / width] + r * width + o % width. One part
+ * of width out is the plain y[T][out]; several let a stacked layer (q|k|v, w1|w3) write
+ * each block of columns to its own array (width a multiple of PANEL: no panel straddles). */
+typedef struct {
+    float *const *part;
+    int width;
+} y_map;
+
+static inline float *y_at(const y_map *y, int r, int o) {
+    return y->part[o / y->width] + (size_t)r * y->width + o % y->width;
+}
+
 /* ---- packing ------------------------------------------------------------------------------ */
 
 size_t kr_linear_packed_floats(int out, int in) {
@@ -98,7 +110,7 @@ const char *kr_simd_name(kr_simd s) {
 /* ---- portable kernel -------------------------------------------------------------------- */
 
 /* Rows [r0, r1) x panels [p0, p1). fmaf is the same single rounding as the vector FMAs. */
-static void panels_generic(float *y, const float *x, int r0, int r1, int p0, int p1,
+static void panels_generic(const y_map *y, const float *x, int r0, int r1, int p0, int p1,
                            const kr_linear *l) {
     int in = l->in, out = l->out;
     for (int p = p0; p < p1; p++) {
@@ -111,21 +123,21 @@ static void panels_generic(float *y, const float *x, int r0, int r1, int p0, int
                     acc[c] = fmaf(xr[k], wp[(size_t)k * PANEL + c], acc[c]);
             for (int c = 0; c < PANEL && p * PANEL + c < out; c++) {
                 int o = p * PANEL + c;
-                y[(size_t)r * out + o] = l->b ? acc[c] + l->b[o] : acc[c];
+                *y_at(y, r, o) = l->b ? acc[c] + l->b[o] : acc[c];
             }
         }
     }
 }
 
 /* The unpacked form (layers built by hand in tests): the same chain per element. */
-static void rows_unpacked(float *y, const float *x, int T, const kr_linear *l) {
+static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear *l) {
     for (int r = 0; r < T; r++)
         for (int o = 0; o < l->out; o++) {
             const float *wr = l->w + (size_t)o * l->in, *xr = x + (size_t)r * l->in;
             float acc = 0.0f;
             for (int k = 0; k < l->in; k++)
                 acc = fmaf(xr[k], wr[k], acc);
-            y[(size_t)r * l->out + o] = l->b ? acc + l->b[o] : acc;
+            *y_at(y, r, o) = l->b ? acc + l->b[o] : acc;
         }
 }
 
@@ -133,35 +145,41 @@ static void rows_unpacked(float *y, const float *x, int T, const kr_linear *l) {
 /* ---- AVX-512 kernel ----------------------------------------------------------------------- */
 
 /* RN rows x CB panels of accumulators, one chain each; the compiler unrolls both loops
- * for each constant (RN, CB) so the accumulators live in registers. */
-#define AVX512_RB 8
-#define AVX512_CB 3
+ * for each constant (RN, CB) so the accumulators live in registers. Blocks of many rows
+ * take 3 panels (24 accumulators); one or two rows (a decode step) take up to 8 panels, so
+ * that 8 or 16 independent chains hide the FMA latency (each chain still runs over k in
+ * order: the bits do not change). Software prefetch of the weight streams was measured
+ * slower than the hardware's (AMD Zen 4, both kernels): there is none. */
+#define AVX512_RB     8
+#define AVX512_CB     3
+#define AVX512_CB_MAX 8 /* panels for blocks of at most AVX512_NARROW rows */
+#define AVX512_NARROW 2
 
 __attribute__((target("avx512f"), always_inline)) static inline void
-micro512(int RN, int CB, float *y, const float *x, int r, int p, const kr_linear *l) {
+micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_linear *l) {
     int in = l->in, out = l->out;
     const float *wp = l->wp + (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
-    __m512 acc[AVX512_RB][AVX512_CB];
+    __m512 acc[AVX512_RB][AVX512_CB_MAX];
 #pragma GCC unroll 8
     for (int i = 0; i < RN; i++)
-#pragma GCC unroll 3
+#pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
             acc[i][c] = _mm512_setzero_ps();
     for (int k = 0; k < in; k++) {
-        __m512 w[AVX512_CB];
-#pragma GCC unroll 3
+        __m512 w[AVX512_CB_MAX];
+#pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
             w[c] = _mm512_loadu_ps(wp + ((size_t)c * in + k) * PANEL);
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512 xb = _mm512_set1_ps(xr[(size_t)i * in + k]);
-#pragma GCC unroll 3
+#pragma GCC unroll 8
             for (int c = 0; c < CB; c++)
                 acc[i][c] = _mm512_fmadd_ps(xb, w[c], acc[i][c]);
         }
     }
-#pragma GCC unroll 3
+#pragma GCC unroll 8
     for (int c = 0; c < CB; c++) {
         int o = (p + c) * PANEL, n = out - o < PANEL ? out - o : PANEL;
         __mmask16 mask = (__mmask16)((1u << n) - 1u);
@@ -169,30 +187,42 @@ micro512(int RN, int CB, float *y, const float *x, int r, int p, const kr_linear
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512 v = l->b ? _mm512_add_ps(acc[i][c], b) : acc[i][c];
-            _mm512_mask_storeu_ps(y + (size_t)(r + i) * out + o, mask, v);
+            _mm512_mask_storeu_ps(y_at(y, r + i, o), mask, v);
         }
     }
 }
 
 #define M512(RN, CB)                                                                               \
     __attribute__((target("avx512f"))) static void micro512_##RN##_##CB(                           \
-        float *y, const float *x, int r, int p, const kr_linear *l) {                              \
+        const y_map *y, const float *x, int r, int p, const kr_linear *l) {                        \
         micro512(RN, CB, y, x, r, p, l);                                                           \
     }
-#define M512_ROW(RN) M512(RN, 1) M512(RN, 2) M512(RN, 3)
+#define M512_ROW(RN)  M512(RN, 1) M512(RN, 2) M512(RN, 3)
+#define M512_WIDE(RN) M512(RN, 4) M512(RN, 5) M512(RN, 6) M512(RN, 7) M512(RN, 8)
 M512_ROW(1)
 M512_ROW(2)
 M512_ROW(3)
 M512_ROW(4)
 M512_ROW(5)
-M512_ROW(6) M512_ROW(7) M512_ROW(8)
+M512_ROW(6)
+M512_ROW(7)
+M512_ROW(8)
+M512_WIDE(1)
+M512_WIDE(2)
 
-    typedef void (*micro_fn)(float *, const float *, int, int, const kr_linear *);
+typedef void (*micro_fn)(const y_map *, const float *, int, int, const kr_linear *);
 #define M512_ENTRY(RN)                                                                             \
     { micro512_##RN##_1, micro512_##RN##_2, micro512_##RN##_3 }
 static const micro_fn micro512_table[AVX512_RB][AVX512_CB] = {
     M512_ENTRY(1), M512_ENTRY(2), M512_ENTRY(3), M512_ENTRY(4),
     M512_ENTRY(5), M512_ENTRY(6), M512_ENTRY(7), M512_ENTRY(8)};
+#define M512_WIDE_ENTRY(RN)                                                                        \
+    {                                                                                              \
+        micro512_##RN##_1, micro512_##RN##_2, micro512_##RN##_3, micro512_##RN##_4,                \
+            micro512_##RN##_5, micro512_##RN##_6, micro512_##RN##_7, micro512_##RN##_8             \
+    }
+static const micro_fn micro512_narrow[AVX512_NARROW][AVX512_CB_MAX] = {M512_WIDE_ENTRY(1),
+                                                                       M512_WIDE_ENTRY(2)};
 
 /* ---- AVX2 kernel -------------------------------------------------------------------------- */
 
@@ -200,7 +230,7 @@ static const micro_fn micro512_table[AVX512_RB][AVX512_CB] = {
 #define AVX2_RB 6
 
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro256(int RN, float *y, const float *x, int r, int p, const kr_linear *l) {
+micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *l) {
     int in = l->in, out = l->out;
     const float *wp = l->wp + (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
@@ -223,15 +253,46 @@ micro256(int RN, float *y, const float *x, int r, int p, const kr_linear *l) {
         float tmp[PANEL];
         _mm256_storeu_ps(tmp, lo[i]);
         _mm256_storeu_ps(tmp + 8, hi[i]);
-        float *yr = y + (size_t)(r + i) * out + o;
+        float *yr = y_at(y, r + i, o);
         for (int c = 0; c < n; c++)
             yr[c] = l->b ? tmp[c] + l->b[o + c] : tmp[c];
     }
 }
 
+/* One row over 4 panels (8 chains in flight, 8 accumulators): a decode step's row. */
+__attribute__((target("avx2,fma"))) static void micro256_row4(const y_map *y, const float *x, int r,
+                                                              int p, const kr_linear *l) {
+    int in = l->in, out = l->out;
+    const float *wp = l->wp + (size_t)p * in * PANEL;
+    const float *xr = x + (size_t)r * in;
+    size_t ps = (size_t)in * PANEL; /* floats from one panel to the next */
+    __m256 a[8];
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; c++)
+        a[c] = _mm256_setzero_ps();
+    for (int k = 0; k < in; k++) {
+        __m256 xb = _mm256_broadcast_ss(xr + k);
+        const float *w = wp + (size_t)k * PANEL;
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            a[2 * c] = _mm256_fmadd_ps(xb, _mm256_loadu_ps(w + c * ps), a[2 * c]);
+            a[2 * c + 1] = _mm256_fmadd_ps(xb, _mm256_loadu_ps(w + c * ps + 8), a[2 * c + 1]);
+        }
+    }
+    for (int c = 0; c < 4; c++) {
+        int o = (p + c) * PANEL, n = out - o < PANEL ? out - o : PANEL;
+        float tmp[PANEL];
+        _mm256_storeu_ps(tmp, a[2 * c]);
+        _mm256_storeu_ps(tmp + 8, a[2 * c + 1]);
+        float *yr = y_at(y, r, o);
+        for (int i = 0; i < n; i++)
+            yr[i] = l->b ? tmp[i] + l->b[o + i] : tmp[i];
+    }
+}
+
 #define M256(RN)                                                                                   \
-    __attribute__((target("avx2,fma"))) static void micro256_##RN(float *y, const float *x, int r, \
-                                                                  int p, const kr_linear *l) {     \
+    __attribute__((target("avx2,fma"))) static void micro256_##RN(                                 \
+        const y_map *y, const float *x, int r, int p, const kr_linear *l) {                        \
         micro256(RN, y, x, r, p, l);                                                               \
     }
 M256(1)
@@ -239,14 +300,15 @@ M256(2)
 M256(3)
 M256(4)
 M256(5)
-M256(6) static const micro_fn micro256_table[AVX2_RB] = {micro256_1, micro256_2, micro256_3,
-                                                         micro256_4, micro256_5, micro256_6};
+M256(6)
+static const micro_fn micro256_table[AVX2_RB] = {micro256_1, micro256_2, micro256_3,
+                                                 micro256_4, micro256_5, micro256_6};
 #endif
 
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
 typedef struct {
-    float *y;
+    const y_map *y;
     const float *x;
     int T, col_tasks;
     const kr_linear *l;
@@ -268,6 +330,13 @@ static void linear_task(void *arg, int task, int worker) {
         switch (j->simd) {
 #ifdef KR_X86
         case KR_SIMD_AVX512:
+            if (rc1 - rc <= AVX512_NARROW) { /* a decode step's rows: wide, streaming */
+                for (int p = p0; p < p1; p += AVX512_CB_MAX) {
+                    int cb = p1 - p < AVX512_CB_MAX ? p1 - p : AVX512_CB_MAX;
+                    micro512_narrow[rc1 - rc - 1][cb - 1](j->y, j->x, rc, p, l);
+                }
+                break;
+            }
             for (int p = p0; p < p1; p += AVX512_CB) {
                 int cb = p1 - p < AVX512_CB ? p1 - p : AVX512_CB;
                 for (int r = rc; r < rc1; r += AVX512_RB) {
@@ -277,6 +346,14 @@ static void linear_task(void *arg, int task, int worker) {
             }
             break;
         case KR_SIMD_AVX2:
+            if (rc1 - rc == 1) { /* one row: four panels at a time, then one */
+                int p = p0;
+                for (; p + 4 <= p1; p += 4)
+                    micro256_row4(j->y, j->x, rc, p, l);
+                for (; p < p1; p++)
+                    micro256_1(j->y, j->x, rc, p, l);
+                break;
+            }
             for (int p = p0; p < p1; p++)
                 for (int r = rc; r < rc1; r += AVX2_RB) {
                     int rn = rc1 - r < AVX2_RB ? rc1 - r : AVX2_RB;
@@ -291,7 +368,7 @@ static void linear_task(void *arg, int task, int worker) {
     }
 }
 
-void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
+static void forward(const y_map *y, const float *x, int T, const kr_linear *l) {
     if (T < 1) return;
     if (!l->wp) {
         rows_unpacked(y, x, T, l);
@@ -301,4 +378,16 @@ void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
     linear_job j = {y, x, T, (panels + TASK_PANELS - 1) / TASK_PANELS, l, kr_simd_level()};
     int row_tasks = (T + TASK_ROWS - 1) / TASK_ROWS;
     kr_parallel_for(j.col_tasks * row_tasks, linear_task, &j);
+}
+
+void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
+    y_map m = {&y, l->out};
+    forward(&m, x, T, l);
+}
+
+int kr_linear_forward_parts(float *const *ys, int n, const float *x, int T, const kr_linear *l) {
+    if (n < 1 || l->out % n || l->out / n % PANEL) return -1;
+    y_map m = {ys, l->out / n};
+    forward(&m, x, T, l);
+    return 0;
 }

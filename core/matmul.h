@@ -8,6 +8,10 @@
  * order, plus the bias: its bits depend on its own row alone (not on T, the thread count
  * or the SIMD level). */
 void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l);
+/* The same product, its out columns cut into n equal blocks, block i written to ys[i] as
+ * [T][out / n] (a stacked q|k|v or w1|w3 layer straight into its parts). -1, writing
+ * nothing, unless out / n is a whole number of 16-column panels. */
+int kr_linear_forward_parts(float *const *ys, int n, const float *x, int T, const kr_linear *l);
 
 /* The packed form the kernels read: panels of 16 output columns, [panel][in][16], the last
  * panel zero-padded. */

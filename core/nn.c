@@ -177,7 +177,10 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
         R += seqs[i].n_rows;
 
     kr_rmsnorm(s->xn, x, b->norm1, R, d);
-    if (b->qkv.w || b->qkv.wp) { /* one product, then the rows split into q, k, v */
+    float *qkv[3] = {s->q, s->k, s->v}, *w13[2] = {s->h1, s->h3};
+    if ((b->qkv.w || b->qkv.wp) && kr_linear_forward_parts(qkv, 3, s->xn, R, &b->qkv) == 0) {
+        /* one product, written straight into q, k and v */
+    } else if (b->qkv.w || b->qkv.wp) { /* one product, then the rows split into q, k, v */
         kr_linear_forward(s->stacked, s->xn, R, &b->qkv);
         for (size_t r = 0; r < (size_t)R; r++) {
             const float *row = s->stacked + r * 3 * d;
@@ -205,7 +208,9 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
         x[i] += s->xn[i];
 
     kr_rmsnorm(s->xn, x, b->norm2, R, d);
-    if (b->w13.w || b->w13.wp) {
+    if ((b->w13.w || b->w13.wp) && kr_linear_forward_parts(w13, 2, s->xn, R, &b->w13) == 0) {
+        /* one product, written straight into h1 and h3 */
+    } else if (b->w13.w || b->w13.wp) {
         kr_linear_forward(s->stacked, s->xn, R, &b->w13);
         for (size_t r = 0; r < (size_t)R; r++) {
             const float *row = s->stacked + r * 2 * b->ff;

@@ -60,6 +60,18 @@ typedef enum { KR_SIMD_GENERIC, KR_SIMD_AVX2, KR_SIMD_AVX512 } kr_simd;
 kr_simd kr_simd_level(void);
 const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512" */
 
+/* OpenBLAS (the bench's sgemm reference; kronosd's own products do not use it): the name of
+ * the core it loaded, e.g. "SkylakeX". */
+const char *kr_blas_core(void);
+/* The core OpenBLAS should use instead of `current` on a CPU with these features, or NULL
+ * when `current` already uses the widest vectors the CPU has (or is a name not known here). */
+const char *kr_blas_wanted_core(const char *current, int cpu_avx512, int cpu_avx512bf16,
+                                int cpu_avx2, int cpu_amd);
+/* Call first thing in main: when OpenBLAS fell back to a generic core and the user has not set
+ * OPENBLAS_CORETYPE, sets it to the right core and re-executes the program (argv) once,
+ * saying so in one line on stderr prefixed by prog. Returns when there is nothing to do. */
+void kr_blas_ensure(char **argv, const char *prog);
+
 /* A caller's way to stop long work between steps: check returns 0 to go on, or
  * KR_E_CANCELLED / KR_E_DEADLINE to stop, and the work then fails with that code, its
  * pool memory returned. Called on the thread running the work, once per decoding step;

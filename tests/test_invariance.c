@@ -10,7 +10,9 @@
 
 #include "kronos.h"
 #include "matmul.h"
+#include "nn.h"
 #include "test_util.h"
+#include "vmath.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +26,11 @@ static float lcg(void) { /* uniform in [-1, 1) */
 
 /* ---- linear layers ---------------------------------------------------------------------- */
 
-enum { OUT = 70, IN = 53, ROWS = 41 }; /* a partial panel and odd sizes on purpose */
+/* a partial panel and odd sizes on purpose; OUT2 spans a whole task of panels (the narrow
+ * kernels for one or two rows take up to 8 panels at once) and a partial one */
+enum { OUT = 70, IN = 53, ROWS = 41, OUT2 = 200 };
 
-static void test_linear_rows(void **state) {
-    (void)state;
+static void linear_rows(int OUT, int IN, int ROWS) {
     float *w = malloc(OUT * IN * sizeof(float)), *b = malloc(OUT * sizeof(float));
     float *wp = malloc(kr_linear_packed_floats(OUT, IN) * sizeof(float));
     float *x = malloc(ROWS * IN * sizeof(float)), *y = malloc(ROWS * OUT * sizeof(float));
@@ -58,6 +61,146 @@ static void test_linear_rows(void **state) {
     }
     kr_simd_set(best);
     free(w), free(b), free(wp), free(x), free(y), free(solo), free(ref);
+}
+
+static void test_linear_rows(void **state) {
+    (void)state;
+    linear_rows(OUT, IN, ROWS);
+    linear_rows(OUT2, IN, 5);
+}
+
+/* A stacked layer written into its parts equals the whole product cut afterwards, at every
+ * level; parts that would cut a panel are refused. */
+static void test_linear_parts(void **state) {
+    (void)state;
+    enum { PO = 96, PI = 37, PR = 11, W = PO / 3 };
+    float *w = malloc(PO * PI * sizeof(float)), *b = malloc(PO * sizeof(float));
+    float *wp = malloc(kr_linear_packed_floats(PO, PI) * sizeof(float));
+    float *x = malloc(PR * PI * sizeof(float)), *whole = malloc(PR * PO * sizeof(float));
+    float *part = malloc(3 * PR * W * sizeof(float));
+    assert_true(w && b && wp && x && whole && part);
+    for (int i = 0; i < PO * PI; i++)
+        w[i] = lcg();
+    for (int i = 0; i < PO; i++)
+        b[i] = lcg();
+    for (int i = 0; i < PR * PI; i++)
+        x[i] = lcg();
+    kr_linear_pack(wp, w, PO, PI);
+    kr_linear packed = {.b = b, .out = PO, .in = PI, .wp = wp};
+    float *ys[3] = {part, part + PR * W, part + 2 * PR * W};
+    kr_simd best = kr_simd_level();
+    for (int s = KR_SIMD_GENERIC; s <= (int)best; s++) {
+        assert_int_equal(kr_simd_set((kr_simd)s), 0);
+        for (int n = 1; n <= PR; n++) {
+            kr_linear_forward(whole, x, n, &packed);
+            assert_int_equal(kr_linear_forward_parts(ys, 3, x, n, &packed), 0);
+            for (int r = 0; r < n; r++)
+                for (int p = 0; p < 3; p++)
+                    assert_memory_equal(ys[p] + r * W, whole + r * PO + p * W, W * sizeof(float));
+        }
+    }
+    kr_simd_set(best);
+    assert_int_equal(kr_linear_forward_parts(ys, 4, x, 1, &packed), -1); /* 24 columns */
+    assert_int_equal(kr_linear_forward_parts(ys, 5, x, 1, &packed), -1); /* not equal */
+    free(w), free(b), free(wp), free(x), free(whole), free(part);
+}
+
+/* ---- attention's row path ---------------------------------------------------------------- */
+
+/* kr_attend runs each head alone; kr_attend_rows takes heads in groups (four heads of 64
+ * share one pass over the values), scores aligned groups of 16 keys four at a time, and
+ * runs rows sharing a prefix as a tile. All must give the same bits, for any number of keys
+ * (whole groups, a partial one), block length and head count. */
+static void attend_row_path(int d, int n_heads, int block_len) {
+    enum { BLOCKS = 8, ROWS = 3, TILE_ROWS = 5 };
+    float *blk[BLOCKS];
+    for (int b = 0; b < BLOCKS; b++) { /* one layer: K transposed [d][B], then V [B][d] */
+        blk[b] = malloc((size_t)2 * block_len * d * sizeof(float));
+        assert_non_null(blk[b]);
+        for (size_t i = 0; i < (size_t)2 * block_len * d; i++)
+            blk[b][i] = lcg();
+    }
+    kr_kv_view kv = {blk, block_len, d};
+    int max_keys = BLOCKS * block_len, n_keys[ROWS] = {max_keys, max_keys - 19, 37};
+    float *q = malloc((size_t)TILE_ROWS * d * sizeof(float));
+    float *ref = malloc((size_t)TILE_ROWS * d * sizeof(float));
+    float *out = malloc((size_t)TILE_ROWS * d * sizeof(float));
+    float *scratch = malloc(kr_attend_scores_floats(max_keys, n_heads, d) * sizeof(float));
+    assert_true(q && ref && out && scratch);
+    for (int i = 0; i < TILE_ROWS * d; i++)
+        q[i] = 2 * lcg();
+    kr_attn_row rows[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        rows[r] = (kr_attn_row){&kv, n_keys[r]};
+        kr_attend(ref + (size_t)r * d, q + (size_t)r * d, &kv, 0, n_keys[r], n_heads, scratch);
+    }
+    kr_attend_rows(out, q, rows, ROWS, d, 0, n_heads, scratch, max_keys);
+    assert_memory_equal(out, ref, (size_t)ROWS * d * sizeof(float));
+    for (int r = 0; r < ROWS; r++) { /* one row a call: a decode step of one path */
+        kr_attend_rows(out, q + (size_t)r * d, &rows[r], 1, d, 0, n_heads, scratch, max_keys);
+        assert_memory_equal(out, ref + (size_t)r * d, (size_t)d * sizeof(float));
+    }
+    /* five rows over one prefix of >= 64 keys: the tile path, each row's own keys after it */
+    kr_attn_row tile[TILE_ROWS];
+    int tile_keys[TILE_ROWS] = {max_keys, max_keys - 19, 100, max_keys - 7, max_keys - 40};
+    for (int r = 0; r < TILE_ROWS; r++) {
+        tile[r] = (kr_attn_row){&kv, tile_keys[r]};
+        kr_attend(ref + (size_t)r * d, q + (size_t)r * d, &kv, 0, tile_keys[r], n_heads, scratch);
+    }
+    kr_attend_rows(out, q, tile, TILE_ROWS, d, 0, n_heads, scratch, max_keys);
+    assert_memory_equal(out, ref, (size_t)TILE_ROWS * d * sizeof(float));
+    for (int b = 0; b < BLOCKS; b++)
+        free(blk[b]);
+    free(q), free(ref), free(out), free(scratch);
+}
+
+static void test_attention_row_path(void **state) {
+    (void)state;
+    attend_row_path(256, 4, 16); /* four heads of 64: one group */
+    attend_row_path(512, 8, 32); /* Kronos-small's heads: two groups */
+    attend_row_path(96, 3, 16);  /* heads of 32, not a multiple of four: one at a time */
+}
+
+/* ---- element-wise exp ------------------------------------------------------------------- */
+
+/* exp_array's 16-lane vectors give each element the bits of its scalar tail (the code the
+ * kernels had before), on every instruction set this file's clones are built for: a sweep
+ * of bit patterns over [-100, 88] plus the edges. */
+KR_HOT static void exp_sweep(float *v, float *s, int n) {
+    exp_array(v, n);
+    for (int i = 0; i < n; i++)
+        s[i] = exp1(s[i]);
+}
+
+static void test_exp_lanes(void **state) {
+    (void)state;
+    enum { N = 1 << 16 };
+    float *v = malloc(N * sizeof(float)), *sc = malloc(N * sizeof(float));
+    float *plain = malloc(N * sizeof(float));
+    assert_true(v && sc && plain);
+    uint32_t lo = 0x3f800000u; /* walk |x| from 1e-38-ish upwards on both signs */
+    for (int pass = 0; pass < 64; pass++) {
+        for (int i = 0; i < N; i++) {
+            uint32_t u = lo + (uint32_t)pass * 0x01000000u / 8 + (uint32_t)i * 97u;
+            union {
+                uint32_t u;
+                float f;
+            } c = {.u = (u & 0x7fffffffu) % 0x42c80000u}; /* |x| < 100 */
+            float x = (i & 1) ? -c.f : c.f;
+            v[i] = sc[i] = x > 88.0f ? 88.0f : x;
+        }
+        v[0] = sc[0] = -87.3f;
+        v[1] = sc[1] = -87.29f;
+        v[2] = sc[2] = 0.0f;
+        v[3] = sc[3] = -0.0f;
+        v[4] = sc[4] = 88.0f;
+        memcpy(plain, v, N * sizeof(float));
+        exp_sweep(v, sc, N); /* the clone for this CPU */
+        exp_array(plain, N); /* built for the baseline instruction set */
+        assert_memory_equal(v, sc, N * sizeof(float));
+        assert_memory_equal(plain, sc, N * sizeof(float));
+    }
+    free(v), free(sc), free(plain);
 }
 
 /* ---- the decoder on KV caches ----------------------------------------------------------- */
@@ -331,6 +474,9 @@ static void test_scheduler_join_leave(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
+        cmocka_unit_test(test_linear_parts),
+        cmocka_unit_test(test_attention_row_path),
+        cmocka_unit_test(test_exp_lanes),
         cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forecast_batch, setup, teardown),
