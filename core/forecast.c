@@ -126,7 +126,7 @@ static int reference_forecast(const kr_model *m, const kr_forecast_request *r, f
     for (int i = 0; i < P; i++)
         job->stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
     kr_raw_candles(r, raw);
-    if (kr_normalise(raw, L, xn, job->mean, job->std, err) ||
+    if (kr_normalise_for(r, raw, L, xn, job->mean, job->std, err) ||
         kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
         goto out;
     for (int p = 1; p < S; p++) {

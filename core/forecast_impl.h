@@ -21,6 +21,18 @@ uint64_t kr_path_seed(uint64_t seed, int path);
 int kr_check_columns(const kr_forecast_request *r, kr_error *err);
 /* candles.c: the six float32 columns of upstream's DataFrame, volume/amount filled in */
 void kr_raw_candles(const kr_forecast_request *r, float *x);
+/* candles.c: raw[n][6] -> xn[n][6], with the request's pinned statistics or the rows' own
+ * (written to mean, std) */
+int kr_normalise_for(const kr_forecast_request *r, const float *raw, int n, float *xn,
+                     float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
+/* xn = clip((x - mean) / (std + 1e-5), -5, 5), row by row: each row its own */
+void kr_normalise_rows(const float *x, int n, const float mean[KR_D_IN], const float std[KR_D_IN],
+                       float *xn);
+/* series.c: what a forecast from a series takes: the predictor cache of its window
+ * (tokens from *start on), its pool, every candle's stamps */
+kr_cache *kr_series_cache(const kr_series *s, int *start);
+kr_pool *kr_series_pool(const kr_series *s);
+const kr_stamp *kr_series_stamps(const kr_series *s);
 /* summary.c */
 int kr_forecast_alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err);
 int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,

@@ -86,6 +86,8 @@ int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_jo
         kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory summarising %d paths", S);
         goto out;
     }
+    memcpy(res->norm_mean, job->mean, sizeof res->norm_mean);
+    memcpy(res->norm_std, job->std, sizeof res->norm_std);
     if (decode_paths(m, job, r->use_cache, dec, err)) goto out;
     for (int p = 0; p < S; p++)
         for (int i = 0; i < P; i++)

@@ -27,6 +27,23 @@ static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int
     return 0;
 }
 
+/* The encoder's last states z[n][d] -> token pairs, one bit a sign (q: [n][bits] scratch). */
+static void quantise(const kr_model *m, const float *z, int n, float *q, int32_t *s1, int32_t *s2) {
+    const kr_tokenizer_config *c = &m->tc;
+    int nb = c->s1_bits + c->s2_bits;
+    kr_linear_forward(q, z, n, &m->tok.quant_embed);
+    for (int t = 0; t < n; t++) {
+        const float *qt = q + (size_t)t * nb;
+        int32_t a = 0, b = 0; /* least significant bit first */
+        for (int i = 0; i < c->s1_bits; i++)
+            if (qt[i] > 0.0f) a |= (int32_t)1 << i;
+        for (int i = 0; i < c->s2_bits; i++)
+            if (qt[c->s1_bits + i] > 0.0f) b |= (int32_t)1 << i;
+        s1[t] = a;
+        s2[t] = b;
+    }
+}
+
 int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, int32_t *s2,
                         kr_error *err) {
     const kr_tokenizer_config *c = &m->tc;
@@ -41,19 +58,38 @@ int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, i
     }
     kr_linear_forward(z, x, n, &m->tok.embed);
     if (run_blocks(m->tok.enc, m->tok.n_enc, z, n, d, c->ff_dim, err)) goto out;
-    kr_linear_forward(q, z, n, &m->tok.quant_embed);
-    for (int t = 0; t < n; t++) {
-        const float *qt = q + (size_t)t * nb;
-        int32_t a = 0, b = 0; /* least significant bit first */
-        for (int i = 0; i < c->s1_bits; i++)
-            if (qt[i] > 0.0f) a |= (int32_t)1 << i;
-        for (int i = 0; i < c->s2_bits; i++)
-            if (qt[c->s1_bits + i] > 0.0f) b |= (int32_t)1 << i;
-        s1[t] = a;
-        s2[t] = b;
-    }
+    quantise(m, z, n, q, s1, s2);
     rc = 0;
 out:
+    free(z);
+    free(q);
+    return rc;
+}
+
+int kr_tokenizer_encode_rows(const kr_model *m, const float *x, int n, const kr_kv_view *kv,
+                             int pos0, int32_t *s1, int32_t *s2, kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
+    if (n < 1) return kr_fail(err, "tokenizer encode: no candles");
+    float *z = malloc((size_t)n * d * sizeof(float));
+    float *q = malloc((size_t)n * nb * sizeof(float));
+    kr_block_scratch sc = {0};
+    int rc = -1;
+    if (!z || !q) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer encode: out of memory for %d candles", n);
+        goto out;
+    }
+    if (m->tok.n_enc > 0 &&
+        kr_block_scratch_init(&sc, n, pos0 + n, d, c->ff_dim, m->tok.enc[0].n_heads, err))
+        goto out;
+    kr_linear_forward(z, x, n, &m->tok.embed);
+    kr_seq seq = {kv, pos0, NULL, n};
+    for (int l = 0; l < m->tok.n_enc; l++)
+        kr_block_forward(&m->tok.enc[l], l, z, 1, &seq, &sc);
+    quantise(m, z, n, q, s1, s2);
+    rc = 0;
+out:
+    kr_block_scratch_free(&sc);
     free(z);
     free(q);
     return rc;
