@@ -523,6 +523,7 @@ typedef struct {
     kd_app *app;
     kd_request *r;
     kd_candles candles;
+    kr_forecast_request norm; /* its pinned statistics, if any */
 } tokenize_job;
 
 static void run_tokenize(kd_job *j) {
@@ -532,8 +533,7 @@ static void run_tokenize(kd_job *j) {
     int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
     float mean[KR_D_IN], std[KR_D_IN];
     kr_error err = {0};
-    kr_forecast_request req;
-    kr_forecast_request_init(&req);
+    kr_forecast_request req = t->norm;
     kd_candles_link(&t->candles, &req);
     int rc = -1;
     if (!s1 || !s2)
@@ -555,7 +555,7 @@ static void run_tokenize(kd_job *j) {
         reply_core_error(r, "tokenize", &err);
 }
 
-static const char *const tokenize_fields[] = {"candles", NULL};
+static const char *const tokenize_fields[] = {"candles", "normalization", NULL};
 
 kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     char msg[MSG_MAX];
@@ -564,6 +564,7 @@ kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     json_decref(qc.opts);
     tokenize_job *t = alloc_job(r, sizeof *t);
     if (!t) return KD_REPLIED;
+    kr_forecast_request_init(&t->norm);
     if (qc.csv_in) {
         if (!csv_candles(r, 1, app->cfg.max_candles, &t->candles, msg, sizeof msg)) {
             free(t);
@@ -571,12 +572,15 @@ kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
         }
     } else {
         json_t *body = kd_request_json(r);
-        const int bad = !body || kd_check_fields(body, "", tokenize_fields, msg, sizeof msg) < 0 ||
-                        kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles,
-                                         &t->candles, msg, sizeof msg) < 0;
+        const int bad =
+            !body || kd_check_fields(body, "", tokenize_fields, msg, sizeof msg) < 0 ||
+            kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles, &t->candles,
+                             msg, sizeof msg) < 0 ||
+            kd_normalization_parse(kd_field(body, "normalization"), &t->norm, msg, sizeof msg) < 0;
         if (bad && body) kd_reply_error(r, 400, "invalid_request", "%s", msg);
         json_decref(body);
         if (bad) {
+            kd_candles_free(&t->candles);
             free(t);
             return KD_REPLIED;
         }
