@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "candle_sessions.h"
 #include "inference.h"
 #include "json_fields.h"
 #include "page/page.h"
@@ -178,6 +179,15 @@ static bool no_fields(kd_request *r) {
 
 static kd_outcome session_create(kd_app *app, kd_request *r) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
+    size_t len;
+    if (kd_request_body(r, &len)) { /* with candles: a candle session */
+        json_t *body = kd_request_json(r);
+        if (!body) return KD_REPLIED;
+        const bool candles = json_object_get(body, "candles") != NULL;
+        const kd_outcome out = candles ? kd_handle_candle_session_create(app, r, body) : KD_REPLIED;
+        json_decref(body);
+        if (candles) return out;
+    }
     if (!no_fields(r)) return KD_REPLIED;
     kd_session_status st = kd_sessions_new(app->sessions, id, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
@@ -202,11 +212,15 @@ static kd_outcome session_get(kd_app *app, kd_request *r) {
         reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
-    kd_reply_json(r, 200,
-                  json_pack("{s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "length",
-                            info.length, "capacity", info.capacity, "bytes", (json_int_t)info.bytes,
-                            "idle_seconds", info.idle_seconds, "age_seconds", info.age_seconds,
-                            "busy", info.busy));
+    json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "kind",
+                          info.kind ? info.kind->name : "tokens", "length", info.length, "capacity",
+                          info.capacity, "bytes", (json_int_t)info.bytes, "idle_seconds",
+                          info.idle_seconds, "age_seconds", info.age_seconds, "busy", info.busy);
+    if (o && info.kind && kd_candle_session_describe(o, &info) < 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    kd_reply_json(r, 200, o);
     return KD_REPLIED;
 }
 
@@ -238,10 +252,22 @@ static const kd_route routes[] = {
     {"/sessions",   "POST",   EP_SESSIONS,   false, true,  session_create},
     {"/sessions/",  "GET",    EP_SESSION,    false, true,  session_get},
     {"/sessions/",  "DELETE", EP_SESSION,    false, true,  session_delete},
+    {"/sessions/*/candles",  "POST", EP_SESSION, false, true, kd_handle_session_candles},
+    {"/sessions/*/forecast", "POST", EP_SESSION, false, true, kd_handle_session_forecast},
     /* clang-format on */
 };
 
+/* A pattern such as "/sessions/{*}/candles" ('*' alone in it): one non-empty segment. */
+static bool path_matches_star(const char *pattern, const char *path) {
+    const char *star = strchr(pattern, '*');
+    const size_t head = (size_t)(star - pattern);
+    if (strncmp(pattern, path, head) != 0) return false;
+    const size_t seg = strcspn(path + head, "/");
+    return seg > 0 && strcmp(star + 1, path + head + seg) == 0;
+}
+
 static bool path_matches(const char *pattern, const char *path) {
+    if (strchr(pattern, '*')) return path_matches_star(pattern, path);
     const size_t n = strlen(pattern);
     if (n == 1 || pattern[n - 1] != '/') return strcmp(pattern, path) == 0;
     return strncmp(pattern, path, n) == 0 && path[n] != '\0' && !strchr(path + n, '/');

@@ -21,10 +21,13 @@ struct kd_session {
     kr_cache *cache;
     bool busy;
     double created, last_used;
-    int length;              /* as of the last release: readable while a worker holds the cache */
-    size_t bytes;            /* likewise */
-    kd_session *chain;       /* next in the hash bucket */
-    kd_session *prev, *next; /* the idle LRU list, oldest first */
+    int length;   /* as of the last release: readable while a worker holds the cache */
+    size_t bytes; /* likewise */
+    const kd_session_kind *kind; /* NULL: a token session (cache) */
+    void *state;                 /* a session of another kind: its state */
+    kd_session_extra extra;      /* its description as of the last release */
+    kd_session *chain;           /* next in the hash bucket */
+    kd_session *prev, *next;     /* the idle LRU list, oldest first */
 };
 
 typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_DELETED } gone_reason;
@@ -121,6 +124,12 @@ static void unlink_bucket(kd_sessions *t, kd_session *s) {
     *p = s->chain;
 }
 
+static void free_session(kd_session *s) {
+    kr_cache_free(s->cache);
+    if (s->kind) s->kind->free(s->state);
+    free(s);
+}
+
 /* Removes an idle session and frees its cache (its blocks go back to the pool). */
 static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     lru_remove(t, s);
@@ -129,8 +138,7 @@ static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     t->gone[t->gone_next].why = why;
     t->gone_next = (t->gone_next + 1) % GONE_MAX;
     t->count--;
-    kr_cache_free(s->cache);
-    free(s);
+    free_session(s);
 }
 
 static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, size_t msglen) {
@@ -152,17 +160,39 @@ static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, si
 /* ---- operations --------------------------------------------------------------------- */
 
 kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t msglen) {
+    return kd_sessions_new_with(t, NULL, NULL, id, msg, msglen);
+}
+
+const kd_session_kind *kd_session_kind_of(const kd_session *s) {
+    return s->kind;
+}
+
+void *kd_session_state(kd_session *s) {
+    return s->state;
+}
+
+kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                       char *id, char *msg, size_t msglen) {
     unsigned char raw[KD_SESSION_ID_LEN / 2];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
         snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
+        if (kind) kind->free(state);
         return KD_SESSION_ERROR;
     }
     kd_session *s = calloc(1, sizeof *s);
     kr_error err = {0};
-    if (!s || !(s->cache = kr_cache_create(t->pool, 0, &err))) {
+    if (!s || (!kind && !(s->cache = kr_cache_create(t->pool, 0, &err)))) {
         snprintf(msg, msglen, "sessions: %s", s ? err.msg : "out of memory");
         free(s);
+        if (kind) kind->free(state);
         return KD_SESSION_ERROR;
+    }
+    s->kind = kind;
+    s->state = state;
+    if (kind) {
+        kind->describe(state, &s->extra);
+        s->length = s->extra.length;
+        s->bytes = s->extra.bytes;
     }
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
@@ -170,8 +200,7 @@ kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t ms
     if (t->count >= t->max) {
         if (!t->lru_head) {
             pthread_mutex_unlock(&t->mu);
-            kr_cache_free(s->cache);
-            free(s);
+            free_session(s);
             snprintf(msg, msglen, "all %d sessions are in use (max-sessions)", t->max);
             return KD_SESSION_FULL;
         }
@@ -215,9 +244,12 @@ kr_cache *kd_session_cache(kd_session *s) {
 
 void kd_sessions_release(kd_sessions *t, kd_session *s) {
     /* the caller is done with the cache: these reads race with nothing */
-    const int length = kr_cache_length(s->cache);
-    const size_t bytes = kr_cache_bytes(s->cache);
+    kd_session_extra extra = {0};
+    if (s->kind) s->kind->describe(s->state, &extra);
+    const int length = s->kind ? extra.length : kr_cache_length(s->cache);
+    const size_t bytes = s->kind ? extra.bytes : kr_cache_bytes(s->cache);
     pthread_mutex_lock(&t->mu);
+    s->extra = extra;
     s->length = length;
     s->bytes = bytes;
     s->busy = false;
@@ -237,7 +269,9 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
     } else {
         const double now = now_s();
         info->length = s->length;
-        info->capacity = kr_cache_capacity(s->cache);
+        info->capacity = s->cache ? kr_cache_capacity(s->cache) : 0;
+        info->kind = s->kind;
+        info->extra = s->extra;
         info->bytes = s->bytes;
         info->busy = s->busy;
         info->idle_seconds = s->busy ? 0 : now - s->last_used;
@@ -305,8 +339,7 @@ void kd_sessions_free(kd_sessions *t) {
     for (size_t b = 0; b < t->n_buckets; b++)
         for (kd_session *s = t->buckets[b], *next; s; s = next) {
             next = s->chain;
-            kr_cache_free(s->cache);
-            free(s);
+            free_session(s);
         }
     pthread_mutex_destroy(&t->mu);
     free(t->buckets);

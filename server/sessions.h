@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kronos.h"
 
@@ -27,6 +28,23 @@ typedef enum {
     KD_SESSION_ERROR,     /* out of memory, no randomness: 500 */
 } kd_session_status;
 
+/* A session of another kind holds state that its own module owns (a candle series,
+ * candle_sessions.c) instead of a token cache. describe is called when the session is idle
+ * (at creation and each release), so that info never reads state a request is changing. */
+typedef struct {
+    int length;
+    size_t bytes;
+    int64_t last_timestamp;       /* wall-clock seconds */
+    char last_timestamp_text[48]; /* as the client wrote such timestamps, "" for Unix seconds */
+    float mean[KR_D_IN], std[KR_D_IN];
+} kd_session_extra;
+
+typedef struct {
+    const char *name; /* "candles" */
+    void (*free)(void *state);
+    void (*describe)(const void *state, kd_session_extra *out);
+} kd_session_kind;
+
 kd_sessions *kd_sessions_create(kr_pool *pool, int max_sessions, int ttl_seconds);
 /* Frees every session; none may be busy. */
 void kd_sessions_free(kd_sessions *t);
@@ -35,10 +53,18 @@ void kd_sessions_free(kd_sessions *t);
  * recently used idle session makes room. msg says why on failure. */
 kd_session_status kd_sessions_new(kd_sessions *t, char *id, char *msg, size_t msglen);
 
+/* kd_sessions_new for a session of `kind` holding `state`, which it then owns (freed with
+ * kind->free when the session goes, or at once on failure). */
+kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                       char *id, char *msg, size_t msglen);
+/* NULL for a token session. */
+const kd_session_kind *kd_session_kind_of(const kd_session *s);
+void *kd_session_state(kd_session *s);
+
 /* Marks a session busy for the caller, who then has its cache to itself. */
 kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,
                                       size_t msglen);
-kr_cache *kd_session_cache(kd_session *s);
+kr_cache *kd_session_cache(kd_session *s); /* NULL for a session of another kind */
 /* Back to idle, its last use now. */
 void kd_sessions_release(kd_sessions *t, kd_session *s);
 
@@ -48,6 +74,8 @@ typedef struct {
     double idle_seconds; /* 0 while busy */
     double age_seconds;
     bool busy;
+    const kd_session_kind *kind; /* NULL: a token session */
+    kd_session_extra extra;      /* a session of another kind: as of its last release */
 } kd_session_info;
 
 kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
