@@ -156,6 +156,17 @@ for i in 0 1 2 3; do
         "$WORK/series.out" "$i" "$WORK/series$i.out"
     same "series[$i] = its solo request" "$WORK/series$i.out" "$BODY"
 done
+# the one-shot command: the same series, and normalization
+"$KRONOSD" forecast --model "$MODEL" --compact "$WORK/series.json" >"$WORK/oneshot_series.out" 2>"$WORK/oneshot.err"
+for i in 0 1 2 3; do
+    "$PY" -c 'import json,sys; json.dump(json.load(open(sys.argv[1]))["series"][int(sys.argv[2])], open(sys.argv[3], "w"))' \
+        "$WORK/oneshot_series.out" "$i" "$WORK/oneshot$i.out" 2>>"$WORK/oneshot.err"
+    same "kronosd forecast: series[$i] = the server's" "$WORK/oneshot$i.out" "$WORK/series$i.out"
+done
+"$KRONOSD" forecast --model "$MODEL" --compact "$WORK/stateless421.json" >"$WORK/oneshot421.out" 2>>"$WORK/oneshot.err"
+same "kronosd forecast with normalization = the session forecast" "$WORK/oneshot421.out" \
+    "$WORK/session421.out"
+
 http POST "$U/forecast" --data-binary @"$WORK/series_bad.json"
 expect "a bad series names its index" 400 \
     'd["error"]["message"].startswith("series[3].candles.close[17]: ")'
