@@ -4,6 +4,7 @@
 #define KR_FORECAST_IMPL_H
 
 #include "model.h"
+#include "nn.h"
 
 typedef struct {
     int L, P, samples;
@@ -13,6 +14,10 @@ typedef struct {
     kr_stamp *stamps;           /* [L + P] */
     int32_t *path_s1, *path_s2; /* [samples][L + P]: context tokens, then generated */
     float mean[KR_D_IN], std[KR_D_IN];
+    /* from a series: the tokenizer decoder's keys and values of its first dec_len tokens
+     * (0: none), which a summary window starting at 0 shares */
+    kr_kv_view dec_kv;
+    int dec_len;
 } fc_job;
 
 uint64_t kr_path_seed(uint64_t seed, int path);
@@ -33,6 +38,8 @@ void kr_normalise_rows(const float *x, int n, const float mean[KR_D_IN], const f
 kr_cache *kr_series_cache(const kr_series *s, int *start);
 kr_pool *kr_series_pool(const kr_series *s);
 const kr_stamp *kr_series_stamps(const kr_series *s);
+/* the decoder cache: its length (0: none) and view */
+int kr_series_decoder(const kr_series *s, kr_kv_view *kv);
 /* summary.c */
 int kr_forecast_alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err);
 int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,

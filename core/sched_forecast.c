@@ -161,6 +161,7 @@ int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
         memcpy(job->path_s1, kr_series_tokens(f->series, 1), (size_t)L * sizeof(int32_t));
         memcpy(job->path_s2, kr_series_tokens(f->series, 2), (size_t)L * sizeof(int32_t));
         kr_series_stats(f->series, job->mean, job->std);
+        job->dec_len = kr_series_decoder(f->series, &job->dec_kv);
     } else {
         kr_raw_candles(r, raw);
         if (kr_normalise_for(r, raw, L, xn, job->mean, job->std, err) ||

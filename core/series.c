@@ -17,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Positions per encoder-cache block: blocks are added as the series grows, so nothing is
- * ever re-laid. */
+/* Positions per encoder-cache and decoder-cache block: blocks are added as the series
+ * grows, so nothing is ever re-laid. The decoder's are small: a forecast copies the last,
+ * partly filled one for each path. */
 #define ENC_BLOCK 256
+#define DEC_BLOCK 16
 
 struct kr_series {
     const kr_model *m;
@@ -35,6 +37,11 @@ struct kr_series {
     int enc_blocks; /* allocated */
     kr_cache *pred; /* tokens [pred_start, n) */
     int pred_start;
+    /* the tokenizer decoder's keys and values of tokens [0, n): a forecast's summary
+     * decodes windows that start with them while the window has not slid (n < max_context);
+     * dec_len -1 once the series is past that */
+    float **dec;
+    int dec_blocks, dec_len;
 };
 
 int kr_series_length(const kr_series *s) {
@@ -62,6 +69,19 @@ static size_t enc_block_floats(const kr_model *m) {
     return (size_t)(m->tok.n_enc > 0 ? m->tok.n_enc : 1) * 2 * ENC_BLOCK * m->tc.d_model;
 }
 
+static size_t dec_block_floats(const kr_model *m) {
+    return (size_t)(m->tok.n_dec > 0 ? m->tok.n_dec : 1) * 2 * DEC_BLOCK * m->tc.d_model;
+}
+
+static void free_decoder(kr_series *s) {
+    for (int b = 0; b < s->dec_blocks; b++)
+        free(s->dec[b]);
+    free(s->dec);
+    s->dec = NULL;
+    s->dec_blocks = 0;
+    s->dec_len = -1;
+}
+
 size_t kr_series_bytes(const kr_series *s) {
     int cols = 0;
     for (int c = 0; c < KR_D_IN; c++)
@@ -69,6 +89,7 @@ size_t kr_series_bytes(const kr_series *s) {
     size_t per =
         sizeof(int64_t) + (size_t)cols * sizeof(double) + sizeof(kr_stamp) + 2 * sizeof(int32_t);
     return (size_t)s->cap * per + (size_t)s->enc_blocks * enc_block_floats(s->m) * sizeof(float) +
+           (size_t)s->dec_blocks * dec_block_floats(s->m) * sizeof(float) +
            (s->pred ? kr_cache_bytes(s->pred) : 0);
 }
 
@@ -85,6 +106,7 @@ void kr_series_request(const kr_series *s, kr_forecast_request *req) {
 void kr_series_free(kr_series *s) {
     if (!s) return;
     kr_cache_free(s->pred);
+    free_decoder(s);
     for (int b = 0; b < s->enc_blocks; b++)
         free(s->enc[b]);
     free(s->enc);
@@ -127,6 +149,18 @@ static int reserve(kr_series *s, int need, kr_error *err) {
             if (!(s->enc[s->enc_blocks] = malloc(enc_block_floats(s->m) * sizeof(float))))
                 goto no_memory;
             s->enc_blocks++;
+        }
+    }
+    int dblocks =
+        s->dec_len >= 0 && need < s->m->max_context ? (need + DEC_BLOCK - 1) / DEC_BLOCK : 0;
+    if (dblocks > s->dec_blocks) {
+        float **e = realloc(s->dec, (size_t)dblocks * sizeof *e);
+        if (!e) goto no_memory;
+        s->dec = e;
+        while (s->dec_blocks < dblocks) {
+            if (!(s->dec[s->dec_blocks] = malloc(dec_block_floats(s->m) * sizeof(float))))
+                goto no_memory;
+            s->dec_blocks++;
         }
     }
     return 0;
@@ -207,11 +241,18 @@ static int add_candles(kr_series *s, const kr_forecast_request *r, kr_error *err
             if (s->has[c]) s->columns[c][n0 + i] = r->columns[c][i];
     }
     kr_kv_view kv = {s->enc, ENC_BLOCK, s->m->tc.d_model};
+    kr_kv_view dv = {s->dec, DEC_BLOCK, s->m->tc.d_model};
+    bool decoder = s->dec_len == n0 && n0 + k < s->m->max_context;
     /* positions past n are scratch until n moves: a failure leaves the series as it was */
     if (kr_tokenizer_encode_rows(s->m, xn, k, &kv, n0, s->s1 + n0, s->s2 + n0, err) ||
+        (decoder && kr_tokenizer_decoder_extend(s->m, &dv, n0, s->s1 + n0, s->s2 + n0, k, err)) ||
         extend_predictor(s, n0, n0 + k, err))
         goto out;
     s->n = n0 + k;
+    if (decoder)
+        s->dec_len = s->n;
+    else
+        free_decoder(s); /* the window slides from now on: a summary never starts at 0 */
     rc = 0;
 out:
     free(raw);
@@ -289,6 +330,11 @@ kr_cache *kr_series_cache(const kr_series *s, int *start) {
 
 kr_pool *kr_series_pool(const kr_series *s) {
     return s->pool;
+}
+
+int kr_series_decoder(const kr_series *s, kr_kv_view *kv) {
+    *kv = (kr_kv_view){s->dec, DEC_BLOCK, s->m->tc.d_model};
+    return s->dec_len > 0 ? s->dec_len : 0;
 }
 
 const kr_stamp *kr_series_stamps(const kr_series *s) {
