@@ -179,9 +179,31 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     for (int i = 0; i < hd; i++)
         for (int r = 0; r < T; r++)
             qt[(size_t)i * T + r] = r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
+    /* a tile of fewer rows (the paths of a small forecast) computes only the vectors that
+     * hold rows: each row's lane is computed the same way either way */
+    int nv = (R + 7) / 8, Rp = nv * 8;
+    for (int key = 0; key < shared && nv < 4; key += 2) {
+        int k2 = key + 1 < shared ? key + 1 : key;
+        const float *ka = kr_kv_kcol(kv0, j->layer, key) + (size_t)h * hd * B;
+        const float *kb = kr_kv_kcol(kv0, j->layer, k2) + (size_t)h * hd * B;
+        v8f a[3] = {{0}}, b[3] = {{0}};
+        for (int i = 0; i < hd; i++) {
+            const v8f *qi = (const v8f *)(qt + (size_t)i * T);
+            float ai = ka[(size_t)i * B], bi = kb[(size_t)i * B];
+            for (int v = 0; v < nv; v++) {
+                a[v] += qi[v] * ai;
+                b[v] += qi[v] * bi;
+            }
+        }
+        v8f *sa = (v8f *)(sc + (size_t)key * T), *sb = (v8f *)(sc + (size_t)k2 * T);
+        for (int v = 0; v < nv; v++) {
+            sa[v] = a[v] * scale;
+            if (k2 != key) sb[v] = b[v] * scale;
+        }
+    }
     /* shared keys two at a time, the tile's 32 rows in four vectors: each load of the
      * transposed queries serves both keys */
-    for (int key = 0; key < shared; key += 2) {
+    for (int key = 0; key < shared && nv == 4; key += 2) {
         int k2 = key + 1 < shared ? key + 1 : key;
         const float *ka = kr_kv_kcol(kv0, j->layer, key) + (size_t)h * hd * B;
         const float *kb = kr_kv_kcol(kv0, j->layer, k2) + (size_t)h * hd * B;
@@ -198,27 +220,32 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             sb[0] = b0 * scale, sb[1] = b1 * scale, sb[2] = b2 * scale, sb[3] = b3 * scale;
     }
     for (int key = shared; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
+        for (int r = 0; r < Rp; r++)
             sc[(size_t)key * T + r] = r < R && key < j->rows[r0 + r].n_keys
                                           ? own_at(j, r0 + r, h)[key - shared]
                                           : -INFINITY;
-    /* softmax down each column, all rows at once (a padded key's e is 0, adding nothing) */
+    /* softmax down each column, all rows at once (a padded key's e is 0, adding nothing);
+     * columns past Rp hold no row */
     float mx[T], inv[T];
-    for (int r = 0; r < T; r++)
+    for (int r = 0; r < Rp; r++)
         mx[r] = sc[r];
     for (int key = 1; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
+        for (int r = 0; r < Rp; r++)
             mx[r] = sc[(size_t)key * T + r] > mx[r] ? sc[(size_t)key * T + r] : mx[r];
     for (int key = 0; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
+        for (int r = 0; r < Rp; r++)
             sc[(size_t)key * T + r] -= mx[r];
-    exp_array(sc, n_keys * T);
-    for (int r = 0; r < T; r++)
+    if (Rp == T)
+        exp_array(sc, n_keys * T);
+    else
+        for (int key = 0; key < n_keys; key++) /* elementwise: the same bits */
+            exp_array(sc + (size_t)key * T, Rp);
+    for (int r = 0; r < Rp; r++)
         inv[r] = 0.0f;
     for (int key = 0; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
+        for (int r = 0; r < Rp; r++)
             inv[r] += sc[(size_t)key * T + r];
-    for (int r = 0; r < T; r++)
+    for (int r = 0; r < Rp; r++)
         inv[r] = 1.0f / inv[r];
     /* sum of e_j v_j over the shared keys, in register tiles of 4 rows x 16 columns (a
      * scalar loop for the columns of a head size that is not a multiple of 16) */
