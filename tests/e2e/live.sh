@@ -123,6 +123,26 @@ http GET "$U/sessions/$SID"
 expect "GET a candle session" 200 \
     'd["kind"] == "candles" and d["length"] == 421 and d["bytes"] > 0 and d["last_timestamp"] == "2024-06-19T20:30:00" and d["normalization"]["std"]["close"] > 0'
 
+# pinned statistics as given: a session, /tokenize
+NORM='{"mean": {"open": 100, "high": 101, "low": 99, "close": 100, "volume": 1500, "amount": 150000},
+       "std": {"open": 2, "high": 2, "low": 2, "close": 2.5, "volume": 300, "amount": 30000}}'
+"$PY" - "$WORK" "$NORM" <<'EOF'
+import json, sys
+w, norm = sys.argv[1], json.loads(sys.argv[2])
+c = json.load(open(f"{w}/create.json"))["candles"]
+json.dump({"candles": c, "normalization": norm}, open(f"{w}/create_pinned.json", "w"))
+json.dump({"candles": c, "normalization": norm}, open(f"{w}/tokenize_pinned.json", "w"))
+EOF
+http POST "$U/sessions" --data-binary @"$WORK/create_pinned.json"
+expect "a session with given statistics keeps them" 201 \
+    'd["normalization"]["std"]["close"] == 2.5 and d["normalization"]["mean"]["amount"] == 150000'
+http POST "$U/tokenize" --data-binary @"$WORK/tokenize_pinned.json"
+expect "/tokenize with normalization uses it" 200 'd["std"][3] == 2.5 and d["mean"][4] == 1500'
+http POST "$U/forecast" -d '{"candles": {"timestamps": [1, 2], "open": [1, 2], "high": [1, 2],
+    "low": [1, 2], "close": [1, 2]}, "horizon": 1, "normalization": {"mean": {}, "std": {}}}'
+expect "normalization needs every column: 400" 400 \
+    'd["error"]["message"].startswith("normalization.mean.open: missing")'
+
 # ---- errors ---------------------------------------------------------------------------------
 http POST "$U/sessions/$SID/candles" --data-binary @"$WORK/append_old.json"
 expect "candles not after the last one: 400" 400 \
