@@ -245,8 +245,8 @@ int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, 
         if (!s)
             errs[i] = e;
         else /* a failure to queue is in errs[i] already */
-            kr_sched_add_generate(s, caches[i], &reqs[i], out_s1[i], out_s2[i], (void *)(intptr_t)i,
-                                  &errs[i]);
+            kr_sched_add_generate(s, caches[i], &reqs[i], out_s1[i], out_s2[i],
+                                  (void *)(intptr_t)i, &errs[i]);
     }
     while (s && kr_sched_step(s) > 0)
         ;

@@ -183,8 +183,7 @@ micro512(int RN, int CB, float *y, const float *x, int r, int p, const kr_linear
 M512_ROW(1)
 M512_ROW(2)
 M512_ROW(3)
-M512_ROW(4)
-M512_ROW(5) M512_ROW(6) M512_ROW(7) M512_ROW(8)
+M512_ROW(4) M512_ROW(5) M512_ROW(6) M512_ROW(7) M512_ROW(8)
 
     typedef void (*micro_fn)(float *, const float *, int, int, const kr_linear *);
 #define M512_ENTRY(RN)                                                                             \
@@ -236,8 +235,7 @@ micro256(int RN, float *y, const float *x, int r, int p, const kr_linear *l) {
 M256(1)
 M256(2)
 M256(3)
-M256(4)
-M256(5) M256(6) static const micro_fn micro256_table[AVX2_RB] = {
+M256(4) M256(5) M256(6) static const micro_fn micro256_table[AVX2_RB] = {
     micro256_1, micro256_2, micro256_3, micro256_4, micro256_5, micro256_6};
 #endif
 

@@ -21,13 +21,14 @@ struct kd_session {
     kr_cache *cache;
     bool busy;
     double created, last_used;
-    int length;   /* as of the last release: readable while a worker holds the cache */
-    size_t bytes; /* likewise */
+    int length;              /* as of the last release: readable while a worker holds the cache */
+    size_t bytes;            /* likewise */
+    kd_session *chain;       /* next in the hash bucket */
+    kd_session *prev, *next; /* the idle LRU list, oldest first */
+
     const kd_session_kind *kind; /* NULL: a token session (cache) */
     void *state;                 /* a session of another kind: its state */
     kd_session_extra extra;      /* its description as of the last release */
-    kd_session *chain;           /* next in the hash bucket */
-    kd_session *prev, *next;     /* the idle LRU list, oldest first */
 };
 
 typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_DELETED } gone_reason;
