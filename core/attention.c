@@ -182,7 +182,26 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     /* a tile of fewer rows (the paths of a small forecast) computes only the vectors that
      * hold rows: each row's lane is computed the same way either way */
     int nv = (R + 7) / 8, Rp = nv * 8;
-    for (int key = 0; key < shared && nv < 4; key += 2) {
+    /* up to 8 rows: eight keys at a time, so that eight sums are in flight (each key's
+     * sum over i still runs in order) */
+    for (int key = 0; key < shared && nv == 1; key += 8) {
+        int nk = shared - key < 8 ? shared - key : 8;
+        const float *kp[8];
+        for (int g = 0; g < 8; g++)
+            kp[g] = kr_kv_kcol(kv0, j->layer, key + (g < nk ? g : 0)) + (size_t)h * hd * B;
+        v8f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
+        for (int i = 0; i < hd; i++) {
+            v8f qi = *(const v8f *)(qt + (size_t)i * T);
+            size_t at = (size_t)i * B;
+            a0 += qi * kp[0][at], a1 += qi * kp[1][at], a2 += qi * kp[2][at];
+            a3 += qi * kp[3][at], a4 += qi * kp[4][at], a5 += qi * kp[5][at];
+            a6 += qi * kp[6][at], a7 += qi * kp[7][at];
+        }
+        v8f acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+        for (int g = 0; g < nk; g++)
+            *(v8f *)(sc + (size_t)(key + g) * T) = acc[g] * scale;
+    }
+    for (int key = 0; key < shared && nv > 1 && nv < 4; key += 2) {
         int k2 = key + 1 < shared ? key + 1 : key;
         const float *ka = kr_kv_kcol(kv0, j->layer, key) + (size_t)h * hd * B;
         const float *kb = kr_kv_kcol(kv0, j->layer, k2) + (size_t)h * hd * B;
@@ -251,22 +270,53 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
      * scalar loop for the columns of a head size that is not a multiple of 16) */
     memset(o, 0, (size_t)T * hd * sizeof *o);
     int hd16 = hd / 16 * 16;
-    for (int ra = 0; ra < R; ra += 4)
+    if (R <= 8) { /* few rows: each key's values read once, the sums kept in o (in L1) */
+        /* a head's part of consecutive value rows lies d floats apart, a page holding few
+         * of them: the hardware prefetcher cannot follow, so the rows PF keys ahead are
+         * asked for (the next block's first ones near a block's end) */
+        enum { PF = 4 };
+        for (int k0 = 0; k0 < shared; k0 += B) {
+            const float *v = kr_kv_v(kv0, j->layer, k0) + (size_t)h * hd;
+            int k1 = k0 + B < shared ? k0 + B : shared;
+            const float *vn = k1 < shared ? kr_kv_v(kv0, j->layer, k1) + (size_t)h * hd : NULL;
+            for (int key = k0; key < k1; key++, v += kv0->d) {
+                const float *ahead = key + PF < k1 ? v + (size_t)PF * kv0->d
+                                     : vn && key + PF - k1 < B
+                                         ? vn + (size_t)(key + PF - k1) * kv0->d
+                                         : NULL;
+                for (int i = 0; ahead && i < hd; i += 16)
+                    __builtin_prefetch(ahead + i);
+                const float *p = sc + (size_t)key * T;
+                for (int r = 0; r < R; r++) {
+                    float pr = p[r], *orow = o + (size_t)r * hd;
+                    for (int i = 0; i < hd; i++)
+                        orow[i] += pr * v[i];
+                }
+            }
+        }
+        hd16 = 0; /* done: neither loop below runs */
+    }
+    for (int ra = 0; ra < R && hd16 > 0; ra += 4)
         for (int i0 = 0; i0 < hd16; i0 += 16) {
             v8f c[4][2] = {{{0}}};
-            for (int key = 0; key < shared; key++) {
-                const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0;
-                v8f v0 = *(const v8f *)v, v1 = *(const v8f *)(v + 8);
-                const float *p = sc + (size_t)key * T + ra;
-                for (int r = 0; r < 4; r++) {
-                    c[r][0] += p[r] * v0;
-                    c[r][1] += p[r] * v1;
+            /* block by block: a key's value row is d floats after the previous one in its
+             * block (no division per key) */
+            for (int k0 = 0; k0 < shared; k0 += B) {
+                const float *v = kr_kv_v(kv0, j->layer, k0) + (size_t)h * hd + i0;
+                int k1 = k0 + B < shared ? k0 + B : shared;
+                for (int key = k0; key < k1; key++, v += kv0->d) {
+                    v8f v0 = *(const v8f *)v, v1 = *(const v8f *)(v + 8);
+                    const float *p = sc + (size_t)key * T + ra;
+                    for (int r = 0; r < 4; r++) {
+                        c[r][0] += p[r] * v0;
+                        c[r][1] += p[r] * v1;
+                    }
                 }
             }
             for (int r = 0; r < 4 && ra + r < R; r++)
                 memcpy(o + (size_t)(ra + r) * hd + i0, c[r], 16 * sizeof(float));
         }
-    for (int key = 0; key < shared && hd16 < hd; key++) {
+    for (int key = 0; key < shared && hd16 < hd && R > 8; key++) {
         const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd;
         for (int r = 0; r < R; r++) {
             float pk = sc[(size_t)key * T + r], *orow = o + (size_t)r * hd;
