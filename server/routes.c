@@ -183,7 +183,9 @@ static kd_outcome session_create(kd_app *app, kd_request *r) {
     if (kd_request_body(r, &len)) { /* with candles: a candle session */
         json_t *body = kd_request_json(r);
         if (!body) return KD_REPLIED;
-        const bool candles = json_object_get(body, "candles") != NULL;
+        /* normalization alone is a candle session missing its candles: its handler says so */
+        const bool candles = json_object_get(body, "candles") != NULL ||
+                             json_object_get(body, "normalization") != NULL;
         const kd_outcome out = candles ? kd_handle_candle_session_create(app, r, body) : KD_REPLIED;
         json_decref(body);
         if (candles) return out;
