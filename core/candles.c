@@ -79,11 +79,38 @@ int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float st
         }
     }
     free(col);
+    kr_normalise_rows(x, n, mean, std, xn);
+    return 0;
+}
+
+void kr_normalise_rows(const float *x, int n, const float mean[KR_D_IN], const float std[KR_D_IN],
+                       float *xn) {
     for (int i = 0; i < n; i++)
         for (int c = 0; c < KR_D_IN; c++) {
             float v = (x[(size_t)i * KR_D_IN + c] - mean[c]) / (std[c] + 1e-5f);
             xn[(size_t)i * KR_D_IN + c] = v < -5.0f ? -5.0f : v > 5.0f ? 5.0f : v;
         }
+}
+
+int kr_check_normalisation(const kr_forecast_request *r, kr_error *err) {
+    for (int c = 0; r->pinned && c < KR_D_IN; c++) {
+        if (!isfinite(r->norm_mean[c]))
+            return kr_fail_code(err, KR_E_INVALID, "normalization.mean.%s: must be finite",
+                                kr_column_names[c]);
+        if (!isfinite(r->norm_std[c]) || !(r->norm_std[c] >= 0.0f))
+            return kr_fail_code(err, KR_E_INVALID,
+                                "normalization.std.%s: must be finite and >= 0, got %g",
+                                kr_column_names[c], (double)r->norm_std[c]);
+    }
+    return 0;
+}
+
+int kr_normalise_for(const kr_forecast_request *r, const float *raw, int n, float *xn,
+                     float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
+    if (!r->pinned) return kr_normalise(raw, n, xn, mean, std, err);
+    memcpy(mean, r->norm_mean, KR_D_IN * sizeof(float));
+    memcpy(std, r->norm_std, KR_D_IN * sizeof(float));
+    kr_normalise_rows(raw, n, mean, std, xn);
     return 0;
 }
 
@@ -91,7 +118,7 @@ int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t
                         float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
     int L = r->n_context;
     if (L < 1) return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
-    if (kr_check_columns(r, err)) return -1;
+    if (kr_check_columns(r, err) || kr_check_normalisation(r, err)) return -1;
     float *x = malloc((size_t)L * KR_D_IN * sizeof(float));
     float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
     int rc = -1;
@@ -99,7 +126,8 @@ int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t
         kr_fail_code(err, KR_E_NO_MEMORY, "tokenize: out of memory for %d candles", L);
     } else {
         kr_raw_candles(r, x);
-        rc = kr_normalise(x, L, xn, mean, std, err) || kr_tokenizer_encode(m, xn, L, s1, s2, err)
+        rc = kr_normalise_for(r, x, L, xn, mean, std, err) ||
+                     kr_tokenizer_encode(m, xn, L, s1, s2, err)
                  ? -1
                  : 0;
     }
@@ -121,8 +149,8 @@ int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n
     return rc;
 }
 
-int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, fc_job *job,
-                         kr_forecast_result *res, kr_error *err) {
+int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
+                         fc_job *job, kr_forecast_result *res, kr_error *err) {
     if (kr_forecast_plan_make(m, r, &job->plan, err)) return -1;
     int L = r->n_context, P = r->horizon, S = r->samples;
     job->L = L;
@@ -151,10 +179,17 @@ int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, fc_job
         job->stamps[i] = kr_stamp_from_wall(r->timestamps[i]);
     for (int i = 0; i < P; i++)
         job->stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
-    kr_raw_candles(r, raw);
-    if (kr_normalise(raw, L, xn, job->mean, job->std, err) ||
-        kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
-        goto out;
+    if (series) { /* normalised and encoded as the series grew */
+        memcpy(job->path_s1, kr_series_tokens(series, 1), (size_t)L * sizeof(int32_t));
+        memcpy(job->path_s2, kr_series_tokens(series, 2), (size_t)L * sizeof(int32_t));
+        kr_series_stats(series, job->mean, job->std);
+        job->dec_len = kr_series_decoder(series, &job->dec_kv);
+    } else {
+        kr_raw_candles(r, raw);
+        if (kr_normalise_for(r, raw, L, xn, job->mean, job->std, err) ||
+            kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
+            goto out;
+    }
     for (int p = 1; p < S; p++) {
         memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
         memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));

@@ -99,7 +99,7 @@ out:
 static int reference_forecast(const kr_model *m, const kr_forecast_request *r, fc_job *job,
                               kr_forecast_result *res, kr_error *err) {
     int rc = -1;
-    if (kr_forecast_job_init(m, r, job, res, err)) goto out;
+    if (kr_forecast_job_init(m, r, NULL, job, res, err)) goto out;
     int P = r->horizon, S = r->samples;
     for (int p = 0; p < S; p++)
         if (reference_path(m, r, job, p, err)) goto out;

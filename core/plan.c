@@ -36,7 +36,7 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
         return kr_fail_code(err, KR_E_INVALID, "candles: at least 2 candles are required, got %d",
                             r->n_context);
     if (!r->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
-    if (kr_check_columns(r, err)) return -1;
+    if (kr_check_columns(r, err) || kr_check_normalisation(r, err)) return -1;
     for (int i = 1; i < r->n_context; i++)
         if (r->timestamps[i] <= r->timestamps[i - 1])
             return kr_fail_code(err, KR_E_INVALID,

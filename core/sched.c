@@ -149,6 +149,19 @@ int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_foreca
     return 0;
 }
 
+int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
+                                 const kr_forecast_request *req, kr_forecast_result *res, void *tag,
+                                 kr_error *err) {
+    if (!series) return kr_fail_code(err, KR_E_INVALID, "forecast: no series");
+    if (req->n_context != kr_series_length(series) || !req->pinned)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "forecast: the request's candles are not the series' (see "
+                            "kr_series_request)");
+    if (kr_sched_add_forecast(s, req, res, tag, err)) return -1;
+    s->wait_tail->u.fc.series = series;
+    return 0;
+}
+
 int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
                           int32_t *out_s2, void *tag, kr_error *err) {
     sched_job *j = calloc(1, sizeof *j);

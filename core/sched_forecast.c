@@ -86,12 +86,36 @@ static int enter_window(fc_state *f, int i, kr_error *err) {
     return 0;
 }
 
+/* Step 0 from a series: when its predictor cache holds exactly step 0's window, every
+ * path forks it and the first draws use its last position's logits (no prefill). Returns
+ * whether it did; false (a window of another max_context, or no pool room for the forks)
+ * leaves the window to be filled from the tokens as usual. */
+static bool series_window(const kr_model *m, fc_state *f) {
+    fc_job *job = &f->job;
+    int start, cstart, v1 = 1 << m->pc.s1_bits;
+    int w = kr_forecast_window(&job->plan, job->L, 0, &start);
+    kr_cache *c = kr_series_cache(f->series, &cstart);
+    kr_error e;
+    if (!c || cstart != start || kr_cache_length(c) != w || kr_cache_s1_logits(c, f->l1, &e))
+        return false;
+    for (int p = 0; p < job->samples; p++)
+        if (!(f->paths[p] = kr_cache_fork(c, &e))) {
+            free_paths(f);
+            return false;
+        }
+    for (int p = 1; p < job->samples; p++)
+        memcpy(f->l1 + (size_t)p * v1, f->l1, (size_t)v1 * sizeof(float));
+    f->res->usage.cached_steps++;
+    f->phase = FC_FORKED;
+    return true;
+}
+
 int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
     fc_state *f = &jb->u.fc;
     const kr_forecast_request *r = f->req;
     fc_job *job = &f->job;
     double t0 = now_ms();
-    if (kr_forecast_job_init(m, r, job, f->res, err)) return -1;
+    if (kr_forecast_job_init(m, r, f->series, job, f->res, err)) return -1;
     int S = r->samples, mc = job->plan.max_context;
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
     f->paths = calloc((size_t)S, sizeof *f->paths);
@@ -107,14 +131,14 @@ int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
         return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d paths", S);
     for (int p = 0; p < S; p++)
         kr_rng_seed(&f->rng[p], kr_path_seed(job->seed, p));
-    f->pool = pool;
-    if (!pool) {
+    f->pool = f->series ? kr_series_pool(f->series) : pool;
+    if (!f->pool) {
         if (!(f->own_pool = kr_pool_create(m, job->plan.pool_bytes, err))) return -1;
         f->pool = f->own_pool;
     }
     f->res->usage.elapsed_ms = -t0; /* completed when the forecast ends */
     f->i = 0;
-    return enter_window(f, 0, err);
+    return f->series && series_window(m, f) ? 0 : enter_window(f, 0, err);
 }
 
 int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
@@ -163,7 +187,7 @@ int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *b
 int fc_appended(const kr_model *m, sched_job *jb, kr_error *err) {
     fc_state *f = &jb->u.fc;
     int S = f->job.samples, v1 = 1 << m->pc.s1_bits;
-    if (f->phase == FC_DECODE) {
+    if (f->phase == FC_DECODE || f->phase == FC_FORKED) {
         jb->ready = true;
         return 0;
     }

@@ -18,10 +18,18 @@ typedef enum { JOB_FORECAST, JOB_GENERATE } job_kind;
 
 /* A forecast's window is filled in two phases (its context part once into a prefix, then
  * each path's generated part), or served one cached token a path. */
-typedef enum { FC_PREFIX, FC_PATHS, FC_DECODE } fc_phase;
+typedef enum {
+    FC_PREFIX,
+    FC_PATHS,
+    FC_DECODE,
+    FC_FORKED
+} fc_phase; /* FC_FORKED: the paths
+             * forked from a series'
+             * cache, logits ready */
 
 typedef struct {
     const kr_forecast_request *req;
+    const kr_series *series; /* or NULL: the context is normalised and encoded here */
     kr_forecast_result *res;
     fc_job job;
     fc_phase phase;

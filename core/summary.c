@@ -26,6 +26,21 @@ static int decode_paths(const kr_model *m, const fc_job *job, bool shared, float
                         kr_error *err) {
     int L = job->L, P = job->P, S = job->samples;
     int total = L + P, start, w = kr_forecast_window(&job->plan, L, P, &start), np = w - P;
+    if (shared && start == 0 && np > 0 && np == job->dec_len) { /* the prefix is a series' */
+        int32_t *g1 = malloc((size_t)S * P * sizeof *g1), *g2 = malloc((size_t)S * P * sizeof *g2);
+        int rc = g1 && g2 ? 0
+                          : kr_fail_code(err, KR_E_NO_MEMORY,
+                                         "forecast: out of memory decoding %d paths", S);
+        for (int p = 0; rc == 0 && p < S; p++) {
+            memcpy(g1 + (size_t)p * P, job->path_s1 + (size_t)p * total + L, (size_t)P * 4);
+            memcpy(g2 + (size_t)p * P, job->path_s2 + (size_t)p * total + L, (size_t)P * 4);
+        }
+        if (rc == 0)
+            rc = kr_tokenizer_decode_paths_kv(m, &job->dec_kv, np, g1, g2, S, P, rows, err);
+        free(g1);
+        free(g2);
+        return rc;
+    }
     if (shared && np > 0) {
         /* paths per batch: at most 4096 rows, and about 256 MiB of decoder keys and values
          * (each path holds ceil(P / np) blocks of np positions) */
@@ -86,6 +101,8 @@ int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_jo
         kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory summarising %d paths", S);
         goto out;
     }
+    memcpy(res->norm_mean, job->mean, sizeof res->norm_mean);
+    memcpy(res->norm_std, job->std, sizeof res->norm_std);
     if (decode_paths(m, job, r->use_cache, dec, err)) goto out;
     for (int p = 0; p < S; p++)
         for (int i = 0; i < P; i++)

@@ -27,6 +27,23 @@ static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int
     return 0;
 }
 
+/* The encoder's last states z[n][d] -> token pairs, one bit a sign (q: [n][bits] scratch). */
+static void quantise(const kr_model *m, const float *z, int n, float *q, int32_t *s1, int32_t *s2) {
+    const kr_tokenizer_config *c = &m->tc;
+    int nb = c->s1_bits + c->s2_bits;
+    kr_linear_forward(q, z, n, &m->tok.quant_embed);
+    for (int t = 0; t < n; t++) {
+        const float *qt = q + (size_t)t * nb;
+        int32_t a = 0, b = 0; /* least significant bit first */
+        for (int i = 0; i < c->s1_bits; i++)
+            if (qt[i] > 0.0f) a |= (int32_t)1 << i;
+        for (int i = 0; i < c->s2_bits; i++)
+            if (qt[c->s1_bits + i] > 0.0f) b |= (int32_t)1 << i;
+        s1[t] = a;
+        s2[t] = b;
+    }
+}
+
 int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, int32_t *s2,
                         kr_error *err) {
     const kr_tokenizer_config *c = &m->tc;
@@ -41,19 +58,38 @@ int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, i
     }
     kr_linear_forward(z, x, n, &m->tok.embed);
     if (run_blocks(m->tok.enc, m->tok.n_enc, z, n, d, c->ff_dim, err)) goto out;
-    kr_linear_forward(q, z, n, &m->tok.quant_embed);
-    for (int t = 0; t < n; t++) {
-        const float *qt = q + (size_t)t * nb;
-        int32_t a = 0, b = 0; /* least significant bit first */
-        for (int i = 0; i < c->s1_bits; i++)
-            if (qt[i] > 0.0f) a |= (int32_t)1 << i;
-        for (int i = 0; i < c->s2_bits; i++)
-            if (qt[c->s1_bits + i] > 0.0f) b |= (int32_t)1 << i;
-        s1[t] = a;
-        s2[t] = b;
-    }
+    quantise(m, z, n, q, s1, s2);
     rc = 0;
 out:
+    free(z);
+    free(q);
+    return rc;
+}
+
+int kr_tokenizer_encode_rows(const kr_model *m, const float *x, int n, const kr_kv_view *kv,
+                             int pos0, int32_t *s1, int32_t *s2, kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
+    if (n < 1) return kr_fail(err, "tokenizer encode: no candles");
+    float *z = malloc((size_t)n * d * sizeof(float));
+    float *q = malloc((size_t)n * nb * sizeof(float));
+    kr_block_scratch sc = {0};
+    int rc = -1;
+    if (!z || !q) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer encode: out of memory for %d candles", n);
+        goto out;
+    }
+    if (m->tok.n_enc > 0 &&
+        kr_block_scratch_init(&sc, n, pos0 + n, d, c->ff_dim, m->tok.enc[0].n_heads, err))
+        goto out;
+    kr_linear_forward(z, x, n, &m->tok.embed);
+    kr_seq seq = {kv, pos0, NULL, n};
+    for (int l = 0; l < m->tok.n_enc; l++)
+        kr_block_forward(&m->tok.enc[l], l, z, 1, &seq, &sc);
+    quantise(m, z, n, q, s1, s2);
+    rc = 0;
+out:
+    kr_block_scratch_free(&sc);
     free(z);
     free(q);
     return rc;
@@ -152,6 +188,95 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
     for (int l = 0; l < w->n_dec; l++)
         kr_block_forward(&w->dec[l], l, x, S, seqs, &sc);
     kr_linear_forward(out, x, S * P, &w->head);
+    rc = 0;
+out:
+    kr_block_scratch_free(&sc);
+    free(bits);
+    free(x);
+    free(mem);
+    free(ptrs);
+    free(views);
+    free(seqs);
+    return rc;
+}
+
+int kr_tokenizer_decoder_extend(const kr_model *m, const kr_kv_view *kv, int pos0,
+                                const int32_t *s1, const int32_t *s2, int n, kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits;
+    if (n < 1 || m->tok.n_dec == 0) return 0;
+    if (check_tokens(c, s1, s2, n, err)) return -1;
+    float *bits = malloc((size_t)n * nb * sizeof(float));
+    float *x = malloc((size_t)n * d * sizeof(float));
+    kr_block_scratch sc = {0};
+    int rc = -1;
+    if (!bits || !x) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer decode: out of memory for %d tokens", n);
+        goto out;
+    }
+    if (kr_block_scratch_init(&sc, n, pos0 + n, d, c->ff_dim, c->n_heads, err)) goto out;
+    token_bits(c, s1, s2, n, bits);
+    kr_linear_forward(x, bits, n, &m->tok.post_quant_embed);
+    kr_seq seq = {kv, pos0, NULL, n};
+    for (int l = 0; l < m->tok.n_dec; l++)
+        kr_block_forward(&m->tok.dec[l], l, x, 1, &seq, &sc);
+    rc = 0;
+out:
+    kr_block_scratch_free(&sc);
+    free(bits);
+    free(x);
+    return rc;
+}
+
+/* Paths over a prefix already in pre: each path sees the prefix's whole blocks as they
+ * are, a copy of its partly filled last block, then blocks of its own. Paths go in groups
+ * of at most 4096 rows and about 256 MiB of their own keys and values. */
+int kr_tokenizer_decode_paths_kv(const kr_model *m, const kr_kv_view *pre, int np,
+                                 const int32_t *s1, const int32_t *s2, int S, int P, float *out,
+                                 kr_error *err) {
+    const kr_tokenizer_config *c = &m->tc;
+    const kr_tokenizer_weights *w = &m->tok;
+    int d = c->d_model, nb = c->s1_bits + c->s2_bits, B = pre->block_len;
+    if (np < 1 || S < 1 || P < 1) return kr_fail(err, "tokenizer decode: empty prefix or paths");
+    if (check_tokens(c, s1, s2, S * P, err)) return -1;
+    int nf = np / B, total = (np + P + B - 1) / B, own = total - nf;
+    size_t block = (size_t)(w->n_dec > 0 ? w->n_dec : 1) * 2 * B * d;
+    size_t by_mem = ((size_t)256 << 20) / (own * block * sizeof(float));
+    int group = 4096 / P > 0 ? 4096 / P : 1;
+    if ((size_t)group > by_mem) group = by_mem > 0 ? (int)by_mem : 1;
+    if (group > S) group = S;
+    float *bits = malloc((size_t)group * P * nb * sizeof(float));
+    float *x = malloc((size_t)group * P * d * sizeof(float));
+    float *mem = malloc((size_t)group * own * block * sizeof(float));
+    float **ptrs = malloc((size_t)group * total * sizeof *ptrs);
+    kr_kv_view *views = malloc((size_t)group * sizeof *views);
+    kr_seq *seqs = malloc((size_t)group * sizeof *seqs);
+    kr_block_scratch sc = {0};
+    int rc = -1;
+    if (!bits || !x || !mem || !ptrs || !views || !seqs) {
+        kr_fail_code(err, KR_E_NO_MEMORY,
+                     "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
+        goto out;
+    }
+    if (kr_block_scratch_init(&sc, group * P, np + P, d, c->ff_dim, c->n_heads, err)) goto out;
+    for (int p0 = 0; p0 < S; p0 += group) {
+        int g = S - p0 < group ? S - p0 : group;
+        for (int p = 0; p < g; p++) {
+            float **bp = ptrs + (size_t)p * total;
+            for (int b = 0; b < nf; b++)
+                bp[b] = pre->blocks[b];
+            for (int b = 0; b < own; b++)
+                bp[nf + b] = mem + block * ((size_t)p * own + b);
+            if (np % B) memcpy(bp[nf], pre->blocks[nf], block * sizeof(float));
+            views[p] = (kr_kv_view){bp, B, d};
+            seqs[p] = (kr_seq){&views[p], np, NULL, P};
+        }
+        token_bits(c, s1 + (size_t)p0 * P, s2 + (size_t)p0 * P, g * P, bits);
+        kr_linear_forward(x, bits, g * P, &w->post_quant_embed);
+        for (int l = 0; l < w->n_dec; l++)
+            kr_block_forward(&w->dec[l], l, x, g, seqs, &sc);
+        kr_linear_forward(out + (size_t)p0 * P * c->d_in, x, g * P, &w->head);
+    }
     rc = 0;
 out:
     kr_block_scratch_free(&sc);

@@ -280,6 +280,11 @@ typedef struct {
     int n_quantiles;
     double quantiles[KR_MAX_QUANTILES]; /* each in [0, 1] */
     kr_cancel cancel;
+    /* Pinned normalisation: when `pinned`, these statistics replace the context's (the clip
+     * at +-5 and the + 1e-5 stay), so that a series normalised once can grow. Each finite,
+     * each std >= 0. */
+    bool pinned;
+    float norm_mean[KR_D_IN], norm_std[KR_D_IN];
 } kr_forecast_request;
 
 /* What a forecast request will take, worked out before any model work: kr_forecast_plan
@@ -304,6 +309,8 @@ int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
  * -> normalised, encoded token pairs s1[n], s2[n], with the normalisation used. */
 int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *req, int32_t *s1, int32_t *s2,
                         float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
+/* Checks a request's pinned statistics (nothing to check when not pinned). */
+int kr_check_normalisation(const kr_forecast_request *req, kr_error *err);
 /* Token pairs -> candles out[KR_D_IN][n] in the units of mean/std (what
  * kr_tokenize_candles returned): decoded, then y * (std + 1e-5) + mean. */
 int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n,
@@ -320,6 +327,7 @@ typedef struct {
     double *quantiles;   /* [n_quantiles][KR_D_IN][horizon], or NULL */
     double quantile_levels[KR_MAX_QUANTILES];
     double *prob_close_up; /* [horizon]: share of paths whose close > last observed close */
+    float norm_mean[KR_D_IN], norm_std[KR_D_IN]; /* the normalisation used */
     struct {
         int context_candles;
         int generated_tokens; /* pairs generated, all paths */
@@ -341,6 +349,41 @@ void kr_forecast_result_free(kr_forecast_result *res);
  * failed. */
 int kr_forecast_batch(const kr_model *m, kr_pool *pool, const kr_forecast_request *const *reqs,
                       int n, kr_forecast_result *res, kr_error *errs);
+
+/* ---- candle series (live sessions) ------------------------------------------------------ */
+
+/* A growing series of candles held ready to forecast: its raw candles, statistics fixed at
+ * creation, the tokenizer encoder's cache (every encoder layer's keys and values of the
+ * candles so far, so that appended candles are encoded against them and never by
+ * re-encoding the series) with every candle's tokens, and a predictor cache (from the pool)
+ * holding the window a forecast's first step would prefill: the last max_context tokens.
+ * A forecast from the series (kr_sched_add_forecast_series) forks that cache and equals, bit
+ * for bit, kr_forecast on the same candles with the series' statistics pinned.
+ * A series is used by one thread at a time. */
+typedef struct kr_series kr_series;
+
+/* candles: n_context, timestamps, columns of a request (its other fields are ignored but
+ * `pinned`: the statistics to fix, else those of these candles). max_candles: the most the
+ * series may ever hold (0: no limit; beyond it appends fail with KR_E_TOO_LARGE). */
+kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_forecast_request *candles,
+                            int max_candles, kr_error *err);
+/* Appends candles (the same columns as the series has; timestamps after its last). On
+ * failure the series is as it was. */
+int kr_series_append(kr_series *s, const kr_forecast_request *candles, kr_error *err);
+void kr_series_free(kr_series *s);
+int kr_series_length(const kr_series *s);
+int64_t kr_series_last_timestamp(const kr_series *s);
+void kr_series_stats(const kr_series *s, float mean[KR_D_IN], float std[KR_D_IN]);
+/* Memory held: the series' own (candles, tokens, encoder cache) and its predictor cache's
+ * pool bytes. */
+size_t kr_series_bytes(const kr_series *s);
+/* Whether the series has a column (volume and amount are optional). */
+bool kr_series_has_column(const kr_series *s, int column);
+/* Points req's candle fields at the series' candles and pins its statistics: the
+ * stateless request that a forecast from the series equals. The other fields are left. */
+void kr_series_request(const kr_series *s, kr_forecast_request *req);
+/* The series' tokens (every candle's), for tests and /tokenize-like uses. */
+const int32_t *kr_series_tokens(const kr_series *s, int which); /* 1: s1, 2: s2 */
 
 /* ---- the step scheduler (continuous batching) ------------------------------------------- */
 
@@ -375,6 +418,12 @@ void kr_sched_free(kr_sched *s);
  * res is filled when it ends; req and the arrays it points to must live until then. */
 int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
                           void *tag, kr_error *err);
+/* Queues a forecast from a series: req as kr_series_request fills it, plus the forecast's
+ * own fields. Its first step forks the series' predictor cache instead of prefilling. The
+ * series must not change until done is called. */
+int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
+                                 const kr_forecast_request *req, kr_forecast_result *res, void *tag,
+                                 kr_error *err);
 /* Queues token generation on cache c (what kr_generate does); out_s1, out_s2: [n_new]. The
  * cache, req and its arrays must live until done is called. */
 int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,

@@ -18,10 +18,14 @@ static const char *const columnar_fields[] = {"timestamps", "open",   "high",   
 static const char *const row_fields[] = {"timestamp", "timestamps", "open",   "high", "low",
                                          "close",     "volume",     "amount", NULL};
 /* The forecast request's fields; the options are those after "candles". */
-static const char *const request_fields[] = {
-    "candles",    "horizon", "future_timestamps", "samples",   "temperature", "top_k",
-    "top_p",      "seed",    "max_context",       "use_cache", "quantiles",   "return_paths",
-    "timeout_ms", NULL};
+static const char *const request_fields[] = {"candles",    "horizon",       "future_timestamps",
+                                             "samples",    "temperature",   "top_k",
+                                             "top_p",      "seed",          "max_context",
+                                             "use_cache",  "quantiles",     "return_paths",
+                                             "timeout_ms", "normalization", NULL};
+static const char *const normalization_fields[] = {"mean", "std", NULL};
+static const char *const kr_column_names_null[] = {"open",   "high",   "low", "close",
+                                                   "volume", "amount", NULL};
 
 /* ---- candles ------------------------------------------------------------------------ */
 
@@ -327,6 +331,61 @@ static int parse_options(const json_t *body, int model_max_context, kr_forecast_
     return 0;
 }
 
+/* ---- normalization ------------------------------------------------------------------ */
+
+/* {"open": x, ..., "amount": x}: six float32 numbers (std ones >= 0). */
+static int parse_stat(const json_t *obj, const char *key, bool nonneg, float out[KR_D_IN],
+                      char *err, size_t errlen) {
+    char path[KD_PATH_LEN], where[KD_PATH_LEN + 2];
+    const json_t *o = kd_field(obj, key);
+    snprintf(path, sizeof path, "normalization.%s", key);
+    if (!o) return kd_fail(err, errlen, "%s: missing", path);
+    if (!json_is_object(o))
+        return kd_wrong(o, path, "an object of six numbers (open .. amount)", err, errlen);
+    snprintf(where, sizeof where, "%s: ", path);
+    if (kd_check_fields(o, where, kr_column_names_null, err, errlen) < 0) return -1;
+    for (int c = 0; c < KR_D_IN; c++) {
+        double x;
+        snprintf(path, sizeof path, "normalization.%s.%s", key, kr_column_names[c]);
+        const json_t *v = kd_field(o, kr_column_names[c]);
+        if (!v) return kd_fail(err, errlen, "%s: missing", path);
+        if (kd_get_number(v, path, &x, err, errlen) < 0) return -1;
+        if (!isfinite((float)x)) return kd_fail(err, errlen, "%s: outside float32 range", path);
+        if (nonneg && x < 0) return kd_wrong(v, path, "a number >= 0", err, errlen);
+        out[c] = (float)x;
+    }
+    return 0;
+}
+
+int kd_normalization_parse(const json_t *v, kr_forecast_request *req, char *err, size_t errlen) {
+    req->pinned = false;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_object(v))
+        return kd_wrong(v, "normalization", "an object {\"mean\": {...}, \"std\": {...}}", err,
+                        errlen);
+    if (kd_check_fields(v, "normalization: ", normalization_fields, err, errlen) < 0 ||
+        parse_stat(v, "mean", false, req->norm_mean, err, errlen) < 0 ||
+        parse_stat(v, "std", true, req->norm_std, err, errlen) < 0)
+        return -1;
+    req->pinned = true;
+    return 0;
+}
+
+static json_t *stat_object(const float v[KR_D_IN]) {
+    json_t *o = json_object();
+    for (int c = 0; o && c < KR_D_IN; c++)
+        if (json_object_set_new(o, kr_column_names[c],
+                                isfinite(v[c]) ? json_real((double)v[c]) : json_null()) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
+json_t *kd_normalization_json(const float mean[KR_D_IN], const float std[KR_D_IN]) {
+    return json_pack("{s:o,s:o}", "mean", stat_object(mean), "std", stat_object(std));
+}
+
 /* ---- request ------------------------------------------------------------------------ */
 
 /* The API's documented defaults, set explicitly so that they stay what this file's header
@@ -354,7 +413,8 @@ static int parse_options_of(const json_t *body, int model_max_context,
         kd_sampling_parse(body, &in->req.sampling, &in->req.seed, err, errlen) < 0 ||
         parse_options(body, model_max_context, &in->req, err, errlen) < 0 ||
         kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
-                   err, errlen) < 0) {
+                   err, errlen) < 0 ||
+        kd_normalization_parse(kd_field(body, "normalization"), &in->req, err, errlen) < 0) {
         kd_forecast_input_free(in);
         return -1;
     }
@@ -524,6 +584,8 @@ json_t *kd_forecast_response_json(const kd_forecast_input *in, const kr_forecast
         json_object_set_new(r, "mean", kd_columns_json(res->mean, res->horizon)) < 0 ||
         json_object_set_new(r, "horizon", json_integer(res->horizon)) < 0 ||
         json_object_set_new(r, "samples", json_integer(res->samples)) < 0 ||
+        json_object_set_new(r, "normalization",
+                            kd_normalization_json(res->norm_mean, res->norm_std)) < 0 ||
         json_object_set_new(r, "usage", usage_object(res)) < 0 || set_optional_parts(r, res) < 0) {
         json_decref(r);
         return NULL;

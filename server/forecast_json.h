@@ -6,7 +6,8 @@
  *    "future_timestamps": [P timestamps],                    optional
  *    "samples": 1, "temperature": 1.0, "top_k": 0, "top_p": 0.9, "seed": 0,
  *    "max_context": N, "use_cache": true, "return_paths": false, "quantiles": [q, ...],
- *    "timeout_ms": T}                                         T: the server's deadline
+ *    "timeout_ms": T,                                         T: the server's deadline
+ *    "normalization": {"mean": {"open": x, ...}, "std": {...}}}  pinned statistics
  *
  * CANDLES is columnar, {"timestamps": [...], "open": [...], "high": [...], "low": [...],
  * "close": [...], "volume"?: [...], "amount"?: [...]}, or a list of rows,
@@ -89,10 +90,18 @@ int kd_forecast_request_with_candles(const json_t *options, kd_candles *candles,
 const char *const *kd_forecast_option_names(void);
 void kd_forecast_input_free(kd_forecast_input *in);
 
+/* "normalization": {"mean": {"open": x, ..., "amount": x}, "std": {...}} (v: the field's
+ * value, NULL or null when absent) into req->pinned and its statistics: every column of
+ * both, finite in float32, std >= 0. */
+int kd_normalization_parse(const json_t *v, kr_forecast_request *req, char *err, size_t errlen);
+/* The same object from statistics, or NULL when out of memory. */
+json_t *kd_normalization_json(const float mean[KR_D_IN], const float std[KR_D_IN]);
+
 /* The response for a finished forecast, or NULL when out of memory:
  *
  *   {"timestamps": [P], "mean": {"open": [P], ..., "amount": [P]}, "horizon": P,
- *    "samples": S, "usage": {"context_candles": L, "generated_tokens": n,
+ *    "samples": S, "normalization": {"mean": {...}, "std": {...}},  the statistics used
+ *    "usage": {"context_candles": L, "generated_tokens": n,
  *    "cached_steps": n, "recomputed_steps": n, "elapsed_ms": x},
  *    "paths": [{"open": [P], ...}, ...S]         when res->paths
  *    "quantiles": {"0.1": {"open": [P], ...}}    when res->n_quantiles > 0; each key is

@@ -14,6 +14,8 @@
 
 #include "candles_csv.h"
 #include "forecast_json.h"
+#include "forecast_series.h"
+#include "series_json.h"
 #include "json_fields.h"
 #include "query_params.h"
 #include "scheduler.h"
@@ -28,7 +30,7 @@ static bool pool_exhausted(const kr_error *e) {
 
 /* A failed core call, by its error code: the client's fault (400, 422), busy (503), the
  * deadline (504), the client gone (499, which nobody reads but the log), or ours (500). */
-static void reply_core_error(kd_request *r, const char *what, const kr_error *e) {
+void kd_reply_core_error(kd_request *r, const char *what, const kr_error *e) {
     switch (e->code) {
     case KR_E_INVALID:
         kd_reply_error(r, 400, "invalid_request", "%s", e->msg);
@@ -65,20 +67,14 @@ static double now_s(void) {
 
 /* When a request must be answered by: request-timeout from now, or sooner when the request
  * asks (timeout_ms, 0 when absent). */
-static double deadline_of(const kd_app *app, long long timeout_ms) {
+double kd_deadline_of(const kd_app *app, long long timeout_ms) {
     long long ms = (long long)app->cfg.request_timeout * 1000;
     if (timeout_ms > 0 && timeout_ms < ms) ms = timeout_ms;
     return now_s() + (double)ms / 1e3;
 }
 
-/* The core's cancel check for a deferred request: its deadline, or its client gone. */
-typedef struct {
-    kd_request *r;
-    double deadline;
-} request_watch;
-
-static int watch_check(void *ctx) {
-    const request_watch *w = ctx;
+int kd_watch_check(void *ctx) {
+    const kd_request_watch *w = ctx;
     if (now_s() > w->deadline) return KR_E_DEADLINE;
     return kd_request_client_gone(w->r) ? KR_E_CANCELLED : 0;
 }
@@ -196,7 +192,7 @@ typedef struct {
     kd_request *r;
     kd_forecast_input in;
     kr_forecast_result res;
-    request_watch watch;
+    kd_request_watch watch;
     bool csv_out;
 } forecast_job;
 
@@ -217,7 +213,7 @@ static void forecast_finish(forecast_job *f, kr_forecast_result *res, const kr_e
     kd_forecast_input_free(&f->in);
     free(f);
     if (err->code)
-        reply_core_error(r, "forecast", err);
+        kd_reply_core_error(r, "forecast", err);
     else if (text)
         kd_reply_text(r, 200, "text/csv; charset=utf-8", text);
     else
@@ -248,7 +244,7 @@ static void run_forecast(kd_job *j) {
 }
 
 /* Whether the plan can ever run here; false after replying 400 or 422 too_large. */
-static bool admit_forecast(kd_app *app, kd_request *r, const kr_forecast_request *q) {
+bool kd_admit_forecast(kd_app *app, kd_request *r, const kr_forecast_request *q) {
     kr_forecast_plan plan;
     kr_error err = {0};
     kr_pool_stats st;
@@ -256,7 +252,7 @@ static bool admit_forecast(kd_app *app, kd_request *r, const kr_forecast_request
     const char *reason = NULL;
     if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0) {
         reason = err.code == KR_E_INVALID ? "invalid" : "too_large";
-        reply_core_error(r, "forecast", &err);
+        kd_reply_core_error(r, "forecast", &err);
     } else if (plan.pool_bytes > st.bytes_total) {
         reason = "too_large";
         kd_reply_error(r, 422, "too_large",
@@ -307,6 +303,25 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
         known[n++] = names[i];
     query_ctx qc = {.known = known};
     if (!read_query(r, &qc, msg, sizeof msg)) return KD_REPLIED;
+    if (!qc.csv_in) { /* many series: forecast_series.c */
+        json_t *body = kd_request_json(r);
+        if (!body) {
+            json_decref(qc.opts);
+            return KD_REPLIED;
+        }
+        kd_outcome out = KD_REPLIED;
+        const bool series = kd_is_series_request(body);
+        if (series && qc.csv_out)
+            kd_reply_error(r, 400, "invalid_request",
+                           "format: csv answers one series; a \"series\" request answers JSON");
+        else if (series)
+            out = kd_handle_forecast_series(app, r, body);
+        json_decref(body);
+        if (series) {
+            json_decref(qc.opts);
+            return out;
+        }
+    }
     forecast_job *f = alloc_job(r, sizeof *f);
     if (!f || parse_forecast(app, r, &qc, f, msg, sizeof msg) < 0) {
         json_decref(qc.opts);
@@ -316,15 +331,15 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
     }
     json_decref(qc.opts);
     f->csv_out = qc.csv_out;
-    f->watch.deadline = deadline_of(app, f->in.timeout_ms);
+    f->watch.deadline = kd_deadline_of(app, f->in.timeout_ms);
     f->app = app;
     f->r = r;
     f->watch.r = r;
-    f->in.req.cancel = (kr_cancel){watch_check, &f->watch};
+    f->in.req.cancel = (kr_cancel){kd_watch_check, &f->watch};
     f->job.run = run_forecast;
     f->sjob.add = forecast_add;
     f->sjob.done = forecast_done;
-    bool queued = admit_forecast(app, r, &f->in.req);
+    bool queued = kd_admit_forecast(app, r, &f->in.req);
     if (queued && (app->sched && f->in.req.use_cache ? kd_request_defer_sched(r, &f->sjob)
                                                      : kd_request_defer(r, &f->job)) < 0) {
         kd_metrics_refuse(app->metrics, "busy");
@@ -351,7 +366,7 @@ typedef struct {
     kd_generate_input in;
     kd_session *session; /* NULL: a temporary cache */
     kr_generate_request req;
-    request_watch watch;
+    kd_request_watch watch;
     kr_cache *c, *tmp;
     int32_t *s1, *s2;
     double t0;
@@ -403,7 +418,7 @@ static void generate_finish(generate_job *g, const kr_error *err) {
     if (e.code == 0)
         kd_reply_json(r, 200, body);
     else
-        reply_core_error(r, "generate", &e);
+        kd_reply_core_error(r, "generate", &e);
 }
 
 static int generate_add(kr_sched *ks, kd_sched_job *sj, kr_error *err) {
@@ -425,20 +440,6 @@ static void run_generate(kd_job *j) {
                kd_sessions_evict_lru(g->app->sessions))
             ;
     generate_finish(g, &err);
-}
-
-static int session_status(kd_session_status st) {
-    return st == KD_SESSION_NOT_FOUND ? 404
-           : st == KD_SESSION_BUSY    ? 409
-           : st == KD_SESSION_FULL    ? 429
-                                      : 500;
-}
-
-static const char *session_code(kd_session_status st) {
-    return st == KD_SESSION_NOT_FOUND ? "session_not_found"
-           : st == KD_SESSION_BUSY    ? "session_busy"
-           : st == KD_SESSION_FULL    ? "too_many_sessions"
-                                      : "internal";
 }
 
 /* Checks what only the session's state can tell; false after replying. */
@@ -493,7 +494,15 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
             kd_sessions_acquire(app->sessions, g->in.session, &g->session, msg, sizeof msg);
         if (st != KD_SESSION_OK) {
             generate_job_free(g);
-            kd_reply_error(r, session_status(st), session_code(st), "%s", msg);
+            kd_reply_session_error(r, st, msg);
+            return KD_REPLIED;
+        }
+        if (kd_session_kind_of(g->session)) { /* a candle session has no token cache */
+            kd_reply_error(r, 400, "wrong_session_kind",
+                           "session %s is a candle session: append candles with POST "
+                           "/sessions/{id}/candles and forecast with POST /sessions/{id}/forecast",
+                           g->in.session);
+            generate_job_free(g);
             return KD_REPLIED;
         }
     }
@@ -505,8 +514,8 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
                                    .n_new = g->in.n_new,
                                    .sampling = g->in.sampling,
                                    .seed = g->in.seed,
-                                   .cancel = {watch_check, &g->watch}};
-    g->watch = (request_watch){r, deadline_of(app, g->in.timeout_ms)};
+                                   .cancel = {kd_watch_check, &g->watch}};
+    g->watch = (kd_request_watch){r, kd_deadline_of(app, g->in.timeout_ms)};
     if (!generate_fits(app, r, g)) {
         generate_job_free(g);
         return KD_REPLIED;
@@ -527,6 +536,7 @@ typedef struct {
     kd_app *app;
     kd_request *r;
     kd_candles candles;
+    kr_forecast_request norm; /* its pinned statistics, if any */
 } tokenize_job;
 
 static void run_tokenize(kd_job *j) {
@@ -536,8 +546,7 @@ static void run_tokenize(kd_job *j) {
     int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
     float mean[KR_D_IN], std[KR_D_IN];
     kr_error err = {0};
-    kr_forecast_request req;
-    kr_forecast_request_init(&req);
+    kr_forecast_request req = t->norm;
     kd_candles_link(&t->candles, &req);
     int rc = -1;
     if (!s1 || !s2)
@@ -556,10 +565,10 @@ static void run_tokenize(kd_job *j) {
     if (rc == 0)
         kd_reply_json(r, 200, body);
     else
-        reply_core_error(r, "tokenize", &err);
+        kd_reply_core_error(r, "tokenize", &err);
 }
 
-static const char *const tokenize_fields[] = {"candles", NULL};
+static const char *const tokenize_fields[] = {"candles", "normalization", NULL};
 
 kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     char msg[MSG_MAX];
@@ -568,6 +577,7 @@ kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     json_decref(qc.opts);
     tokenize_job *t = alloc_job(r, sizeof *t);
     if (!t) return KD_REPLIED;
+    kr_forecast_request_init(&t->norm);
     if (qc.csv_in) {
         if (!csv_candles(r, 1, app->cfg.max_candles, &t->candles, msg, sizeof msg)) {
             free(t);
@@ -575,12 +585,15 @@ kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
         }
     } else {
         json_t *body = kd_request_json(r);
-        const int bad = !body || kd_check_fields(body, "", tokenize_fields, msg, sizeof msg) < 0 ||
-                        kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles,
-                                         &t->candles, msg, sizeof msg) < 0;
+        const int bad =
+            !body || kd_check_fields(body, "", tokenize_fields, msg, sizeof msg) < 0 ||
+            kd_candles_parse(json_object_get(body, "candles"), 1, app->cfg.max_candles, &t->candles,
+                             msg, sizeof msg) < 0 ||
+            kd_normalization_parse(kd_field(body, "normalization"), &t->norm, msg, sizeof msg) < 0;
         if (bad && body) kd_reply_error(r, 400, "invalid_request", "%s", msg);
         json_decref(body);
         if (bad) {
+            kd_candles_free(&t->candles);
             free(t);
             return KD_REPLIED;
         }
@@ -623,7 +636,7 @@ static void run_detokenize(kd_job *j) {
     if (rc == 0)
         kd_reply_json(r, 200, body);
     else
-        reply_core_error(r, "detokenize", &err);
+        kd_reply_core_error(r, "detokenize", &err);
 }
 
 kd_outcome kd_handle_detokenize(kd_app *app, kd_request *r) {

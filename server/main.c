@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "forecast_json.h"
+#include "series_json.h"
 #include "json_out.h"
 #include "kronos.h"
 #include "model_dirs.h"
@@ -42,7 +43,10 @@ static const char usage_text[] =
     "  candles may also be rows: [{\"timestamp\": ..., \"open\": ..., ...}, ...];\n"
     "  timestamps are ISO 8601 strings or Unix seconds. Optional: future_timestamps,\n"
     "  samples (1), temperature (1.0), top_k (0), top_p (0.9), seed (0), max_context,\n"
-    "  use_cache (true), return_paths (false), quantiles (distinct levels in [0, 1]).\n"
+    "  use_cache (true), return_paths (false), quantiles (distinct levels in [0, 1]),\n"
+    "  normalization ({\"mean\": {\"open\": x, ...}, \"std\": {...}}: pinned statistics).\n"
+    "  Many series at once: {\"series\": [{\"candles\": ..., \"future_timestamps\"?: ...},\n"
+    "  ...], the other fields shared} prints {\"series\": [one response each]}.\n"
     "  An unknown field is an error naming it (pred_len: use horizon, and so on).\n"
     "\n"
     "Exit status: 0 success, 1 error, 2 usage error.\n";
@@ -223,6 +227,41 @@ static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bo
     return rc;
 }
 
+/* Many series: computed together (kr_forecast_batch), printed as one list. */
+static int series_and_print(const kr_model *m, const kd_forecast_input *in, int n, bool compact) {
+    kr_forecast_result *res = calloc((size_t)n, sizeof *res);
+    kr_error *errs = calloc((size_t)n, sizeof *errs);
+    const kr_forecast_request **reqs = malloc((size_t)n * sizeof *reqs);
+    int rc = -1;
+    if (!res || !errs || !reqs) {
+        complain("out of memory for %d series", n);
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        reqs[i] = &in[i].req;
+    kr_forecast_batch(m, NULL, reqs, n, res, errs);
+    int failed = -1;
+    for (int i = 0; i < n && failed < 0; i++)
+        if (errs[i].code) failed = i;
+    if (failed >= 0) {
+        complain("forecast failed: series[%d]: %s", failed, errs[failed].msg);
+    } else {
+        json_t *resp = kd_series_response_json(in, res, n);
+        if (!resp)
+            complain("out of memory writing the response");
+        else
+            rc = print_response(resp, compact);
+        json_decref(resp);
+    }
+    for (int i = 0; i < n; i++)
+        if (!errs[i].code) kr_forecast_result_free(&res[i]);
+out:
+    free(res);
+    free(errs);
+    free(reqs);
+    return rc;
+}
+
 static int cmd_forecast(int argc, char **argv) {
     forecast_opts o = {{NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}, NULL, false};
     const int parsed = parse_forecast_args(argc, argv, &o);
@@ -235,8 +274,25 @@ static int cmd_forecast(int argc, char **argv) {
     /* The request is checked before the (slower) model load, against the same window. */
     json_t *body = read_request(o.request);
     if (!body) return EXIT_FAILURE;
-    kd_forecast_input in;
     char msg[512];
+    if (kd_is_series_request(body)) {
+        kd_forecast_input *ins;
+        int n;
+        const int bad =
+            kd_series_request_parse(body, o.model.max_context, NULL, &ins, &n, msg, sizeof msg);
+        json_decref(body);
+        if (bad) {
+            complain("request: %s", msg);
+            return EXIT_FAILURE;
+        }
+        kr_model *m = load_model(&o.model);
+        const int rc =
+            m && series_and_print(m, ins, n, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        kr_model_free(m);
+        kd_series_inputs_free(ins, n);
+        return rc;
+    }
+    kd_forecast_input in;
     const int bad = kd_forecast_request_parse(body, o.model.max_context, &in, msg, sizeof msg);
     json_decref(body);
     if (bad) {

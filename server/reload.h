@@ -3,9 +3,9 @@
  *
  * Applied at once: api-key-file (the key file is read again, so that a key can be rotated
  * without a restart), max-body-bytes, max-candles, max-horizon, max-samples,
- * max-request-cost, read-timeout, request-timeout, shutdown-timeout, access-log, log-file. Every change is logged as
- * `reload: KEY: OLD -> NEW`; a changed key outside that list is logged as needing a
- * restart. A config file that no longer parses is logged and ignored.
+ * max-request-cost, read-timeout, request-timeout, shutdown-timeout, access-log, log-file. Every
+ * change is logged as `reload: KEY: OLD -> NEW`; a changed key outside that list is logged as
+ * needing a restart. A config file that no longer parses is logged and ignored.
  */
 #ifndef KD_RELOAD_H
 #define KD_RELOAD_H

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "candle_sessions.h"
 #include "inference.h"
 #include "json_fields.h"
 #include "page/page.h"
@@ -152,7 +153,7 @@ static kd_outcome metrics(kd_app *app, kd_request *r) {
 
 /* ---- sessions ----------------------------------------------------------------------------- */
 
-static void reply_session_error(kd_request *r, kd_session_status st, const char *msg) {
+void kd_reply_session_error(kd_request *r, kd_session_status st, const char *msg) {
     static const struct {
         int status;
         const char *code;
@@ -182,6 +183,17 @@ static bool no_fields(kd_request *r) {
 
 static kd_outcome session_create(kd_app *app, kd_request *r) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
+    size_t len;
+    if (kd_request_body(r, &len)) { /* with candles: a candle session */
+        json_t *body = kd_request_json(r);
+        if (!body) return KD_REPLIED;
+        /* normalization alone is a candle session missing its candles: its handler says so */
+        const bool candles = json_object_get(body, "candles") != NULL ||
+                             json_object_get(body, "normalization") != NULL;
+        const kd_outcome out = candles ? kd_handle_candle_session_create(app, r, body) : KD_REPLIED;
+        json_decref(body);
+        if (candles) return out;
+    }
     if (!no_fields(r)) return KD_REPLIED;
     char owner[KD_OWNER_MAX + 1];
     int retry_after = 1;
@@ -189,7 +201,7 @@ static kd_outcome session_create(kd_app *app, kd_request *r) {
     kd_session_status st = kd_sessions_new(app->sessions, owner, id, msg, sizeof msg, &retry_after);
     if (st != KD_SESSION_OK) {
         kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
-        reply_session_error(r, st, msg);
+        kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
     kd_reply_json(r, 201,
@@ -207,14 +219,18 @@ static kd_outcome session_get(kd_app *app, kd_request *r) {
     char msg[256];
     kd_session_status st = kd_sessions_info(app->sessions, session_id(r), &info, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
-        reply_session_error(r, st, msg);
+        kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
-    kd_reply_json(r, 200,
-                  json_pack("{s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "length",
-                            info.length, "capacity", info.capacity, "bytes", (json_int_t)info.bytes,
-                            "idle_seconds", info.idle_seconds, "age_seconds", info.age_seconds,
-                            "busy", info.busy));
+    json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "kind",
+                          info.kind ? info.kind->name : "tokens", "length", info.length, "capacity",
+                          info.capacity, "bytes", (json_int_t)info.bytes, "idle_seconds",
+                          info.idle_seconds, "age_seconds", info.age_seconds, "busy", info.busy);
+    if (o && info.kind && kd_candle_session_describe(o, &info) < 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    kd_reply_json(r, 200, o);
     return KD_REPLIED;
 }
 
@@ -222,7 +238,7 @@ static kd_outcome session_delete(kd_app *app, kd_request *r) {
     char msg[256];
     kd_session_status st = kd_sessions_delete(app->sessions, session_id(r), msg, sizeof msg);
     if (st != KD_SESSION_OK) {
-        reply_session_error(r, st, msg);
+        kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
     kd_reply_json(r, 200, json_pack("{s:s,s:b}", "session", session_id(r), "deleted", 1));
@@ -247,6 +263,8 @@ static const kd_route routes[] = {
     {"/sessions/",  "GET",    EP_SESSION,    false, true,  session_get},
     {"/sessions/",  "DELETE", EP_SESSION,    false, true,  session_delete},
     {"/sessions/*/generate", "POST", EP_GENERATE, false, true, kd_handle_generate},
+    {"/sessions/*/candles",  "POST", EP_SESSION, false, true, kd_handle_session_candles},
+    {"/sessions/*/forecast", "POST", EP_SESSION, false, true, kd_handle_session_forecast},
     /* clang-format on */
 };
 

@@ -24,6 +24,9 @@ bool kd_route_is_public(const kd_route *rt);
 bool kd_route_needs_model(const kd_route *rt);
 /* For POST /sessions/{id}/generate: true with the id in id[n]. */
 bool kd_path_session(const char *path, char *id, size_t n);
+/* The answer for a session table refusal: 404, 409, 429 (with the Retry-After set before)
+ * or 500, with msg. */
+void kd_reply_session_error(kd_request *r, kd_session_status st, const char *msg);
 /* Runs the handler on the whole request. */
 kd_outcome kd_route_handle(const kd_route *rt, kd_app *app, kd_request *r);
 

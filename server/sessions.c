@@ -26,6 +26,10 @@ struct kd_session {
     size_t bytes;            /* likewise */
     kd_session *chain;       /* next in the hash bucket */
     kd_session *prev, *next; /* the idle LRU list, oldest first */
+
+    const kd_session_kind *kind; /* NULL: a token session (cache) */
+    void *state;                 /* a session of another kind: its state */
+    kd_session_extra extra;      /* its description as of the last release */
 };
 
 typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_EVICTED_SLOT, GONE_DELETED } gone_reason;
@@ -139,6 +143,12 @@ static void unlink_bucket(kd_sessions *t, kd_session *s) {
     *p = s->chain;
 }
 
+static void free_session(kd_session *s) {
+    kr_cache_free(s->cache);
+    if (s->kind) s->kind->free(s->state);
+    free(s);
+}
+
 /* Removes an idle session and frees its cache (its blocks go back to the pool). */
 static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     lru_remove(t, s);
@@ -147,8 +157,7 @@ static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     t->gone[t->gone_next].why = why;
     t->gone_next = (t->gone_next + 1) % GONE_MAX;
     t->count--;
-    kr_cache_free(s->cache);
-    free(s);
+    free_session(s);
 }
 
 static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, size_t msglen) {
@@ -195,18 +204,73 @@ static int owned(kd_sessions *t, const char *owner, kd_session **idlest) {
 
 kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, char *msg,
                                   size_t msglen, int *retry_after) {
+    return kd_sessions_new_with(t, NULL, NULL, owner, id, msg, msglen, retry_after);
+}
+
+const kd_session_kind *kd_session_kind_of(const kd_session *s) {
+    return s->kind;
+}
+
+void *kd_session_state(kd_session *s) {
+    return s->state;
+}
+
+/* Whether a new session of owner may be added now (t->mu held); if the table is full, the
+ * least recently used session idle past min-idle makes room. Else the refusal's status, with
+ * msg and *retry_after set. */
+static kd_session_status room_for(kd_sessions *t, const char *owner, double now, char *msg,
+                                  size_t msglen, int *retry_after) {
+    kd_session *idlest;
+    if (owned(t, owner, &idlest) >= t->max_per_owner) {
+        /* a client's own sessions are its limit: the oldest idle one ends at its TTL */
+        *retry_after = idlest ? (int)(t->ttl - (now - idlest->last_used)) + 1 : t->ttl;
+        snprintf(msg, msglen,
+                 "%s holds %d sessions, its limit (max-sessions-per-key); delete one or retry "
+                 "after %d s",
+                 owner, t->max_per_owner, *retry_after);
+        return KD_SESSION_OWNER_LIMIT;
+    }
+    if (t->count < t->max) return KD_SESSION_OK;
+    /* never a session created or used within session-min-idle: others' work is safe */
+    const kd_session *lru = t->lru_head;
+    const double idle = lru ? now - lru->last_used : 0;
+    if (lru && idle >= t->min_idle) {
+        retire(t, t->lru_head, GONE_EVICTED_SLOT);
+        t->evicted++;
+        return KD_SESSION_OK;
+    }
+    *retry_after = lru ? (int)(t->min_idle - idle) + 1 : t->min_idle;
+    snprintf(msg, msglen,
+             "all %d sessions are held and none has been idle for session-min-idle (%d s); "
+             "retry after %d s",
+             t->max, t->min_idle, *retry_after);
+    return KD_SESSION_FULL;
+}
+
+kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                       const char *owner, char *id, char *msg, size_t msglen,
+                                       int *retry_after) {
     *retry_after = 1;
     unsigned char raw[KD_SESSION_RANDOM_LEN / 2];
     if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
         snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
+        if (kind) kind->free(state);
         return KD_SESSION_ERROR;
     }
     kd_session *s = calloc(1, sizeof *s);
     kr_error err = {0};
-    if (!s || !(s->cache = kr_cache_create(t->pool, 0, &err))) {
+    if (!s || (!kind && !(s->cache = kr_cache_create(t->pool, 0, &err)))) {
         snprintf(msg, msglen, "sessions: %s", s ? err.msg : "out of memory");
         free(s);
+        if (kind) kind->free(state);
         return KD_SESSION_ERROR;
+    }
+    s->kind = kind;
+    s->state = state;
+    if (kind) {
+        kind->describe(state, &s->extra);
+        s->length = s->extra.length;
+        s->bytes = s->extra.bytes;
     }
     const size_t p = strlen(t->prefix);
     memcpy(s->id, t->prefix, p);
@@ -215,37 +279,11 @@ kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, c
     snprintf(s->owner, sizeof s->owner, "%s", owner);
     pthread_mutex_lock(&t->mu);
     const double now = now_s();
-    kd_session *idlest;
-    const char *refusal = NULL;
-    if (owned(t, owner, &idlest) >= t->max_per_owner) {
-        /* a client's own sessions are its limit: the oldest idle one ends at its TTL */
-        *retry_after = idlest ? (int)(t->ttl - (now - idlest->last_used)) + 1 : t->ttl;
-        snprintf(msg, msglen,
-                 "%s holds %d sessions, its limit (max-sessions-per-key); delete one or retry "
-                 "after %d s",
-                 owner, t->max_per_owner, *retry_after);
-        refusal = "owner";
-    } else if (t->count >= t->max) {
-        /* never a session created or used within session-min-idle: others' work is safe */
-        const kd_session *lru = t->lru_head;
-        const double idle = lru ? now - lru->last_used : 0;
-        if (lru && idle >= t->min_idle) {
-            retire(t, t->lru_head, GONE_EVICTED_SLOT);
-            t->evicted++;
-        } else {
-            *retry_after = lru ? (int)(t->min_idle - idle) + 1 : t->min_idle;
-            snprintf(msg, msglen,
-                     "all %d sessions are held and none has been idle for session-min-idle (%d "
-                     "s); retry after %d s",
-                     t->max, t->min_idle, *retry_after);
-            refusal = "full";
-        }
-    }
-    if (refusal) {
+    kd_session_status st = room_for(t, owner, now, msg, msglen, retry_after);
+    if (st != KD_SESSION_OK) {
         pthread_mutex_unlock(&t->mu);
-        kr_cache_free(s->cache);
-        free(s);
-        return refusal[0] == 'o' ? KD_SESSION_OWNER_LIMIT : KD_SESSION_FULL;
+        free_session(s);
+        return st;
     }
     s->created = s->last_used = now;
     s->chain = t->buckets[bucket_of(t, s->id)];
@@ -284,9 +322,12 @@ kr_cache *kd_session_cache(kd_session *s) {
 
 void kd_sessions_release(kd_sessions *t, kd_session *s) {
     /* the caller is done with the cache: these reads race with nothing */
-    const int length = kr_cache_length(s->cache);
-    const size_t bytes = kr_cache_bytes(s->cache);
+    kd_session_extra extra = {0};
+    if (s->kind) s->kind->describe(s->state, &extra);
+    const int length = s->kind ? extra.length : kr_cache_length(s->cache);
+    const size_t bytes = s->kind ? extra.bytes : kr_cache_bytes(s->cache);
     pthread_mutex_lock(&t->mu);
+    s->extra = extra;
     s->length = length;
     s->bytes = bytes;
     s->busy = false;
@@ -306,7 +347,9 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
     } else {
         const double now = now_s();
         info->length = s->length;
-        info->capacity = kr_cache_capacity(s->cache);
+        info->capacity = s->cache ? kr_cache_capacity(s->cache) : 0;
+        info->kind = s->kind;
+        info->extra = s->extra;
         info->bytes = s->bytes;
         info->busy = s->busy;
         info->idle_seconds = s->busy ? 0 : now - s->last_used;
@@ -374,8 +417,7 @@ void kd_sessions_free(kd_sessions *t) {
     for (size_t b = 0; b < t->n_buckets; b++)
         for (kd_session *s = t->buckets[b], *next; s; s = next) {
             next = s->chain;
-            kr_cache_free(s->cache);
-            free(s);
+            free_session(s);
         }
     pthread_mutex_destroy(&t->mu);
     free(t->buckets);

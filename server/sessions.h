@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "kronos.h"
@@ -31,6 +32,23 @@ typedef enum {
     KD_SESSION_OWNER_LIMIT, /* the creator holds max-sessions-per-key already: 429 */
     KD_SESSION_ERROR,       /* out of memory, no randomness: 500 */
 } kd_session_status;
+
+/* A session of another kind holds state that its own module owns (a candle series,
+ * candle_sessions.c) instead of a token cache. describe is called when the session is idle
+ * (at creation and each release), so that info never reads state a request is changing. */
+typedef struct {
+    int length;
+    size_t bytes;
+    int64_t last_timestamp;       /* wall-clock seconds */
+    char last_timestamp_text[48]; /* as the client wrote such timestamps, "" for Unix seconds */
+    float mean[KR_D_IN], std[KR_D_IN];
+} kd_session_extra;
+
+typedef struct {
+    const char *name; /* "candles" */
+    void (*free)(void *state);
+    void (*describe)(const void *state, kd_session_extra *out);
+} kd_session_kind;
 
 #define KD_OWNER_MAX 64 /* bytes of an owner's name */
 
@@ -53,10 +71,19 @@ void kd_sessions_free(kd_sessions *t);
 kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, char *msg,
                                   size_t msglen, int *retry_after);
 
+/* kd_sessions_new for a session of `kind` holding `state`, which it then owns (freed with
+ * kind->free when the session goes, or at once on failure). */
+kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                       const char *owner, char *id, char *msg, size_t msglen,
+                                       int *retry_after);
+/* NULL for a token session. */
+const kd_session_kind *kd_session_kind_of(const kd_session *s);
+void *kd_session_state(kd_session *s);
+
 /* Marks a session busy for the caller, who then has its cache to itself. */
 kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,
                                       size_t msglen);
-kr_cache *kd_session_cache(kd_session *s);
+kr_cache *kd_session_cache(kd_session *s); /* NULL for a session of another kind */
 /* Back to idle, its last use now. */
 void kd_sessions_release(kd_sessions *t, kd_session *s);
 
@@ -66,6 +93,8 @@ typedef struct {
     double idle_seconds; /* 0 while busy */
     double age_seconds;
     bool busy;
+    const kd_session_kind *kind; /* NULL: a token session */
+    kd_session_extra extra;      /* a session of another kind: as of its last release */
 } kd_session_info;
 
 kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,

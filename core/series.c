@@ -1,0 +1,342 @@
+/* series.c — a live candle series (kr_series): raw candles, statistics fixed at creation,
+ * the tokenizer encoder's own KV cache, every candle's tokens, and the predictor cache of
+ * the window a forecast's first step would prefill.
+ *
+ * Appending encodes only the new candles, against the encoder's cached keys and values
+ * (the encoder is causal), and extends the predictor cache with their tokens; once the
+ * series outgrows max_context the predictor window slides as a forecast's does, and its
+ * cache is refilled with the new window (positions start at 0 in every window). Every
+ * row's arithmetic is its own (nn.h, attention.c), so the tokens and the cache hold the
+ * same bits as encoding and prefilling the whole series at once.
+ */
+#include "cache.h"
+#include "forecast_impl.h"
+#include "tokenizer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Positions per encoder-cache and decoder-cache block: blocks are added as the series
+ * grows, so nothing is ever re-laid. The decoder's are small: a forecast copies the last,
+ * partly filled one for each path. */
+#define ENC_BLOCK 256
+#define DEC_BLOCK 16
+
+struct kr_series {
+    const kr_model *m;
+    kr_pool *pool;
+    int n, cap, max_candles;
+    bool has[KR_D_IN];
+    int64_t *timestamps;      /* [cap] */
+    double *columns[KR_D_IN]; /* [cap], NULL for a column the series does not have */
+    kr_stamp *stamps;         /* [cap] */
+    int32_t *s1, *s2;         /* [cap]: every candle's tokens */
+    float mean[KR_D_IN], std[KR_D_IN];
+    float **enc;    /* encoder cache blocks: [n_enc][K, V][ENC_BLOCK][d] each */
+    int enc_blocks; /* allocated */
+    kr_cache *pred; /* tokens [pred_start, n) */
+    int pred_start;
+    /* the tokenizer decoder's keys and values of tokens [0, n): a forecast's summary
+     * decodes windows that start with them while the window has not slid (n < max_context);
+     * dec_len -1 once the series is past that */
+    float **dec;
+    int dec_blocks, dec_len;
+};
+
+int kr_series_length(const kr_series *s) {
+    return s->n;
+}
+
+int64_t kr_series_last_timestamp(const kr_series *s) {
+    return s->timestamps[s->n - 1];
+}
+
+void kr_series_stats(const kr_series *s, float mean[KR_D_IN], float std[KR_D_IN]) {
+    memcpy(mean, s->mean, sizeof s->mean);
+    memcpy(std, s->std, sizeof s->std);
+}
+
+bool kr_series_has_column(const kr_series *s, int column) {
+    return column >= 0 && column < KR_D_IN && s->has[column];
+}
+
+const int32_t *kr_series_tokens(const kr_series *s, int which) {
+    return which == 1 ? s->s1 : s->s2;
+}
+
+static size_t enc_block_floats(const kr_model *m) {
+    return (size_t)(m->tok.n_enc > 0 ? m->tok.n_enc : 1) * 2 * ENC_BLOCK * m->tc.d_model;
+}
+
+static size_t dec_block_floats(const kr_model *m) {
+    return (size_t)(m->tok.n_dec > 0 ? m->tok.n_dec : 1) * 2 * DEC_BLOCK * m->tc.d_model;
+}
+
+static void free_decoder(kr_series *s) {
+    for (int b = 0; b < s->dec_blocks; b++)
+        free(s->dec[b]);
+    free(s->dec);
+    s->dec = NULL;
+    s->dec_blocks = 0;
+    s->dec_len = -1;
+}
+
+size_t kr_series_bytes(const kr_series *s) {
+    int cols = 0;
+    for (int c = 0; c < KR_D_IN; c++)
+        cols += s->has[c];
+    size_t per =
+        sizeof(int64_t) + (size_t)cols * sizeof(double) + sizeof(kr_stamp) + 2 * sizeof(int32_t);
+    return (size_t)s->cap * per + (size_t)s->enc_blocks * enc_block_floats(s->m) * sizeof(float) +
+           (size_t)s->dec_blocks * dec_block_floats(s->m) * sizeof(float) +
+           (s->pred ? kr_cache_bytes(s->pred) : 0);
+}
+
+void kr_series_request(const kr_series *s, kr_forecast_request *req) {
+    req->n_context = s->n;
+    req->timestamps = s->timestamps;
+    for (int c = 0; c < KR_D_IN; c++)
+        req->columns[c] = s->has[c] ? s->columns[c] : NULL;
+    req->pinned = true;
+    memcpy(req->norm_mean, s->mean, sizeof s->mean);
+    memcpy(req->norm_std, s->std, sizeof s->std);
+}
+
+void kr_series_free(kr_series *s) {
+    if (!s) return;
+    kr_cache_free(s->pred);
+    free_decoder(s);
+    for (int b = 0; b < s->enc_blocks; b++)
+        free(s->enc[b]);
+    free(s->enc);
+    free(s->timestamps);
+    for (int c = 0; c < KR_D_IN; c++)
+        free(s->columns[c]);
+    free(s->stamps);
+    free(s->s1);
+    free(s->s2);
+    free(s);
+}
+
+/* Room for `need` candles in the arrays and the encoder cache. */
+static int reserve(kr_series *s, int need, kr_error *err) {
+    if (need > s->cap) {
+        int cap = s->cap ? s->cap : 64;
+        while (cap < need)
+            cap *= 2;
+        void *p;
+#define GROW(field)                                                                                \
+    do {                                                                                           \
+        if (!(p = realloc(s->field, (size_t)cap * sizeof *s->field))) goto no_memory;              \
+        s->field = p;                                                                              \
+    } while (0)
+        GROW(timestamps);
+        GROW(stamps);
+        GROW(s1);
+        GROW(s2);
+        for (int c = 0; c < KR_D_IN; c++)
+            if (s->has[c]) GROW(columns[c]);
+#undef GROW
+        s->cap = cap;
+    }
+    int blocks = (need + ENC_BLOCK - 1) / ENC_BLOCK;
+    if (blocks > s->enc_blocks) {
+        float **e = realloc(s->enc, (size_t)blocks * sizeof *e);
+        if (!e) goto no_memory;
+        s->enc = e;
+        while (s->enc_blocks < blocks) {
+            if (!(s->enc[s->enc_blocks] = malloc(enc_block_floats(s->m) * sizeof(float))))
+                goto no_memory;
+            s->enc_blocks++;
+        }
+    }
+    int dblocks =
+        s->dec_len >= 0 && need < s->m->max_context ? (need + DEC_BLOCK - 1) / DEC_BLOCK : 0;
+    if (dblocks > s->dec_blocks) {
+        float **e = realloc(s->dec, (size_t)dblocks * sizeof *e);
+        if (!e) goto no_memory;
+        s->dec = e;
+        while (s->dec_blocks < dblocks) {
+            if (!(s->dec[s->dec_blocks] = malloc(dec_block_floats(s->m) * sizeof(float))))
+                goto no_memory;
+            s->dec_blocks++;
+        }
+    }
+    return 0;
+no_memory:
+    return kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", need);
+}
+
+/* What an append must meet beyond kr_check_columns: the series' columns, timestamps that
+ * go on increasing after its last. */
+static int check_append(const kr_series *s, const kr_forecast_request *r, kr_error *err) {
+    if (r->n_context < 1)
+        return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
+    if (!r->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
+    for (int c = 0; c < KR_D_IN; c++) {
+        if (s->has[c] && !r->columns[c])
+            return kr_fail_code(err, KR_E_INVALID, "candles.%s: missing; the series has it",
+                                kr_column_names[c]);
+        if (!s->has[c] && r->columns[c])
+            return kr_fail_code(err, KR_E_INVALID, "candles.%s: given, but the series has none",
+                                kr_column_names[c]);
+    }
+    if (kr_check_columns(r, err)) return -1;
+    for (int i = 0; i < r->n_context; i++) {
+        int64_t prev = i ? r->timestamps[i - 1] : s->timestamps[s->n - 1];
+        if (r->timestamps[i] <= prev)
+            return kr_fail_code(err, KR_E_INVALID,
+                                i ? "candles.timestamps[%d]: not after the previous timestamp"
+                                  : "candles.timestamps[%d]: not after the series' last candle",
+                                i);
+    }
+    if (s->max_candles > 0 && (long)s->n + r->n_context > s->max_candles)
+        return kr_fail_code(err, KR_E_TOO_LARGE,
+                            "candles: %d held + %d new exceed the limit of %d candles", s->n,
+                            r->n_context, s->max_candles);
+    return 0;
+}
+
+/* The predictor cache for a series of n tokens: appended to while the window starts at 0,
+ * refilled (into a new cache, swapped in on success) once it slides. */
+static int extend_predictor(kr_series *s, int n_old, int n, kr_error *err) {
+    int mc = s->m->max_context, start = n > mc ? n - mc : 0;
+    if (s->pred && start == s->pred_start) {
+        if (kr_cache_append(&s->pred, 1, s->s1 + n_old, s->s2 + n_old, s->stamps + n_old, n - n_old,
+                            NULL, err))
+            return -1;
+        return 0;
+    }
+    kr_cache *c = kr_cache_create(s->pool, mc, err);
+    if (!c) return -1;
+    if (kr_cache_append(&c, 1, s->s1 + start, s->s2 + start, s->stamps + start, n - start, NULL,
+                        err)) {
+        kr_cache_free(c);
+        return -1;
+    }
+    kr_cache_free(s->pred);
+    s->pred = c;
+    s->pred_start = start;
+    return 0;
+}
+
+/* Candles [n, n + k) of r into the series: stored, normalised, encoded, appended. */
+static int add_candles(kr_series *s, const kr_forecast_request *r, kr_error *err) {
+    int n0 = s->n, k = r->n_context;
+    if (reserve(s, n0 + k, err)) return -1;
+    float *raw = malloc((size_t)k * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)k * KR_D_IN * sizeof(float));
+    int rc = -1;
+    if (!raw || !xn) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", k);
+        goto out;
+    }
+    kr_raw_candles(r, raw);
+    kr_normalise_rows(raw, k, s->mean, s->std, xn);
+    for (int i = 0; i < k; i++) {
+        s->timestamps[n0 + i] = r->timestamps[i];
+        s->stamps[n0 + i] = kr_stamp_from_wall(r->timestamps[i]);
+        for (int c = 0; c < KR_D_IN; c++)
+            if (s->has[c]) s->columns[c][n0 + i] = r->columns[c][i];
+    }
+    kr_kv_view kv = {s->enc, ENC_BLOCK, s->m->tc.d_model};
+    kr_kv_view dv = {s->dec, DEC_BLOCK, s->m->tc.d_model};
+    bool decoder = s->dec_len == n0 && n0 + k < s->m->max_context;
+    /* positions past n are scratch until n moves: a failure leaves the series as it was */
+    if (kr_tokenizer_encode_rows(s->m, xn, k, &kv, n0, s->s1 + n0, s->s2 + n0, err) ||
+        (decoder && kr_tokenizer_decoder_extend(s->m, &dv, n0, s->s1 + n0, s->s2 + n0, k, err)) ||
+        extend_predictor(s, n0, n0 + k, err))
+        goto out;
+    s->n = n0 + k;
+    if (decoder)
+        s->dec_len = s->n;
+    else
+        free_decoder(s); /* the window slides from now on: a summary never starts at 0 */
+    rc = 0;
+out:
+    free(raw);
+    free(xn);
+    return rc;
+}
+
+kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_forecast_request *r,
+                            int max_candles, kr_error *err) {
+    if (r->n_context < 1) {
+        kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
+        return NULL;
+    }
+    if (!r->timestamps) {
+        kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
+        return NULL;
+    }
+    if (kr_check_columns(r, err) || kr_check_normalisation(r, err)) return NULL;
+    for (int i = 1; i < r->n_context; i++)
+        if (r->timestamps[i] <= r->timestamps[i - 1]) {
+            kr_fail_code(err, KR_E_INVALID,
+                         "candles.timestamps[%d]: not after the previous timestamp", i);
+            return NULL;
+        }
+    if (max_candles > 0 && r->n_context > max_candles) {
+        kr_fail_code(err, KR_E_TOO_LARGE, "candles: %d exceed the limit of %d candles",
+                     r->n_context, max_candles);
+        return NULL;
+    }
+    kr_series *s = calloc(1, sizeof *s);
+    float *raw = malloc((size_t)r->n_context * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)r->n_context * KR_D_IN * sizeof(float));
+    if (!s || !raw || !xn) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", r->n_context);
+        goto fail;
+    }
+    s->m = m;
+    s->pool = pool;
+    s->max_candles = max_candles;
+    for (int c = 0; c < KR_D_IN; c++)
+        s->has[c] = r->columns[c] != NULL;
+    /* the statistics: as pinned, or those of the first candles, computed as a forecast
+     * computes them (kr_normalise_for) */
+    kr_raw_candles(r, raw);
+    if (kr_normalise_for(r, raw, r->n_context, xn, s->mean, s->std, err)) goto fail;
+    for (int c = 0; c < KR_D_IN; c++)
+        if (!isfinite(s->mean[c]) || !isfinite(s->std[c])) {
+            kr_fail_code(err, KR_E_INVALID,
+                         "candles.%s: its mean or spread overflows float32; scale it down",
+                         kr_column_names[c]);
+            goto fail;
+        }
+    if (add_candles(s, r, err)) goto fail;
+    free(raw);
+    free(xn);
+    return s;
+fail:
+    free(raw);
+    free(xn);
+    kr_series_free(s);
+    return NULL;
+}
+
+int kr_series_append(kr_series *s, const kr_forecast_request *r, kr_error *err) {
+    if (check_append(s, r, err)) return -1;
+    return add_candles(s, r, err);
+}
+
+/* ---- what a forecast job takes from it (sched_forecast.c) ---- */
+
+kr_cache *kr_series_cache(const kr_series *s, int *start) {
+    *start = s->pred_start;
+    return s->pred;
+}
+
+kr_pool *kr_series_pool(const kr_series *s) {
+    return s->pool;
+}
+
+int kr_series_decoder(const kr_series *s, kr_kv_view *kv) {
+    *kv = (kr_kv_view){s->dec, DEC_BLOCK, s->m->tc.d_model};
+    return s->dec_len > 0 ? s->dec_len : 0;
+}
+
+const kr_stamp *kr_series_stamps(const kr_series *s) {
+    return s->stamps;
+}
