@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "candles_csv.h"
 #include "forecast_json.h"
 #include "inference.h"
 #include "json_fields.h"
@@ -92,6 +93,14 @@ static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what)
     return s;
 }
 
+/* The candles of a text/csv body (as /forecast takes them); -1 with a message. */
+static int csv_body_candles(kd_request *r, int min_count, int max_count, kd_candles *out, char *msg,
+                            size_t msglen) {
+    size_t len = 0;
+    const char *body = kd_request_body(r, &len);
+    return kd_candles_csv_parse(body ? body : "", len, min_count, max_count, out, msg, msglen);
+}
+
 /* Runs a series call, evicting idle sessions while the pool is exhausted. */
 #define WITH_ROOM(app, call, err)                                                                  \
     while ((call) != 0 && (err).code == KR_E_POOL_EXHAUSTED &&                                     \
@@ -167,10 +176,12 @@ kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const jso
         return KD_REPLIED;
     }
     kr_forecast_request_init(&c->req);
-    if (kd_check_fields(body, "", create_fields, msg, sizeof msg) < 0 ||
-        kd_candles_parse(kd_field(body, "candles"), 2, app->cfg.max_candles, &c->candles, msg,
-                         sizeof msg) < 0 ||
-        kd_normalization_parse(kd_field(body, "normalization"), &c->req, msg, sizeof msg) < 0) {
+    if (body ? kd_check_fields(body, "", create_fields, msg, sizeof msg) < 0 ||
+                   kd_candles_parse(kd_field(body, "candles"), 2, app->cfg.max_candles, &c->candles,
+                                    msg, sizeof msg) < 0 ||
+                   kd_normalization_parse(kd_field(body, "normalization"), &c->req, msg,
+                                          sizeof msg) < 0
+             : csv_body_candles(r, 2, app->cfg.max_candles, &c->candles, msg, sizeof msg) < 0) {
         kd_candles_free(&c->candles);
         free(c);
         kd_reply_error(r, 400, "invalid_request", "%s", msg);
@@ -231,17 +242,20 @@ static const char *const append_fields[] = {"candles", NULL};
 
 kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
     char msg[MSG_MAX];
-    json_t *body = kd_request_json(r);
-    if (!body) return KD_REPLIED;
+    const bool csv = kd_request_is_csv(r);
+    json_t *body = csv ? NULL : kd_request_json(r);
+    if (!csv && !body) return KD_REPLIED;
     append_job *a = calloc(1, sizeof *a);
     if (!a) {
         json_decref(body);
         kd_reply_error(r, 500, "internal", "out of memory queueing the request");
         return KD_REPLIED;
     }
-    const int bad = kd_check_fields(body, "", append_fields, msg, sizeof msg) < 0 ||
-                    kd_candles_parse(kd_field(body, "candles"), 1, app->cfg.max_candles,
-                                     &a->candles, msg, sizeof msg) < 0;
+    const int bad =
+        csv ? csv_body_candles(r, 1, app->cfg.max_candles, &a->candles, msg, sizeof msg) < 0
+            : kd_check_fields(body, "", append_fields, msg, sizeof msg) < 0 ||
+                  kd_candles_parse(kd_field(body, "candles"), 1, app->cfg.max_candles, &a->candles,
+                                   msg, sizeof msg) < 0;
     json_decref(body);
     if (bad) {
         free(a);

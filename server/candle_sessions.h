@@ -3,7 +3,7 @@
  *
  *   POST /sessions {"candles": ..., "normalization"?: ...}   -> 201 {"session", "kind",
  *                                                              "length", "normalization"}
- *   POST /sessions/{id}/candles {"candles": ...}             -> {"session", "length",
+ *   POST /sessions/{id}/candles {"candles": ...} or CSV      -> {"session", "length",
  *                                                              "appended", "last_timestamp"}
  *   POST /sessions/{id}/forecast {the /forecast fields but candles and normalization}
  *                                                            -> a /forecast response
@@ -19,7 +19,8 @@
 #include "app.h"
 #include "http.h"
 
-/* POST /sessions with candles; body is the parsed request (borrowed). */
+/* POST /sessions with candles; body is the parsed request (borrowed), or NULL for a
+ * text/csv body of candles (as /forecast takes them). */
 kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const json_t *body);
 kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r);
 kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r);

@@ -146,6 +146,7 @@ kd_outcome kd_handle_forecast_series(kd_app *app, kd_request *r, const json_t *b
     s->app = app;
     s->r = r;
     s->watch = (kd_request_watch){r, kd_deadline_of(app, s->in[0].timeout_ms)};
+    double gflop = 0;
     for (int i = 0; i < s->n; i++) {
         s->in[i].req.cancel = (kr_cancel){kd_watch_check, &s->watch};
         s->parts[i] = (series_part){{.done = part_done}, s, i};
@@ -153,6 +154,19 @@ kd_outcome kd_handle_forecast_series(kd_app *app, kd_request *r, const json_t *b
             series_free(s);
             return KD_REPLIED;
         }
+        kr_forecast_plan plan;
+        if (kr_forecast_plan_make(app->model, &s->in[i].req, &plan, NULL) == 0)
+            gflop += plan.flops / 1e9;
+    }
+    /* one request, one budget: the series together, as one request alone would be */
+    if (gflop > (double)app->cfg.max_request_cost) {
+        kd_metrics_refuse(app->metrics, "too_large");
+        kd_reply_error(r, 422, "too_large",
+                       "forecast: %d series need about %.0f GFLOP of model work together; "
+                       "max-request-cost is %d GFLOP (send fewer series per request)",
+                       s->n, gflop, app->cfg.max_request_cost);
+        series_free(s);
+        return KD_REPLIED;
     }
     s->job.run = run_series;
     s->sjob.add = series_add;

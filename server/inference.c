@@ -272,8 +272,8 @@ bool kd_admit_forecast(kd_app *app, kd_request *r, const kr_forecast_request *q)
 }
 
 /* The request from a JSON body, or from a CSV body and the query. */
-static int parse_forecast(kd_app *app, kd_request *r, query_ctx *q, forecast_job *f, char *msg,
-                          size_t msglen) {
+static int parse_forecast(kd_app *app, kd_request *r, query_ctx *q, const json_t *body,
+                          forecast_job *f, char *msg, size_t msglen) {
     const kd_forecast_limits lim = {app->cfg.max_candles, app->cfg.max_horizon,
                                     app->cfg.max_samples};
     const int mc = kr_model_max_context(app->model);
@@ -287,10 +287,7 @@ static int parse_forecast(kd_app *app, kd_request *r, query_ctx *q, forecast_job
         }
         return 0;
     }
-    json_t *body = kd_request_json(r);
-    if (!body) return -1;
     const int bad = kd_forecast_request_parse_limited(body, mc, &lim, &f->in, msg, msglen);
-    json_decref(body);
     if (bad) kd_reply_error(r, 400, "invalid_request", "%s", msg);
     return bad ? -1 : 0;
 }
@@ -303,27 +300,28 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
         known[n++] = names[i];
     query_ctx qc = {.known = known};
     if (!read_query(r, &qc, msg, sizeof msg)) return KD_REPLIED;
-    if (!qc.csv_in) { /* many series: forecast_series.c */
-        json_t *body = kd_request_json(r);
-        if (!body) {
+    json_t *body = NULL; /* a JSON body, parsed once */
+    if (!qc.csv_in) {
+        if (!(body = kd_request_json(r))) {
             json_decref(qc.opts);
             return KD_REPLIED;
         }
-        kd_outcome out = KD_REPLIED;
-        const bool series = kd_is_series_request(body);
-        if (series && qc.csv_out)
-            kd_reply_error(r, 400, "invalid_request",
-                           "format: csv answers one series; a \"series\" request answers JSON");
-        else if (series)
-            out = kd_handle_forecast_series(app, r, body);
-        json_decref(body);
-        if (series) {
+        if (kd_is_series_request(body)) { /* many series: forecast_series.c */
+            kd_outcome out = KD_REPLIED;
+            if (qc.csv_out)
+                kd_reply_error(r, 400, "invalid_request",
+                               "format: csv answers one series; a \"series\" request answers JSON");
+            else
+                out = kd_handle_forecast_series(app, r, body);
+            json_decref(body);
             json_decref(qc.opts);
             return out;
         }
     }
     forecast_job *f = alloc_job(r, sizeof *f);
-    if (!f || parse_forecast(app, r, &qc, f, msg, sizeof msg) < 0) {
+    const int bad = !f || parse_forecast(app, r, &qc, body, f, msg, sizeof msg) < 0;
+    json_decref(body);
+    if (bad) {
         json_decref(qc.opts);
         free(f);
         kd_metrics_refuse(app->metrics, "invalid");

@@ -184,6 +184,8 @@ static bool no_fields(kd_request *r) {
 static kd_outcome session_create(kd_app *app, kd_request *r) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
     size_t len;
+    if (kd_request_body(r, &len) && kd_request_is_csv(r)) /* candles as CSV */
+        return kd_handle_candle_session_create(app, r, NULL);
     if (kd_request_body(r, &len)) { /* with candles: a candle session */
         json_t *body = kd_request_json(r);
         if (!body) return KD_REPLIED;

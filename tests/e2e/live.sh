@@ -123,6 +123,26 @@ http GET "$U/sessions/$SID"
 expect "GET a candle session" 200 \
     'd["kind"] == "candles" and d["length"] == 421 and d["bytes"] > 0 and d["last_timestamp"] == "2024-06-19T20:30:00" and d["normalization"]["std"]["close"] > 0'
 
+# the same session from CSV bodies (create, append) forecasts the same
+"$PY" - "$WORK" <<'EOF'
+import json, sys
+w = sys.argv[1]
+for name in ("create", "append1"):
+    c = json.load(open(f"{w}/{name}.json"))["candles"]
+    keys = list(c)
+    with open(f"{w}/{name}.csv", "w") as f:
+        f.write(",".join(keys) + "\n")
+        for i in range(len(c["timestamps"])):
+            f.write(",".join(repr(c[k][i]) if k != "timestamps" else c[k][i] for k in keys) + "\n")
+EOF
+http POST "$U/sessions" -H 'Content-Type: text/csv' --data-binary @"$WORK/create.csv"
+expect "a candle session from a CSV body" 201 'd["length"] == 400'
+CID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
+http POST "$U/sessions/$CID/candles" -H 'Content-Type: text/csv' --data-binary @"$WORK/append1.csv"
+expect "append a CSV body" 200 'd["length"] == 401'
+http POST "$U/sessions/$CID/forecast" --data-binary @"$WORK/opts.json"
+same "the CSV-fed session forecasts as the JSON-fed one" "$BODY" "$WORK/session401.out"
+
 # pinned statistics as given: a session, /tokenize
 NORM='{"mean": {"open": 100, "high": 101, "low": 99, "close": 100, "volume": 1500, "amount": 150000},
        "std": {"open": 2, "high": 2, "low": 2, "close": 2.5, "volume": 300, "amount": 30000}}'
