@@ -18,6 +18,8 @@ struct kr_sched {
     sched_job *wait_head, *wait_tail; /* FIFO */
     sched_job *active;                /* in admission order */
     int active_rows;
+    bool stalled;     /* the last step had jobs waiting for pool memory */
+    size_t committed; /* the plans' pool bytes of the running forecasts */
     step_batch batch;
     /* the s2 call: every drawing row's cache and s1, and its logits */
     kr_cache **s2_caches;
@@ -143,6 +145,7 @@ int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_foreca
     j->tag = tag;
     j->rows = req->samples;
     j->flops = plan.flops;
+    j->pool_bytes = plan.pool_bytes;
     j->u.fc.req = req;
     j->u.fc.res = res;
     enqueue(s, j);
@@ -214,14 +217,28 @@ static void drop_cancelled(kr_sched *s) {
     }
 }
 
+/* Whether the pool's free memory covers what a forecast's plan may take, on top of what
+ * the running forecasts' plans may still take (counted whole: what they hold is in the
+ * used bytes too, so this errs on the side of waiting). A job that still finds no room
+ * mid-way waits (stalls) and, at worst, is preempted (run_append). */
+static bool pool_has_room(kr_sched *s, const sched_job *j) {
+    if (!s->pool || j->kind != JOB_FORECAST || j->u.fc.series) return true;
+    kr_pool_stats st;
+    kr_pool_stats_get(s->pool, &st);
+    size_t free_bytes = st.bytes_total - st.bytes_used;
+    return free_bytes >= s->committed && free_bytes - s->committed >= j->pool_bytes;
+}
+
 /* Waiting jobs start, first come first served, while their decode rows fit max_rows (one
  * always may, when none is active). */
 static void admit(kr_sched *s) {
     drop_cancelled(s);
-    while (s->wait_head) {
+    /* while the pool has no room for the jobs already running, no new one starts */
+    while (s->wait_head && !(s->stalled && s->active)) {
         sched_job *j = s->wait_head;
         bool cancelled = check_cancel(j) != 0;
         if (!cancelled && s->active && s->active_rows + j->rows > s->cfg.max_rows) break;
+        if (!cancelled && s->active && !pool_has_room(s, j)) break;
         s->wait_head = j->next;
         if (!s->wait_head) s->wait_tail = NULL;
         s->stats.waiting--;
@@ -246,6 +263,7 @@ static void admit(kr_sched *s) {
             tail = &(*tail)->next;
         *tail = j;
         s->active_rows += j->rows;
+        if (j->kind == JOB_FORECAST && !j->u.fc.series) s->committed += j->pool_bytes;
         s->stats.active++;
     }
 }
@@ -255,6 +273,7 @@ static void unlink_active(kr_sched *s, sched_job *j) {
         if (*p == j) {
             *p = j->next;
             s->active_rows -= j->rows;
+            if (j->kind == JOB_FORECAST && !j->u.fc.series) s->committed -= j->pool_bytes;
             s->stats.active--;
             return;
         }
@@ -286,17 +305,42 @@ static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
     return rc;
 }
 
+/* Back to the head of the waiting line, its memory returned and its work forgotten. */
+static void preempt(kr_sched *s, sched_job *j) {
+    unlink_active(s, j);
+    fc_free(j);
+    fc_state *f = &j->u.fc;
+    kr_forecast_result_free(f->res);
+    const kr_forecast_request *req = f->req;
+    kr_forecast_result *res = f->res;
+    const kr_series *series = f->series;
+    memset(f, 0, sizeof *f);
+    f->req = req;
+    f->res = res;
+    f->series = series;
+    j->err = (kr_error){0};
+    j->ready = j->failed = j->stalled = false;
+    j->next = s->wait_head;
+    s->wait_head = j;
+    if (!s->wait_tail) s->wait_tail = j;
+    s->stats.waiting++;
+    s->stats.waiting_flops += j->flops;
+    s->stats.preempted++;
+}
+
 /* The whole batch at once; when the pool runs dry, room is made while it can be, then each
  * job's rows go alone and the jobs that still do not fit end. */
 static void run_append(kr_sched *s) {
     step_batch *b = &s->batch;
     if (b->n_groups == 0) return;
     kr_error err;
+    s->stalled = false;
     for (;;) {
         if (append_groups(s, 0, b->n_groups, 0, &err) == 0) return;
         if (err.code != KR_E_POOL_EXHAUSTED || !s->cfg.make_room || !s->cfg.make_room(s->cfg.ctx))
             break;
     }
+    bool progressed = false;
     for (int g0 = 0, row0 = 0; g0 < b->n_groups;) {
         int g1 = g0, rows = 0;
         while (g1 < b->n_groups && b->owner[g1] == b->owner[g0])
@@ -311,13 +355,33 @@ static void run_append(kr_sched *s) {
             for (int g = g0; g < g1; g++) /* its rows are not appended: nothing to copy */
                 b->l1[g] = NULL;
             j->ready = false;
-            j->failed = true; /* ends after this append pass */
+            /* no room now: it waits, holding what it has, while the others finish and
+             * free theirs; anything else ends it */
+            if (j->err.code == KR_E_POOL_EXHAUSTED)
+                j->stalled = true;
+            else
+                j->failed = true;
         } else {
             j->err = (kr_error){0}; /* a try that failed before this one is forgotten */
+            progressed = true;
         }
         g0 = g1;
         row0 += rows;
     }
+    s->stalled = !progressed;
+    if (progressed) return;
+    /* every job that had rows is stalled: none will free memory, so the youngest forecast
+     * gives its memory back and starts again later, from scratch (its answer is the same:
+     * nothing in it depends on when it runs); with no forecast to preempt, it ends (503) */
+    sched_job *youngest = NULL;
+    for (sched_job *j = s->active; j; j = j->next)
+        if (j->stalled) youngest = j;
+    if (!youngest) return;
+    youngest->stalled = false;
+    if (youngest->kind == JOB_FORECAST && youngest != s->active)
+        preempt(s, youngest);
+    else
+        youngest->failed = true;
 }
 
 /* The s2 logits of every drawing row, in one call (one job at a time when it fails). */
@@ -387,6 +451,14 @@ int kr_sched_step(kr_sched *s) {
         next = j->next;
         if (j->failed) {
             end_active(s, j);
+            continue;
+        }
+        if (j->stalled) { /* nothing of it ran: the same rows again at the next step */
+            j->stalled = false;
+            if (j->kind == JOB_FORECAST)
+                j->u.fc.chunk = 0;
+            else
+                j->u.gen.chunk = 0;
             continue;
         }
         int rc = j->kind == JOB_FORECAST ? fc_appended(s->m, j, &j->err) : gen_appended(j);

@@ -61,10 +61,12 @@ struct sched_job {
     job_kind kind;
     void *tag;
     kr_error err;
-    bool ready;  /* s1 logits fresh this step: draw */
-    bool failed; /* its rows could not run this step: it ends with err */
-    int rows;    /* decode rows it holds while active */
+    bool ready;   /* s1 logits fresh this step: draw */
+    bool failed;  /* its rows could not run this step: it ends with err */
+    bool stalled; /* no pool memory for its rows this step: it tries again at the next */
+    int rows;     /* decode rows it holds while active */
     double flops;
+    size_t pool_bytes; /* a forecast's plan: the most pool memory it takes */
     sched_job *next;
     union {
         fc_state fc;

@@ -436,7 +436,8 @@ typedef struct {
     int waiting, active;
     int rows_last_step, prefill_rows_last_step;
     unsigned long long steps, rows;
-    double waiting_flops; /* planned compute of the jobs not yet started */
+    unsigned long long preempted; /* forecasts restarted to let the others finish (pool) */
+    double waiting_flops;         /* planned compute of the jobs not yet started */
 } kr_sched_stats;
 
 void kr_sched_stats_get(const kr_sched *s, kr_sched_stats *st);

@@ -471,6 +471,48 @@ static void test_scheduler_join_leave(void **state) {
     json_decref(g);
 }
 
+/* Three forecasts in a pool that holds one and a half of them: the pool runs dry mid-step,
+ * and the jobs that do not fit wait for the others' memory instead of failing; each ends
+ * with its solo answer. */
+static void test_scheduler_waits_for_memory(void **state) {
+    (void)state;
+    json_t *g = tu_load_golden();
+    tu_case tc;
+    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    kr_forecast_request q[3];
+    kr_forecast_result res[3], solo;
+    kr_forecast_plan plan;
+    kr_error err;
+    for (int k = 0; k < 3; k++) {
+        q[k] = tc.req;
+        q[k].samples = 6;
+        q[k].seed = (uint64_t)(90 + k);
+        q[k].sampling = (kr_sampling){.temperature = 1.0, .top_k = 0, .top_p = 0.9};
+    }
+    assert_int_equal(kr_forecast_plan_make(model, &q[0], &plan, &err), 0);
+    kr_pool *pool = kr_pool_create(model, plan.pool_bytes * 3 / 2, &err);
+    assert_non_null(pool);
+    sched_log log = {0};
+    kr_sched_config cfg = {.step_tokens = 16, .done = log_done, .ctx = &log};
+    kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(kr_sched_add_forecast(s, &q[k], &res[k], (void *)(intptr_t)k, &err), 0);
+    int steps = 0;
+    while (kr_sched_step(s) > 0)
+        assert_true(++steps < 100000);
+    kr_sched_free(s);
+    for (int k = 0; k < 3; k++) {
+        if (log.errs[k].code) fail_msg("forecast %d: %s", k, log.errs[k].msg);
+        assert_int_equal(kr_forecast(model, NULL, &q[k], &solo, &err), 0);
+        same_result(&res[k], &solo);
+        kr_forecast_result_free(&solo);
+        kr_forecast_result_free(&res[k]);
+    }
+    kr_pool_free(pool);
+    tu_case_free(&tc);
+    json_decref(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
@@ -481,6 +523,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forecast_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_join_leave, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_waits_for_memory, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
