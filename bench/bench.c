@@ -170,22 +170,27 @@ static double weight_bytes(const kr_predictor_config *c) {
 
 /* ---- the machine ------------------------------------------------------------------------- */
 
-/* "model name" of /proc/cpuinfo, or "unknown CPU". */
+/* "model name (family F, model M)" of /proc/cpuinfo's first CPU, or "unknown CPU" (a
+ * virtual machine may name only the vendor; the family and model still tell the core). */
 static void cpu_model(char *out, size_t n) {
     snprintf(out, n, "unknown CPU");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
+    char line[512], name[256] = "", family[32] = "?", model[32] = "?";
+    while (fgets(line, sizeof line, f) && line[0] != '\n') { /* the first CPU's block */
         char *colon = strchr(line, ':');
-        if (strncmp(line, "model name", 10) == 0 && colon) {
-            colon += 1 + (colon[1] == ' ');
-            colon[strcspn(colon, "\n")] = 0;
-            snprintf(out, n, "%s", colon);
-            break;
-        }
+        if (!colon) continue;
+        char *v = colon + 1 + (colon[1] == ' ');
+        v[strcspn(v, "\n")] = 0;
+        if (strncmp(line, "model name", 10) == 0)
+            snprintf(name, sizeof name, "%s", v);
+        else if (strncmp(line, "cpu family", 10) == 0)
+            snprintf(family, sizeof family, "%s", v);
+        else if (strncmp(line, "model\t", 6) == 0)
+            snprintf(model, sizeof model, "%s", v);
     }
     fclose(f);
+    if (name[0]) snprintf(out, n, "%s (family %s, model %s)", name, family, model);
 }
 
 typedef struct {

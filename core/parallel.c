@@ -3,7 +3,7 @@
  * kr_set_threads, or else KRONOS_THREADS, sets the number of threads (caller included);
  * the default is the number of online CPUs. Items are claimed one at a time from a shared counter.
  * OpenBLAS is set to one thread: the pool is the only source of parallelism, and no result depends
- * on it.
+ * on it (the kernels give every row the same bits whichever thread computes it).
  */
 #include "parallel.h"
 #include "kronos.h"
@@ -79,7 +79,7 @@ static void *helper(void *arg) {
 }
 
 static void start(void) {
-    /* every BLAS call runs on the calling thread: see KR_LINEAR_COLS in nn.c */
+    /* the core's products are its own (matmul.c); OpenBLAS's threads would only idle */
     openblas_set_num_threads(1);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("KRONOS_THREADS");

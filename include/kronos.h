@@ -47,8 +47,8 @@ int kr_fail(kr_error *err, const char *fmt, ...) __attribute__((format(printf, 2
 int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Threads the core computes with (its own pool; OpenBLAS always runs single-threaded so
- * that no result depends on the thread count). Call before anything else in the library;
+/* Threads the core computes with (its own pool; no result depends on the thread count,
+ * and OpenBLAS, which the core does not compute with, is kept to one thread). Call before anything else in the library;
  * 0 means one per online CPU. Returns -1 once the pool has started. */
 int kr_set_threads(int n);
 int kr_threads(void);
