@@ -8,7 +8,8 @@
 # BUILD_DIR defaults to build; MODEL_DIR to a Kronos-small-shaped random model written by
 # kronos-mkmodel. Needs wrk and curl (Debian packages). Every daemon listens on 127.0.0.1 and
 # is stopped at the end. DUR (seconds per wrk run, default 20) and RSS_ROUNDS x RSS_DUR (the
-# memory check, default 3 x 60) shorten it.
+# memory check, default 3 x 60) shorten it; BATCHED_FLAGS adds flags to the batched daemon
+# (e.g. "--step-tokens 32").
 #
 # Prints a markdown table:
 #   * 16 and 64 clients of a decode-heavy forecast (64 candles, horizon 64, 1 sample,
@@ -73,7 +74,7 @@ start() { # NAME ARGS...: a daemon on a free port; sets URL_NAME and PID_NAME
     local name=$1
     shift
     "$BUILD/kronosd" serve --model "$MODEL" --host 127.0.0.1 --port 0 --access-log false \
-        --queue-size 256 --request-timeout 600 --max-request-cost 1000000 "$@" \
+        --queue-size 256 --request-timeout 600 --max-request-cost 1000000 --pool-bytes 3G "$@" \
         >"$WORK/$name.log" 2>&1 &
     local pid=$!
     PIDS+=("$pid")
@@ -109,7 +110,7 @@ burst() { # URL N -> seconds for N requests sent at once
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 CPU=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-start batched --batching true
+start batched --batching true ${BATCHED_FLAGS:-}
 start unbatched --batching false --workers 2
 echo "CPU: $CPU, $(nproc) cores; model: $MODEL; kernels: $(curl -s "$URL_batched/model" |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("kernels", d.get("simd", "?")))' 2>/dev/null)"

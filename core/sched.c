@@ -431,9 +431,16 @@ int kr_sched_step(kr_sched *s) {
         next = j->next;
         if (check_cancel(j)) end_active(s, j);
     }
-    /* every decode row, then prefill chunks in admission order under the budget */
-    int budget = s->cfg.step_tokens;
-    for (int pass = 0; pass < 2; pass++)
+    /* every decode row, then prefill chunks in admission order under the budget: the whole
+     * of step-tokens when one job runs alone, an eighth of it while other jobs decode, so
+     * that a long prefill or window recompute slows their tokens down little */
+    int budget = s->cfg.step_tokens, decode_rows = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) decode_rows = b->n_rows;
+        if (pass == 1 && decode_rows > 0 && s->stats.active > 1) {
+            int busy = s->cfg.step_tokens / 8;
+            budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
+        }
         for (sched_job *j = s->active, *next; j; j = next) {
             next = j->next;
             if (add_rows(s, j, pass == 0, &budget)) {
@@ -441,8 +448,9 @@ int kr_sched_step(kr_sched *s) {
                 end_active(s, j);
             }
         }
+    }
     s->stats.rows_last_step = b->n_rows;
-    s->stats.prefill_rows_last_step = s->cfg.step_tokens - budget;
+    s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
     s->stats.rows += (unsigned long long)b->n_rows;
     s->stats.steps++;
     run_append(s);
