@@ -9,7 +9,7 @@
 #include "candle_sessions.h"
 #include "inference.h"
 #include "json_fields.h"
-#include "page/page.h"
+#include "page.h"
 
 enum {
     EP_PAGE,
