@@ -50,13 +50,6 @@ uint64_t kr_path_seed(uint64_t seed, int path) {
     return seed * 0x9e3779b97f4a7c15ULL + (uint64_t)path * 0xd1b54a32d192ed03ULL + 1;
 }
 
-static int cancelled(const kr_cancel *c, kr_error *err) {
-    int code = c->check ? c->check(c->ctx) : 0;
-    if (code == KR_E_DEADLINE) return kr_fail_code(err, code, "forecast: the deadline passed");
-    if (code) return kr_fail_code(err, KR_E_CANCELLED, "forecast: cancelled by the caller");
-    return 0;
-}
-
 /* ---- the reference path ---------------------------------------------------------------------- */
 
 /* One sample path: recompute the window at every step. */
@@ -77,7 +70,7 @@ static int reference_path(const kr_model *m, const kr_forecast_request *r, fc_jo
     kr_rng_seed(&rng, kr_path_seed(job->seed, path));
     for (int i = 0; i < P; i++) {
         int start, w = kr_forecast_window(&job->plan, L, i, &start);
-        if (cancelled(&r->cancel, err) ||
+        if (kr_check_cancel(&r->cancel, "forecast", err) ||
             kr_predictor_window(m, s1 + start, s2 + start, job->stamps + start, w, l1, context,
                                 err))
             goto out;

@@ -14,6 +14,14 @@ int kr_fail(kr_error *err, const char *fmt, ...) {
     return -1;
 }
 
+int kr_check_cancel(const kr_cancel *c, const char *what, kr_error *err) {
+    int code = c->check ? c->check(c->ctx) : 0;
+    if (!code) return 0;
+    if (code == KR_E_DEADLINE)
+        return kr_fail_code(err, KR_E_DEADLINE, "%s: the deadline passed", what);
+    return kr_fail_code(err, KR_E_CANCELLED, "%s: cancelled by the caller", what);
+}
+
 int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...) {
     if (err) {
         va_list ap;

@@ -56,6 +56,10 @@ typedef struct {
  * Free with free(). */
 void *kr_alloc_large(size_t bytes);
 
+/* The caller's cancel check (kr_cancel): 0 to go on, else -1 with KR_E_DEADLINE or
+ * KR_E_CANCELLED and a message naming `what` ("forecast"). */
+int kr_check_cancel(const kr_cancel *c, const char *what, kr_error *err);
+
 struct kr_model {
     kr_tokenizer_config tc;
     kr_predictor_config pc;

@@ -31,37 +31,39 @@ struct kr_sched {
 
 /* ---- the step's rows ---------------------------------------------------------------------- */
 
-static int grow(void **p, int *cap, int need, size_t elem) {
-    if (need <= *cap) return 0;
-    int n = *cap ? *cap : 64;
+/* A capacity for need items: the old one doubled until it is enough (64 at first). */
+static int next_cap(int cap, int need) {
+    int n = cap ? cap : 64;
     while (n < need)
         n *= 2;
+    return n;
+}
+
+static int resize(void **p, int n, size_t elem) {
     void *q = realloc(*p, (size_t)n * elem);
     if (!q) return -1;
     *p = q;
-    *cap = n;
     return 0;
 }
 
 int step_batch_add(step_batch *b, sched_job *owner, kr_cache *c, int n, const int32_t *s1,
                    const int32_t *s2, const kr_stamp *st, int st_stride, float *l1) {
-    int gcap = b->cap_groups, rcap = b->cap_rows;
-    if (b->n_groups + 1 > gcap) {
-        int c1 = gcap, c2 = gcap, c3 = gcap, c4 = gcap;
-        if (grow((void **)&b->caches, &c1, b->n_groups + 1, sizeof *b->caches) ||
-            grow((void **)&b->T, &c2, b->n_groups + 1, sizeof *b->T) ||
-            grow((void **)&b->l1, &c3, b->n_groups + 1, sizeof *b->l1) ||
-            grow((void **)&b->owner, &c4, b->n_groups + 1, sizeof *b->owner))
+    if (b->n_groups + 1 > b->cap_groups) {
+        int cap = next_cap(b->cap_groups, b->n_groups + 1);
+        if (resize((void **)&b->caches, cap, sizeof *b->caches) ||
+            resize((void **)&b->T, cap, sizeof *b->T) ||
+            resize((void **)&b->l1, cap, sizeof *b->l1) ||
+            resize((void **)&b->owner, cap, sizeof *b->owner))
             return -1;
-        b->cap_groups = c1;
+        b->cap_groups = cap;
     }
-    if (b->n_rows + n > rcap) {
-        int c1 = rcap, c2 = rcap, c3 = rcap;
-        if (grow((void **)&b->s1, &c1, b->n_rows + n, sizeof *b->s1) ||
-            grow((void **)&b->s2, &c2, b->n_rows + n, sizeof *b->s2) ||
-            grow((void **)&b->st, &c3, b->n_rows + n, sizeof *b->st))
+    if (b->n_rows + n > b->cap_rows) {
+        int cap = next_cap(b->cap_rows, b->n_rows + n);
+        if (resize((void **)&b->s1, cap, sizeof *b->s1) ||
+            resize((void **)&b->s2, cap, sizeof *b->s2) ||
+            resize((void **)&b->st, cap, sizeof *b->st))
             return -1;
-        b->cap_rows = c1;
+        b->cap_rows = cap;
     }
     b->caches[b->n_groups] = c;
     b->T[b->n_groups] = n;
@@ -186,13 +188,8 @@ static const kr_cancel *cancel_of(const sched_job *j) {
 
 /* 0 to go on, else the job's error is set. */
 static int check_cancel(sched_job *j) {
-    const kr_cancel *c = cancel_of(j);
-    int code = c->check ? c->check(c->ctx) : 0;
-    if (!code) return 0;
-    const char *what = j->kind == JOB_FORECAST ? "forecast" : "generate";
-    if (code == KR_E_DEADLINE)
-        return kr_fail_code(&j->err, KR_E_DEADLINE, "%s: the deadline passed", what);
-    return kr_fail_code(&j->err, KR_E_CANCELLED, "%s: cancelled by the caller", what);
+    return kr_check_cancel(cancel_of(j), j->kind == JOB_FORECAST ? "forecast" : "generate",
+                           &j->err);
 }
 
 /* Waiting jobs whose caller gave up end without computing, wherever they are in line, so
@@ -390,15 +387,16 @@ static void run_s2(kr_sched *s) {
     for (sched_job *j = s->active; j; j = j->next) {
         if (!j->ready) continue;
         int S = j->kind == JOB_FORECAST ? j->u.fc.job.samples : 1;
-        if (grow((void **)&s->s2_caches, &(int){s->s2_cap}, n + S, sizeof *s->s2_caches) ||
-            grow((void **)&s->s2_a, &(int){s->s2_cap}, n + S, sizeof *s->s2_a) ||
-            grow((void **)&s->s2_l2, &(int){s->s2_cap * v2}, (n + S) * v2, sizeof *s->s2_l2)) {
+        int cap = n + S > s->s2_cap ? next_cap(s->s2_cap, n + S) : s->s2_cap;
+        if (cap > s->s2_cap && (resize((void **)&s->s2_caches, cap, sizeof *s->s2_caches) ||
+                                resize((void **)&s->s2_a, cap, sizeof *s->s2_a) ||
+                                resize((void **)&s->s2_l2, cap * v2, sizeof *s->s2_l2))) {
             kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for %d rows", n + S);
             j->ready = false;
             j->failed = true;
             continue;
         }
-        if (n + S > s->s2_cap) s->s2_cap = n + S;
+        s->s2_cap = cap;
         for (int p = 0; p < S; p++) {
             s->s2_caches[n + p] = j->kind == JOB_FORECAST ? j->u.fc.paths[p] : j->u.gen.c;
             s->s2_a[n + p] = j->kind == JOB_FORECAST ? j->u.fc.a[p] : j->u.gen.a;

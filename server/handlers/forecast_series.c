@@ -131,7 +131,7 @@ kd_outcome kd_handle_forecast_series(kd_app *app, kd_request *r, const json_t *b
     if (kd_series_request_parse(body, kr_model_max_context(app->model), &lim, &s->in, &s->n, msg,
                                 sizeof msg) < 0) {
         free(s);
-        kd_metrics_refuse(app->metrics, "invalid");
+        kd_metrics_refuse(app->metrics, KD_REFUSED_INVALID);
         kd_reply_error(r, 400, "invalid_request", "%s", msg);
         return KD_REPLIED;
     }
@@ -160,7 +160,7 @@ kd_outcome kd_handle_forecast_series(kd_app *app, kd_request *r, const json_t *b
     }
     /* one request, one budget: the series together, as one request alone would be */
     if (gflop > (double)app->cfg.max_request_cost) {
-        kd_metrics_refuse(app->metrics, "too_large");
+        kd_metrics_refuse(app->metrics, KD_REFUSED_TOO_LARGE);
         kd_reply_error(r, 422, "too_large",
                        "forecast: %d series need about %.0f GFLOP of model work together; "
                        "max-request-cost is %d GFLOP (send fewer series per request)",
@@ -173,7 +173,7 @@ kd_outcome kd_handle_forecast_series(kd_app *app, kd_request *r, const json_t *b
     s->sjob.done = series_done;
     const bool sched = app->sched && s->in[0].req.use_cache;
     if ((sched ? kd_request_defer_sched(r, &s->sjob) : kd_request_defer(r, &s->job)) < 0) {
-        kd_metrics_refuse(app->metrics, "busy");
+        kd_metrics_refuse(app->metrics, KD_REFUSED_BUSY);
         series_free(s);
         return KD_REPLIED;
     }

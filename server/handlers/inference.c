@@ -249,26 +249,26 @@ bool kd_admit_forecast(kd_app *app, kd_request *r, const kr_forecast_request *q)
     kr_error err = {0};
     kr_pool_stats st;
     kr_pool_stats_get(app->pool, &st);
-    const char *reason = NULL;
+    int refused = -1; /* a kd_refusal once refused */
     if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0) {
-        reason = err.code == KR_E_INVALID ? "invalid" : "too_large";
+        refused = err.code == KR_E_INVALID ? KD_REFUSED_INVALID : KD_REFUSED_TOO_LARGE;
         kd_reply_core_error(r, "forecast", &err);
     } else if (plan.pool_bytes > st.bytes_total) {
-        reason = "too_large";
+        refused = KD_REFUSED_TOO_LARGE;
         kd_reply_error(r, 422, "too_large",
                        "forecast: %d paths over a window of %d need %zu bytes of KV cache; the "
                        "whole pool holds %zu (pool-bytes)",
                        q->samples, plan.max_context, plan.pool_bytes, st.bytes_total);
     } else if (plan.flops / 1e9 > (double)app->cfg.max_request_cost) {
-        reason = "too_large";
+        refused = KD_REFUSED_TOO_LARGE;
         kd_reply_error(r, 422, "too_large",
                        "forecast: needs about %.0f GFLOP of model work (%d paths x %d steps, %d "
                        "of them recomputing a slid window); max-request-cost is %d GFLOP",
                        plan.flops / 1e9, q->samples, q->horizon, plan.recomputed_steps,
                        app->cfg.max_request_cost);
     }
-    if (reason) kd_metrics_refuse(app->metrics, reason);
-    return reason == NULL;
+    if (refused >= 0) kd_metrics_refuse(app->metrics, (kd_refusal)refused);
+    return refused < 0;
 }
 
 /* The request from a JSON body, or from a CSV body and the query. */
@@ -324,7 +324,7 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
     if (bad) {
         json_decref(qc.opts);
         free(f);
-        kd_metrics_refuse(app->metrics, "invalid");
+        kd_metrics_refuse(app->metrics, KD_REFUSED_INVALID);
         return KD_REPLIED;
     }
     json_decref(qc.opts);
@@ -340,7 +340,7 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
     bool queued = kd_admit_forecast(app, r, &f->in.req);
     if (queued && (app->sched && f->in.req.use_cache ? kd_request_defer_sched(r, &f->sjob)
                                                      : kd_request_defer(r, &f->job)) < 0) {
-        kd_metrics_refuse(app->metrics, "busy");
+        kd_metrics_refuse(app->metrics, KD_REFUSED_BUSY);
         queued = false;
     }
     if (!queued) {
@@ -519,7 +519,7 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     if ((app->sched ? kd_request_defer_sched(r, &g->sjob) : kd_request_defer(r, &g->job)) < 0) {
-        kd_metrics_refuse(app->metrics, "busy");
+        kd_metrics_refuse(app->metrics, KD_REFUSED_BUSY);
         generate_job_free(g);
         return KD_REPLIED;
     }

@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define STATUS_MIN 100
 #define N_STATUS   500 /* 100..599 */
@@ -27,10 +26,10 @@ struct kd_metrics {
     endpoint_series *ep;
     atomic_ullong tokens;
     atomic_ullong counts[KD_N_COUNTS];
-    atomic_ullong refused[3]; /* by refuse_reasons */
+    atomic_ullong refused[KD_N_REFUSALS];
 };
 
-static const char *const refuse_reasons[3] = {"invalid", "too_large", "busy"};
+static const char *const refuse_reasons[KD_N_REFUSALS] = {"invalid", "too_large", "busy"};
 
 kd_metrics *kd_metrics_create(const char *const *endpoints, int n_endpoints) {
     kd_metrics *m = calloc(1, sizeof *m);
@@ -75,10 +74,9 @@ void kd_metrics_count(kd_metrics *m, kd_count what) {
         atomic_fetch_add_explicit(&m->counts[what], 1, memory_order_relaxed);
 }
 
-void kd_metrics_refuse(kd_metrics *m, const char *reason) {
-    for (int i = 0; i < 3; i++)
-        if (strcmp(reason, refuse_reasons[i]) == 0)
-            atomic_fetch_add_explicit(&m->refused[i], 1, memory_order_relaxed);
+void kd_metrics_refuse(kd_metrics *m, kd_refusal why) {
+    if (why >= 0 && why < KD_N_REFUSALS)
+        atomic_fetch_add_explicit(&m->refused[why], 1, memory_order_relaxed);
 }
 
 static unsigned long long load(atomic_ullong *a) {
@@ -145,7 +143,7 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
           load(&m->counts[KD_COUNT_CANCELLED]));
     header(f, "kronosd_requests_refused_total", "counter",
            "Model requests refused before queueing, by reason.");
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < KD_N_REFUSALS; i++)
         fprintf(f, "kronosd_requests_refused_total{reason=\"%s\"} %llu\n", refuse_reasons[i],
                 load(&m->refused[i]));
     header(f, "kronosd_kernels_info", "gauge",

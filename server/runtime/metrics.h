@@ -20,8 +20,14 @@ void kd_metrics_add_tokens(kd_metrics *m, unsigned long long generated);
  * by their client leaving. */
 typedef enum { KD_COUNT_ADMITTED, KD_COUNT_TIMED_OUT, KD_COUNT_CANCELLED, KD_N_COUNTS } kd_count;
 void kd_metrics_count(kd_metrics *m, kd_count what);
-/* A request refused before it was queued; reason: "invalid", "too_large" or "busy". */
-void kd_metrics_refuse(kd_metrics *m, const char *reason);
+/* Why a request was refused before it was queued (the label of the refusal counter). */
+typedef enum {
+    KD_REFUSED_INVALID,
+    KD_REFUSED_TOO_LARGE,
+    KD_REFUSED_BUSY,
+    KD_N_REFUSALS
+} kd_refusal;
+void kd_metrics_refuse(kd_metrics *m, kd_refusal why);
 
 /* Values read from elsewhere at scrape time. */
 typedef struct {
