@@ -57,7 +57,8 @@ static const key_def keys[] = {
     {"batching", T_BOOL, AT(batching), "true", 0, 0,
      "forecasts and generations share steps on one scheduler (false: one job per worker)"},
     {"step-tokens", T_INT, AT(step_tokens), "256", 1, 1 << 20,
-     "prefill and recompute rows per scheduler step, over all requests"},
+     "prefill and recompute rows per scheduler step, over all requests (an eighth of it "
+     "while others decode)"},
     {"max-batch-rows", T_INT, AT(max_batch_rows), "512", 1, 1 << 20,
      "decode rows (paths, generations) in the scheduler's steps at once; more wait"},
     {"queue-size", T_INT, AT(queue_size), "64", 1, 1 << 20,
