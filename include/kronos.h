@@ -47,9 +47,9 @@ int kr_fail(kr_error *err, const char *fmt, ...) __attribute__((format(printf, 2
 int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Threads the core computes with (its own pool; no result depends on the thread count,
- * and OpenBLAS, which the core does not compute with, is kept to one thread). Call before anything else in the library;
- * 0 means one per online CPU. Returns -1 once the pool has started. */
+/* Threads the core computes with (its own pool; no result depends on the thread count).
+ * Call before anything else in the library; 0 means one per online CPU. Returns -1 once the
+ * pool has started. */
 int kr_set_threads(int n);
 int kr_threads(void);
 
@@ -59,18 +59,6 @@ int kr_threads(void);
 typedef enum { KR_SIMD_GENERIC, KR_SIMD_AVX2, KR_SIMD_AVX512 } kr_simd;
 kr_simd kr_simd_level(void);
 const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512" */
-
-/* OpenBLAS (the bench's sgemm reference; kronosd's own products do not use it): the name of
- * the core it loaded, e.g. "SkylakeX". */
-const char *kr_blas_core(void);
-/* The core OpenBLAS should use instead of `current` on a CPU with these features, or NULL
- * when `current` already uses the widest vectors the CPU has (or is a name not known here). */
-const char *kr_blas_wanted_core(const char *current, int cpu_avx512, int cpu_avx512bf16,
-                                int cpu_avx2, int cpu_amd);
-/* Call first thing in main: when OpenBLAS fell back to a generic core and the user has not set
- * OPENBLAS_CORETYPE, sets it to the right core and re-executes the program (argv) once,
- * saying so in one line on stderr prefixed by prog. Returns when there is nothing to do. */
-void kr_blas_ensure(char **argv, const char *prog);
 
 /* A caller's way to stop long work between steps: check returns 0 to go on, or
  * KR_E_CANCELLED / KR_E_DEADLINE to stop, and the work then fails with that code, its

@@ -344,9 +344,6 @@ int main(int argc, char **argv) {
         fputs(usage_text, stderr);
         return EXIT_USAGE;
     }
-    /* the commands that load a model get OpenBLAS on the right core before any model work */
-    if (strcmp(argv[1], "serve") == 0 || strcmp(argv[1], "forecast") == 0)
-        kr_blas_ensure(argv, "kronosd");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     complain("unknown command '%s' (see kronosd --help)", argv[1]);

@@ -825,26 +825,8 @@ static void test_normalise_clip(void **state) {
     NEAR(std[2], 0, 0);
 }
 
-/* The OpenBLAS core check: a generic core on a CPU with wider vectors is replaced by the
- * right one; a core that already uses them, or a name not known, is left alone. */
-static void test_blas_wanted_core(void **state) {
-    (void)state;
-    assert_string_equal(kr_blas_wanted_core("Prescott", 1, 0, 1, 0), "SkylakeX");
-    assert_string_equal(kr_blas_wanted_core("Prescott", 1, 1, 1, 0), "Cooperlake");
-    assert_string_equal(kr_blas_wanted_core("Sandybridge", 0, 0, 1, 0), "Haswell");
-    assert_string_equal(kr_blas_wanted_core("Core2", 0, 0, 1, 1), "Zen");
-    assert_string_equal(kr_blas_wanted_core("Haswell", 1, 0, 1, 0), "SkylakeX");
-    assert_null(kr_blas_wanted_core("SkylakeX", 1, 0, 1, 0));
-    assert_null(kr_blas_wanted_core("Cooperlake", 1, 1, 1, 0));
-    assert_null(kr_blas_wanted_core("Zen", 0, 0, 1, 1));
-    assert_null(kr_blas_wanted_core("Prescott", 0, 0, 0, 0));
-    assert_null(kr_blas_wanted_core("SomeFutureCore", 1, 1, 1, 0));
-    assert_true(strlen(kr_blas_core()) > 0);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_blas_wanted_core),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_rope_halves),
         cmocka_unit_test(test_rope_pos0),

@@ -2,13 +2,12 @@
  *
  * kr_set_threads, or else KRONOS_THREADS, sets the number of threads (caller included);
  * the default is the number of online CPUs. Items are claimed one at a time from a shared counter.
- * OpenBLAS is set to one thread: the pool is the only source of parallelism, and no result depends
- * on it (the kernels give every row the same bits whichever thread computes it).
+ * The pool is the core's only source of parallelism, and no result depends on it (the kernels
+ * give every row the same bits whichever thread computes it).
  */
 #include "parallel.h"
 #include "kronos.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -79,8 +78,6 @@ static void *helper(void *arg) {
 }
 
 static void start(void) {
-    /* the core's products are its own (matmul.c); OpenBLAS's threads would only idle */
-    openblas_set_num_threads(1);
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("KRONOS_THREADS");
     int want = P.requested > 0 ? P.requested : env ? atoi(env) : (int)(cpus > 0 ? cpus : 1);

@@ -81,7 +81,7 @@ static json_t *model_json(kd_app *app) {
         "s:{s:i,s:i,s:i},s:i,"
         "s:{s:i,s:i,s:i},"
         "s:{s:I,s:i,s:i,s:i},"
-        "s:{s:s,s:s}}",
+        "s:{s:s}}",
         "name", model_name(c), "version", KR_VERSION, "max_context",
         kr_model_max_context(app->model), "parameters",
         (json_int_t)kr_model_param_count(app->model),
@@ -105,8 +105,8 @@ static json_t *model_json(kd_app *app) {
         /* limits */
         "limits", "max_body_bytes", (json_int_t)c->max_body_bytes, "max_candles", c->max_candles,
         "max_horizon", c->max_horizon, "max_samples", c->max_samples,
-        /* kernels: kronosd's own (matmul.c, attention.c) and OpenBLAS's, the bench's reference */
-        "kernels", "simd", kr_simd_name(kr_simd_level()), "blas_core", kr_blas_core());
+        /* kernels: the SIMD level of kronosd's own (matmul.c, attention.c) */
+        "kernels", "simd", kr_simd_name(kr_simd_level()));
 }
 
 static kd_outcome model(kd_app *app, kd_request *r) {

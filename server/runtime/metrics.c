@@ -147,10 +147,8 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
         fprintf(f, "kronosd_requests_refused_total{reason=\"%s\"} %llu\n", refuse_reasons[i],
                 load(&m->refused[i]));
     header(f, "kronosd_kernels_info", "gauge",
-           "Always 1; the labels name the SIMD level of kronosd's own kernels and the OpenBLAS "
-           "core loaded.");
-    fprintf(f, "kronosd_kernels_info{simd=\"%s\",blas_core=\"%s\"} 1\n",
-            kr_simd_name(kr_simd_level()), kr_blas_core());
+           "Always 1; the label names the SIMD level of kronosd's own kernels.");
+    fprintf(f, "kronosd_kernels_info{simd=\"%s\"} 1\n", kr_simd_name(kr_simd_level()));
     gauge(f, "kronosd_ready", "gauge", "1 once the model is loaded and until draining.", g->ready);
     gauge(f, "kronosd_pool_bytes_used", "gauge", "KV cache pool bytes held by caches.",
           g->pool_bytes_used);

@@ -1,25 +1,16 @@
-/* blas.c — which OpenBLAS core is loaded, whether it is the right one for this CPU, and the
- * fix when it is not.
- *
- * kronosd's own products do not go through OpenBLAS (matmul.c says why); OpenBLAS stays the
- * bench's reference for the machine's sgemm peak and is reported next to kronosd's own
- * kernel level. A DYNAMIC_ARCH OpenBLAS that does not know the CPU model (Debian 12's 0.3.21
- * on recent Xeons) silently falls back to a generic core such as Prescott (SSE3), several
- * times slower. It reads OPENBLAS_CORETYPE only when it is loaded, so the fix is to set the
- * variable and re-execute the program, once.
- */
-#include "kronos.h"
+/* blas_core.c — the OpenBLAS core the bench's yardstick runs on, and the best one for this
+ * CPU. OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so the bench measures the
+ * best core in a child process started with the variable set (bench.c). A DYNAMIC_ARCH
+ * OpenBLAS that does not know the CPU (Debian 12's 0.3.21 on recent Xeons) falls back to a
+ * generic core such as Prescott, and an environment may name a lower core on purpose (this
+ * project's machines set Haswell on AVX-512 CPUs). */
+#include "blas_core.h"
 
 #include <cblas.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stddef.h>
 #include <strings.h>
-#include <unistd.h>
 
-#define REEXEC_GUARD "KRONOS_BLAS_REEXEC"
-
-const char *kr_blas_core(void) {
+const char *kb_blas_core(void) {
     const char *name = openblas_get_corename();
     return name ? name : "unknown";
 }
@@ -45,7 +36,7 @@ static int core_level(const char *core, int *known) {
     return 0;
 }
 
-const char *kr_blas_wanted_core(const char *current, int cpu_avx512, int cpu_avx512bf16,
+const char *kb_blas_better_core(const char *current, int cpu_avx512, int cpu_avx512bf16,
                                 int cpu_avx2, int cpu_amd) {
     int known, have = core_level(current, &known);
     int cpu = cpu_avx512 ? 2 : cpu_avx2 ? 1 : 0;
@@ -54,7 +45,7 @@ const char *kr_blas_wanted_core(const char *current, int cpu_avx512, int cpu_avx
     return cpu_amd ? "Zen" : "Haswell";
 }
 
-static const char *wanted_here(void) {
+const char *kb_blas_better_core_here(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -64,31 +55,8 @@ static const char *wanted_here(void) {
 #if defined(__GNUC__) && (__GNUC__ >= 12)
     bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
-    return kr_blas_wanted_core(kr_blas_core(), avx512, bf16, avx2, __builtin_cpu_is("amd"));
+    return kb_blas_better_core(kb_blas_core(), avx512, bf16, avx2, __builtin_cpu_is("amd"));
 #else
     return NULL;
 #endif
-}
-
-void kr_blas_ensure(char **argv, const char *prog) {
-    if (getenv("OPENBLAS_CORETYPE")) return; /* the user's choice always wins */
-    const char *want = wanted_here();
-    if (!want) return;
-    const char *current = kr_blas_core();
-    if (getenv(REEXEC_GUARD)) { /* already tried once: say so, go on with what there is */
-        fprintf(stderr, "%s: OpenBLAS still uses the %s core after re-executing; continuing\n",
-                prog, current);
-        return;
-    }
-    fprintf(stderr,
-            "%s: OpenBLAS chose the generic %s core on a CPU with %s; re-executing with "
-            "OPENBLAS_CORETYPE=%s\n",
-            prog, current, strcmp(want, "Haswell") && strcmp(want, "Zen") ? "AVX-512" : "AVX2",
-            want);
-    fflush(NULL);
-    if (setenv("OPENBLAS_CORETYPE", want, 1) || setenv(REEXEC_GUARD, "1", 1)) return;
-    execv("/proc/self/exe", argv);
-    fprintf(stderr, "%s: re-executing /proc/self/exe failed; continuing on the %s core\n", prog,
-            current); /* execv returns only on failure */
-    unsetenv("OPENBLAS_CORETYPE");
 }

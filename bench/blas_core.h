@@ -1,0 +1,16 @@
+/* blas_core.h — which OpenBLAS core the bench's sgemm yardstick runs on, and the best one
+ * OpenBLAS has for this CPU. OpenBLAS belongs to the bench alone: kronosd computes with its
+ * own kernels (core/kernels/matmul.c says why). */
+#ifndef KB_BLAS_CORE_H
+#define KB_BLAS_CORE_H
+
+/* The name of the core OpenBLAS loaded, e.g. "Haswell" ("unknown" if it does not say). */
+const char *kb_blas_core(void);
+/* The core to use instead of `current` on a CPU with these features, or NULL when `current`
+ * already uses the widest vectors the CPU has (or is a name not known here). */
+const char *kb_blas_better_core(const char *current, int cpu_avx512, int cpu_avx512bf16,
+                                int cpu_avx2, int cpu_amd);
+/* kb_blas_better_core for this CPU and the loaded core. */
+const char *kb_blas_better_core_here(void);
+
+#endif

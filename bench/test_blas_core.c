@@ -1,0 +1,31 @@
+/* test_blas_core.c — the bench's choice of OpenBLAS core: a core below the CPU's widest
+ * vectors is replaced by the best one; a core that already uses them, or a name not known,
+ * is left alone. */
+#include "blas_core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failed;
+
+static void expect(const char *what, const char *got, const char *want) {
+    int ok = got && want ? strcmp(got, want) == 0 : got == want;
+    printf("%s - %s: %s\n", ok ? "ok" : "not ok", what, got ? got : "(none)");
+    failed += !ok;
+}
+
+int main(void) {
+    expect("Prescott, AVX-512", kb_blas_better_core("Prescott", 1, 0, 1, 0), "SkylakeX");
+    expect("Prescott, AVX-512 BF16", kb_blas_better_core("Prescott", 1, 1, 1, 0), "Cooperlake");
+    expect("Sandybridge, AVX2", kb_blas_better_core("Sandybridge", 0, 0, 1, 0), "Haswell");
+    expect("Core2, AVX2 AMD", kb_blas_better_core("Core2", 0, 0, 1, 1), "Zen");
+    expect("Haswell, AVX-512", kb_blas_better_core("Haswell", 1, 0, 1, 0), "SkylakeX");
+    expect("Haswell, AVX-512 BF16 AMD", kb_blas_better_core("Haswell", 1, 1, 1, 1), "Cooperlake");
+    expect("SkylakeX, AVX-512", kb_blas_better_core("SkylakeX", 1, 0, 1, 0), NULL);
+    expect("Cooperlake, AVX-512 BF16", kb_blas_better_core("Cooperlake", 1, 1, 1, 0), NULL);
+    expect("Zen, AVX2 AMD", kb_blas_better_core("Zen", 0, 0, 1, 1), NULL);
+    expect("Prescott, SSE only", kb_blas_better_core("Prescott", 0, 0, 0, 0), NULL);
+    expect("an unknown name", kb_blas_better_core("SomeFutureCore", 1, 1, 1, 0), NULL);
+    printf("loaded core: %s\n", kb_blas_core());
+    return failed ? 1 : 0;
+}
