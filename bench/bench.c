@@ -85,10 +85,10 @@ static double forecast_ms(const kr_model *m, const series *s, int L, int P, int 
                           bool use_cache, int reps, kr_forecast_result *keep) {
     kr_forecast_request r;
     kr_forecast_request_init(&r);
-    r.n_context = L;
-    r.timestamps = s->wall;
+    r.context.n = L;
+    r.context.timestamps = s->wall;
     for (int c = 0; c < KR_D_IN; c++)
-        r.columns[c] = s->col[c];
+        r.context.columns[c] = s->col[c];
     r.horizon = P;
     r.future_timestamps = s->wall + L;
     r.samples = samples;
@@ -497,10 +497,10 @@ static int parity_check(const kr_model *m, const series *s, int mc) {
     kr_forecast_result a, b;
     kr_forecast_request r;
     kr_forecast_request_init(&r);
-    r.n_context = L;
-    r.timestamps = s->wall;
+    r.context.n = L;
+    r.context.timestamps = s->wall;
     for (int c = 0; c < KR_D_IN; c++)
-        r.columns[c] = s->col[c];
+        r.context.columns[c] = s->col[c];
     r.horizon = P;
     r.future_timestamps = s->wall + L;
     r.seed = 3;

@@ -1,12 +1,22 @@
-/* kronos.h — public API of the Kronos decoder library (core/).
+/* kronos.h — public API of the Kronos decoder library (core/): what a program embedding it
+ * needs. Model, KV pool and caches, candles, forecasts, candle series, token generation,
+ * the step scheduler, errors.
  *
  * The library loads a Kronos tokenizer + predictor in the released Hugging Face layout
  * and computes what the upstream Python implementation computes. It knows nothing of
  * HTTP or of request JSON; the server and the one-shot command translate to these calls.
  *
- * Conventions: functions that can fail return 0 on success and -1 on failure, with a
- * message in a kr_error saying what went wrong and where. A loaded model is read-only and
- * may be shared by any number of threads.
+ * Conventions, kept by every function here:
+ * - A function that can fail returns 0 (KR_OK) on success and -1 on failure, with the code
+ *   and a message saying what went wrong and where in a kr_error (which may be NULL).
+ *   Functions returning a pointer return NULL on failure, with the kr_error filled.
+ * - Batch functions (kr_forecast_batch, kr_generate_batch) return 0 when every item
+ *   succeeded and -1 when any failed; errs[i] says how item i ended (code KR_OK: success).
+ * - A loaded model is read-only and may be shared by any number of threads.
+ *
+ * Internals (the kernels, the weights, test hooks such as a forecast's windows or a
+ * series' tokens) are in the internal headers of core/'s floors (core/base/base.h says
+ * which); only the tests and core/ itself include them.
  */
 #ifndef KRONOS_H
 #define KRONOS_H
@@ -26,6 +36,7 @@ extern "C" {
 /* What kind of failure, for callers that react differently (a server answering 400 or
  * 422, evicting an idle session when the pool is exhausted, refusing what can never fit). */
 typedef enum {
+    KR_OK = 0,           /* success */
     KR_E_FAILED = 1,     /* anything else: a bad file, a broken invariant */
     KR_E_POOL_EXHAUSTED, /* the KV pool has no free block left now */
     KR_E_CAPACITY,       /* a cache would outgrow its capacity (max_context) */
@@ -41,7 +52,8 @@ typedef struct {
     char msg[KR_ERR_MAX];
 } kr_error;
 
-/* Formats a message into err (if err is not NULL), sets code KR_E_FAILED, returns -1. */
+/* Formats a message into err (if err is not NULL), sets code KR_E_FAILED, returns -1. A
+ * caller of the library may use them for its own errors too. */
 int kr_fail(kr_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with a given code. */
 int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...)
@@ -166,12 +178,11 @@ int32_t kr_sample(float *logits, int n, const kr_sampling *s, kr_rng *rng);
 
 /* ---- KV cache and its arena pool --------------------------------------------------------- */
 
-/* A pool is one memory budget fixed at creation, carved into blocks of KR_BLOCK_LEN
- * positions (keys and values of every layer and of the dependency layer). Caches take
- * blocks from it as they grow and give them back when reset or freed; forks share their
- * parent's blocks (reference-counted, copied only when a fork writes into a shared,
- * partly filled block). Thread-safe; a cache is used by one thread at a time. */
-#define KR_BLOCK_LEN 16
+/* A pool is one memory budget fixed at creation, carved into blocks of a fixed number of
+ * positions (kr_pool_stats.block_len; keys and values of every layer and of the dependency
+ * layer). Caches take blocks from it as they grow and give them back when reset or freed;
+ * forks share their parent's blocks (reference-counted, copied only when a fork writes into a
+ * shared, partly filled block). Thread-safe; a cache is used by one thread at a time. */
 
 typedef struct kr_pool kr_pool;
 typedef struct kr_cache kr_cache;
@@ -231,14 +242,31 @@ int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int3
                 kr_error *err);
 /* n requests on n distinct caches at once: each request's own tokens are appended on their
  * own, then the new tokens of all of them are generated in lockstep, one batched step at a
- * time. errs[i] says how request i ended (code 0: it succeeded); a request that fails
- * leaves the others running. Returns the number that failed. Each request gets what
- * kr_generate gives it, up to float rounding (products of other shapes round
- * differently). */
+ * time. errs[i] says how request i ended (code KR_OK: it succeeded); a request that fails
+ * leaves the others running. Returns 0 when all succeeded, -1 when any failed. Each request
+ * gets what kr_generate gives it (every row's arithmetic is its own). */
 int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, int n,
                       int32_t *const *out_s1, int32_t *const *out_s2, kr_error *errs);
 
-/* ---- normalisation ------------------------------------------------------------------------ */
+/* ---- candles and their normalisation ------------------------------------------------------ */
+
+enum { KR_OPEN, KR_HIGH, KR_LOW, KR_CLOSE, KR_VOLUME, KR_AMOUNT };
+extern const char *const kr_column_names[KR_D_IN]; /* "open" .. "amount" */
+
+/* n candles: time stamps and six columns, each an array of n (the caller's; not copied). */
+typedef struct {
+    int n;
+    const int64_t *timestamps;      /* [n] wall-clock seconds, strictly increasing */
+    const double *columns[KR_D_IN]; /* open..close required; volume, amount may be NULL */
+} kr_candles;
+
+/* Pinned normalisation: when `pinned`, these statistics replace the candles' own (the clip
+ * at +-5 and the + 1e-5 stay), so that a series normalised once can grow. Each finite,
+ * each std >= 0. */
+typedef struct {
+    bool pinned;
+    float mean[KR_D_IN], std[KR_D_IN];
+} kr_norm;
 
 /* Upstream's per-column normalisation of x[n][6] raw float32 candles, as numpy computes it
  * on float32 arrays: mean and population std per column, xn = clip((x - mean) / (std +
@@ -248,15 +276,10 @@ int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float st
 
 /* ---- forecast ---------------------------------------------------------------------------- */
 
-enum { KR_OPEN, KR_HIGH, KR_LOW, KR_CLOSE, KR_VOLUME, KR_AMOUNT };
-extern const char *const kr_column_names[KR_D_IN];
-
 #define KR_MAX_QUANTILES 32
 
 typedef struct {
-    int n_context;                    /* L >= 2 */
-    const int64_t *timestamps;        /* [L] wall-clock seconds, strictly increasing */
-    const double *columns[KR_D_IN];   /* open..close required; volume, amount may be NULL */
+    kr_candles context;               /* L = context.n >= 2 candles */
     int horizon;                      /* P >= 1 */
     const int64_t *future_timestamps; /* [P], or NULL: continue at the last interval */
     int samples;                      /* >= 1 */
@@ -268,11 +291,7 @@ typedef struct {
     int n_quantiles;
     double quantiles[KR_MAX_QUANTILES]; /* each in [0, 1] */
     kr_cancel cancel;
-    /* Pinned normalisation: when `pinned`, these statistics replace the context's (the clip
-     * at +-5 and the + 1e-5 stay), so that a series normalised once can grow. Each finite,
-     * each std >= 0. */
-    bool pinned;
-    float norm_mean[KR_D_IN], norm_std[KR_D_IN];
+    kr_norm norm; /* the context's own statistics unless pinned */
 } kr_forecast_request;
 
 /* What a forecast request will take, worked out before any model work: kr_forecast_plan
@@ -289,16 +308,12 @@ typedef struct {
 
 int kr_forecast_plan_make(const kr_model *m, const kr_forecast_request *req, kr_forecast_plan *plan,
                           kr_error *err);
-/* The window of step i (0-based) of a forecast with L context candles: its first token and
- * its length, min(L + i, max_context) tokens ending just before the token step i samples. */
-int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
 
-/* Candles (the columns and n_context of a forecast request; its other fields are ignored)
- * -> normalised, encoded token pairs s1[n], s2[n], with the normalisation used. */
-int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *req, int32_t *s1, int32_t *s2,
-                        float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
-/* Checks a request's pinned statistics (nothing to check when not pinned). */
-int kr_check_normalisation(const kr_forecast_request *req, kr_error *err);
+/* Candles -> normalised (with norm's statistics when pinned; norm may be NULL), encoded
+ * token pairs s1[n], s2[n], with the normalisation used. */
+int kr_tokenize_candles(const kr_model *m, const kr_candles *candles, const kr_norm *norm,
+                        int32_t *s1, int32_t *s2, float mean[KR_D_IN], float std[KR_D_IN],
+                        kr_error *err);
 /* Token pairs -> candles out[KR_D_IN][n] in the units of mean/std (what
  * kr_tokenize_candles returned): decoded, then y * (std + 1e-5) + mean. */
 int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n,
@@ -332,9 +347,9 @@ int kr_forecast(const kr_model *m, kr_pool *pool, const kr_forecast_request *req
 void kr_forecast_result_free(kr_forecast_result *res);
 /* n forecasts at once: each one's context on its own, then every path of all of them
  * decoded in lockstep, one batched step for all (a request's numbers do not depend on the
- * others: each row's arithmetic is its own). errs[i] says how request i ended (code 0:
- * success); one that fails or is cancelled leaves the others running. Returns how many
- * failed. */
+ * others: each row's arithmetic is its own). errs[i] says how request i ended (code KR_OK:
+ * success); one that fails or is cancelled leaves the others running. Returns 0 when all
+ * succeeded, -1 when any failed. */
 int kr_forecast_batch(const kr_model *m, kr_pool *pool, const kr_forecast_request *const *reqs,
                       int n, kr_forecast_result *res, kr_error *errs);
 
@@ -350,14 +365,14 @@ int kr_forecast_batch(const kr_model *m, kr_pool *pool, const kr_forecast_reques
  * A series is used by one thread at a time. */
 typedef struct kr_series kr_series;
 
-/* candles: n_context, timestamps, columns of a request (its other fields are ignored but
- * `pinned`: the statistics to fix, else those of these candles). max_candles: the most the
- * series may ever hold (0: no limit; beyond it appends fail with KR_E_TOO_LARGE). */
-kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_forecast_request *candles,
-                            int max_candles, kr_error *err);
+/* The series of these candles (at least 1), its statistics norm's when pinned (norm may be
+ * NULL), else those of these candles. max_candles: the most the series may ever hold (0: no
+ * limit; beyond it appends fail with KR_E_TOO_LARGE). */
+kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *candles,
+                            const kr_norm *norm, int max_candles, kr_error *err);
 /* Appends candles (the same columns as the series has; timestamps after its last). On
  * failure the series is as it was. */
-int kr_series_append(kr_series *s, const kr_forecast_request *candles, kr_error *err);
+int kr_series_append(kr_series *s, const kr_candles *candles, kr_error *err);
 void kr_series_free(kr_series *s);
 int kr_series_length(const kr_series *s);
 int64_t kr_series_last_timestamp(const kr_series *s);
@@ -365,13 +380,14 @@ void kr_series_stats(const kr_series *s, float mean[KR_D_IN], float std[KR_D_IN]
 /* Memory held: the series' own (candles, tokens, encoder cache) and its predictor cache's
  * pool bytes. */
 size_t kr_series_bytes(const kr_series *s);
-/* Whether the series has a column (volume and amount are optional). */
-bool kr_series_has_column(const kr_series *s, int column);
-/* Points req's candle fields at the series' candles and pins its statistics: the
- * stateless request that a forecast from the series equals. The other fields are left. */
+/* Points req's context at the series' candles and pins its statistics: the stateless
+ * request that a forecast from the series equals. The other fields are left. */
 void kr_series_request(const kr_series *s, kr_forecast_request *req);
-/* The series' tokens (every candle's), for tests and /tokenize-like uses. */
-const int32_t *kr_series_tokens(const kr_series *s, int which); /* 1: s1, 2: s2 */
+/* A forecast from the series, run to completion on a scheduler of its own with the
+ * series' pool: req as kr_series_request fills it, plus the forecast's own fields. The
+ * same answer as kr_sched_add_forecast_series gives. */
+int kr_forecast_series(const kr_series *s, const kr_forecast_request *req, kr_forecast_result *res,
+                       kr_error *err);
 
 /* ---- the step scheduler (continuous batching) ------------------------------------------- */
 
@@ -388,7 +404,7 @@ typedef struct kr_sched kr_sched;
 typedef struct {
     int step_tokens; /* prefill and recompute rows per step, over all jobs; 0: 256 */
     int max_rows;    /* decode rows (paths, generating requests) active at once; 0: 512 */
-    /* a job ended, err->code 0 when it succeeded; called on the stepping thread */
+    /* a job ended, err->code KR_OK when it succeeded; called on the stepping thread */
     void (*done)(void *tag, const kr_error *err, void *ctx);
     /* the pool ran dry mid-step: free some of it (an idle session) and return true, or
      * return false; the jobs that then cannot go on end with KR_E_POOL_EXHAUSTED */

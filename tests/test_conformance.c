@@ -41,35 +41,35 @@ static void test_context_tokens(void **state) {
         assert_int_equal(tu_case_load(c, &tc), 0);
         json_t *inter = json_object_get(c, "intermediate");
         /* normalisation */
-        float *raw = malloc((size_t)tc.req.n_context * 6 * sizeof(float));
-        float *xn = malloc((size_t)tc.req.n_context * 6 * sizeof(float));
-        int32_t *s1 = malloc((size_t)tc.req.n_context * sizeof(int32_t));
-        int32_t *s2 = malloc((size_t)tc.req.n_context * sizeof(int32_t));
-        float *rec = malloc((size_t)tc.req.n_context * 6 * sizeof(float));
+        float *raw = malloc((size_t)tc.req.context.n * 6 * sizeof(float));
+        float *xn = malloc((size_t)tc.req.context.n * 6 * sizeof(float));
+        int32_t *s1 = malloc((size_t)tc.req.context.n * sizeof(int32_t));
+        int32_t *s2 = malloc((size_t)tc.req.context.n * sizeof(int32_t));
+        float *rec = malloc((size_t)tc.req.context.n * 6 * sizeof(float));
         assert_non_null(raw);
         assert_non_null(xn);
         assert_non_null(s1);
         assert_non_null(s2);
         assert_non_null(rec);
-        for (int i = 0; i < tc.req.n_context; i++)
+        for (int i = 0; i < tc.req.context.n; i++)
             for (int k = 0; k < 6; k++)
-                raw[i * 6 + k] = (float)tc.req.columns[k][i];
+                raw[i * 6 + k] = (float)tc.req.context.columns[k][i];
         float mean[6], denom[6];
-        assert_int_equal(kr_normalise(raw, tc.req.n_context, xn, mean, denom, NULL), 0);
+        assert_int_equal(kr_normalise(raw, tc.req.context.n, xn, mean, denom, NULL), 0);
         double worst =
-            tu_max_rel_matrix(xn, json_object_get(inter, "normalized_input"), tc.req.n_context, 6);
+            tu_max_rel_matrix(xn, json_object_get(inter, "normalized_input"), tc.req.context.n, 6);
         assert_true(worst == 0.0); /* numpy's float32 arithmetic, reproduced exactly */
         kr_error err = {0};
-        assert_int_equal(kr_tokenizer_encode(model, xn, tc.req.n_context, s1, s2, &err), 0);
+        assert_int_equal(kr_tokenizer_encode(model, xn, tc.req.context.n, s1, s2, &err), 0);
         json_t *g1 = json_object_get(inter, "context_s1"),
                *g2 = json_object_get(inter, "context_s2");
-        for (int i = 0; i < tc.req.n_context; i++) {
+        for (int i = 0; i < tc.req.context.n; i++) {
             assert_int_equal(s1[i], json_integer_value(json_array_get(g1, (size_t)i)));
             assert_int_equal(s2[i], json_integer_value(json_array_get(g2, (size_t)i)));
         }
-        assert_int_equal(kr_tokenizer_decode(model, s1, s2, tc.req.n_context, rec, &err), 0);
+        assert_int_equal(kr_tokenizer_decode(model, s1, s2, tc.req.context.n, rec, &err), 0);
         worst = tu_max_rel_matrix(rec, json_object_get(inter, "tokenizer_reconstruction"),
-                                  tc.req.n_context, 6);
+                                  tc.req.context.n, 6);
         printf("# %s: tokens match, reconstruction max rel diff %.2e\n", tc.name, worst);
         assert_true(worst < 1e-4);
         free(raw);
@@ -89,7 +89,7 @@ static void test_first_step_logits(void **state) {
         tu_case tc;
         assert_int_equal(tu_case_load(c, &tc), 0);
         json_t *inter = json_object_get(c, "intermediate");
-        int L = tc.req.n_context, mc = tc.req.max_context, w = L < mc ? L : mc, d = 64;
+        int L = tc.req.context.n, mc = tc.req.max_context, w = L < mc ? L : mc, d = 64;
         int32_t *s1 = malloc((size_t)L * sizeof(int32_t)),
                 *s2 = malloc((size_t)L * sizeof(int32_t));
         kr_stamp *st = malloc((size_t)L * sizeof(kr_stamp));
@@ -101,7 +101,7 @@ static void test_first_step_logits(void **state) {
         for (int i = 0; i < L; i++) {
             s1[i] = (int32_t)json_integer_value(json_array_get(g1, (size_t)i));
             s2[i] = (int32_t)json_integer_value(json_array_get(g2, (size_t)i));
-            st[i] = kr_stamp_from_wall(tc.req.timestamps[i]);
+            st[i] = kr_stamp_from_wall(tc.req.context.timestamps[i]);
         }
         kr_error err = {0};
         int o = L - w;

@@ -346,12 +346,12 @@ static void test_forecast_batch(void **state) {
         q[k].quantiles[1] = 0.9;
         reqs[k] = &q[k];
     }
-    q[2].n_context = 1; /* invalid: one candle */
+    q[2].context.n = 1; /* invalid: one candle */
     q[5].cancel = (kr_cancel){stop_at_3, &calls};
     q[6].sampling.top_k = 1; /* greedy */
     kr_forecast_result res[N], solo;
     kr_error errs[N], err;
-    assert_int_equal(kr_forecast_batch(model, NULL, reqs, N, res, errs), 2);
+    assert_int_equal(kr_forecast_batch(model, NULL, reqs, N, res, errs), -1);
     assert_int_equal(errs[2].code, KR_E_INVALID);
     assert_int_equal(errs[5].code, KR_E_DEADLINE);
     for (int k = 0; k < N; k++) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "forecast_impl.h" /* kr_forecast_window */
 #include "kronos.h"
 #include "test_util.h"
 
@@ -52,17 +53,17 @@ static void test_rules(void **state) {
         change;                                                                                    \
         refused(&r, code, field);                                                                  \
     } while (0)
-    WITH(r.n_context = 1, KR_E_INVALID, "candles: at least 2");
-    WITH(r.timestamps = NULL, KR_E_INVALID, "candles.timestamps");
-    WITH(r.columns[KR_CLOSE] = NULL, KR_E_INVALID, "candles.close: missing");
-    WITH((r.columns[KR_VOLUME] = NULL, r.columns[KR_AMOUNT] = tc.req.columns[KR_OPEN]),
+    WITH(r.context.n = 1, KR_E_INVALID, "candles: at least 2");
+    WITH(r.context.timestamps = NULL, KR_E_INVALID, "candles.timestamps");
+    WITH(r.context.columns[KR_CLOSE] = NULL, KR_E_INVALID, "candles.close: missing");
+    WITH((r.context.columns[KR_VOLUME] = NULL, r.context.columns[KR_AMOUNT] = tc.req.context.columns[KR_OPEN]),
          KR_E_INVALID, "candles.amount");
-    memcpy(nan_col, tc.req.columns[KR_HIGH], (size_t)tc.req.n_context * sizeof(double));
+    memcpy(nan_col, tc.req.context.columns[KR_HIGH], (size_t)tc.req.context.n * sizeof(double));
     nan_col[3] = NAN;
-    WITH(r.columns[KR_HIGH] = nan_col, KR_E_INVALID, "candles.high[3]");
-    memcpy(back, tc.req.timestamps, (size_t)tc.req.n_context * sizeof(int64_t));
+    WITH(r.context.columns[KR_HIGH] = nan_col, KR_E_INVALID, "candles.high[3]");
+    memcpy(back, tc.req.context.timestamps, (size_t)tc.req.context.n * sizeof(int64_t));
     back[5] = back[4];
-    WITH(r.timestamps = back, KR_E_INVALID, "candles.timestamps[5]");
+    WITH(r.context.timestamps = back, KR_E_INVALID, "candles.timestamps[5]");
     WITH(r.horizon = 0, KR_E_INVALID, "horizon");
     WITH(r.samples = 0, KR_E_INVALID, "samples");
     WITH(r.sampling.temperature = 0, KR_E_INVALID, "temperature");
@@ -83,15 +84,15 @@ static void test_windows(void **state) {
     (void)state;
     kr_forecast_request r = tc.req;
     r.max_context = 64;
-    r.n_context = 60;
+    r.context.n = 60;
     r.horizon = 10;
     kr_forecast_plan plan;
     kr_error err;
     assert_int_equal(kr_forecast_plan_make(model, &r, &plan, &err), 0);
     assert_int_equal(plan.max_context, 64);
     for (int i = 0; i < r.horizon; i++) {
-        int start, w = kr_forecast_window(&plan, r.n_context, i, &start);
-        int n = r.n_context + i;
+        int start, w = kr_forecast_window(&plan, r.context.n, i, &start);
+        int n = r.context.n + i;
         assert_int_equal(w, n < 64 ? n : 64);
         assert_int_equal(start, n - w);
     }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "forecast_impl.h" /* kr_series_tokens */
 #include "kronos.h"
 #include "test_util.h"
 
@@ -57,10 +58,10 @@ static int teardown(void **state) {
 /* Candles [from, from + n) as a request. */
 static void candles(kr_forecast_request *r, int from, int n) {
     kr_forecast_request_init(r);
-    r->n_context = n;
-    r->timestamps = ts + from;
+    r->context.n = n;
+    r->context.timestamps = ts + from;
     for (int c = 0; c < KR_D_IN; c++)
-        r->columns[c] = cols[c] + from;
+        r->context.columns[c] = cols[c] + from;
 }
 
 /* A series of n candles built from `first` candles, then appends of `chunk`. */
@@ -70,15 +71,15 @@ static kr_series *build(kr_pool *pool, int n, int first, int chunk, const float 
     kr_error err = {0};
     candles(&r, 0, first);
     if (pin_mean) {
-        r.pinned = true;
-        memcpy(r.norm_mean, pin_mean, sizeof r.norm_mean);
-        memcpy(r.norm_std, pin_std, sizeof r.norm_std);
+        r.norm.pinned = true;
+        memcpy(r.norm.mean, pin_mean, sizeof r.norm.mean);
+        memcpy(r.norm.std, pin_std, sizeof r.norm.std);
     }
-    kr_series *s = kr_series_create(model, pool, &r, 0, &err);
+    kr_series *s = kr_series_create(model, pool, &r.context, &r.norm, 0, &err);
     if (!s) fail_msg("create: %s", err.msg);
     for (int at = first; at < n; at += chunk) {
         candles(&r, at, at + chunk <= n ? chunk : n - at);
-        if (kr_series_append(s, &r, &err)) fail_msg("append at %d: %s", at, err.msg);
+        if (kr_series_append(s, &r.context, &err)) fail_msg("append at %d: %s", at, err.msg);
     }
     assert_int_equal(kr_series_length(s), n);
     return s;
@@ -93,7 +94,7 @@ static void check_tokens(const kr_series *s) {
     kr_error err = {0};
     kr_forecast_request_init(&r);
     kr_series_request(s, &r);
-    assert_int_equal(kr_tokenize_candles(model, &r, a, b, mean, std, &err), 0);
+    assert_int_equal(kr_tokenize_candles(model, &r.context, &r.norm, a, b, mean, std, &err), 0);
     assert_memory_equal(a, kr_series_tokens(s, 1), n * sizeof *a);
     assert_memory_equal(b, kr_series_tokens(s, 2), n * sizeof *b);
     free(a);
@@ -124,7 +125,7 @@ static void test_encoder_splits(void **state) {
     candles(&r, 0, N);
     int32_t a[N], b[N];
     float mean[KR_D_IN], std[KR_D_IN], smean[KR_D_IN], sstd[KR_D_IN];
-    assert_int_equal(kr_tokenize_candles(model, &r, a, b, mean, std, &err), 0);
+    assert_int_equal(kr_tokenize_candles(model, &r.context, &r.norm, a, b, mean, std, &err), 0);
     kr_series_stats(s, smean, sstd);
     assert_memory_equal(mean, smean, sizeof mean);
     assert_memory_equal(std, sstd, sizeof std);
@@ -144,16 +145,16 @@ static void test_append_errors(void **state) {
     kr_series *s = build(pool, 20, 20, 1, NULL, NULL);
     kr_forecast_request r;
     candles(&r, 19, 2); /* starts at the last candle held */
-    assert_int_equal(kr_series_append(s, &r, &err), -1);
+    assert_int_equal(kr_series_append(s, &r.context, &err), -1);
     assert_int_equal(err.code, KR_E_INVALID);
     assert_non_null(strstr(err.msg, "candles.timestamps[0]"));
     candles(&r, 20, 2);
-    r.columns[KR_AMOUNT] = NULL;
-    assert_int_equal(kr_series_append(s, &r, &err), -1);
+    r.context.columns[KR_AMOUNT] = NULL;
+    assert_int_equal(kr_series_append(s, &r.context, &err), -1);
     assert_non_null(strstr(err.msg, "candles.amount: missing"));
     assert_int_equal(kr_series_length(s), 20);
     candles(&r, 20, 2);
-    assert_int_equal(kr_series_append(s, &r, &err), 0);
+    assert_int_equal(kr_series_append(s, &r.context, &err), 0);
     check_tokens(s);
     kr_series_free(s);
     kr_pool_free(pool);
@@ -238,13 +239,13 @@ static void test_pinned_forecast(void **state) {
     r.return_paths = true;
     kr_forecast_result a, b;
     assert_int_equal(kr_forecast(model, NULL, &r, &a, &err), 0);
-    r.pinned = true;
-    memcpy(r.norm_mean, a.norm_mean, sizeof r.norm_mean);
-    memcpy(r.norm_std, a.norm_std, sizeof r.norm_std);
+    r.norm.pinned = true;
+    memcpy(r.norm.mean, a.norm_mean, sizeof r.norm.mean);
+    memcpy(r.norm.std, a.norm_std, sizeof r.norm.std);
     assert_int_equal(kr_forecast(model, NULL, &r, &b, &err), 0);
     same_result(&a, &b); /* pinning the context's own statistics changes nothing */
     kr_forecast_result_free(&b);
-    r.norm_std[KR_CLOSE] = -1.0f;
+    r.norm.std[KR_CLOSE] = -1.0f;
     assert_int_equal(kr_forecast(model, NULL, &r, &b, &err), -1);
     assert_int_equal(err.code, KR_E_INVALID);
     assert_non_null(strstr(err.msg, "normalization.std.close"));

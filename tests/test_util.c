@@ -60,11 +60,11 @@ int tu_case_load(json_t *c, tu_case *tc) {
         if (!tc->cols[k]) return -1;
         for (int i = 0; i < L; i++)
             tc->cols[k][i] = json_number_value(json_array_get(col, (size_t)i));
-        tc->req.columns[k] = tc->cols[k];
+        tc->req.context.columns[k] = tc->cols[k];
     }
     if (!tc->timestamps || !tc->future) return -1;
-    tc->req.n_context = L;
-    tc->req.timestamps = tc->timestamps;
+    tc->req.context.n = L;
+    tc->req.context.timestamps = tc->timestamps;
     tc->req.horizon = (int)json_array_size(json_object_get(c, "future_timestamps"));
     tc->req.future_timestamps = tc->future;
     tc->req.max_context = (int)json_integer_value(json_object_get(c, "max_context"));

@@ -8,6 +8,9 @@
 
 #include <pthread.h>
 
+/* Positions per pool block (kr_pool_stats.block_len says it to the library's users). */
+#define KR_BLOCK_LEN 16
+
 struct kr_cache {
     kr_pool *pool;
     const kr_model *m;

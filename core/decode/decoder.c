@@ -1,6 +1,6 @@
 /* decoder.c — incremental decoding on KV caches: batched chunk append (prefill and
- * single-token decode are the same call), s2 logits from the cached dependency-layer keys,
- * and token-level generation. */
+ * single-token decode are the same call) and s2 logits from the cached dependency-layer
+ * keys. Token-level generation runs on the scheduler (sched/sched_generate.c). */
 #include "cache.h"
 #include "predictor.h"
 
@@ -219,47 +219,4 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
     free(rows);
     free(h_last);
     return rc;
-}
-
-/* Generation runs on the step scheduler, the same code as the server's. */
-typedef struct {
-    kr_error *errs;
-} generate_ctx;
-
-static void generate_done(void *tag, const kr_error *err, void *ctx) {
-    generate_ctx *g = ctx;
-    g->errs[(intptr_t)tag] = *err;
-}
-
-int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, int n,
-                      int32_t *const *out_s1, int32_t *const *out_s2, kr_error *errs) {
-    generate_ctx ctx = {errs};
-    kr_sched_config cfg = {
-        .step_tokens = 2048, .max_rows = 1 << 30, .done = generate_done, .ctx = &ctx};
-    kr_error e;
-    kr_sched *s = n > 0 ? kr_sched_create(caches[0]->m, NULL, &cfg, &e) : NULL;
-    int failed = 0;
-    for (int i = 0; i < n; i++) {
-        errs[i].code = 0;
-        errs[i].msg[0] = '\0';
-        if (!s)
-            errs[i] = e;
-        else /* a failure to queue is in errs[i] already */
-            kr_sched_add_generate(s, caches[i], &reqs[i], out_s1[i], out_s2[i], (void *)(intptr_t)i,
-                                  &errs[i]);
-    }
-    while (s && kr_sched_step(s) > 0)
-        ;
-    kr_sched_free(s);
-    for (int i = 0; i < n; i++)
-        failed += errs[i].code != 0;
-    return failed;
-}
-
-int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int32_t *out_s2,
-                kr_error *err) {
-    kr_error e;
-    if (kr_generate_batch(&c, r, 1, &out_s1, &out_s2, &e) == 0) return 0;
-    if (err) *err = e;
-    return -1;
 }

@@ -6,7 +6,6 @@
 #include "cache.h"
 
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <string.h>
 
 struct kr_pool {
@@ -28,18 +27,6 @@ static size_t block_floats(const kr_model *m) {
 size_t kr_pool_bytes_for(const kr_model *m, int positions) {
     size_t blocks = ((size_t)positions + KR_BLOCK_LEN - 1) / KR_BLOCK_LEN;
     return blocks * block_floats(m) * sizeof(float);
-}
-
-void *kr_alloc_large(size_t bytes) {
-    const size_t huge = (size_t)2 << 20;
-    if (bytes < huge) return malloc(bytes ? bytes : 1);
-    void *p = NULL;
-    size_t rounded = (bytes + huge - 1) / huge * huge;
-    if (posix_memalign(&p, huge, rounded) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, rounded, MADV_HUGEPAGE); /* advice only: without it, plain pages */
-#endif
-    return p;
 }
 
 kr_pool *kr_pool_create(const kr_model *m, size_t budget_bytes, kr_error *err) {

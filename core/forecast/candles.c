@@ -1,17 +1,34 @@
-/* candles.c — candles <-> normalised rows <-> token pairs: upstream's per-column
- * normalisation, computed the way numpy computes it on float32 arrays (pairwise float32
- * sums down each column), so that the normalised context equals upstream's bit for bit;
- * and a forecast's context made ready for either decoder (kr_forecast_job_init). */
+/* candles.c — candles <-> normalised rows <-> token pairs: the columns checked, upstream's
+ * per-column normalisation computed the way numpy computes it on float32 arrays (pairwise
+ * float32 sums down each column), so that the normalised context equals upstream's bit for
+ * bit, and tokenizing / detokenizing with it. */
 #include "forecast_impl.h"
-#include "tokenizer.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The six float32 columns of upstream's DataFrame, missing volume/amount filled in. */
-void kr_raw_candles(const kr_forecast_request *r, float *x) {
-    for (int i = 0; i < r->n_context; i++) {
+const char *const kr_column_names[KR_D_IN] = {"open", "high", "low", "close", "volume", "amount"};
+
+/* ---- the columns ----------------------------------------------------------------------- */
+
+int kr_check_columns(const kr_candles *r, kr_error *err) {
+    for (int c = 0; c < KR_VOLUME; c++)
+        if (!r->columns[c])
+            return kr_fail_code(err, KR_E_INVALID, "candles.%s: missing", kr_column_names[c]);
+    if (!r->columns[KR_VOLUME] && r->columns[KR_AMOUNT])
+        return kr_fail_code(err, KR_E_INVALID, "candles.amount: given without candles.volume");
+    for (int c = 0; c < KR_D_IN; c++)
+        for (int i = 0; r->columns[c] && i < r->n; i++)
+            if (!isfinite(r->columns[c][i]))
+                return kr_fail_code(err, KR_E_INVALID, "candles.%s[%d]: %s is not allowed",
+                                    kr_column_names[c], i,
+                                    isnan(r->columns[c][i]) ? "NaN" : "an infinite value");
+    return 0;
+}
+
+void kr_raw_candles(const kr_candles *r, float *x) {
+    for (int i = 0; i < r->n; i++) {
         float *row = x + (size_t)i * KR_D_IN;
         for (int c = 0; c < KR_VOLUME; c++)
             row[c] = (float)r->columns[c][i];
@@ -54,6 +71,8 @@ static float pairwise_sum(const float *a, int n) {
     return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
 }
 
+/* ---- normalisation --------------------------------------------------------------------- */
+
 int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float std[KR_D_IN],
                  kr_error *err) {
     float *col = malloc((size_t)n * sizeof(float));
@@ -92,33 +111,35 @@ void kr_normalise_rows(const float *x, int n, const float mean[KR_D_IN], const f
         }
 }
 
-int kr_check_normalisation(const kr_forecast_request *r, kr_error *err) {
-    for (int c = 0; r->pinned && c < KR_D_IN; c++) {
-        if (!isfinite(r->norm_mean[c]))
+int kr_check_normalisation(const kr_norm *r, kr_error *err) {
+    for (int c = 0; r && r->pinned && c < KR_D_IN; c++) {
+        if (!isfinite(r->mean[c]))
             return kr_fail_code(err, KR_E_INVALID, "normalization.mean.%s: must be finite",
                                 kr_column_names[c]);
-        if (!isfinite(r->norm_std[c]) || !(r->norm_std[c] >= 0.0f))
+        if (!isfinite(r->std[c]) || !(r->std[c] >= 0.0f))
             return kr_fail_code(err, KR_E_INVALID,
                                 "normalization.std.%s: must be finite and >= 0, got %g",
-                                kr_column_names[c], (double)r->norm_std[c]);
+                                kr_column_names[c], (double)r->std[c]);
     }
     return 0;
 }
 
-int kr_normalise_for(const kr_forecast_request *r, const float *raw, int n, float *xn,
-                     float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
-    if (!r->pinned) return kr_normalise(raw, n, xn, mean, std, err);
-    memcpy(mean, r->norm_mean, KR_D_IN * sizeof(float));
-    memcpy(std, r->norm_std, KR_D_IN * sizeof(float));
+int kr_normalise_for(const kr_norm *r, const float *raw, int n, float *xn, float mean[KR_D_IN],
+                     float std[KR_D_IN], kr_error *err) {
+    if (!r || !r->pinned) return kr_normalise(raw, n, xn, mean, std, err);
+    memcpy(mean, r->mean, KR_D_IN * sizeof(float));
+    memcpy(std, r->std, KR_D_IN * sizeof(float));
     kr_normalise_rows(raw, n, mean, std, xn);
     return 0;
 }
 
-int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t *s1, int32_t *s2,
-                        float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
-    int L = r->n_context;
+/* ---- tokens ---------------------------------------------------------------------------- */
+
+int kr_tokenize_candles(const kr_model *m, const kr_candles *r, const kr_norm *norm, int32_t *s1,
+                        int32_t *s2, float mean[KR_D_IN], float std[KR_D_IN], kr_error *err) {
+    int L = r->n;
     if (L < 1) return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
-    if (kr_check_columns(r, err) || kr_check_normalisation(r, err)) return -1;
+    if (kr_check_columns(r, err) || kr_check_normalisation(norm, err)) return -1;
     float *x = malloc((size_t)L * KR_D_IN * sizeof(float));
     float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
     int rc = -1;
@@ -126,7 +147,7 @@ int kr_tokenize_candles(const kr_model *m, const kr_forecast_request *r, int32_t
         kr_fail_code(err, KR_E_NO_MEMORY, "tokenize: out of memory for %d candles", L);
     } else {
         kr_raw_candles(r, x);
-        rc = kr_normalise_for(r, x, L, xn, mean, std, err) ||
+        rc = kr_normalise_for(norm, x, L, xn, mean, std, err) ||
                      kr_tokenizer_encode(m, xn, L, s1, s2, err)
                  ? -1
                  : 0;
@@ -147,65 +168,4 @@ int kr_detokenize(const kr_model *m, const int32_t *s1, const int32_t *s2, int n
                 (double)(y[(size_t)i * KR_D_IN + c] * (std[c] + 1e-5f) + mean[c]);
     free(y);
     return rc;
-}
-
-int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
-                         fc_job *job, kr_forecast_result *res, kr_error *err) {
-    if (kr_forecast_plan_make(m, r, &job->plan, err)) return -1;
-    int L = r->n_context, P = r->horizon, S = r->samples;
-    job->L = L;
-    job->P = P;
-    job->samples = S;
-    job->seed = r->seed;
-    job->sampling = r->sampling;
-    if (kr_forecast_alloc_result(r, res, err)) return -1;
-    job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
-    job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
-    job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
-    float *raw = malloc((size_t)L * KR_D_IN * sizeof(float));
-    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
-    int rc = -1;
-    if (!job->stamps || !job->path_s1 || !job->path_s2 || !raw || !xn) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d candles and %d paths", L,
-                     S);
-        goto out;
-    }
-    /* future rows: as given, or continuing at the series' last interval */
-    int64_t step = r->timestamps[L - 1] - r->timestamps[L - 2];
-    for (int i = 0; i < P; i++)
-        res->timestamps[i] =
-            r->future_timestamps ? r->future_timestamps[i] : r->timestamps[L - 1] + step * (i + 1);
-    for (int i = 0; i < L; i++)
-        job->stamps[i] = kr_stamp_from_wall(r->timestamps[i]);
-    for (int i = 0; i < P; i++)
-        job->stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
-    if (series) { /* normalised and encoded as the series grew */
-        memcpy(job->path_s1, kr_series_tokens(series, 1), (size_t)L * sizeof(int32_t));
-        memcpy(job->path_s2, kr_series_tokens(series, 2), (size_t)L * sizeof(int32_t));
-        kr_series_stats(series, job->mean, job->std);
-        job->dec_len = kr_series_decoder(series, &job->dec_kv);
-    } else {
-        kr_raw_candles(r, raw);
-        if (kr_normalise_for(r, raw, L, xn, job->mean, job->std, err) ||
-            kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
-            goto out;
-    }
-    for (int p = 1; p < S; p++) {
-        memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
-        memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));
-    }
-    res->usage.context_candles = L;
-    rc = 0;
-out:
-    free(raw);
-    free(xn);
-    return rc;
-}
-
-void kr_forecast_job_free(fc_job *job) {
-    free(job->stamps);
-    free(job->path_s1);
-    free(job->path_s2);
-    job->stamps = NULL;
-    job->path_s1 = job->path_s2 = NULL;
 }

@@ -1,10 +1,65 @@
-/* forecast_impl.h — state of one forecast, shared by the plan, the decoders and the
- * summary. Internal to core/. */
+/* forecast_impl.h — the forecast floor's internals: candles made ready for the model, the
+ * plan's windows, a forecast's state (fc_job) shared by the plan, the decoders and the
+ * summary, what a forecast takes from a series, and the reference path. Internal to core/;
+ * the scheduler (sched/) and the drivers (drivers/) above use it, and the tests.
+ *
+ * The files of this floor, each using only those listed before it:
+ *   candles.c    the columns checked, raw candles, normalisation, tokenize / detokenize
+ *   series.c     live series (kr_series)
+ *   plan.c       the request contract: its rules, windows, cost
+ *   result.c     a result's buffers
+ *   summary.c    mean, quantiles and the probability of a higher close from the paths
+ *   job.c        a forecast's state made ready for either decoder
+ *   reference.c  the plain reference path (no KV cache)
+ */
 #ifndef KR_FORECAST_IMPL_H
 #define KR_FORECAST_IMPL_H
 
+#include "kv_view.h"
 #include "model.h"
-#include "nn.h"
+
+/* ---- candles.c ------------------------------------------------------------------------- */
+
+/* The candle columns that forecasting, tokenizing and series read: present and finite. */
+int kr_check_columns(const kr_candles *c, kr_error *err);
+/* Checks pinned statistics (nothing to check when norm is NULL or not pinned). */
+int kr_check_normalisation(const kr_norm *norm, kr_error *err);
+/* The six float32 columns of upstream's DataFrame, volume/amount filled in: x[n][6]. */
+void kr_raw_candles(const kr_candles *c, float *x);
+/* raw[n][6] -> xn[n][6], with the pinned statistics or the rows' own (written to mean,
+ * std). norm may be NULL. */
+int kr_normalise_for(const kr_norm *norm, const float *raw, int n, float *xn, float mean[KR_D_IN],
+                     float std[KR_D_IN], kr_error *err);
+/* xn = clip((x - mean) / (std + 1e-5), -5, 5), row by row: each row its own */
+void kr_normalise_rows(const float *x, int n, const float mean[KR_D_IN], const float std[KR_D_IN],
+                       float *xn);
+
+/* ---- series.c: what a forecast from a series takes ---------------------------------------- */
+
+/* the predictor cache of its window (tokens from *start on), its model and pool, every
+ * candle's stamps and tokens */
+kr_cache *kr_series_cache(const kr_series *s, int *start);
+const kr_model *kr_series_model(const kr_series *s);
+kr_pool *kr_series_pool(const kr_series *s);
+const kr_stamp *kr_series_stamps(const kr_series *s);
+const int32_t *kr_series_tokens(const kr_series *s, int which); /* 1: s1, 2: s2 */
+/* the tokenizer decoder's cache: its length (0: none) and view */
+int kr_series_decoder(const kr_series *s, kr_kv_view *kv);
+/* Whether the series has a column (volume and amount are optional). */
+bool kr_series_has_column(const kr_series *s, int column);
+
+/* ---- plan.c ------------------------------------------------------------------------------ */
+
+/* The window of step i (0-based) of a forecast with L context candles: its first token and
+ * its length, min(L + i, max_context) tokens ending just before the token step i samples. */
+int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
+
+/* ---- result.c ---------------------------------------------------------------------------- */
+
+/* The result's buffers for the request's horizon, samples and quantiles. */
+int kr_forecast_alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err);
+
+/* ---- a forecast's state (job.c, summary.c) ----------------------------------------------- */
 
 typedef struct {
     int L, P, samples;
@@ -20,35 +75,24 @@ typedef struct {
     int dec_len;
 } fc_job;
 
-uint64_t kr_path_seed(uint64_t seed, int path);
+/* summary.c: decodes each path's last window, denormalises, and fills the result. */
+int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+                          kr_forecast_result *res, kr_error *err);
 
-/* plan.c: the candle columns forecasting and tokenizing both read, present and finite */
-int kr_check_columns(const kr_forecast_request *r, kr_error *err);
-/* candles.c: the six float32 columns of upstream's DataFrame, volume/amount filled in */
-void kr_raw_candles(const kr_forecast_request *r, float *x);
-/* candles.c: the plan, the result's buffers, the stamps of every row, and the context
+/* job.c: the seed of a path's own random stream */
+uint64_t kr_path_seed(uint64_t seed, int path);
+/* job.c: the plan, the result's buffers, the stamps of every row, and the context
  * normalised and encoded into every path's first L tokens (or, from a series, its tokens
  * and statistics as the series grew). */
 int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
                          fc_job *job, kr_forecast_result *res, kr_error *err);
 void kr_forecast_job_free(fc_job *job);
-/* candles.c: raw[n][6] -> xn[n][6], with the request's pinned statistics or the rows' own
- * (written to mean, std) */
-int kr_normalise_for(const kr_forecast_request *r, const float *raw, int n, float *xn,
-                     float mean[KR_D_IN], float std[KR_D_IN], kr_error *err);
-/* xn = clip((x - mean) / (std + 1e-5), -5, 5), row by row: each row its own */
-void kr_normalise_rows(const float *x, int n, const float mean[KR_D_IN], const float std[KR_D_IN],
-                       float *xn);
-/* series.c: what a forecast from a series takes: the predictor cache of its window
- * (tokens from *start on), its pool, every candle's stamps */
-kr_cache *kr_series_cache(const kr_series *s, int *start);
-kr_pool *kr_series_pool(const kr_series *s);
-const kr_stamp *kr_series_stamps(const kr_series *s);
-/* the decoder cache: its length (0: none) and view */
-int kr_series_decoder(const kr_series *s, kr_kv_view *kv);
-/* summary.c */
-int kr_forecast_alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err);
-int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+
+/* ---- reference.c ------------------------------------------------------------------------- */
+
+/* The whole forecast on the plain reference path (req->use_cache false): each path alone,
+ * its window recomputed at every step, then the same summary as the cached path. */
+int kr_forecast_reference(const kr_model *m, const kr_forecast_request *req,
                           kr_forecast_result *res, kr_error *err);
 
 #endif

@@ -1,26 +1,21 @@
 /* plan.c — the forecast request contract: every rule a request must meet, checked once,
- * and what the request will cost (the window of each step, pool bytes, compute). The
- * server, the one-shot command and the forecast itself all go through here. */
+ * and what the request will cost (the window of each step, pool bytes, compute); a request's
+ * defaults. The server, the one-shot command and the forecast itself all go through here. */
+#include "cache.h"
 #include "forecast_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* The candle columns that forecasting and tokenizing both read: present and finite. */
-int kr_check_columns(const kr_forecast_request *r, kr_error *err) {
-    for (int c = 0; c < KR_VOLUME; c++)
-        if (!r->columns[c])
-            return kr_fail_code(err, KR_E_INVALID, "candles.%s: missing", kr_column_names[c]);
-    if (!r->columns[KR_VOLUME] && r->columns[KR_AMOUNT])
-        return kr_fail_code(err, KR_E_INVALID, "candles.amount: given without candles.volume");
-    for (int c = 0; c < KR_D_IN; c++)
-        for (int i = 0; r->columns[c] && i < r->n_context; i++)
-            if (!isfinite(r->columns[c][i]))
-                return kr_fail_code(err, KR_E_INVALID, "candles.%s[%d]: %s is not allowed",
-                                    kr_column_names[c], i,
-                                    isnan(r->columns[c][i]) ? "NaN" : "an infinite value");
-    return 0;
+void kr_forecast_request_init(kr_forecast_request *req) {
+    memset(req, 0, sizeof *req);
+    req->samples = 1;
+    req->sampling.temperature = 1.0;
+    req->sampling.top_k = 0;
+    req->sampling.top_p = 0.9;
+    req->use_cache = true;
 }
 
 /* The shortest decimal that reads back as x, as the answer's quantile keys are written. */
@@ -32,20 +27,21 @@ static void shortest(double x, char *buf, size_t n) {
 }
 
 static int check_request(const kr_model *m, const kr_forecast_request *r, kr_error *err) {
-    if (r->n_context < 2)
+    const kr_candles *cd = &r->context;
+    if (cd->n < 2)
         return kr_fail_code(err, KR_E_INVALID, "candles: at least 2 candles are required, got %d",
-                            r->n_context);
-    if (!r->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
-    if (kr_check_columns(r, err) || kr_check_normalisation(r, err)) return -1;
-    for (int i = 1; i < r->n_context; i++)
-        if (r->timestamps[i] <= r->timestamps[i - 1])
+                            cd->n);
+    if (!cd->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
+    if (kr_check_columns(cd, err) || kr_check_normalisation(&r->norm, err)) return -1;
+    for (int i = 1; i < cd->n; i++)
+        if (cd->timestamps[i] <= cd->timestamps[i - 1])
             return kr_fail_code(err, KR_E_INVALID,
                                 "candles.timestamps[%d]: not after the previous timestamp", i);
     if (r->horizon < 1)
         return kr_fail_code(err, KR_E_INVALID, "horizon: must be an integer >= 1, got %d",
                             r->horizon);
     if (r->future_timestamps) {
-        if (r->future_timestamps[0] <= r->timestamps[r->n_context - 1])
+        if (r->future_timestamps[0] <= cd->timestamps[cd->n - 1])
             return kr_fail_code(err, KR_E_INVALID,
                                 "future_timestamps[0]: not after the last candle's timestamp");
         for (int i = 1; i < r->horizon; i++)
@@ -109,7 +105,7 @@ int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start) {
 int kr_forecast_plan_make(const kr_model *m, const kr_forecast_request *r, kr_forecast_plan *plan,
                           kr_error *err) {
     if (check_request(m, r, err)) return -1;
-    int L = r->n_context, P = r->horizon, S = r->samples;
+    int L = r->context.n, P = r->horizon, S = r->samples;
     if ((size_t)S * (size_t)(L + P) > (size_t)1 << 31)
         return kr_fail_code(err, KR_E_TOO_LARGE, "samples: %d paths of %d tokens is too many", S,
                             L + P);

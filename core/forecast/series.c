@@ -9,7 +9,6 @@
  * row's arithmetic is its own (nn.h, attention.c), so the tokens and the cache hold the
  * same bits as encoding and prefilling the whole series at once.
  */
-#include "cache.h"
 #include "forecast_impl.h"
 #include "tokenizer.h"
 
@@ -94,13 +93,13 @@ size_t kr_series_bytes(const kr_series *s) {
 }
 
 void kr_series_request(const kr_series *s, kr_forecast_request *req) {
-    req->n_context = s->n;
-    req->timestamps = s->timestamps;
+    req->context.n = s->n;
+    req->context.timestamps = s->timestamps;
     for (int c = 0; c < KR_D_IN; c++)
-        req->columns[c] = s->has[c] ? s->columns[c] : NULL;
-    req->pinned = true;
-    memcpy(req->norm_mean, s->mean, sizeof s->mean);
-    memcpy(req->norm_std, s->std, sizeof s->std);
+        req->context.columns[c] = s->has[c] ? s->columns[c] : NULL;
+    req->norm.pinned = true;
+    memcpy(req->norm.mean, s->mean, sizeof s->mean);
+    memcpy(req->norm.std, s->std, sizeof s->std);
 }
 
 void kr_series_free(kr_series *s) {
@@ -170,9 +169,8 @@ no_memory:
 
 /* What an append must meet beyond kr_check_columns: the series' columns, timestamps that
  * go on increasing after its last. */
-static int check_append(const kr_series *s, const kr_forecast_request *r, kr_error *err) {
-    if (r->n_context < 1)
-        return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
+static int check_append(const kr_series *s, const kr_candles *r, kr_error *err) {
+    if (r->n < 1) return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
     if (!r->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
     for (int c = 0; c < KR_D_IN; c++) {
         if (s->has[c] && !r->columns[c])
@@ -183,7 +181,7 @@ static int check_append(const kr_series *s, const kr_forecast_request *r, kr_err
                                 kr_column_names[c]);
     }
     if (kr_check_columns(r, err)) return -1;
-    for (int i = 0; i < r->n_context; i++) {
+    for (int i = 0; i < r->n; i++) {
         int64_t prev = i ? r->timestamps[i - 1] : s->timestamps[s->n - 1];
         if (r->timestamps[i] <= prev)
             return kr_fail_code(err, KR_E_INVALID,
@@ -191,10 +189,10 @@ static int check_append(const kr_series *s, const kr_forecast_request *r, kr_err
                                   : "candles.timestamps[%d]: not after the series' last candle",
                                 i);
     }
-    if (s->max_candles > 0 && (long)s->n + r->n_context > s->max_candles)
+    if (s->max_candles > 0 && (long)s->n + r->n > s->max_candles)
         return kr_fail_code(err, KR_E_TOO_LARGE,
-                            "candles: %d held + %d new exceed the limit of %d candles", s->n,
-                            r->n_context, s->max_candles);
+                            "candles: %d held + %d new exceed the limit of %d candles", s->n, r->n,
+                            s->max_candles);
     return 0;
 }
 
@@ -222,8 +220,8 @@ static int extend_predictor(kr_series *s, int n_old, int n, kr_error *err) {
 }
 
 /* Candles [n, n + k) of r into the series: stored, normalised, encoded, appended. */
-static int add_candles(kr_series *s, const kr_forecast_request *r, kr_error *err) {
-    int n0 = s->n, k = r->n_context;
+static int add_candles(kr_series *s, const kr_candles *r, kr_error *err) {
+    int n0 = s->n, k = r->n;
     if (reserve(s, n0 + k, err)) return -1;
     float *raw = malloc((size_t)k * KR_D_IN * sizeof(float));
     float *xn = malloc((size_t)k * KR_D_IN * sizeof(float));
@@ -260,9 +258,9 @@ out:
     return rc;
 }
 
-kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_forecast_request *r,
-                            int max_candles, kr_error *err) {
-    if (r->n_context < 1) {
+kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *r,
+                            const kr_norm *norm, int max_candles, kr_error *err) {
+    if (r->n < 1) {
         kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
         return NULL;
     }
@@ -270,23 +268,23 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_forecast_
         kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
         return NULL;
     }
-    if (kr_check_columns(r, err) || kr_check_normalisation(r, err)) return NULL;
-    for (int i = 1; i < r->n_context; i++)
+    if (kr_check_columns(r, err) || kr_check_normalisation(norm, err)) return NULL;
+    for (int i = 1; i < r->n; i++)
         if (r->timestamps[i] <= r->timestamps[i - 1]) {
             kr_fail_code(err, KR_E_INVALID,
                          "candles.timestamps[%d]: not after the previous timestamp", i);
             return NULL;
         }
-    if (max_candles > 0 && r->n_context > max_candles) {
-        kr_fail_code(err, KR_E_TOO_LARGE, "candles: %d exceed the limit of %d candles",
-                     r->n_context, max_candles);
+    if (max_candles > 0 && r->n > max_candles) {
+        kr_fail_code(err, KR_E_TOO_LARGE, "candles: %d exceed the limit of %d candles", r->n,
+                     max_candles);
         return NULL;
     }
     kr_series *s = calloc(1, sizeof *s);
-    float *raw = malloc((size_t)r->n_context * KR_D_IN * sizeof(float));
-    float *xn = malloc((size_t)r->n_context * KR_D_IN * sizeof(float));
+    float *raw = malloc((size_t)r->n * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)r->n * KR_D_IN * sizeof(float));
     if (!s || !raw || !xn) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", r->n_context);
+        kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", r->n);
         goto fail;
     }
     s->m = m;
@@ -297,7 +295,7 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_forecast_
     /* the statistics: as pinned, or those of the first candles, computed as a forecast
      * computes them (kr_normalise_for) */
     kr_raw_candles(r, raw);
-    if (kr_normalise_for(r, raw, r->n_context, xn, s->mean, s->std, err)) goto fail;
+    if (kr_normalise_for(norm, raw, r->n, xn, s->mean, s->std, err)) goto fail;
     for (int c = 0; c < KR_D_IN; c++)
         if (!isfinite(s->mean[c]) || !isfinite(s->std[c])) {
             kr_fail_code(err, KR_E_INVALID,
@@ -316,16 +314,20 @@ fail:
     return NULL;
 }
 
-int kr_series_append(kr_series *s, const kr_forecast_request *r, kr_error *err) {
+int kr_series_append(kr_series *s, const kr_candles *r, kr_error *err) {
     if (check_append(s, r, err)) return -1;
     return add_candles(s, r, err);
 }
 
-/* ---- what a forecast job takes from it (sched_forecast.c) ---- */
+/* ---- what a forecast job takes from it (job.c, sched/sched_forecast.c) ------------------- */
 
 kr_cache *kr_series_cache(const kr_series *s, int *start) {
     *start = s->pred_start;
     return s->pred;
+}
+
+const kr_model *kr_series_model(const kr_series *s) {
+    return s->m;
 }
 
 kr_pool *kr_series_pool(const kr_series *s) {

@@ -117,7 +117,7 @@ int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_jo
             float avg = sum[(size_t)i * KR_D_IN + c] / (float)S;
             res->mean[(size_t)c * P + i] = (double)(avg * (job->std[c] + 1e-5f) + job->mean[c]);
         }
-    double last_close = r->columns[KR_CLOSE][L - 1];
+    double last_close = r->context.columns[KR_CLOSE][L - 1];
     for (int i = 0; i < P; i++) {
         int up = 0;
         for (int p = 0; p < S; p++)
@@ -144,24 +144,4 @@ out:
     free(vals);
     free(paths);
     return rc;
-}
-
-int kr_forecast_alloc_result(const kr_forecast_request *r, kr_forecast_result *res, kr_error *err) {
-    int P = r->horizon;
-    memset(res, 0, sizeof *res);
-    res->horizon = P;
-    res->samples = r->samples;
-    res->n_quantiles = r->n_quantiles;
-    memcpy(res->quantile_levels, r->quantiles, sizeof res->quantile_levels);
-    res->timestamps = malloc((size_t)P * sizeof *res->timestamps);
-    res->mean = malloc((size_t)KR_D_IN * P * sizeof *res->mean);
-    res->prob_close_up = malloc((size_t)P * sizeof *res->prob_close_up);
-    if (r->n_quantiles)
-        res->quantiles = malloc((size_t)r->n_quantiles * KR_D_IN * P * sizeof *res->quantiles);
-    if (!res->timestamps || !res->mean || !res->prob_close_up ||
-        (r->n_quantiles && !res->quantiles)) {
-        kr_forecast_result_free(res);
-        return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for a horizon of %d", P);
-    }
-    return 0;
 }

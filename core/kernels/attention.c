@@ -13,7 +13,7 @@
  * Keys are stored transposed within a block (nn.h), so the row path computes a head's
  * scores for 16 keys at once, one vector lane a key.
  */
-#include "nn.h"
+#include "attention.h"
 #include "parallel.h"
 #include "vmath.h"
 

@@ -2,7 +2,7 @@
 #ifndef KR_MATMUL_H
 #define KR_MATMUL_H
 
-#include "model.h"
+#include "layers.h"
 
 /* y[T][out] = x[T][in] W^T + b. Each element is one fused multiply-add chain over in, in
  * order, plus the bias: its bits depend on its own row alone (not on T, the thread count

@@ -2,28 +2,8 @@
 #ifndef KR_MODEL_H
 #define KR_MODEL_H
 
-#include "kronos.h"
-
-typedef struct {
-    const float *w; /* [out][in], as torch stores it; NULL once packed at load */
-    const float *b; /* [out] or NULL */
-    int out, in;
-    const float *wp; /* the same weights packed for the kernels (matmul.h), or NULL */
-} kr_linear;
-
-typedef struct {
-    int d, n_heads, hd, ff;
-    const float *norm1, *norm2;
-    kr_linear q, k, v, o;
-    const float *inv_freq; /* [hd/2] */
-    kr_linear w1, w2, w3;  /* no biases */
-    /* q|k|v and w1|w3 stacked into one matrix each, when the loader made them: one product
-     * instead of three (two) for small batches. q, k, v, w1, w3 then point into them. */
-    kr_linear qkv, w13;
-    const float *kv_shift; /* [4][n_heads] rows a0, a1, b0, b1, or NULL */
-    const float *rope_cs;  /* [rope_len][hd/2][cos, sin]: RoPE at positions < rope_len */
-    int rope_len;
-} kr_block;
+#include "base.h"
+#include "layers.h"
 
 enum { KR_TIME_MINUTE, KR_TIME_HOUR, KR_TIME_WEEKDAY, KR_TIME_DAY, KR_TIME_MONTH, KR_N_TIME };
 
@@ -50,15 +30,6 @@ typedef struct {
     const float *dep_norm;
     kr_linear proj_s1, proj_s2;
 } kr_predictor_weights;
-
-/* Memory for weights and KV blocks: large buffers are 2 MiB-aligned and marked for
- * transparent huge pages, which saves page faults and TLB misses on every pass over them.
- * Free with free(). */
-void *kr_alloc_large(size_t bytes);
-
-/* The caller's cancel check (kr_cancel): 0 to go on, else -1 with KR_E_DEADLINE or
- * KR_E_CANCELLED and a message naming `what` ("forecast"). */
-int kr_check_cancel(const kr_cancel *c, const char *what, kr_error *err);
 
 struct kr_model {
     kr_tokenizer_config tc;

@@ -1,12 +1,14 @@
-/* sched.c — the step scheduler: admission of waiting jobs, one ragged append for every
+/* sched.c — the step scheduler: the waiting line, admission, one ragged append for every
  * active job's rows, the s1 draws, one batched s2-logits call, the s2 draws (sched_impl.h
- * says what a step is). What a forecast or a generation does at each step lives in
- * sched_forecast.c and sched_generate.c.
+ * says what a step is). What a job does at each point of a step is its kind's table of
+ * operations (sched_ops): sched_forecast.c, sched_generate.c.
  */
 #include "sched_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- the scheduler ------------------------------------------------------------------------ */
 
 #define DEFAULT_STEP_TOKENS 256
 #define DEFAULT_MAX_ROWS    512
@@ -29,64 +31,6 @@ struct kr_sched {
     kr_sched_stats stats;
 };
 
-/* ---- the step's rows ---------------------------------------------------------------------- */
-
-/* A capacity for need items: the old one doubled until it is enough (64 at first). */
-static int next_cap(int cap, int need) {
-    int n = cap ? cap : 64;
-    while (n < need)
-        n *= 2;
-    return n;
-}
-
-static int resize(void **p, int n, size_t elem) {
-    void *q = realloc(*p, (size_t)n * elem);
-    if (!q) return -1;
-    *p = q;
-    return 0;
-}
-
-int step_batch_add(step_batch *b, sched_job *owner, kr_cache *c, int n, const int32_t *s1,
-                   const int32_t *s2, const kr_stamp *st, int st_stride, float *l1) {
-    if (b->n_groups + 1 > b->cap_groups) {
-        int cap = next_cap(b->cap_groups, b->n_groups + 1);
-        if (resize((void **)&b->caches, cap, sizeof *b->caches) ||
-            resize((void **)&b->T, cap, sizeof *b->T) ||
-            resize((void **)&b->l1, cap, sizeof *b->l1) ||
-            resize((void **)&b->owner, cap, sizeof *b->owner))
-            return -1;
-        b->cap_groups = cap;
-    }
-    if (b->n_rows + n > b->cap_rows) {
-        int cap = next_cap(b->cap_rows, b->n_rows + n);
-        if (resize((void **)&b->s1, cap, sizeof *b->s1) ||
-            resize((void **)&b->s2, cap, sizeof *b->s2) ||
-            resize((void **)&b->st, cap, sizeof *b->st))
-            return -1;
-        b->cap_rows = cap;
-    }
-    b->caches[b->n_groups] = c;
-    b->T[b->n_groups] = n;
-    b->l1[b->n_groups] = l1;
-    b->owner[b->n_groups++] = owner;
-    memcpy(b->s1 + b->n_rows, s1, (size_t)n * sizeof *s1);
-    memcpy(b->s2 + b->n_rows, s2, (size_t)n * sizeof *s2);
-    for (int t = 0; t < n; t++)
-        b->st[b->n_rows + t] = st[(size_t)t * st_stride];
-    b->n_rows += n;
-    return 0;
-}
-
-static void step_batch_free(step_batch *b) {
-    free(b->caches);
-    free(b->T);
-    free(b->l1);
-    free(b->owner);
-    free(b->s1);
-    free(b->s2);
-    free(b->st);
-}
-
 /* ---- jobs --------------------------------------------------------------------------------- */
 
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
@@ -104,24 +48,33 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     return s;
 }
 
-static void job_free(sched_job *j) {
-    if (j->kind == JOB_FORECAST)
-        fc_free(j);
-    else
-        gen_free(j);
-    free(j);
+const kr_model *sched_model(const kr_sched *s) {
+    return s->m;
 }
 
-/* Ends j (already unlinked): its memory back, then the caller's callback. */
+sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cancel, kr_error *err) {
+    sched_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for a job");
+        return NULL;
+    }
+    j->ops = ops;
+    j->tag = tag;
+    j->cancel = cancel;
+    return j;
+}
+
+/* Ends j (already unlinked): its memory back (a failed job's result too), then the caller's
+ * callback. */
 static void job_end(kr_sched *s, sched_job *j) {
     kr_error err = j->err;
     void *tag = j->tag;
-    if (err.code && j->kind == JOB_FORECAST) kr_forecast_result_free(j->u.fc.res);
-    job_free(j);
+    j->ops->free(j, err.code != KR_OK);
+    free(j);
     if (s->cfg.done) s->cfg.done(tag, &err, s->cfg.ctx);
 }
 
-static void enqueue(kr_sched *s, sched_job *j) {
+void sched_enqueue(kr_sched *s, sched_job *j) {
     j->next = NULL;
     if (s->wait_tail)
         s->wait_tail->next = j;
@@ -132,64 +85,9 @@ static void enqueue(kr_sched *s, sched_job *j) {
     s->stats.waiting_flops += j->flops;
 }
 
-int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
-                          void *tag, kr_error *err) {
-    kr_forecast_plan plan;
-    memset(res, 0, sizeof *res);
-    if (kr_forecast_plan_make(s->m, req, &plan, err)) return -1;
-    if (!req->use_cache)
-        return kr_fail_code(err, KR_E_INVALID,
-                            "use_cache: false runs the reference path, which the scheduler "
-                            "does not batch; call kr_forecast");
-    sched_job *j = calloc(1, sizeof *j);
-    if (!j) return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for a job");
-    j->kind = JOB_FORECAST;
-    j->tag = tag;
-    j->rows = req->samples;
-    j->flops = plan.flops;
-    j->pool_bytes = plan.pool_bytes;
-    j->u.fc.req = req;
-    j->u.fc.res = res;
-    enqueue(s, j);
-    return 0;
-}
-
-int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
-                                 const kr_forecast_request *req, kr_forecast_result *res, void *tag,
-                                 kr_error *err) {
-    if (!series) return kr_fail_code(err, KR_E_INVALID, "forecast: no series");
-    if (req->n_context != kr_series_length(series) || !req->pinned)
-        return kr_fail_code(err, KR_E_INVALID,
-                            "forecast: the request's candles are not the series' (see "
-                            "kr_series_request)");
-    if (kr_sched_add_forecast(s, req, res, tag, err)) return -1;
-    s->wait_tail->u.fc.series = series;
-    return 0;
-}
-
-int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
-                          int32_t *out_s2, void *tag, kr_error *err) {
-    sched_job *j = calloc(1, sizeof *j);
-    if (!j) return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for a job");
-    j->kind = JOB_GENERATE;
-    j->tag = tag;
-    j->rows = 1;
-    j->u.gen.c = c;
-    j->u.gen.req = req;
-    j->u.gen.out_s1 = out_s1;
-    j->u.gen.out_s2 = out_s2;
-    enqueue(s, j);
-    return 0;
-}
-
-static const kr_cancel *cancel_of(const sched_job *j) {
-    return j->kind == JOB_FORECAST ? &j->u.fc.req->cancel : &j->u.gen.req->cancel;
-}
-
 /* 0 to go on, else the job's error is set. */
 static int check_cancel(sched_job *j) {
-    return kr_check_cancel(cancel_of(j), j->kind == JOB_FORECAST ? "forecast" : "generate",
-                           &j->err);
+    return kr_check_cancel(j->cancel, j->ops->what, &j->err);
 }
 
 /* Waiting jobs whose caller gave up end without computing, wherever they are in line, so
@@ -219,7 +117,7 @@ static void drop_cancelled(kr_sched *s) {
  * used bytes too, so this errs on the side of waiting). A job that still finds no room
  * mid-way waits (stalls) and, at worst, is preempted (run_append). */
 static bool pool_has_room(kr_sched *s, const sched_job *j) {
-    if (!s->pool || j->kind != JOB_FORECAST || j->u.fc.series) return true;
+    if (!s->pool || !j->ops->plans_pool) return true;
     kr_pool_stats st;
     kr_pool_stats_get(s->pool, &st);
     size_t free_bytes = st.bytes_total - st.bytes_used;
@@ -241,14 +139,12 @@ static void admit(kr_sched *s) {
         s->stats.waiting--;
         s->stats.waiting_flops -= j->flops;
         if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
-        int rc = cancelled                 ? -1
-                 : j->kind == JOB_FORECAST ? fc_init(s->m, s->pool, j, &j->err)
-                                           : gen_init(s->m, j, &j->err);
+        int rc = cancelled ? -1 : j->ops->start(s->m, s->pool, j, &j->err);
         /* a generation takes its blocks up front: room is made for it while it can be */
-        while (rc && j->kind == JOB_GENERATE && j->err.code == KR_E_POOL_EXHAUSTED &&
+        while (rc && j->ops->start_makes_room && j->err.code == KR_E_POOL_EXHAUSTED &&
                s->cfg.make_room && s->cfg.make_room(s->cfg.ctx)) {
             j->err = (kr_error){0}; /* a success leaves it as it is */
-            rc = gen_init(s->m, j, &j->err);
+            rc = j->ops->start(s->m, s->pool, j, &j->err);
         }
         if (rc) {
             job_end(s, j);
@@ -260,7 +156,7 @@ static void admit(kr_sched *s) {
             tail = &(*tail)->next;
         *tail = j;
         s->active_rows += j->rows;
-        if (j->kind == JOB_FORECAST && !j->u.fc.series) s->committed += j->pool_bytes;
+        if (j->ops->plans_pool) s->committed += j->pool_bytes;
         s->stats.active++;
     }
 }
@@ -270,7 +166,7 @@ static void unlink_active(kr_sched *s, sched_job *j) {
         if (*p == j) {
             *p = j->next;
             s->active_rows -= j->rows;
-            if (j->kind == JOB_FORECAST && !j->u.fc.series) s->committed -= j->pool_bytes;
+            if (j->ops->plans_pool) s->committed -= j->pool_bytes;
             s->stats.active--;
             return;
         }
@@ -282,11 +178,6 @@ static void end_active(kr_sched *s, sched_job *j) {
 }
 
 /* ---- one step ----------------------------------------------------------------------------- */
-
-static int add_rows(kr_sched *s, sched_job *j, bool decode, int *budget) {
-    return j->kind == JOB_FORECAST ? fc_rows(s->m, j, &s->batch, decode, budget)
-                                   : gen_rows(j, &s->batch, decode, budget);
-}
 
 /* The append of groups [g0, g1) (rows from row0), with the logits copied where wanted. */
 static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
@@ -305,16 +196,7 @@ static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
 /* Back to the head of the waiting line, its memory returned and its work forgotten. */
 static void preempt(kr_sched *s, sched_job *j) {
     unlink_active(s, j);
-    fc_free(j);
-    fc_state *f = &j->u.fc;
-    kr_forecast_result_free(f->res);
-    const kr_forecast_request *req = f->req;
-    kr_forecast_result *res = f->res;
-    const kr_series *series = f->series;
-    memset(f, 0, sizeof *f);
-    f->req = req;
-    f->res = res;
-    f->series = series;
+    j->ops->reset(j);
     j->err = (kr_error){0};
     j->ready = j->failed = j->stalled = false;
     j->next = s->wait_head;
@@ -375,7 +257,7 @@ static void run_append(kr_sched *s) {
         if (j->stalled) youngest = j;
     if (!youngest) return;
     youngest->stalled = false;
-    if (youngest->kind == JOB_FORECAST && youngest != s->active)
+    if (youngest->ops->reset && youngest != s->active)
         preempt(s, youngest);
     else
         youngest->failed = true;
@@ -386,11 +268,11 @@ static void run_s2(kr_sched *s) {
     int n = 0, v2 = 1 << s->m->pc.s2_bits;
     for (sched_job *j = s->active; j; j = j->next) {
         if (!j->ready) continue;
-        int S = j->kind == JOB_FORECAST ? j->u.fc.job.samples : 1;
-        int cap = n + S > s->s2_cap ? next_cap(s->s2_cap, n + S) : s->s2_cap;
-        if (cap > s->s2_cap && (resize((void **)&s->s2_caches, cap, sizeof *s->s2_caches) ||
-                                resize((void **)&s->s2_a, cap, sizeof *s->s2_a) ||
-                                resize((void **)&s->s2_l2, cap * v2, sizeof *s->s2_l2))) {
+        int S = j->n_draw;
+        int cap = n + S > s->s2_cap ? sched_next_cap(s->s2_cap, n + S) : s->s2_cap;
+        if (cap > s->s2_cap && (sched_resize((void **)&s->s2_caches, cap, sizeof *s->s2_caches) ||
+                                sched_resize((void **)&s->s2_a, cap, sizeof *s->s2_a) ||
+                                sched_resize((void **)&s->s2_l2, cap * v2, sizeof *s->s2_l2))) {
             kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for %d rows", n + S);
             j->ready = false;
             j->failed = true;
@@ -398,8 +280,8 @@ static void run_s2(kr_sched *s) {
         }
         s->s2_cap = cap;
         for (int p = 0; p < S; p++) {
-            s->s2_caches[n + p] = j->kind == JOB_FORECAST ? j->u.fc.paths[p] : j->u.gen.c;
-            s->s2_a[n + p] = j->kind == JOB_FORECAST ? j->u.fc.a[p] : j->u.gen.a;
+            s->s2_caches[n + p] = j->draw_caches[p];
+            s->s2_a[n + p] = j->draw_s1[p];
         }
         n += S;
     }
@@ -408,8 +290,8 @@ static void run_s2(kr_sched *s) {
     int at = 0;
     for (sched_job *j = s->active; j; j = j->next) {
         if (!j->ready) continue;
-        int S = j->kind == JOB_FORECAST ? j->u.fc.job.samples : 1;
-        float *l2 = j->kind == JOB_FORECAST ? j->u.fc.l2 : j->u.gen.l2;
+        int S = j->n_draw;
+        float *l2 = j->draw_l2;
         if (whole)
             memcpy(l2, s->s2_l2 + (size_t)at * v2, (size_t)S * v2 * sizeof(float));
         else if (kr_cache_s2_logits(s->s2_caches + at, S, s->s2_a + at, l2, &j->err)) {
@@ -441,7 +323,7 @@ int kr_sched_step(kr_sched *s) {
         }
         for (sched_job *j = s->active, *next; j; j = next) {
             next = j->next;
-            if (add_rows(s, j, pass == 0, &budget)) {
+            if (j->ops->rows(s->m, j, &s->batch, pass == 0, &budget)) {
                 kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
                 end_active(s, j);
             }
@@ -459,24 +341,15 @@ int kr_sched_step(kr_sched *s) {
             end_active(s, j);
             continue;
         }
-        if (j->stalled) { /* nothing of it ran: the same rows again at the next step */
+        if (j->stalled) { /* nothing of it ran: its rows (ops->rows) again at the next step */
             j->stalled = false;
-            if (j->kind == JOB_FORECAST)
-                j->u.fc.chunk = 0;
-            else
-                j->u.gen.chunk = 0;
             continue;
         }
-        int rc = j->kind == JOB_FORECAST ? fc_appended(s->m, j, &j->err) : gen_appended(j);
-        if (rc) end_active(s, j); /* an error, or a generation with nothing left to draw */
+        int rc = j->ops->appended(s->m, j, &j->err);
+        if (rc) end_active(s, j); /* an error, or a job with nothing left to draw */
     }
     for (sched_job *j = s->active; j; j = j->next)
-        if (j->ready) {
-            if (j->kind == JOB_FORECAST)
-                fc_draw_s1(s->m, j);
-            else
-                gen_draw_s1(s->m, j);
-        }
+        if (j->ready) j->ops->draw_s1(s->m, j);
     run_s2(s);
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
@@ -486,12 +359,8 @@ int kr_sched_step(kr_sched *s) {
         }
         if (!j->ready) continue;
         j->ready = false;
-        if (j->kind == JOB_GENERATE) {
-            gen_drawn(s->m, j);
-            continue;
-        }
-        int rc = fc_drawn(s->m, j, &j->err);
-        if (rc) end_active(s, j); /* complete (err code 0) or failed */
+        int rc = j->ops->drawn(s->m, j, &j->err);
+        if (rc) end_active(s, j); /* complete (err code KR_OK) or failed */
     }
     return s->stats.waiting + s->stats.active;
 }

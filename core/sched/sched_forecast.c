@@ -3,7 +3,9 @@
  * that is either one cached token longer or (first step, or slid past max_context) filled
  * again: its context part into a prefix that every path forks, then each path's own
  * generated part. The windows are the plan's (kr_forecast_window); long fills are cut into
- * chunks under the step's token budget. */
+ * chunks under the step's token budget. Two kinds of job share these operations: a forecast
+ * (its context encoded when it starts) and a forecast from a series (its tokens, and its
+ * first window forked from the series' predictor cache). */
 #include "parallel.h"
 #include "sched_impl.h"
 #include "tokenizer.h"
@@ -25,7 +27,7 @@ static void free_paths(fc_state *f) {
     }
 }
 
-void fc_free(sched_job *j) {
+static void fc_release(sched_job *j) {
     fc_state *f = &j->u.fc;
     free_paths(f);
     kr_cache_free(f->prefix);
@@ -40,6 +42,25 @@ void fc_free(sched_job *j) {
     free(f->st);
     kr_forecast_job_free(&f->job);
     kr_pool_free(f->own_pool);
+}
+
+static void fc_free(sched_job *j, bool failed) {
+    if (failed) kr_forecast_result_free(j->u.fc.res);
+    fc_release(j);
+}
+
+/* Back to how it was queued: its memory and its result's returned, its work forgotten. */
+static void fc_reset(sched_job *j) {
+    fc_state *f = &j->u.fc;
+    fc_release(j);
+    kr_forecast_result_free(f->res);
+    const kr_forecast_request *req = f->req;
+    kr_forecast_result *res = f->res;
+    const kr_series *series = f->series;
+    memset(f, 0, sizeof *f);
+    f->req = req;
+    f->res = res;
+    f->series = series;
 }
 
 /* Forks every path from the filled prefix, which is then let go (the forks keep its
@@ -110,7 +131,7 @@ static bool series_window(const kr_model *m, fc_state *f) {
     return true;
 }
 
-int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
+static int fc_start(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
     fc_state *f = &jb->u.fc;
     const kr_forecast_request *r = f->req;
     fc_job *job = &f->job;
@@ -131,6 +152,10 @@ int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
         return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d paths", S);
     for (int p = 0; p < S; p++)
         kr_rng_seed(&f->rng[p], kr_path_seed(job->seed, p));
+    jb->n_draw = S;
+    jb->draw_caches = f->paths;
+    jb->draw_s1 = f->a;
+    jb->draw_l2 = f->l2;
     f->pool = f->series ? kr_series_pool(f->series) : pool;
     if (!f->pool) {
         if (!(f->own_pool = kr_pool_create(m, job->plan.pool_bytes, err))) return -1;
@@ -141,7 +166,7 @@ int fc_init(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
     return f->series && series_window(m, f) ? 0 : enter_window(f, 0, err);
 }
 
-int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
+static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
     fc_state *f = &jb->u.fc;
     fc_job *job = &f->job;
     int S = job->samples, total = job->L + job->P, v1 = 1 << m->pc.s1_bits;
@@ -184,7 +209,7 @@ int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *b
     return 0;
 }
 
-int fc_appended(const kr_model *m, sched_job *jb, kr_error *err) {
+static int fc_appended(const kr_model *m, sched_job *jb, kr_error *err) {
     fc_state *f = &jb->u.fc;
     int S = f->job.samples, v1 = 1 << m->pc.s1_bits;
     if (f->phase == FC_DECODE || f->phase == FC_FORKED) {
@@ -230,11 +255,11 @@ static void draw_all(fc_state *f, float *logits, int vocab, int32_t *out) {
     kr_parallel_for(f->job.samples, draw_path, &d);
 }
 
-void fc_draw_s1(const kr_model *m, sched_job *jb) {
+static void fc_draw_s1(const kr_model *m, sched_job *jb) {
     draw_all(&jb->u.fc, jb->u.fc.l1, 1 << m->pc.s1_bits, jb->u.fc.a);
 }
 
-int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
+static int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
     fc_state *f = &jb->u.fc;
     fc_job *job = &f->job;
     draw_all(f, f->l2, 1 << m->pc.s2_bits, f->b);
@@ -258,4 +283,69 @@ int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
     f->phase = FC_DECODE;
     f->res->usage.cached_steps++;
     return 0;
+}
+
+/* ---- the two kinds, and how they are queued ---------------------------------------------- */
+
+const sched_ops sched_forecast_ops = {
+    .what = "forecast",
+    .start = fc_start,
+    .rows = fc_rows,
+    .appended = fc_appended,
+    .draw_s1 = fc_draw_s1,
+    .drawn = fc_drawn,
+    .free = fc_free,
+    .reset = fc_reset,
+    .plans_pool = true,
+};
+
+/* the same operations; its caches come from the series' pool, which its plan does not
+ * reserve */
+const sched_ops sched_series_ops = {
+    .what = "forecast",
+    .start = fc_start,
+    .rows = fc_rows,
+    .appended = fc_appended,
+    .draw_s1 = fc_draw_s1,
+    .drawn = fc_drawn,
+    .free = fc_free,
+    .reset = fc_reset,
+    .plans_pool = false,
+};
+
+static int add(kr_sched *s, const sched_ops *ops, const kr_series *series,
+               const kr_forecast_request *req, kr_forecast_result *res, void *tag, kr_error *err) {
+    kr_forecast_plan plan;
+    memset(res, 0, sizeof *res);
+    if (kr_forecast_plan_make(sched_model(s), req, &plan, err)) return -1;
+    if (!req->use_cache)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "use_cache: false runs the reference path, which the scheduler "
+                            "does not batch; call kr_forecast");
+    sched_job *j = sched_job_new(ops, tag, &req->cancel, err);
+    if (!j) return -1;
+    j->rows = req->samples;
+    j->flops = plan.flops;
+    j->pool_bytes = plan.pool_bytes;
+    j->u.fc.req = req;
+    j->u.fc.res = res;
+    j->u.fc.series = series;
+    sched_enqueue(s, j);
+    return 0;
+}
+
+int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
+                          void *tag, kr_error *err) {
+    return add(s, &sched_forecast_ops, NULL, req, res, tag, err);
+}
+
+int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
+                                 const kr_forecast_request *req, kr_forecast_result *res, void *tag,
+                                 kr_error *err) {
+    if (!series) return kr_fail_code(err, KR_E_INVALID, "forecast: no series");
+    if (req->context.n != kr_series_length(series) || !req->norm.pinned)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "forecast: the request's candles are not the series' (see "
+                            "kr_series_request)");
+    return add(s, &sched_series_ops, series, req, res, tag, err);
 }

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gen_init(const kr_model *m, sched_job *jb, kr_error *err) {
+static int gen_start(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
+    (void)pool; /* the cache's own */
     gen_state *g = &jb->u.gen;
     const kr_generate_request *r = g->req;
     kr_cache *c = g->c;
@@ -43,6 +44,10 @@ int gen_init(const kr_model *m, sched_job *jb, kr_error *err) {
     if (!g->l1) g->l1 = malloc(((size_t)1 << m->pc.s1_bits) * sizeof(float));
     if (!g->l2) g->l2 = malloc(((size_t)1 << m->pc.s2_bits) * sizeof(float));
     if (!g->l1 || !g->l2) return kr_fail_code(err, KR_E_NO_MEMORY, "generate: out of memory");
+    jb->n_draw = 1;
+    jb->draw_caches = &g->c;
+    jb->draw_s1 = &g->a;
+    jb->draw_l2 = g->l2;
     kr_rng_seed(&g->rng, r->seed);
     if (kr_cache_reserve(c, r->n_append + r->n_new, err)) return -1;
     if (r->n_append == 0 && r->n_new > 0) { /* draw from the cache's last position */
@@ -52,14 +57,16 @@ int gen_init(const kr_model *m, sched_job *jb, kr_error *err) {
     return 0;
 }
 
-void gen_free(sched_job *jb) {
+static void gen_free(sched_job *jb, bool failed) {
+    (void)failed; /* the tokens drawn so far stay in out_s1, out_s2 */
     gen_state *g = &jb->u.gen;
     kr_cache_trim(g->c); /* blocks reserved and not used */
     free(g->l1);
     free(g->l2);
 }
 
-int gen_rows(sched_job *jb, step_batch *b, bool decode, int *budget) {
+static int gen_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
+    (void)m;
     gen_state *g = &jb->u.gen;
     const kr_generate_request *r = g->req;
     if (decode) {
@@ -81,7 +88,9 @@ int gen_rows(sched_job *jb, step_batch *b, bool decode, int *budget) {
     return 0;
 }
 
-int gen_appended(sched_job *jb) {
+static int gen_appended(const kr_model *m, sched_job *jb, kr_error *err) {
+    (void)m;
+    (void)err;
     gen_state *g = &jb->u.gen;
     const kr_generate_request *r = g->req;
     int c = g->chunk;
@@ -99,16 +108,44 @@ int gen_appended(sched_job *jb) {
     return 0;
 }
 
-void gen_draw_s1(const kr_model *m, sched_job *jb) {
+static void gen_draw_s1(const kr_model *m, sched_job *jb) {
     gen_state *g = &jb->u.gen;
     g->a = kr_sample(g->l1, 1 << m->pc.s1_bits, &g->req->sampling, &g->rng);
 }
 
-void gen_drawn(const kr_model *m, sched_job *jb) {
+static int gen_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
+    (void)err;
     gen_state *g = &jb->u.gen;
     g->b = kr_sample(g->l2, 1 << m->pc.s2_bits, &g->req->sampling, &g->rng);
     g->out_s1[g->k] = g->a;
     g->out_s2[g->k] = g->b;
     g->k++;
-    g->pending = true;
+    g->pending = true; /* appended at the next step, which ends the job after the last */
+    return 0;
+}
+
+/* ---- the kind, and how it is queued ------------------------------------------------------ */
+
+const sched_ops sched_generate_ops = {
+    .what = "generate",
+    .start = gen_start,
+    .rows = gen_rows,
+    .appended = gen_appended,
+    .draw_s1 = gen_draw_s1,
+    .drawn = gen_drawn,
+    .free = gen_free,
+    .start_makes_room = true,
+};
+
+int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
+                          int32_t *out_s2, void *tag, kr_error *err) {
+    sched_job *j = sched_job_new(&sched_generate_ops, tag, &req->cancel, err);
+    if (!j) return -1;
+    j->rows = 1;
+    j->u.gen.c = c;
+    j->u.gen.req = req;
+    j->u.gen.out_s1 = out_s1;
+    j->u.gen.out_s2 = out_s2;
+    sched_enqueue(s, j);
+    return 0;
 }

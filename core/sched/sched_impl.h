@@ -1,5 +1,6 @@
-/* sched_impl.h — the step scheduler's jobs, shared by sched.c (the step loop) and the two
- * kinds of job it runs: forecasts (sched_forecast.c) and token generation
+/* sched_impl.h — the step scheduler's jobs, shared by sched.c (the queue and the step loop),
+ * and the kinds of job it runs, each a table of operations
+ * (sched_ops): forecasts and forecasts from a series (sched_forecast.c), token generation
  * (sched_generate.c). Internal to core/.
  *
  * A step is one ragged append over every job's rows (decode rows of every path and every
@@ -13,19 +14,44 @@
 
 #include "cache.h"
 #include "forecast_impl.h"
+#include "step_batch.h"
 
-typedef enum { JOB_FORECAST, JOB_GENERATE } job_kind;
+/* What a kind of job does at each point of a step. Every operation gets the model the
+ * scheduler runs; those that can fail set err and return -1. */
+typedef struct {
+    const char *what; /* "forecast", "generate": messages and cancel checks */
+    /* Its state made ready when it leaves the waiting line (pool NULL: a private pool). */
+    int (*start)(const kr_model *m, kr_pool *pool, sched_job *j, kr_error *err);
+    /* Adds this step's rows: decode rows (decode = true) or window rows under *budget;
+     * forgets the rows of the step before (a stalled step's rows are added again). */
+    int (*rows)(const kr_model *m, sched_job *j, step_batch *b, bool decode, int *budget);
+    /* After the append: advances; sets j->ready when it has fresh s1 logits. 1 when the job
+     * is complete, 0 to go on, -1 on error. */
+    int (*appended)(const kr_model *m, sched_job *j, kr_error *err);
+    /* Draws s1 from the fresh logits into j->draw_s1. */
+    void (*draw_s1)(const kr_model *m, sched_job *j);
+    /* After the s2 logits (in j->draw_l2): draws s2, records the tokens; 1 when the job is
+     * complete (its result filled), 0 to go on, -1 on error. */
+    int (*drawn)(const kr_model *m, sched_job *j, kr_error *err);
+    /* Frees its state; failed: its result too (the caller gets nothing half filled). */
+    void (*free)(sched_job *j, bool failed);
+    /* Back to how it was when added, its memory returned (preemption); NULL: a job of this
+     * kind is never preempted. */
+    void (*reset)(sched_job *j);
+    /* Whether its plan's pool bytes count against the pool at admission (a forecast with a
+     * private pool or a series' cache does not). */
+    bool plans_pool;
+    /* Whether, when start fails for want of pool memory, room is made and it starts again
+     * (a generation takes its blocks up front). */
+    bool start_makes_room;
+} sched_ops;
+
+extern const sched_ops sched_forecast_ops, sched_series_ops, sched_generate_ops;
 
 /* A forecast's window is filled in two phases (its context part once into a prefix, then
- * each path's generated part), or served one cached token a path. */
-typedef enum {
-    FC_PREFIX,
-    FC_PATHS,
-    FC_DECODE,
-    FC_FORKED
-} fc_phase; /* FC_FORKED: the paths
-             * forked from a series'
-             * cache, logits ready */
+ * each path's generated part), or served one cached token a path. FC_FORKED: the paths
+ * forked from a series' cache, logits ready. */
+typedef enum { FC_PREFIX, FC_PATHS, FC_DECODE, FC_FORKED } fc_phase;
 
 typedef struct {
     const kr_forecast_request *req;
@@ -56,10 +82,10 @@ typedef struct {
     int32_t a, b;
 } gen_state;
 
-typedef struct sched_job sched_job;
 struct sched_job {
-    job_kind kind;
+    const sched_ops *ops;
     void *tag;
+    const kr_cancel *cancel;
     kr_error err;
     bool ready;   /* s1 logits fresh this step: draw */
     bool failed;  /* its rows could not run this step: it ends with err */
@@ -67,6 +93,12 @@ struct sched_job {
     int rows;     /* decode rows it holds while active */
     double flops;
     size_t pool_bytes; /* a forecast's plan: the most pool memory it takes */
+    /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
+     * each a cache and its drawn s1, and where their s2 logits go ([n_draw][vocab]) */
+    int n_draw;
+    kr_cache *const *draw_caches;
+    const int32_t *draw_s1;
+    float *draw_l2;
     sched_job *next;
     union {
         fc_state fc;
@@ -74,40 +106,12 @@ struct sched_job {
     } u;
 };
 
-/* This step's rows: groups of consecutive rows of one cache, in the order they are
- * appended, and where each group's s1 logits go (NULL: not needed). */
-typedef struct {
-    int n_groups, cap_groups, n_rows, cap_rows;
-    kr_cache **caches;
-    int *T;
-    float **l1;
-    sched_job **owner;
-    int32_t *s1, *s2;
-    kr_stamp *st;
-} step_batch;
+/* ---- sched.c: jobs into the waiting line ---- */
 
-int step_batch_add(step_batch *b, sched_job *owner, kr_cache *c, int n, const int32_t *s1,
-                   const int32_t *s2, const kr_stamp *st, int st_stride, float *l1);
-
-/* ---- forecast jobs (sched_forecast.c) ---- */
-int fc_init(const kr_model *m, kr_pool *pool, sched_job *j, kr_error *err);
-/* Adds this step's rows: decode rows (decode = true) or window rows under *budget. */
-int fc_rows(const kr_model *m, sched_job *j, step_batch *b, bool decode, int *budget);
-/* After the append: advances the phase; sets j->ready when the paths' s1 logits are fresh. */
-int fc_appended(const kr_model *m, sched_job *j, kr_error *err);
-void fc_draw_s1(const kr_model *m, sched_job *j);
-/* After the s2 logits: draws s2, records the tokens, moves to the next step; returns 1 when
- * the forecast is complete (result filled), 0 to go on, -1 on error. */
-int fc_drawn(const kr_model *m, sched_job *j, kr_error *err);
-void fc_free(sched_job *j);
-
-/* ---- generate jobs (sched_generate.c) ---- */
-int gen_init(const kr_model *m, sched_job *j, kr_error *err);
-int gen_rows(sched_job *j, step_batch *b, bool decode, int *budget);
-/* After the append: 1 when the job is complete (nothing more to draw), else 0. */
-int gen_appended(sched_job *j);
-void gen_draw_s1(const kr_model *m, sched_job *j);
-void gen_drawn(const kr_model *m, sched_job *j);
-void gen_free(sched_job *j);
+/* A new job of a kind, not yet queued (NULL and err set when out of memory). */
+sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cancel, kr_error *err);
+/* Queues j at the end of the waiting line. */
+void sched_enqueue(kr_sched *s, sched_job *j);
+const kr_model *sched_model(const kr_sched *s);
 
 #endif

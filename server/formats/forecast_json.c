@@ -198,11 +198,11 @@ void kd_candles_free(kd_candles *c) {
     memset(c, 0, sizeof *c);
 }
 
-void kd_candles_link(const kd_candles *c, kr_forecast_request *req) {
-    req->n_context = c->n;
-    req->timestamps = c->timestamps;
+void kd_candles_link(const kd_candles *c, kr_candles *out) {
+    out->n = c->n;
+    out->timestamps = c->timestamps;
     for (int k = 0; k < KR_D_IN; k++)
-        req->columns[k] = c->columns[k];
+        out->columns[k] = c->columns[k];
 }
 
 /* ---- sampling ----------------------------------------------------------------------- */
@@ -357,17 +357,17 @@ static int parse_stat(const json_t *obj, const char *key, bool nonneg, float out
     return 0;
 }
 
-int kd_normalization_parse(const json_t *v, kr_forecast_request *req, char *err, size_t errlen) {
-    req->pinned = false;
+int kd_normalization_parse(const json_t *v, kr_norm *norm, char *err, size_t errlen) {
+    norm->pinned = false;
     if (!v || json_is_null(v)) return 0;
     if (!json_is_object(v))
         return kd_wrong(v, "normalization", "an object {\"mean\": {...}, \"std\": {...}}", err,
                         errlen);
     if (kd_check_fields(v, "normalization: ", normalization_fields, err, errlen) < 0 ||
-        parse_stat(v, "mean", false, req->norm_mean, err, errlen) < 0 ||
-        parse_stat(v, "std", true, req->norm_std, err, errlen) < 0)
+        parse_stat(v, "mean", false, norm->mean, err, errlen) < 0 ||
+        parse_stat(v, "std", true, norm->std, err, errlen) < 0)
         return -1;
-    req->pinned = true;
+    norm->pinned = true;
     return 0;
 }
 
@@ -414,11 +414,11 @@ static int parse_options_of(const json_t *body, int model_max_context,
         parse_options(body, model_max_context, &in->req, err, errlen) < 0 ||
         kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
                    err, errlen) < 0 ||
-        kd_normalization_parse(kd_field(body, "normalization"), &in->req, err, errlen) < 0) {
+        kd_normalization_parse(kd_field(body, "normalization"), &in->req.norm, err, errlen) < 0) {
         kd_forecast_input_free(in);
         return -1;
     }
-    kd_candles_link(&in->candles, &in->req);
+    kd_candles_link(&in->candles, &in->req.context);
     in->req.future_timestamps = in->future_timestamps;
     return 0;
 }

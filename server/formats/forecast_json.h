@@ -56,8 +56,8 @@ typedef struct {
 int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *out, char *err,
                      size_t errlen);
 void kd_candles_free(kd_candles *c);
-/* Points a core request's n_context, timestamps and columns at the candles. */
-void kd_candles_link(const kd_candles *c, kr_forecast_request *req);
+/* Points the core's candles (n, timestamps, columns) at these. */
+void kd_candles_link(const kd_candles *c, kr_candles *out);
 
 /* "temperature", "top_k", "top_p", "seed" of body, validated; absent fields leave *s and
  * *seed as they are. Shared by every endpoint that samples. */
@@ -91,9 +91,9 @@ const char *const *kd_forecast_option_names(void);
 void kd_forecast_input_free(kd_forecast_input *in);
 
 /* "normalization": {"mean": {"open": x, ..., "amount": x}, "std": {...}} (v: the field's
- * value, NULL or null when absent) into req->pinned and its statistics: every column of
+ * value, NULL or null when absent) into norm->pinned and its statistics: every column of
  * both, finite in float32, std >= 0. */
-int kd_normalization_parse(const json_t *v, kr_forecast_request *req, char *err, size_t errlen);
+int kd_normalization_parse(const json_t *v, kr_norm *norm, char *err, size_t errlen);
 /* The same object from statistics, or NULL when out of memory. */
 json_t *kd_normalization_json(const float mean[KR_D_IN], const float std[KR_D_IN]);
 

@@ -113,7 +113,8 @@ typedef struct {
     kd_app *app;
     kd_request *r;
     kd_candles candles;
-    kr_forecast_request req; /* the candles and pinned statistics, if given */
+    kr_candles view; /* the candles, for the core */
+    kr_norm norm;    /* pinned statistics, if given */
 } create_job;
 
 static void run_create(kd_job *j) {
@@ -122,10 +123,10 @@ static void run_create(kd_job *j) {
     kd_request *r = c->r;
     kr_error err = {0};
     kr_series *series = NULL;
-    WITH_ROOM(
-        app,
-        !(series = kr_series_create(app->model, app->pool, &c->req, app->cfg.max_candles, &err)),
-        err);
+    WITH_ROOM(app,
+              !(series = kr_series_create(app->model, app->pool, &c->view, &c->norm,
+                                          app->cfg.max_candles, &err)),
+              err);
     candle_state *st = series ? calloc(1, sizeof *st) : NULL;
     if (series && !st) {
         kr_series_free(series);
@@ -175,11 +176,11 @@ kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const jso
         kd_reply_error(r, 500, "internal", "out of memory queueing the request");
         return KD_REPLIED;
     }
-    kr_forecast_request_init(&c->req);
+    c->norm = (kr_norm){0};
     if (body ? kd_check_fields(body, "", create_fields, msg, sizeof msg) < 0 ||
                    kd_candles_parse(kd_field(body, "candles"), 2, app->cfg.max_candles, &c->candles,
                                     msg, sizeof msg) < 0 ||
-                   kd_normalization_parse(kd_field(body, "normalization"), &c->req, msg,
+                   kd_normalization_parse(kd_field(body, "normalization"), &c->norm, msg,
                                           sizeof msg) < 0
              : csv_body_candles(r, 2, app->cfg.max_candles, &c->candles, msg, sizeof msg) < 0) {
         kd_candles_free(&c->candles);
@@ -187,7 +188,7 @@ kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const jso
         kd_reply_error(r, 400, "invalid_request", "%s", msg);
         return KD_REPLIED;
     }
-    kd_candles_link(&c->candles, &c->req);
+    kd_candles_link(&c->candles, &c->view);
     c->app = app;
     c->r = r;
     c->job.run = run_create;
@@ -214,9 +215,8 @@ static void run_append(kd_job *j) {
     kd_app *app = a->app;
     kd_request *r = a->r;
     candle_state *st = kd_session_state(a->session);
-    kr_forecast_request req;
+    kr_candles req;
     kr_error err = {0};
-    kr_forecast_request_init(&req);
     kd_candles_link(&a->candles, &req);
     int rc;
     WITH_ROOM(app, rc = kr_series_append(st->series, &req, &err), err);

@@ -534,7 +534,7 @@ typedef struct {
     kd_app *app;
     kd_request *r;
     kd_candles candles;
-    kr_forecast_request norm; /* its pinned statistics, if any */
+    kr_norm norm; /* its pinned statistics, if any */
 } tokenize_job;
 
 static void run_tokenize(kd_job *j) {
@@ -544,13 +544,13 @@ static void run_tokenize(kd_job *j) {
     int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
     float mean[KR_D_IN], std[KR_D_IN];
     kr_error err = {0};
-    kr_forecast_request req = t->norm;
+    kr_candles req;
     kd_candles_link(&t->candles, &req);
     int rc = -1;
     if (!s1 || !s2)
         kr_fail(&err, "out of memory for %d tokens", n);
     else
-        rc = kr_tokenize_candles(t->app->model, &req, s1, s2, mean, std, &err);
+        rc = kr_tokenize_candles(t->app->model, &req, &t->norm, s1, s2, mean, std, &err);
     for (int c = 0; rc == 0 && c < KR_D_IN; c++)
         if (!isfinite(mean[c]) || !isfinite(std[c]))
             rc = kr_fail(&err, "candles.%s: its mean or spread overflows float32; scale it down",
@@ -575,7 +575,7 @@ kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     json_decref(qc.opts);
     tokenize_job *t = alloc_job(r, sizeof *t);
     if (!t) return KD_REPLIED;
-    kr_forecast_request_init(&t->norm);
+    t->norm = (kr_norm){0};
     if (qc.csv_in) {
         if (!csv_candles(r, 1, app->cfg.max_candles, &t->candles, msg, sizeof msg)) {
             free(t);

@@ -1,0 +1,18 @@
+/* alloc.c — kr_alloc_large: 2 MiB-aligned buffers on transparent huge pages for the
+ * weights (model/loader.c) and the KV pool (decode/pool.c). */
+#include "base.h"
+
+#include <stdlib.h>
+#include <sys/mman.h>
+
+void *kr_alloc_large(size_t bytes) {
+    const size_t huge = (size_t)2 << 20;
+    if (bytes < huge) return malloc(bytes ? bytes : 1);
+    void *p = NULL;
+    size_t rounded = (bytes + huge - 1) / huge * huge;
+    if (posix_memalign(&p, huge, rounded) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE); /* advice only: without it, plain pages */
+#endif
+    return p;
+}

@@ -1,0 +1,33 @@
+/* base.h — the ground floor of core/: what every floor above uses. Error reporting
+ * (kr_fail, kr_fail_code in kronos.h; the caller's cancel check here) and memory for large
+ * buffers. Internal to core/; the floors above include it, it includes nothing of theirs.
+ *
+ * core/ in floors, each including only its own headers and those of the floors below
+ * (meson gives each floor only those include directories):
+ *
+ *   drivers/   one-shot runs to completion: kr_forecast(_batch), kr_forecast_series,
+ *              kr_generate(_batch), all through one driver over the scheduler
+ *   sched/     the step scheduler and its job kinds (a table of operations per kind)
+ *   forecast/  candles, plans, series, summaries, the reference path
+ *   decode/    KV pool and caches, the tokenizer, the predictor, sampling, time stamps
+ *   model/     safetensors files, the loader, the weights
+ *   kernels/   products, attention, the transformer block, the thread pool
+ *   base/      errors, allocation, the layer and KV-view types the kernels compute on
+ */
+#ifndef KR_BASE_H
+#define KR_BASE_H
+
+#include "kronos.h"
+
+#include <stddef.h>
+
+/* Memory for weights and KV blocks: large buffers are 2 MiB-aligned and marked for
+ * transparent huge pages, which saves page faults and TLB misses on every pass over them.
+ * Free with free(). */
+void *kr_alloc_large(size_t bytes);
+
+/* The caller's cancel check (kr_cancel): 0 to go on, else -1 with KR_E_DEADLINE or
+ * KR_E_CANCELLED and a message naming `what` ("forecast"). */
+int kr_check_cancel(const kr_cancel *c, const char *what, kr_error *err);
+
+#endif

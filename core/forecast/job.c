@@ -1,0 +1,74 @@
+/* job.c — a forecast's state (fc_job) made ready for either decoder: the plan, the result's
+ * buffers, the stamps of every row, and the context normalised and encoded into every
+ * path's first tokens (or a series' tokens and statistics); and each path's random seed. */
+#include "forecast_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t kr_path_seed(uint64_t seed, int path) {
+    /* distinct, reproducible streams per path, whatever order paths run in */
+    return seed * 0x9e3779b97f4a7c15ULL + (uint64_t)path * 0xd1b54a32d192ed03ULL + 1;
+}
+
+int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
+                         fc_job *job, kr_forecast_result *res, kr_error *err) {
+    if (kr_forecast_plan_make(m, r, &job->plan, err)) return -1;
+    int L = r->context.n, P = r->horizon, S = r->samples;
+    job->L = L;
+    job->P = P;
+    job->samples = S;
+    job->seed = r->seed;
+    job->sampling = r->sampling;
+    if (kr_forecast_alloc_result(r, res, err)) return -1;
+    job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
+    job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
+    float *raw = malloc((size_t)L * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
+    int rc = -1;
+    if (!job->stamps || !job->path_s1 || !job->path_s2 || !raw || !xn) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d candles and %d paths", L,
+                     S);
+        goto out;
+    }
+    /* future rows: as given, or continuing at the series' last interval */
+    const int64_t *ts = r->context.timestamps;
+    int64_t step = ts[L - 1] - ts[L - 2];
+    for (int i = 0; i < P; i++)
+        res->timestamps[i] =
+            r->future_timestamps ? r->future_timestamps[i] : ts[L - 1] + step * (i + 1);
+    for (int i = 0; i < L; i++)
+        job->stamps[i] = kr_stamp_from_wall(ts[i]);
+    for (int i = 0; i < P; i++)
+        job->stamps[L + i] = kr_stamp_from_wall(res->timestamps[i]);
+    if (series) { /* normalised and encoded as the series grew */
+        memcpy(job->path_s1, kr_series_tokens(series, 1), (size_t)L * sizeof(int32_t));
+        memcpy(job->path_s2, kr_series_tokens(series, 2), (size_t)L * sizeof(int32_t));
+        kr_series_stats(series, job->mean, job->std);
+        job->dec_len = kr_series_decoder(series, &job->dec_kv);
+    } else {
+        kr_raw_candles(&r->context, raw);
+        if (kr_normalise_for(&r->norm, raw, L, xn, job->mean, job->std, err) ||
+            kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
+            goto out;
+    }
+    for (int p = 1; p < S; p++) {
+        memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
+        memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));
+    }
+    res->usage.context_candles = L;
+    rc = 0;
+out:
+    free(raw);
+    free(xn);
+    return rc;
+}
+
+void kr_forecast_job_free(fc_job *job) {
+    free(job->stamps);
+    free(job->path_s1);
+    free(job->path_s2);
+    job->stamps = NULL;
+    job->path_s1 = job->path_s2 = NULL;
+}
