@@ -1,5 +1,6 @@
 /* alloc.c — kr_alloc_large: 2 MiB-aligned buffers on transparent huge pages for the
- * weights (model/loader.c) and the KV pool (decode/pool.c). */
+ * weights (model/loader.c) and the KV pool (decode/pool.c); kr_zalloc: a zeroed object or
+ * an error that says which. */
 #include "base.h"
 
 #include <stdlib.h>
@@ -14,5 +15,11 @@ void *kr_alloc_large(size_t bytes) {
 #ifdef MADV_HUGEPAGE
     madvise(p, rounded, MADV_HUGEPAGE); /* advice only: without it, plain pages */
 #endif
+    return p;
+}
+
+void *kr_zalloc(size_t bytes, kr_error *err, const char *what) {
+    void *p = calloc(1, bytes);
+    if (!p) kr_fail_code(err, KR_E_NO_MEMORY, "%s", what);
     return p;
 }

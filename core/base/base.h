@@ -25,6 +25,8 @@
  * transparent huge pages, which saves page faults and TLB misses on every pass over them.
  * Free with free(). */
 void *kr_alloc_large(size_t bytes);
+/* calloc(1, bytes), or NULL with KR_E_NO_MEMORY and the message `what` in err. */
+void *kr_zalloc(size_t bytes, kr_error *err, const char *what);
 
 /* The caller's cancel check (kr_cancel): 0 to go on, else -1 with KR_E_DEADLINE or
  * KR_E_CANCELLED and a message naming `what` ("forecast"). */

@@ -41,11 +41,8 @@ kr_pool *kr_pool_create(const kr_model *m, size_t budget_bytes, kr_error *err) {
         kr_fail(err, "pool: a budget of %zu bytes is too large", budget_bytes);
         return NULL;
     }
-    kr_pool *p = calloc(1, sizeof *p);
-    if (!p) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "pool: out of memory");
-        return NULL;
-    }
+    kr_pool *p = kr_zalloc(sizeof *p, err, "pool: out of memory");
+    if (!p) return NULL;
     p->m = m;
     p->block_len = KR_BLOCK_LEN;
     p->block_floats = block_floats(m);

@@ -143,6 +143,45 @@ out:
     return rc;
 }
 
+/* ---- batched decode of sample paths --------------------------------------------------- */
+
+/* The buffers of a batched decode of paths: token bits and rows, the keys' and values'
+ * memory, each path's block table, view and sequence, and the block scratch. */
+typedef struct {
+    float *bits, *x, *mem;
+    float **ptrs;
+    kr_kv_view *views;
+    kr_seq *seqs;
+    kr_block_scratch sc;
+} paths_mem;
+
+static void paths_mem_free(paths_mem *pm) {
+    kr_block_scratch_free(&pm->sc);
+    free(pm->bits);
+    free(pm->x);
+    free(pm->mem);
+    free(pm->ptrs);
+    free(pm->views);
+    free(pm->seqs);
+}
+
+/* rows rows of up to max_keys keys, n paths (views), mem_floats of key/value memory and
+ * n_ptrs block pointers; S and P for the message. */
+static int paths_mem_init(paths_mem *pm, const kr_tokenizer_config *c, int rows, int max_keys,
+                          int n, size_t mem_floats, size_t n_ptrs, int S, int P, kr_error *err) {
+    memset(pm, 0, sizeof *pm);
+    pm->bits = malloc((size_t)rows * (c->s1_bits + c->s2_bits) * sizeof(float));
+    pm->x = malloc((size_t)rows * c->d_model * sizeof(float));
+    pm->mem = malloc(mem_floats * sizeof(float));
+    pm->ptrs = malloc(n_ptrs * sizeof *pm->ptrs);
+    pm->views = malloc((size_t)n * sizeof *pm->views);
+    pm->seqs = malloc((size_t)n * sizeof *pm->seqs);
+    if (!pm->bits || !pm->x || !pm->mem || !pm->ptrs || !pm->views || !pm->seqs)
+        return kr_fail_code(err, KR_E_NO_MEMORY,
+                            "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
+    return kr_block_scratch_init(&pm->sc, rows, max_keys, c->d_model, c->ff_dim, c->n_heads, err);
+}
+
 /* The decoder is causal, so rows after a common prefix see the prefix's keys and values
  * unchanged: the prefix runs once, then every path's own rows run in one batch over it.
  * Keys live in blocks of np positions: block 0 is the shared prefix, the rest a path's. */
@@ -151,25 +190,19 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
                               float *out, kr_error *err) {
     const kr_tokenizer_config *c = &m->tc;
     const kr_tokenizer_weights *w = &m->tok;
-    int d = c->d_model, nb = c->s1_bits + c->s2_bits, L = w->n_dec > 0 ? w->n_dec : 1;
+    int d = c->d_model, L = w->n_dec > 0 ? w->n_dec : 1;
     if (np < 1 || S < 1 || P < 1) return kr_fail(err, "tokenizer decode: empty prefix or paths");
     if (check_tokens(c, pre_s1, pre_s2, np, err) || check_tokens(c, s1, s2, S * P, err)) return -1;
     int own = (P + np - 1) / np, rows = np > S * P ? np : S * P; /* own blocks per path */
     size_t block = (size_t)L * 2 * np * d;
-    float *bits = malloc((size_t)rows * nb * sizeof(float));
-    float *x = malloc((size_t)rows * d * sizeof(float));
-    float *mem = malloc(block * (1 + (size_t)S * own) * sizeof(float));
-    float **ptrs = malloc((size_t)S * (1 + own) * sizeof *ptrs);
-    kr_kv_view *views = malloc((size_t)S * sizeof *views);
-    kr_seq *seqs = malloc((size_t)S * sizeof *seqs);
-    kr_block_scratch sc = {0};
+    paths_mem pm;
     int rc = -1;
-    if (!bits || !x || !mem || !ptrs || !views || !seqs) {
-        kr_fail_code(err, KR_E_NO_MEMORY,
-                     "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
+    if (paths_mem_init(&pm, c, rows, np + P, S, block * (1 + (size_t)S * own),
+                       (size_t)S * (1 + own), S, P, err))
         goto out;
-    }
-    if (kr_block_scratch_init(&sc, rows, np + P, d, c->ff_dim, c->n_heads, err)) goto out;
+    float *bits = pm.bits, *x = pm.x, *mem = pm.mem, **ptrs = pm.ptrs;
+    kr_kv_view *views = pm.views;
+    kr_seq *seqs = pm.seqs;
     for (int p = 0; p < S; p++) {
         float **bp = ptrs + (size_t)p * (1 + own);
         bp[0] = mem;
@@ -182,21 +215,15 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
     kr_linear_forward(x, bits, np, &w->post_quant_embed);
     kr_seq pre = {&views[0], 0, NULL, np};
     for (int l = 0; l < w->n_dec; l++)
-        kr_block_forward(&w->dec[l], l, x, 1, &pre, &sc);
+        kr_block_forward(&w->dec[l], l, x, 1, &pre, &pm.sc);
     token_bits(c, s1, s2, S * P, bits);
     kr_linear_forward(x, bits, S * P, &w->post_quant_embed);
     for (int l = 0; l < w->n_dec; l++)
-        kr_block_forward(&w->dec[l], l, x, S, seqs, &sc);
+        kr_block_forward(&w->dec[l], l, x, S, seqs, &pm.sc);
     kr_linear_forward(out, x, S * P, &w->head);
     rc = 0;
 out:
-    kr_block_scratch_free(&sc);
-    free(bits);
-    free(x);
-    free(mem);
-    free(ptrs);
-    free(views);
-    free(seqs);
+    paths_mem_free(&pm);
     return rc;
 }
 
@@ -236,7 +263,7 @@ int kr_tokenizer_decode_paths_kv(const kr_model *m, const kr_kv_view *pre, int n
                                  kr_error *err) {
     const kr_tokenizer_config *c = &m->tc;
     const kr_tokenizer_weights *w = &m->tok;
-    int d = c->d_model, nb = c->s1_bits + c->s2_bits, B = pre->block_len;
+    int d = c->d_model, B = pre->block_len;
     if (np < 1 || S < 1 || P < 1) return kr_fail(err, "tokenizer decode: empty prefix or paths");
     if (check_tokens(c, s1, s2, S * P, err)) return -1;
     int nf = np / B, total = (np + P + B - 1) / B, own = total - nf;
@@ -245,20 +272,14 @@ int kr_tokenizer_decode_paths_kv(const kr_model *m, const kr_kv_view *pre, int n
     int group = 4096 / P > 0 ? 4096 / P : 1;
     if ((size_t)group > by_mem) group = by_mem > 0 ? (int)by_mem : 1;
     if (group > S) group = S;
-    float *bits = malloc((size_t)group * P * nb * sizeof(float));
-    float *x = malloc((size_t)group * P * d * sizeof(float));
-    float *mem = malloc((size_t)group * own * block * sizeof(float));
-    float **ptrs = malloc((size_t)group * total * sizeof *ptrs);
-    kr_kv_view *views = malloc((size_t)group * sizeof *views);
-    kr_seq *seqs = malloc((size_t)group * sizeof *seqs);
-    kr_block_scratch sc = {0};
+    paths_mem pm;
     int rc = -1;
-    if (!bits || !x || !mem || !ptrs || !views || !seqs) {
-        kr_fail_code(err, KR_E_NO_MEMORY,
-                     "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
+    if (paths_mem_init(&pm, c, group * P, np + P, group, (size_t)group * own * block,
+                       (size_t)group * total, S, P, err))
         goto out;
-    }
-    if (kr_block_scratch_init(&sc, group * P, np + P, d, c->ff_dim, c->n_heads, err)) goto out;
+    float *bits = pm.bits, *x = pm.x, *mem = pm.mem, **ptrs = pm.ptrs;
+    kr_kv_view *views = pm.views;
+    kr_seq *seqs = pm.seqs;
     for (int p0 = 0; p0 < S; p0 += group) {
         int g = S - p0 < group ? S - p0 : group;
         for (int p = 0; p < g; p++) {
@@ -274,17 +295,11 @@ int kr_tokenizer_decode_paths_kv(const kr_model *m, const kr_kv_view *pre, int n
         token_bits(c, s1 + (size_t)p0 * P, s2 + (size_t)p0 * P, g * P, bits);
         kr_linear_forward(x, bits, g * P, &w->post_quant_embed);
         for (int l = 0; l < w->n_dec; l++)
-            kr_block_forward(&w->dec[l], l, x, g, seqs, &sc);
+            kr_block_forward(&w->dec[l], l, x, g, seqs, &pm.sc);
         kr_linear_forward(out + (size_t)p0 * P * c->d_in, x, g * P, &w->head);
     }
     rc = 0;
 out:
-    kr_block_scratch_free(&sc);
-    free(bits);
-    free(x);
-    free(mem);
-    free(ptrs);
-    free(views);
-    free(seqs);
+    paths_mem_free(&pm);
     return rc;
 }

@@ -27,6 +27,14 @@ int kr_check_columns(const kr_candles *r, kr_error *err) {
     return 0;
 }
 
+int kr_check_increasing(const int64_t *ts, int n, const char *path, kr_error *err) {
+    for (int i = 1; i < n; i++)
+        if (ts[i] <= ts[i - 1])
+            return kr_fail_code(err, KR_E_INVALID, "%s[%d]: not after the previous timestamp", path,
+                                i);
+    return 0;
+}
+
 void kr_raw_candles(const kr_candles *r, float *x) {
     for (int i = 0; i < r->n; i++) {
         float *row = x + (size_t)i * KR_D_IN;

@@ -22,6 +22,8 @@
 
 /* The candle columns that forecasting, tokenizing and series read: present and finite. */
 int kr_check_columns(const kr_candles *c, kr_error *err);
+/* ts[0..n) strictly increasing, else KR_E_INVALID naming path[i]. */
+int kr_check_increasing(const int64_t *ts, int n, const char *path, kr_error *err);
 /* Checks pinned statistics (nothing to check when norm is NULL or not pinned). */
 int kr_check_normalisation(const kr_norm *norm, kr_error *err);
 /* The six float32 columns of upstream's DataFrame, volume/amount filled in: x[n][6]. */

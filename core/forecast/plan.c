@@ -32,11 +32,9 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
         return kr_fail_code(err, KR_E_INVALID, "candles: at least 2 candles are required, got %d",
                             cd->n);
     if (!cd->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
-    if (kr_check_columns(cd, err) || kr_check_normalisation(&r->norm, err)) return -1;
-    for (int i = 1; i < cd->n; i++)
-        if (cd->timestamps[i] <= cd->timestamps[i - 1])
-            return kr_fail_code(err, KR_E_INVALID,
-                                "candles.timestamps[%d]: not after the previous timestamp", i);
+    if (kr_check_columns(cd, err) || kr_check_normalisation(&r->norm, err) ||
+        kr_check_increasing(cd->timestamps, cd->n, "candles.timestamps", err))
+        return -1;
     if (r->horizon < 1)
         return kr_fail_code(err, KR_E_INVALID, "horizon: must be an integer >= 1, got %d",
                             r->horizon);
@@ -44,10 +42,8 @@ static int check_request(const kr_model *m, const kr_forecast_request *r, kr_err
         if (r->future_timestamps[0] <= cd->timestamps[cd->n - 1])
             return kr_fail_code(err, KR_E_INVALID,
                                 "future_timestamps[0]: not after the last candle's timestamp");
-        for (int i = 1; i < r->horizon; i++)
-            if (r->future_timestamps[i] <= r->future_timestamps[i - 1])
-                return kr_fail_code(err, KR_E_INVALID,
-                                    "future_timestamps[%d]: not after the previous timestamp", i);
+        if (kr_check_increasing(r->future_timestamps, r->horizon, "future_timestamps", err))
+            return -1;
     }
     if (r->samples < 1)
         return kr_fail_code(err, KR_E_INVALID, "samples: must be an integer >= 1, got %d",

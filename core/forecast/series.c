@@ -118,6 +118,18 @@ void kr_series_free(kr_series *s) {
     free(s);
 }
 
+/* At least `want` blocks of `floats` floats in *blocks (*have of them now); -1 when out of
+ * memory, the blocks made so far kept (and counted). */
+static int grow_blocks(float ***blocks, int *have, int want, size_t floats) {
+    if (want <= *have) return 0;
+    float **e = realloc(*blocks, (size_t)want * sizeof *e);
+    if (!e) return -1;
+    *blocks = e;
+    for (; *have < want; ++*have)
+        if (!(e[*have] = malloc(floats * sizeof(float)))) return -1;
+    return 0;
+}
+
 /* Room for `need` candles in the arrays and the encoder cache. */
 static int reserve(kr_series *s, int need, kr_error *err) {
     if (need > s->cap) {
@@ -139,29 +151,12 @@ static int reserve(kr_series *s, int need, kr_error *err) {
 #undef GROW
         s->cap = cap;
     }
-    int blocks = (need + ENC_BLOCK - 1) / ENC_BLOCK;
-    if (blocks > s->enc_blocks) {
-        float **e = realloc(s->enc, (size_t)blocks * sizeof *e);
-        if (!e) goto no_memory;
-        s->enc = e;
-        while (s->enc_blocks < blocks) {
-            if (!(s->enc[s->enc_blocks] = malloc(enc_block_floats(s->m) * sizeof(float))))
-                goto no_memory;
-            s->enc_blocks++;
-        }
-    }
     int dblocks =
         s->dec_len >= 0 && need < s->m->max_context ? (need + DEC_BLOCK - 1) / DEC_BLOCK : 0;
-    if (dblocks > s->dec_blocks) {
-        float **e = realloc(s->dec, (size_t)dblocks * sizeof *e);
-        if (!e) goto no_memory;
-        s->dec = e;
-        while (s->dec_blocks < dblocks) {
-            if (!(s->dec[s->dec_blocks] = malloc(dec_block_floats(s->m) * sizeof(float))))
-                goto no_memory;
-            s->dec_blocks++;
-        }
-    }
+    if (grow_blocks(&s->enc, &s->enc_blocks, (need + ENC_BLOCK - 1) / ENC_BLOCK,
+                    enc_block_floats(s->m)) ||
+        grow_blocks(&s->dec, &s->dec_blocks, dblocks, dec_block_floats(s->m)))
+        goto no_memory;
     return 0;
 no_memory:
     return kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", need);
@@ -268,13 +263,9 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *
         kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
         return NULL;
     }
-    if (kr_check_columns(r, err) || kr_check_normalisation(norm, err)) return NULL;
-    for (int i = 1; i < r->n; i++)
-        if (r->timestamps[i] <= r->timestamps[i - 1]) {
-            kr_fail_code(err, KR_E_INVALID,
-                         "candles.timestamps[%d]: not after the previous timestamp", i);
-            return NULL;
-        }
+    if (kr_check_columns(r, err) || kr_check_normalisation(norm, err) ||
+        kr_check_increasing(r->timestamps, r->n, "candles.timestamps", err))
+        return NULL;
     if (max_candles > 0 && r->n > max_candles) {
         kr_fail_code(err, KR_E_TOO_LARGE, "candles: %d exceed the limit of %d candles", r->n,
                      max_candles);

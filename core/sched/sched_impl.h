@@ -1,5 +1,5 @@
-/* sched_impl.h — the step scheduler's jobs, shared by sched.c (the queue and the step loop),
- * and the kinds of job it runs, each a table of operations
+/* sched_impl.h — the step scheduler's jobs, shared by sched.c (jobs in and out),
+ * sched_step.c (one step) and the kinds of job it runs, each a table of operations
  * (sched_ops): forecasts and forecasts from a series (sched_forecast.c), token generation
  * (sched_generate.c). Internal to core/.
  *
@@ -106,12 +106,40 @@ struct sched_job {
     } u;
 };
 
-/* ---- sched.c: jobs into the waiting line ---- */
+/* ---- sched.c: the scheduler, its waiting line and its active jobs ---- */
+
+struct kr_sched {
+    const kr_model *m;
+    kr_pool *pool;
+    kr_sched_config cfg;
+    sched_job *wait_head, *wait_tail; /* FIFO */
+    sched_job *active;                /* in admission order */
+    int active_rows;
+    bool stalled;     /* the last step had jobs waiting for pool memory */
+    size_t committed; /* the plans' pool bytes of the running forecasts */
+    step_batch batch;
+    /* the s2 call: every drawing row's cache and s1, and its logits */
+    kr_cache **s2_caches;
+    int32_t *s2_a;
+    float *s2_l2;
+    int s2_cap;
+    kr_sched_stats stats;
+};
 
 /* A new job of a kind, not yet queued (NULL and err set when out of memory). */
 sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cancel, kr_error *err);
 /* Queues j at the end of the waiting line. */
 void sched_enqueue(kr_sched *s, sched_job *j);
 const kr_model *sched_model(const kr_sched *s);
+/* Waiting jobs start, first come first served, while their decode rows fit max_rows and
+ * the pool has room (one always may, when none is active); those whose caller gave up end. */
+void sched_admit(kr_sched *s);
+/* 0 to go on, else the job's error is set (cancelled or past its deadline). */
+int sched_check_cancel(sched_job *j);
+/* Ends an active job: out of the active list, its memory back, the caller's callback. */
+void sched_end_active(kr_sched *s, sched_job *j);
+/* An active forecast back to the head of the waiting line, its memory returned and its work
+ * forgotten (it starts again from scratch, with the same answer). */
+void sched_preempt(kr_sched *s, sched_job *j);
 
 #endif

@@ -1,0 +1,184 @@
+/* sched_step.c — one step of the scheduler (kr_sched_step): admission, every active job's
+ * rows into one ragged append (room made, jobs stalled or preempted when the pool runs dry),
+ * the s1 draws, one batched s2-logits call for every drawing row, the s2 draws. sched_impl.h
+ * says what a step is.
+ */
+#include "sched_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- one step ----------------------------------------------------------------------------- */
+
+/* The append of groups [g0, g1) (rows from row0), with the logits copied where wanted. */
+static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
+    step_batch *b = &s->batch;
+    int v1 = 1 << s->m->pc.s1_bits;
+    float *l1 = malloc((size_t)(g1 - g0) * v1 * sizeof(float));
+    if (!l1) return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for logits");
+    int rc = kr_cache_append_ragged(b->caches + g0, g1 - g0, b->T + g0, b->s1 + row0, b->s2 + row0,
+                                    b->st + row0, l1, err);
+    for (int g = g0; rc == 0 && g < g1; g++)
+        if (b->l1[g]) memcpy(b->l1[g], l1 + (size_t)(g - g0) * v1, (size_t)v1 * sizeof(float));
+    free(l1);
+    return rc;
+}
+
+/* The whole batch at once; when the pool runs dry, room is made while it can be, then each
+ * job's rows go alone and the jobs that still do not fit end. */
+static void run_append(kr_sched *s) {
+    step_batch *b = &s->batch;
+    if (b->n_groups == 0) return;
+    kr_error err;
+    s->stalled = false;
+    for (;;) {
+        if (append_groups(s, 0, b->n_groups, 0, &err) == 0) return;
+        if (err.code != KR_E_POOL_EXHAUSTED || !s->cfg.make_room || !s->cfg.make_room(s->cfg.ctx))
+            break;
+    }
+    bool progressed = false;
+    for (int g0 = 0, row0 = 0; g0 < b->n_groups;) {
+        int g1 = g0, rows = 0;
+        while (g1 < b->n_groups && b->owner[g1] == b->owner[g0])
+            rows += b->T[g1++];
+        sched_job *j = b->owner[g0];
+        int rc;
+        while ((rc = append_groups(s, g0, g1, row0, &j->err)) != 0 &&
+               j->err.code == KR_E_POOL_EXHAUSTED && s->cfg.make_room &&
+               s->cfg.make_room(s->cfg.ctx))
+            ;
+        if (rc) {
+            for (int g = g0; g < g1; g++) /* its rows are not appended: nothing to copy */
+                b->l1[g] = NULL;
+            j->ready = false;
+            /* no room now: it waits, holding what it has, while the others finish and
+             * free theirs; anything else ends it */
+            if (j->err.code == KR_E_POOL_EXHAUSTED)
+                j->stalled = true;
+            else
+                j->failed = true;
+        } else {
+            j->err = (kr_error){0}; /* a try that failed before this one is forgotten */
+            progressed = true;
+        }
+        g0 = g1;
+        row0 += rows;
+    }
+    s->stalled = !progressed;
+    if (progressed) return;
+    /* every job that had rows is stalled: none will free memory, so the youngest forecast
+     * gives its memory back and starts again later, from scratch (its answer is the same:
+     * nothing in it depends on when it runs); with no forecast to preempt, it ends (503) */
+    sched_job *youngest = NULL;
+    for (sched_job *j = s->active; j; j = j->next)
+        if (j->stalled) youngest = j;
+    if (!youngest) return;
+    youngest->stalled = false;
+    if (youngest->ops->reset && youngest != s->active)
+        sched_preempt(s, youngest);
+    else
+        youngest->failed = true;
+}
+
+/* The s2 logits of every drawing row, in one call (one job at a time when it fails). */
+static void run_s2(kr_sched *s) {
+    int n = 0, v2 = 1 << s->m->pc.s2_bits;
+    for (sched_job *j = s->active; j; j = j->next) {
+        if (!j->ready) continue;
+        int S = j->n_draw;
+        int cap = n + S > s->s2_cap ? sched_next_cap(s->s2_cap, n + S) : s->s2_cap;
+        if (cap > s->s2_cap && (sched_resize((void **)&s->s2_caches, cap, sizeof *s->s2_caches) ||
+                                sched_resize((void **)&s->s2_a, cap, sizeof *s->s2_a) ||
+                                sched_resize((void **)&s->s2_l2, cap * v2, sizeof *s->s2_l2))) {
+            kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for %d rows", n + S);
+            j->ready = false;
+            j->failed = true;
+            continue;
+        }
+        s->s2_cap = cap;
+        for (int p = 0; p < S; p++) {
+            s->s2_caches[n + p] = j->draw_caches[p];
+            s->s2_a[n + p] = j->draw_s1[p];
+        }
+        n += S;
+    }
+    kr_error err;
+    bool whole = n > 0 && kr_cache_s2_logits(s->s2_caches, n, s->s2_a, s->s2_l2, &err) == 0;
+    int at = 0;
+    for (sched_job *j = s->active; j; j = j->next) {
+        if (!j->ready) continue;
+        int S = j->n_draw;
+        float *l2 = j->draw_l2;
+        if (whole)
+            memcpy(l2, s->s2_l2 + (size_t)at * v2, (size_t)S * v2 * sizeof(float));
+        else if (kr_cache_s2_logits(s->s2_caches + at, S, s->s2_a + at, l2, &j->err)) {
+            j->ready = false;
+            j->failed = true;
+        }
+        at += S;
+    }
+}
+
+/* Ends j if its rows could not run this step; whether it did. */
+static bool ended_failed(kr_sched *s, sched_job *j) {
+    if (!j->failed) return false;
+    sched_end_active(s, j);
+    return true;
+}
+
+int kr_sched_step(kr_sched *s) {
+    sched_admit(s);
+    step_batch *b = &s->batch;
+    b->n_groups = b->n_rows = 0;
+    /* jobs whose caller gave up end now */
+    for (sched_job *j = s->active, *next; j; j = next) {
+        next = j->next;
+        if (sched_check_cancel(j)) sched_end_active(s, j);
+    }
+    /* every decode row, then prefill chunks in admission order under the budget: the whole
+     * of step-tokens when one job runs alone, an eighth of it while other jobs decode, so
+     * that a long prefill or window recompute slows their tokens down little */
+    int budget = s->cfg.step_tokens, decode_rows = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) decode_rows = b->n_rows;
+        if (pass == 1 && decode_rows > 0 && s->stats.active > 1) {
+            int busy = s->cfg.step_tokens / 8;
+            budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
+        }
+        for (sched_job *j = s->active, *next; j; j = next) {
+            next = j->next;
+            if (j->ops->rows(s->m, j, &s->batch, pass == 0, &budget)) {
+                kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
+                sched_end_active(s, j);
+            }
+        }
+    }
+    s->stats.rows_last_step = b->n_rows;
+    s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
+    s->stats.rows += (unsigned long long)b->n_rows;
+    s->stats.steps++;
+    run_append(s);
+    /* what each job makes of its append: the next phase, fresh logits, or its end */
+    for (sched_job *j = s->active, *next; j; j = next) {
+        next = j->next;
+        if (ended_failed(s, j)) continue;
+        if (j->stalled) { /* nothing of it ran: its rows (ops->rows) again at the next step */
+            j->stalled = false;
+            continue;
+        }
+        int rc = j->ops->appended(s->m, j, &j->err);
+        if (rc) sched_end_active(s, j); /* an error, or a job with nothing left to draw */
+    }
+    for (sched_job *j = s->active; j; j = j->next)
+        if (j->ready) j->ops->draw_s1(s->m, j);
+    run_s2(s);
+    for (sched_job *j = s->active, *next; j; j = next) {
+        next = j->next;
+        if (ended_failed(s, j)) continue;
+        if (!j->ready) continue;
+        j->ready = false;
+        int rc = j->ops->drawn(s->m, j, &j->err);
+        if (rc) sched_end_active(s, j); /* complete (err code KR_OK) or failed */
+    }
+    return s->stats.waiting + s->stats.active;
+}
