@@ -6,13 +6,21 @@
  * (meson gives each floor only those include directories):
  *
  *   drivers/   one-shot runs to completion: kr_forecast(_batch), kr_forecast_series,
- *              kr_generate(_batch), all through one driver over the scheduler
+ *              kr_generate(_batch), all through one driver over the scheduler   run.h
  *   sched/     the step scheduler and its job kinds (a table of operations per kind)
- *   forecast/  candles, plans, series, summaries, the reference path
+ *                                                          sched_impl.h, step_batch.h
+ *   forecast/  candles, plans, series, summaries, the reference path   forecast_impl.h
  *   decode/    KV pool and caches, the tokenizer, the predictor, sampling, time stamps
- *   model/     safetensors files, the loader, the weights
+ *                                                  cache.h, predictor.h, tokenizer.h
+ *   model/     safetensors files, the loader, the weights      model.h, safetensors.h
  *   kernels/   products, attention, the transformer block, the thread pool
+ *                                  matmul.h, attention.h, nn.h, parallel.h, vmath.h
  *   base/      errors, allocation, the layer and KV-view types the kernels compute on
+ *                                                      base.h, layers.h, kv_view.h
+ *
+ * The headers named on the right are internal: the library's users include only
+ * include/kronos.h; core/ and the tests (which reach test hooks such as
+ * kr_forecast_window or kr_series_tokens) include these.
  */
 #ifndef KR_BASE_H
 #define KR_BASE_H
