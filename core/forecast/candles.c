@@ -141,6 +141,24 @@ int kr_normalise_for(const kr_norm *r, const float *raw, int n, float *xn, float
     return 0;
 }
 
+float *kr_normalised(const kr_candles *c, const kr_norm *norm, float mean[KR_D_IN],
+                     float std[KR_D_IN], const char *what, kr_error *err) {
+    float *raw = malloc((size_t)c->n * KR_D_IN * sizeof(float));
+    float *xn = malloc((size_t)c->n * KR_D_IN * sizeof(float));
+    if (!raw || !xn) {
+        kr_fail_code(err, KR_E_NO_MEMORY, "%s: out of memory for %d candles", what, c->n);
+    } else {
+        kr_raw_candles(c, raw);
+        if (kr_normalise_for(norm, raw, c->n, xn, mean, std, err) == 0) {
+            free(raw);
+            return xn;
+        }
+    }
+    free(raw);
+    free(xn);
+    return NULL;
+}
+
 /* ---- tokens ---------------------------------------------------------------------------- */
 
 int kr_tokenize_candles(const kr_model *m, const kr_candles *r, const kr_norm *norm, int32_t *s1,
@@ -148,19 +166,9 @@ int kr_tokenize_candles(const kr_model *m, const kr_candles *r, const kr_norm *n
     int L = r->n;
     if (L < 1) return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
     if (kr_check_columns(r, err) || kr_check_normalisation(norm, err)) return -1;
-    float *x = malloc((size_t)L * KR_D_IN * sizeof(float));
-    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
-    int rc = -1;
-    if (!x || !xn) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "tokenize: out of memory for %d candles", L);
-    } else {
-        kr_raw_candles(r, x);
-        rc = kr_normalise_for(norm, x, L, xn, mean, std, err) ||
-                     kr_tokenizer_encode(m, xn, L, s1, s2, err)
-                 ? -1
-                 : 0;
-    }
-    free(x);
+    float *xn = kr_normalised(r, norm, mean, std, "tokenize", err);
+    if (!xn) return -1;
+    int rc = kr_tokenizer_encode(m, xn, L, s1, s2, err);
     free(xn);
     return rc;
 }

@@ -32,6 +32,11 @@ void kr_raw_candles(const kr_candles *c, float *x);
  * std). norm may be NULL. */
 int kr_normalise_for(const kr_norm *norm, const float *raw, int n, float *xn, float mean[KR_D_IN],
                      float std[KR_D_IN], kr_error *err);
+/* The candles as normalised float32 rows: a new xn[n][6] (free it), with norm's statistics
+ * when pinned, else their own; mean and std get the statistics used. NULL with err set on
+ * failure (`what` names the caller in an out-of-memory message). */
+float *kr_normalised(const kr_candles *c, const kr_norm *norm, float mean[KR_D_IN],
+                     float std[KR_D_IN], const char *what, kr_error *err);
 /* xn = clip((x - mean) / (std + 1e-5), -5, 5), row by row: each row its own */
 void kr_normalise_rows(const float *x, int n, const float mean[KR_D_IN], const float std[KR_D_IN],
                        float *xn);

@@ -24,14 +24,9 @@ int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const 
     job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
     job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
     job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
-    float *raw = malloc((size_t)L * KR_D_IN * sizeof(float));
-    float *xn = malloc((size_t)L * KR_D_IN * sizeof(float));
-    int rc = -1;
-    if (!job->stamps || !job->path_s1 || !job->path_s2 || !raw || !xn) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for %d candles and %d paths", L,
-                     S);
-        goto out;
-    }
+    if (!job->stamps || !job->path_s1 || !job->path_s2)
+        return kr_fail_code(err, KR_E_NO_MEMORY,
+                            "forecast: out of memory for %d candles and %d paths", L, S);
     /* future rows: as given, or continuing at the series' last interval */
     const int64_t *ts = r->context.timestamps;
     int64_t step = ts[L - 1] - ts[L - 2];
@@ -48,21 +43,17 @@ int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const 
         kr_series_stats(series, job->mean, job->std);
         job->dec_len = kr_series_decoder(series, &job->dec_kv);
     } else {
-        kr_raw_candles(&r->context, raw);
-        if (kr_normalise_for(&r->norm, raw, L, xn, job->mean, job->std, err) ||
-            kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err))
-            goto out;
+        float *xn = kr_normalised(&r->context, &r->norm, job->mean, job->std, "forecast", err);
+        int rc = xn ? kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err) : -1;
+        free(xn);
+        if (rc) return -1;
     }
     for (int p = 1; p < S; p++) {
         memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
         memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));
     }
     res->usage.context_candles = L;
-    rc = 0;
-out:
-    free(raw);
-    free(xn);
-    return rc;
+    return 0;
 }
 
 void kr_forecast_job_free(fc_job *job) {

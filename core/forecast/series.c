@@ -218,15 +218,13 @@ static int extend_predictor(kr_series *s, int n_old, int n, kr_error *err) {
 static int add_candles(kr_series *s, const kr_candles *r, kr_error *err) {
     int n0 = s->n, k = r->n;
     if (reserve(s, n0 + k, err)) return -1;
-    float *raw = malloc((size_t)k * KR_D_IN * sizeof(float));
-    float *xn = malloc((size_t)k * KR_D_IN * sizeof(float));
+    kr_norm fixed = {.pinned = true}; /* the series' statistics */
+    float mean[KR_D_IN], std[KR_D_IN];
+    memcpy(fixed.mean, s->mean, sizeof s->mean);
+    memcpy(fixed.std, s->std, sizeof s->std);
+    float *xn = kr_normalised(r, &fixed, mean, std, "series", err);
     int rc = -1;
-    if (!raw || !xn) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", k);
-        goto out;
-    }
-    kr_raw_candles(r, raw);
-    kr_normalise_rows(raw, k, s->mean, s->std, xn);
+    if (!xn) return -1;
     for (int i = 0; i < k; i++) {
         s->timestamps[n0 + i] = r->timestamps[i];
         s->stamps[n0 + i] = kr_stamp_from_wall(r->timestamps[i]);
@@ -248,7 +246,6 @@ static int add_candles(kr_series *s, const kr_candles *r, kr_error *err) {
         free_decoder(s); /* the window slides from now on: a summary never starts at 0 */
     rc = 0;
 out:
-    free(raw);
     free(xn);
     return rc;
 }
@@ -272,9 +269,8 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *
         return NULL;
     }
     kr_series *s = calloc(1, sizeof *s);
-    float *raw = malloc((size_t)r->n * KR_D_IN * sizeof(float));
-    float *xn = malloc((size_t)r->n * KR_D_IN * sizeof(float));
-    if (!s || !raw || !xn) {
+    float *xn = NULL;
+    if (!s) {
         kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", r->n);
         goto fail;
     }
@@ -285,8 +281,7 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *
         s->has[c] = r->columns[c] != NULL;
     /* the statistics: as pinned, or those of the first candles, computed as a forecast
      * computes them (kr_normalise_for) */
-    kr_raw_candles(r, raw);
-    if (kr_normalise_for(norm, raw, r->n, xn, s->mean, s->std, err)) goto fail;
+    if (!(xn = kr_normalised(r, norm, s->mean, s->std, "series", err))) goto fail;
     for (int c = 0; c < KR_D_IN; c++)
         if (!isfinite(s->mean[c]) || !isfinite(s->std[c])) {
             kr_fail_code(err, KR_E_INVALID,
@@ -295,11 +290,9 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *
             goto fail;
         }
     if (add_candles(s, r, err)) goto fail;
-    free(raw);
     free(xn);
     return s;
 fail:
-    free(raw);
     free(xn);
     kr_series_free(s);
     return NULL;

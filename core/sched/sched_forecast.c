@@ -289,12 +289,10 @@ static int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
 
 /* Both kinds run the same operations; a series forecast's caches come from the series'
  * pool, which its plan does not reserve. */
-#define FORECAST_OPS                                                                               \
-    .what = "forecast", .start = fc_start, .rows = fc_rows, .appended = fc_appended,               \
-    .draw_s1 = fc_draw_s1, .drawn = fc_drawn, .free = fc_free, .reset = fc_reset
-
-const sched_ops sched_forecast_ops = {FORECAST_OPS, .plans_pool = true};
-const sched_ops sched_series_ops = {FORECAST_OPS, .plans_pool = false};
+const sched_ops sched_forecast_ops = {SCHED_OPS("forecast", fc), .reset = fc_reset,
+                                      .plans_pool = true};
+const sched_ops sched_series_ops = {SCHED_OPS("forecast", fc), .reset = fc_reset,
+                                    .plans_pool = false};
 
 static int add(kr_sched *s, const sched_ops *ops, const kr_series *series,
                const kr_forecast_request *req, kr_forecast_result *res, void *tag, kr_error *err) {

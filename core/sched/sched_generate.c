@@ -126,14 +126,8 @@ static int gen_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
 
 /* ---- the kind, and how it is queued ------------------------------------------------------ */
 
-const sched_ops sched_generate_ops = {.what = "generate",
-                                      .start = gen_start,
-                                      .rows = gen_rows,
-                                      .appended = gen_appended,
-                                      .draw_s1 = gen_draw_s1,
-                                      .drawn = gen_drawn,
-                                      .free = gen_free,
-                                      .start_makes_room = true};
+/* a generation takes its blocks when it starts: room is made for it while it can be */
+const sched_ops sched_generate_ops = {SCHED_OPS("generate", gen), .start_makes_room = true};
 
 int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
                           int32_t *out_s2, void *tag, kr_error *err) {

@@ -48,6 +48,12 @@ typedef struct {
 
 extern const sched_ops sched_forecast_ops, sched_series_ops, sched_generate_ops;
 
+/* The operations every kind has, named prefix_start, prefix_rows, …: a kind's table is
+ * {SCHED_OPS("what", prefix), and what is its own}. */
+#define SCHED_OPS(name, prefix)                                                                    \
+    .what = name, .start = prefix##_start, .rows = prefix##_rows, .appended = prefix##_appended,   \
+    .draw_s1 = prefix##_draw_s1, .drawn = prefix##_drawn, .free = prefix##_free
+
 /* A forecast's window is filled in two phases (its context part once into a prefix, then
  * each path's generated part), or served one cached token a path. FC_FORKED: the paths
  * forked from a series' cache, logits ready. */
