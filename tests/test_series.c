@@ -217,10 +217,15 @@ static void test_series_forecast(void **state) {
             ;
         assert_int_equal(done.code, 0);
         same_result(&again, &stateless);
-        print_message("# %d candles (built from %d), horizon %d: series = stateless\n", n,
-                      cases[k][1], P);
+        /* and the one-shot driver gives the same */
+        kr_forecast_result once;
+        assert_int_equal(kr_forecast_series(s, &r, &once, &err), 0);
+        same_result(&once, &stateless);
+        print_message("# %d candles (built from %d), horizon %d: series = one-shot = stateless\n",
+                      n, cases[k][1], P);
         kr_forecast_result_free(&from_series);
         kr_forecast_result_free(&again);
+        kr_forecast_result_free(&once);
         kr_forecast_result_free(&stateless);
         kr_series_free(s);
     }

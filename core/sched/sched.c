@@ -13,8 +13,6 @@
 #define DEFAULT_STEP_TOKENS 256
 #define DEFAULT_MAX_ROWS    512
 
-/* ---- jobs --------------------------------------------------------------------------------- */
-
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err) {
     kr_sched *s = kr_zalloc(sizeof *s, err, "scheduler: out of memory");
@@ -30,6 +28,8 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
 const kr_model *sched_model(const kr_sched *s) {
     return s->m;
 }
+
+/* ---- jobs in: the waiting line and admission ----------------------------------------------- */
 
 sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cancel, kr_error *err) {
     sched_job *j = kr_zalloc(sizeof *j, err, "scheduler: out of memory for a job");
