@@ -52,8 +52,6 @@ const kr_stamp *kr_series_stamps(const kr_series *s);
 const int32_t *kr_series_tokens(const kr_series *s, int which); /* 1: s1, 2: s2 */
 /* the tokenizer decoder's cache: its length (0: none) and view */
 int kr_series_decoder(const kr_series *s, kr_kv_view *kv);
-/* Whether the series has a column (volume and amount are optional). */
-bool kr_series_has_column(const kr_series *s, int column);
 
 /* ---- plan.c ------------------------------------------------------------------------------ */
 

@@ -56,10 +56,6 @@ void kr_series_stats(const kr_series *s, float mean[KR_D_IN], float std[KR_D_IN]
     memcpy(std, s->std, sizeof s->std);
 }
 
-bool kr_series_has_column(const kr_series *s, int column) {
-    return column >= 0 && column < KR_D_IN && s->has[column];
-}
-
 const int32_t *kr_series_tokens(const kr_series *s, int which) {
     return which == 1 ? s->s1 : s->s2;
 }
