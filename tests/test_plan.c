@@ -56,7 +56,8 @@ static void test_rules(void **state) {
     WITH(r.context.n = 1, KR_E_INVALID, "candles: at least 2");
     WITH(r.context.timestamps = NULL, KR_E_INVALID, "candles.timestamps");
     WITH(r.context.columns[KR_CLOSE] = NULL, KR_E_INVALID, "candles.close: missing");
-    WITH((r.context.columns[KR_VOLUME] = NULL, r.context.columns[KR_AMOUNT] = tc.req.context.columns[KR_OPEN]),
+    WITH((r.context.columns[KR_VOLUME] = NULL,
+          r.context.columns[KR_AMOUNT] = tc.req.context.columns[KR_OPEN]),
          KR_E_INVALID, "candles.amount");
     memcpy(nan_col, tc.req.context.columns[KR_HIGH], (size_t)tc.req.context.n * sizeof(double));
     nan_col[3] = NAN;
