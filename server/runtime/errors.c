@@ -1,0 +1,26 @@
+/* errors.c — the table of errors.h: each core error code's answer. */
+#include "errors.h"
+
+/* Indexed by the code. Row 0 is success; when the core names it (KR_OK = 0), its index
+ * becomes [KR_OK] and nothing else changes. */
+static const kd_error_answer answers[KD_LAST_ERROR_CODE + 1] = {
+    /* clang-format off */
+    [0]                   = {200, "ok",                KD_NOT_REFUSED,       false, "", false, ""},
+    [KR_E_FAILED]         = {422, "unprocessable",     KD_NOT_REFUSED,       true,  "", true,  ""},
+    [KR_E_POOL_EXHAUSTED] = {503, "pool_exhausted",    KD_REFUSED_BUSY,      true,
+                             "the KV cache pool is in use by requests in flight; retry: ", true, ""},
+    [KR_E_CAPACITY]       = {422, "context_overflow",  KD_REFUSED_TOO_LARGE, true,  "", true,  ""},
+    [KR_E_INVALID]        = {400, "invalid_request",   KD_REFUSED_INVALID,   false, "", true,  ""},
+    [KR_E_TOO_LARGE]      = {422, "too_large",         KD_REFUSED_TOO_LARGE, false, "", true,  ""},
+    [KR_E_NO_MEMORY]      = {500, "internal",          KD_NOT_REFUSED,       true,  "", true,  ""},
+    [KR_E_CANCELLED]      = {499, "client_closed",     KD_NOT_REFUSED,       true,
+                             "the client closed the connection", false, ""},
+    [KR_E_DEADLINE]       = {504, "deadline_exceeded", KD_NOT_REFUSED,       true,  "", true,
+                             " (timeout_ms or request-timeout)"},
+    /* clang-format on */
+};
+
+const kd_error_answer *kd_error_answer_of(int code) {
+    if (code < 0 || code > KD_LAST_ERROR_CODE || !answers[code].code) return &answers[KR_E_FAILED];
+    return &answers[code];
+}
