@@ -9,14 +9,9 @@
 # nothing else (admitted, timed out, cancelled). The daemon has one worker, a queue of one
 # and 256 decode rows, so that two long requests on each lane fill it deterministically.
 set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 KRONOSD SRCDIR" >&2
-    exit 2
-fi
-KRONOSD=$(realpath "$1")
-SRC=$(realpath "$2")
-# shellcheck source=lib.sh
-. "$SRC/tests/e2e/lib.sh"
+[ $# -eq 2 ] || { echo "usage: $0 KRONOSD SRCDIR" >&2; exit 2; }
+KRONOSD=$(realpath "$1") SRC=$(realpath "$2")
+. "$SRC/tests/e2e/lib.sh" # shellcheck source=lib.sh
 
 start_daemon A --workers 1 --queue-size 1 --max-batch-rows 256 --max-request-cost 1000000 \
     --request-timeout 300 --access-log false
