@@ -1,5 +1,6 @@
 /* fail.h — the one way the formats report an error: a message into a caller's buffer and
- * -1. The floor of formats/: json_fields.c and timefmt.c both use it, and it uses neither. */
+ * -1. The floor of formats/text/: json_fields.c and timefmt.c both use it, and it uses
+ * neither. */
 #ifndef KD_FAIL_H
 #define KD_FAIL_H
 
