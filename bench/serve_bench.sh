@@ -89,8 +89,8 @@ start() { # NAME ARGS...: a daemon on a free port; sets URL_NAME and PID_NAME
     printf -v "PID_$name" '%s' "$pid"
 }
 
-run_wrk() { # URL CLIENTS SECONDS -> "req/s p50 p99 n errors"
-    wrk -t2 -c"$2" -d"$3"s --timeout 120s -s "$WORK/short.lua" "$1" 2>/dev/null |
+run_wrk() { # URL CLIENTS SECONDS -> "req/s p50 p99 n errors" (wrk needs a connection a thread)
+    wrk -t"$(($2 < 2 ? $2 : 2))" -c"$2" -d"$3"s --timeout 120s -s "$WORK/short.lua" "$1" 2>/dev/null |
         awk '/^RESULT/ {print $2, $3, $4, $5, $6}'
 }
 
