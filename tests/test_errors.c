@@ -57,6 +57,34 @@ static void test_status_classes(void **state) {
         assert_true(kd_error_answer_of(code)->status >= 400);
 }
 
+/* The messages, worded as the server has always worded them. */
+static void test_messages(void **state) {
+    (void)state;
+    static const struct {
+        int code;
+        const char *want;
+    } cases[] = {
+        {KR_E_INVALID, "horizon: must be at least 1"},
+        {KR_E_TOO_LARGE, "horizon: must be at least 1"},
+        {KR_E_FAILED, "forecast: horizon: must be at least 1"},
+        {KR_E_CAPACITY, "forecast: horizon: must be at least 1"},
+        {KR_E_NO_MEMORY, "forecast: horizon: must be at least 1"},
+        {KR_E_POOL_EXHAUSTED, "forecast: the KV cache pool is in use by requests in flight; "
+                              "retry: horizon: must be at least 1"},
+        {KR_E_CANCELLED, "forecast: the client closed the connection"},
+        {KR_E_DEADLINE, "forecast: horizon: must be at least 1 (timeout_ms or request-timeout)"},
+    };
+    char out[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_string_equal(kd_error_message(kd_error_answer_of(cases[i].code), "forecast",
+                                             "horizon: must be at least 1", out, sizeof out),
+                            cases[i].want);
+    /* cut to the buffer, never past it */
+    char small[8];
+    kd_error_message(kd_error_answer_of(KR_E_DEADLINE), "forecast", "x", small, sizeof small);
+    assert_string_equal(small, "forecas");
+}
+
 /* A code the table does not know answers as KR_E_FAILED does, never NULL. */
 static void test_unknown_codes(void **state) {
     (void)state;
@@ -70,6 +98,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_code),
         cmocka_unit_test(test_status_classes),
+        cmocka_unit_test(test_messages),
         cmocka_unit_test(test_unknown_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

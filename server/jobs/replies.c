@@ -8,8 +8,8 @@
 
 void kd_reply_core_error(kd_request *r, const char *what, const kr_error *e) {
     const kd_error_answer *a = kd_error_answer_of((int)e->code);
-    kd_reply_error(r, a->status, a->code, "%s%s%s%s%s", a->with_what ? what : "",
-                   a->with_what ? ": " : "", a->lead, a->with_message ? e->msg : "", a->tail);
+    char msg[KR_ERR_MAX + 256];
+    kd_reply_error(r, a->status, a->code, "%s", kd_error_message(a, what, e->msg, msg, sizeof msg));
 }
 
 void kd_reply_session_error(kd_request *r, kd_session_status st, const char *msg) {

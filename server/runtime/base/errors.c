@@ -1,6 +1,8 @@
 /* errors.c — the table of errors.h: each core error code's answer. */
 #include "errors.h"
 
+#include <stdio.h>
+
 /* Indexed by the code. Row 0 is success; when the core names it (KR_OK = 0), its index
  * becomes [KR_OK] and nothing else changes. */
 static const kd_error_answer answers[KD_LAST_ERROR_CODE + 1] = {
@@ -23,4 +25,11 @@ static const kd_error_answer answers[KD_LAST_ERROR_CODE + 1] = {
 const kd_error_answer *kd_error_answer_of(int code) {
     if (code < 0 || code > KD_LAST_ERROR_CODE || !answers[code].code) return &answers[KR_E_FAILED];
     return &answers[code];
+}
+
+char *kd_error_message(const kd_error_answer *a, const char *what, const char *msg, char *out,
+                       size_t n) {
+    snprintf(out, n, "%s%s%s%s%s", a->with_what ? what : "", a->with_what ? ": " : "", a->lead,
+             a->with_message ? msg : "", a->tail);
+    return out;
 }

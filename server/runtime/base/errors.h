@@ -9,6 +9,7 @@
 #define KD_ERRORS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "kronos.h"
 #include "metrics.h"
@@ -29,5 +30,9 @@ typedef struct {
 
 /* The row of code; a code outside the enum gets KR_E_FAILED's row. Never NULL. */
 const kd_error_answer *kd_error_answer_of(int code);
+/* The answer's message for a failure of what (e.g. "forecast") with the core's message
+ * msg, into out[n] (cut to fit). Returns out. */
+char *kd_error_message(const kd_error_answer *a, const char *what, const char *msg, char *out,
+                       size_t n);
 
 #endif
