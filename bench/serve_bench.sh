@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# serve_bench.sh — kronosd under load through HTTP, with the step scheduler (batching = true)
-# against one job per worker (batching = false, today's design before the scheduler), in one
-# run so that the ratios hold on a shared machine.
+# serve_bench.sh — kronosd under load through HTTP: the step scheduler with many clients
+# against the same daemon sent requests one at a time (what a request costs alone; the
+# former `batching = false` mode is retired), in one run so that the ratios hold on a
+# shared machine.
 #
 #   bench/serve_bench.sh [BUILD_DIR] [MODEL_DIR]
 #
 # BUILD_DIR defaults to build; MODEL_DIR to a Kronos-small-shaped random model written by
 # kronos-mkmodel. Needs wrk and curl (Debian packages). Every daemon listens on 127.0.0.1 and
 # is stopped at the end. DUR (seconds per wrk run, default 20) and RSS_ROUNDS x RSS_DUR (the
-# memory check, default 3 x 60) shorten it; BATCHED_FLAGS adds flags to the batched daemon
+# memory check, default 3 x 60) shorten it; BATCHED_FLAGS adds flags to the daemon
 # (e.g. "--step-tokens 32").
 #
 # Prints a markdown table:
 #   * 16 and 64 clients of a decode-heavy forecast (64 candles, horizon 64, 1 sample,
-#     distinct seeds): req/s, p50, p99, batched and unbatched;
+#     distinct seeds): req/s, p50, p99, against one client sending one at a time;
 #   * the wall time of 16 such requests sent at once against one alone;
 #   * p99 of that short request with two long forecasts (30 samples, horizon 512) running,
 #     against its p99 alone;
@@ -88,8 +89,8 @@ start() { # NAME ARGS...: a daemon on a free port; sets URL_NAME and PID_NAME
     printf -v "PID_$name" '%s' "$pid"
 }
 
-run_wrk() { # URL CLIENTS SECONDS -> "req/s p50 p99 n errors"
-    wrk -t2 -c"$2" -d"$3"s --timeout 120s -s "$WORK/short.lua" "$1" 2>/dev/null |
+run_wrk() { # URL CLIENTS SECONDS -> "req/s p50 p99 n errors" (wrk needs a connection a thread)
+    wrk -t"$(($2 < 2 ? $2 : 2))" -c"$2" -d"$3"s --timeout 120s -s "$WORK/short.lua" "$1" 2>/dev/null |
         awk '/^RESULT/ {print $2, $3, $4, $5, $6}'
 }
 
@@ -110,24 +111,22 @@ burst() { # URL N -> seconds for N requests sent at once
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 
 CPU=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
-start batched --batching true ${BATCHED_FLAGS:-}
-start unbatched --batching false --workers 2
+start batched ${BATCHED_FLAGS:-}
 echo "CPU: $CPU, $(nproc) cores; model: $MODEL; kernels: $(curl -s "$URL_batched/model" |
     python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("kernels", d.get("simd", "?")))' 2>/dev/null)"
 echo
 echo "| clients | mode | req/s | p50 ms | p99 ms | requests | errors |"
 echo "|---|---|---|---|---|---|---|"
+read -r RPS_single p50 p99 n errs <<<"$(run_wrk "$URL_batched" 1 "$DUR")"
+echo "| 1 | one at a time | $RPS_single | $p50 | $p99 | $n | $errs |"
 for c in 16 64; do
-    for mode in batched unbatched; do
-        url_var="URL_$mode"
-        read -r rps p50 p99 n errs <<<"$(run_wrk "${!url_var}" "$c" "$DUR")"
-        echo "| $c | $mode | $rps | $p50 | $p99 | $n | $errs |"
-        eval "RPS_${mode}_$c=$rps"
-    done
+    read -r rps p50 p99 n errs <<<"$(run_wrk "$URL_batched" "$c" "$DUR")"
+    echo "| $c | scheduler | $rps | $p50 | $p99 | $n | $errs |"
+    eval "RPS_batched_$c=$rps"
 done
 echo
-awk -v a="$RPS_batched_16" -v b="$RPS_unbatched_16" 'BEGIN {printf "16 clients: batched/unbatched throughput %.2fx (target >= 4x)\n", a / b}'
-awk -v a="$RPS_batched_64" -v b="$RPS_unbatched_64" 'BEGIN {printf "64 clients: batched/unbatched throughput %.2fx\n", a / b}'
+awk -v a="$RPS_batched_16" -v b="$RPS_single" 'BEGIN {printf "16 clients: throughput %.2fx one at a time\n", a / b}'
+awk -v a="$RPS_batched_64" -v b="$RPS_single" 'BEGIN {printf "64 clients: throughput %.2fx one at a time\n", a / b}'
 
 alone=$(burst "$URL_batched" 1)
 sixteen=$(burst "$URL_batched" 16)

@@ -1,4 +1,5 @@
-/* http.c — libmicrohttpd setup, body accumulation, replies, request ids, access log. */
+/* http.c — libmicrohttpd setup, body accumulation, replies, request ids, access log; the
+ * route of each request comes from the router handed to kd_http_start. */
 #include "http.h"
 
 #include <microhttpd.h>
@@ -22,12 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "json_fields.h"
 #include "json_out.h"
-#include "forecast_json.h"
-#include "guard.h"
 #include "log.h"
-#include "routes.h"
 
 #define REQUEST_ID_MAX 64
 #define METHOD_MAX     16
@@ -35,6 +34,7 @@
 
 struct kd_http {
     kd_app *app;
+    const kd_router *router;
     struct MHD_Daemon *daemon;
     kd_guard *guard;
     unsigned port;
@@ -278,37 +278,9 @@ json_t *kd_request_json(kd_request *r) {
     return body;
 }
 
-int kd_request_defer(kd_request *r, kd_job *job) {
-    kd_workers *w = r->http->app->workers;
-    if (kd_workers_reserve(w) < 0) {
-        kd_reply_error(r, 503, "overloaded",
-                       "the work queue is full (%d waiting); retry after a second",
-                       r->http->app->cfg.queue_size);
-        return -1;
-    }
-    /* suspended before the job is queued, so the worker's resume always finds it so */
+void kd_request_suspend(kd_request *r) {
     r->deferred = true;
     MHD_suspend_connection(r->conn);
-    kd_workers_submit(w, job);
-    return 0;
-}
-
-int kd_request_defer_sched(kd_request *r, kd_sched_job *job) {
-    kd_sched *s = r->http->app->sched;
-    if (kd_sched_reserve(s) < 0) {
-        kd_sched_stats st;
-        kd_sched_stats_get(s, &st);
-        r->retry_after = st.retry_after_s < 1 ? 1 : (int)(st.retry_after_s + 0.999);
-        kd_reply_error(r, 503, "overloaded",
-                       "%d requests are waiting (queue-size %d); retry after about %d s",
-                       st.waiting, r->http->app->cfg.queue_size, r->retry_after);
-        return -1;
-    }
-    /* suspended before the job is queued, so the scheduler's resume always finds it so */
-    r->deferred = true;
-    MHD_suspend_connection(r->conn);
-    kd_sched_submit(s, job);
-    return 0;
 }
 
 /* ---- request lifecycle --------------------------------------------------------------- */
@@ -395,7 +367,7 @@ static void screen(kd_http *h, kd_request *r) {
     int status = 0;
     char allow[ALLOW_MAX];
     if (refuse_framing(r)) return;
-    r->route = kd_routes_match(r->method, r->path, &r->endpoint, &status, allow, sizeof allow);
+    r->route = h->router->match(r->method, r->path, &r->endpoint, &status, allow, sizeof allow);
     if (status == 404) {
         kd_reply_error(r, 404, "not_found", "no endpoint %s (see the API in README.md)", r->path);
         return;
@@ -406,7 +378,7 @@ static void screen(kd_http *h, kd_request *r) {
         if (r->response) MHD_add_response_header(r->response, "Allow", allow);
         return;
     }
-    if (!kd_route_is_public(r->route) && !authorized(app, r->conn)) {
+    if (!h->router->is_public(r->route) && !authorized(app, r->conn)) {
         kd_reply_error(r, 401, "unauthorized",
                        "missing or wrong API key; send Authorization: Bearer KEY");
         return;
@@ -419,7 +391,7 @@ static void screen(kd_http *h, kd_request *r) {
         return;
     }
     const int state = atomic_load(&app->state);
-    if (state != KD_READY && kd_route_needs_model(r->route))
+    if (state != KD_READY && h->router->needs_model(r->route))
         kd_reply_error(r, 503, state == KD_STARTING ? "starting" : "draining",
                        state == KD_STARTING ? "the model is still loading"
                                             : "the server is shutting down");
@@ -519,7 +491,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                        h->app->cfg.max_body_bytes);
         return send_answer(r);
     }
-    if (kd_route_handle(r->route, h->app, r) == KD_DEFERRED) return MHD_YES; /* r is not ours */
+    if (h->router->handle(r->route, h->app, r) == KD_DEFERRED) return MHD_YES; /* r is not ours */
     if (!r->response) kd_reply_error(r, 500, "internal", "the handler gave no answer");
     return send_answer(r);
 }
@@ -640,7 +612,7 @@ static int listen_on(const kd_config *c, bool *v6, char *err, size_t errlen) {
     return fd;
 }
 
-kd_http *kd_http_start(kd_app *app, char *err, size_t errlen) {
+kd_http *kd_http_start(kd_app *app, const kd_router *router, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
     bool v6 = false;
     const int fd = listen_on(c, &v6, err, errlen);
@@ -653,6 +625,7 @@ kd_http *kd_http_start(kd_app *app, char *err, size_t errlen) {
         return NULL;
     }
     h->app = app;
+    h->router = router;
     if (getrandom(&h->boot_id, sizeof h->boot_id, GRND_NONBLOCK) != sizeof h->boot_id)
         h->boot_id = (unsigned)getpid() ^ (unsigned)time(NULL);
 

@@ -1,11 +1,11 @@
-/* http.h — the HTTP front end on libmicrohttpd.
+/* http.h — the HTTP front end on libmicrohttpd: requests and replies, not routes.
  *
- * MHD's own threads accept connections, read bodies (up to max-body-bytes), route, check
- * the API key and answer everything that does not need the model. A request that needs
- * the model is deferred: a place in the worker queue is reserved, the connection is
- * suspended, and the job is queued; the worker's reply resumes the connection. Every
- * request gets an id (X-Request-Id, the client's if it sent a sane one) and one access-log
- * line when it completes.
+ * MHD's own threads accept connections, read bodies (up to max-body-bytes), ask the router
+ * handed to kd_http_start which route a request takes, check the API key and run the
+ * route's handler. A handler that hands its work to another thread suspends the request
+ * (kd_request_suspend); that thread's reply resumes the connection. Every request gets an
+ * id (X-Request-Id, the client's if it sent a sane one) and one access-log line when it
+ * completes.
  */
 #ifndef KD_HTTP_H
 #define KD_HTTP_H
@@ -15,14 +15,32 @@
 #include <stddef.h>
 
 #include "app.h"
-#include "scheduler.h"
-#include "workers.h"
 
 typedef struct kd_http kd_http;
 typedef struct kd_request kd_request;
 
-/* Listens on cfg.host:cfg.port; NULL after a message in err. */
-kd_http *kd_http_start(kd_app *app, char *err, size_t errlen);
+typedef enum { KD_REPLIED, KD_DEFERRED } kd_outcome;
+
+/* A route, as the router above defines it; http only hands it back. */
+typedef struct kd_route kd_route;
+
+/* What http asks of the router (all called on HTTP threads, concurrently). */
+typedef struct {
+    /* The route for method and path. NULL with *status 404, or 405 and the allowed methods
+     * in allow ("GET, DELETE"). *endpoint is the metrics label's index either way. */
+    const kd_route *(*match)(const char *method, const char *path, int *endpoint, int *status,
+                             char *allow, size_t allowlen);
+    /* Whether the route answers without the API key (/health). */
+    bool (*is_public)(const kd_route *rt);
+    /* Whether the route needs the loaded model (503 while starting or draining otherwise). */
+    bool (*needs_model)(const kd_route *rt);
+    /* Runs the route's handler on the whole request. */
+    kd_outcome (*handle)(const kd_route *rt, kd_app *app, kd_request *r);
+} kd_router;
+
+/* Listens on cfg.host:cfg.port and routes with router (kept, not copied); NULL after a
+ * message in err. */
+kd_http *kd_http_start(kd_app *app, const kd_router *router, char *err, size_t errlen);
 unsigned kd_http_port(const kd_http *h); /* the bound port (for port 0) */
 /* The guard's deadlines (guard.h), for SIGHUP. */
 void kd_http_set_timeouts(kd_http *h, int read_timeout, int connection_timeout);
@@ -32,8 +50,6 @@ int kd_http_in_flight(kd_http *h);
 void kd_http_stop(kd_http *h);
 
 /* ---- for route handlers ---------------------------------------------------------------- */
-
-typedef enum { KD_REPLIED, KD_DEFERRED } kd_outcome;
 
 const char *kd_request_id(const kd_request *r);
 const char *kd_request_path(const kd_request *r);
@@ -74,18 +90,14 @@ void kd_reply_static(kd_request *r, int status, const char *content_type, const 
 /* Adds a header to the answer set on r (on the HTTP thread, before the handler returns). */
 void kd_reply_header(kd_request *r, const char *name, const char *value);
 
-/* The same for forecast and generation work, handed to the scheduler; a full queue gets
- * 503 with a Retry-After estimated from the work queued. */
-int kd_request_defer_sched(kd_request *r, kd_sched_job *job);
-
 /* Seconds for the Retry-After of a 503 or 429 reply (default 1). */
 void kd_request_set_retry_after(kd_request *r, int seconds);
 /* Who is asking, for per-client limits: "key <digest>" when API keys are checked, else
  * "address <client address>". */
 void kd_request_owner(const kd_request *r, char *out, size_t n);
 
-/* Hands job to the workers and suspends r until a worker replies. 0 when deferred; -1 when
- * the queue is full, after replying 503 (the caller still owns job). */
-int kd_request_defer(kd_request *r, kd_job *job);
+/* Suspends r until another thread replies: call it before handing the work over (so the
+ * reply always finds r suspended), then return KD_DEFERRED; r is no longer the handler's. */
+void kd_request_suspend(kd_request *r);
 
 #endif

@@ -30,8 +30,8 @@ typedef struct {
     kr_model *model;
     kr_pool *pool;
     kd_sessions *sessions;
-    kd_workers *workers; /* tokenizer work, and model work when batching is off */
-    kd_sched *sched;     /* forecasts and generations (NULL: batching off) */
+    kd_workers *workers; /* tokenizer work, and the reference path (use_cache false) */
+    kd_sched *sched;     /* forecasts and generations (NULL only while starting) */
     kd_metrics *metrics;
     atomic_int state; /* kd_state */
 } kd_app;

@@ -22,6 +22,7 @@ typedef enum { KD_COUNT_ADMITTED, KD_COUNT_TIMED_OUT, KD_COUNT_CANCELLED, KD_N_C
 void kd_metrics_count(kd_metrics *m, kd_count what);
 /* Why a request was refused before it was queued (the label of the refusal counter). */
 typedef enum {
+    KD_NOT_REFUSED = -1, /* an outcome that is no refusal (errors.h's table says so) */
     KD_REFUSED_INVALID,
     KD_REFUSED_TOO_LARGE,
     KD_REFUSED_BUSY,

@@ -8,16 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-int kd_fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* The length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
 static size_t utf8_len(const unsigned char *s, size_t n) {
     const size_t k = s[0] < 0x80             ? 1

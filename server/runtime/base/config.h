@@ -31,7 +31,6 @@ typedef struct {
     int workers;         /* 0: one per online CPU */
     int compute_threads; /* the core's thread pool (0: one per online CPU) */
     int queue_size;      /* requests waiting for a worker or the scheduler */
-    bool batching;       /* the step scheduler (false: one job per worker) */
     int step_tokens, max_batch_rows;
     size_t pool_bytes;
     /* sessions */

@@ -105,7 +105,7 @@ static bool make_room(void *ctx) {
     return kd_sessions_evict_lru(app->sessions);
 }
 
-/* Model, pool, sessions, workers: everything requests need. */
+/* Model, pool, sessions, workers, scheduler: everything requests need. */
 static int load(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
     kr_error ke = {0};
@@ -132,8 +132,7 @@ static int load(kd_app *app, char *err, size_t errlen) {
                           .queue_size = c->queue_size,
                           .make_room = make_room,
                           .ctx = app};
-    if (c->batching && !(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen)))
-        return -1;
+    if (!(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen))) return -1;
     return 0;
 }
 
@@ -235,7 +234,7 @@ int kd_serve(int argc, char **argv) {
     }
     kr_set_threads(app.cfg.compute_threads); /* before the core starts its pool */
 
-    kd_http *http = kd_http_start(&app, err, sizeof err);
+    kd_http *http = kd_http_start(&app, &kd_routes, err, sizeof err);
     if (!http) {
         kd_log("%s", err);
         close_signals();

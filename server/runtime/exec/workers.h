@@ -1,7 +1,8 @@
 /* workers.h — a fixed set of inference threads fed by a bounded queue.
  *
- * Tokenizer requests run here, and model requests when batching is off (otherwise they
- * run on the scheduler, scheduler.h). HTTP threads never run the model: they reserve a
+ * Tokenizer requests run here, and forecasts on the reference path (use_cache false, which
+ * recomputes its window alone); forecasts and generations on caches run on the scheduler
+ * (scheduler.h). HTTP threads never run the model: they reserve a
  * place in the queue (failing at once when it is full, which the caller answers with 503),
  * suspend the connection, then submit the job. Reserving first means a job can never be refused
  * after its connection was suspended, and a job can never finish before its connection is

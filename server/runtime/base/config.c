@@ -54,8 +54,6 @@ static const key_def keys[] = {
     {"workers", T_INT, AT(workers), "0", 0, 256, "inference threads (0: one per online CPU)"},
     {"compute-threads", T_INT, AT(compute_threads), "0", 0, 256,
      "threads of the core's pool, shared by the workers (0: one per online CPU)"},
-    {"batching", T_BOOL, AT(batching), "true", 0, 0,
-     "forecasts and generations share steps on one scheduler (false: one job per worker)"},
     {"step-tokens", T_INT, AT(step_tokens), "256", 1, 1 << 20,
      "prefill and recompute rows per scheduler step, over all requests (an eighth of it "
      "while others decode)"},
@@ -101,6 +99,16 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
 static const key_def *find_key(const char *name) {
     for (size_t i = 0; i < N_KEYS; i++)
         if (strcmp(keys[i].key, name) == 0) return &keys[i];
+    return NULL;
+}
+
+/* Keys that were once valid, and why they are no longer: a config still naming one gets
+ * this message rather than "unknown key". */
+static const char *retired_key(const char *name) {
+    if (strcmp(name, "batching") == 0)
+        return "batching was retired: every forecast and generation runs on the step "
+               "scheduler, whose answers are the same bytes as a request run alone (for a "
+               "comparison, send requests one at a time); remove the key";
     return NULL;
 }
 
@@ -234,7 +242,9 @@ int kd_config_parse_stream(kd_config *c, FILE *f, const char *path, char *err, s
         const char *name = trim(s);
         char *value = trim(eq + 1);
         const key_def *k = find_key(name);
-        if (!k)
+        if (!k && retired_key(name))
+            rc = fail(err, errlen, "%s: %s", where, retired_key(name));
+        else if (!k)
             rc = fail(err, errlen, "%s: unknown key '%s' (see kronosd serve --help)", where, name);
         else if ((rc = unquote(&value, where, err, errlen)) == 0)
             rc = set_key(c, k, value, where, err, errlen);
@@ -332,6 +342,8 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
         const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
         if (strcmp(name, "--config") == 0) continue;
         const key_def *k = find_key(name + 2);
+        if (!k && retired_key(name + 2))
+            return fail(err, errlen, "%s: %s", name, retired_key(name + 2));
         if (!k) return fail(err, errlen, "unknown option '%s' (see kronosd serve --help)", name);
         if (!value) return fail(err, errlen, "%s needs a value", name);
         if (set_key(c, k, value, name, err, errlen) < 0) return -1;

@@ -296,17 +296,24 @@ kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *ki
     return KD_SESSION_OK;
 }
 
+/* The session named id, with *st KD_SESSION_OK; or NULL with *st and msg saying why. Under
+ * the table's lock. */
+static kd_session *lookup(kd_sessions *t, const char *id, kd_session_status *st, char *msg,
+                          size_t msglen) {
+    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
+    *st = s ? KD_SESSION_OK : not_found(t, id, msg, msglen);
+    return s;
+}
+
 kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,
                                       size_t msglen) {
-    kd_session_status st = KD_SESSION_OK;
+    kd_session_status st;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
-    if (!s) {
-        st = not_found(t, id, msg, msglen);
-    } else if (s->busy) {
+    kd_session *s = lookup(t, id, &st, msg, msglen);
+    if (s && s->busy) {
         snprintf(msg, msglen, "session %s is in use by another request; retry when it is done", id);
         st = KD_SESSION_BUSY;
-    } else {
+    } else if (s) {
         lru_remove(t, s);
         s->busy = true;
         t->busy++;
@@ -339,12 +346,10 @@ void kd_sessions_release(kd_sessions *t, kd_session *s) {
 
 kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
                                    size_t msglen) {
-    kd_session_status st = KD_SESSION_OK;
+    kd_session_status st;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
-    if (!s) {
-        st = not_found(t, id, msg, msglen);
-    } else {
+    kd_session *s = lookup(t, id, &st, msg, msglen);
+    if (s) {
         const double now = now_s();
         info->length = s->length;
         info->capacity = s->cache ? kr_cache_capacity(s->cache) : 0;
@@ -360,16 +365,14 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
 }
 
 kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen) {
-    kd_session_status st = KD_SESSION_OK;
+    kd_session_status st;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
-    if (!s) {
-        st = not_found(t, id, msg, msglen);
-    } else if (s->busy) {
+    kd_session *s = lookup(t, id, &st, msg, msglen);
+    if (s && s->busy) {
         snprintf(msg, msglen, "session %s is in use by another request; delete it when it is done",
                  id);
         st = KD_SESSION_BUSY;
-    } else {
+    } else if (s) {
         retire(t, s, GONE_DELETED);
         t->deleted++;
     }

@@ -1,6 +1,6 @@
 /* timefmt.c — ISO 8601 / Unix-seconds timestamps as wall-clock seconds. */
 #include "timefmt.h"
-#include "json_fields.h"
+#include "fail.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -16,7 +16,8 @@ struct kd_sched {
     pthread_cond_t wake;
     kd_sched_job *inbox, *inbox_tail;
     int reserved;     /* places held: reserved or in the inbox */
-    int core_waiting; /* jobs the core holds but has not started (as of the last step) */
+    int core_waiting; /* jobs the core holds but has not started (as of the last step, plus
+                         those taken from the inbox since) */
     bool stopping;
     kd_sched_stats stats;
     /* completions per second, smoothed: with the jobs waiting, when a place frees up */
@@ -67,6 +68,9 @@ static void *run(void *arg) {
             n_in++;
         s->inbox = s->inbox_tail = NULL;
         s->reserved -= n_in;
+        /* taken into the core, they count as waiting there until this step's figures say
+         * how many started: a place is never free between the inbox and the core */
+        s->core_waiting += n_in;
         bool stop = s->stopping && !in && ks.waiting + ks.active == 0;
         pthread_mutex_unlock(&s->mu);
         if (stop) break;

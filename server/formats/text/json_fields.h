@@ -12,13 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fail.h"
 #include "timefmt.h"
 
 #define KD_PATH_LEN  64 /* "candles[123456].timestamp", "future_timestamps[12345]" */
 #define KD_DESC_LEN  96 /* a described JSON value: `the string "..."` */
 #define KD_QUOTE_MAX 40 /* bytes of a client's string repeated in a message */
-
-int kd_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Replaces each byte of s that is not part of valid UTF-8 with '?', in place (jansson
  * refuses such strings). */

@@ -1,0 +1,171 @@
+/* generate.c — /generate (handlers.h): the request checked on the HTTP thread, its
+ * session acquired (busy until the reply), then a generate job on the submit path. */
+#include "handlers.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "inputs.h"
+#include "replies.h"
+#include "submit.h"
+#include "tokens_json.h"
+
+/* One /generate request: its cache (the session's or a temporary one), buffers for the new
+ * tokens, and how the core call ended. */
+typedef struct {
+    kd_work work; /* first: the submit path's pointer is this struct's */
+    kd_generate_input in;
+    kd_session *session; /* NULL: a temporary cache */
+    kr_generate_request req;
+    kr_cache *c, *tmp;
+    int32_t *s1, *s2;
+    double t0;
+} generate_job;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void job_free(generate_job *g) {
+    if (g->session) kd_sessions_release(g->work.app->sessions, g->session);
+    kr_cache_free(g->tmp);
+    free(g->s1);
+    free(g->s2);
+    kd_generate_input_free(&g->in);
+    free(g);
+}
+
+static void discard(kd_work *w) {
+    job_free((generate_job *)w);
+}
+
+static json_t *generate_response(const generate_job *g, double ms) {
+    json_t *o = json_pack(
+        "{s:o,s:i,s:{s:i,s:i,s:I,s:f}}", "tokens", kd_tokens_json(g->s1, g->s2, g->in.n_new),
+        "length", kr_cache_length(g->c), "usage", "appended", g->in.n_append, "generated",
+        g->in.n_new, "cache_bytes", (json_int_t)kr_cache_bytes(g->c), "elapsed_ms", ms);
+    if (o && g->session && json_object_set_new(o, "session", json_string(g->in.session)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Checks what only the session's state can tell; -1 after refusing. */
+static int admit(kd_work *w) {
+    const generate_job *g = (const generate_job *)w;
+    kd_app *app = w->app;
+    const int len = g->session ? kr_cache_length(kd_session_cache(g->session)) : 0;
+    const int cap = kr_model_max_context(app->model);
+    const long need = (long)len + g->in.n_append + g->in.n_new;
+    if (need > cap) {
+        kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "context_overflow",
+                  "%d cached + %d tokens + %d max_new_tokens = %ld positions exceed "
+                  "max_context %d; start a new session or send fewer tokens",
+                  len, g->in.n_append, g->in.n_new, need, cap);
+        return -1;
+    }
+    if (g->in.n_new > 0 && len + g->in.n_append == 0) {
+        kd_refuse(app, w->r, KD_REFUSED_INVALID, 422, "no_context",
+                  "max_new_tokens: %d, but there is no context to generate from; send "
+                  "tokens first",
+                  g->in.n_new);
+        return -1;
+    }
+    /* even an empty pool could not hold `need` positions of one cache */
+    kr_pool_stats st;
+    kr_pool_stats_get(app->pool, &st);
+    const size_t bytes = kr_pool_bytes_for(app->model, (int)need);
+    if (bytes <= st.bytes_total) return 0;
+    kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "pool_too_small",
+              "%d positions need %zu bytes of KV cache; the pool holds %zu (pool-bytes)", (int)need,
+              bytes, st.bytes_total);
+    return -1;
+}
+
+/* On the scheduler: its cache and token buffers, then the generation joins the steps. */
+static int add(kr_sched *ks, kd_work *w, kr_error *err) {
+    generate_job *g = (generate_job *)w;
+    const int n_new = g->in.n_new;
+    g->t0 = now_ms();
+    g->s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *g->s1);
+    g->s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *g->s2);
+    if (!g->s1 || !g->s2)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "generate: out of memory for %d new tokens",
+                            n_new);
+    g->c = g->session ? kd_session_cache(g->session)
+                      : (g->tmp = kr_cache_create(w->app->pool, 0, err));
+    if (!g->c) return -1;
+    return kr_sched_add_generate(ks, g->c, &g->req, g->s1, g->s2, &w->sjob, err);
+}
+
+static void done(kd_work *w, const kr_error *err) {
+    generate_job *g = (generate_job *)w;
+    kd_app *app = w->app;
+    kd_request *r = w->r;
+    json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0) : NULL;
+    if (err->code == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
+    const kr_error e = *err;
+    job_free(g); /* releases the session before the client can see the answer */
+    if (e.code == 0)
+        kd_reply_json(r, 200, body);
+    else
+        kd_work_fail(app, r, "generate", &e);
+}
+
+static const kd_work_ops ops = {.admit = admit, .add = add, .done = done, .discard = discard};
+
+/* The session named by the request, busy for it and a token session; false after
+ * replying. */
+static bool acquire_session(kd_app *app, kd_request *r, generate_job *g) {
+    char msg[KD_MSG_MAX];
+    const kd_session_status st =
+        kd_sessions_acquire(app->sessions, g->in.session, &g->session, msg, sizeof msg);
+    if (st != KD_SESSION_OK) {
+        kd_reply_session_error(r, st, msg);
+        return false;
+    }
+    if (kd_session_kind_of(g->session)) { /* a candle session has no token cache */
+        kd_refuse(app, r, KD_REFUSED_INVALID, 400, "wrong_session_kind",
+                  "session %s is a candle session: append candles with POST "
+                  "/sessions/{id}/candles and forecast with POST /sessions/{id}/forecast",
+                  g->in.session);
+        return false;
+    }
+    return true;
+}
+
+kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
+    char path_id[KD_SESSION_ARG_MAX + 2]; /* /sessions/{id}/generate names the session */
+    const bool in_path = kd_path_session(kd_request_path(r), path_id, sizeof path_id);
+    const kd_token_limits lim = kd_token_limits_of(app);
+    char msg[KD_MSG_MAX];
+    generate_job *g = kd_work_new(sizeof *g, &ops, app, r, 0);
+    json_t *body = g ? kd_model_request_json(app, r) : NULL;
+    const int bad = !body || kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg) < 0 ||
+                    (in_path && kd_generate_set_session(&g->in, path_id, msg, sizeof msg) < 0);
+    if (bad && body) kd_refuse_invalid(app, r, msg); /* else replied */
+    json_decref(body);
+    if (bad) {
+        if (g) job_free(g);
+        return KD_REPLIED;
+    }
+    if (g->in.has_session && !acquire_session(app, r, g)) {
+        job_free(g);
+        return KD_REPLIED;
+    }
+    kd_work_init(&g->work, &ops, app, r, g->in.timeout_ms); /* its own deadline, if asked */
+    g->req = (kr_generate_request){.s1 = g->in.s1,
+                                   .s2 = g->in.s2,
+                                   .stamps = g->in.stamps,
+                                   .n_append = g->in.n_append,
+                                   .new_stamps = g->in.new_stamps,
+                                   .n_new = g->in.n_new,
+                                   .sampling = g->in.sampling,
+                                   .seed = g->in.seed,
+                                   .cancel = g->work.cancel};
+    return kd_submit(&g->work, KD_ON_SCHEDULER);
+}

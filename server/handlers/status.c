@@ -1,0 +1,116 @@
+/* status.c — the endpoints that describe the server and run no model: GET /health (the
+ * state), GET /model (the model, pool, threads, sessions and limits) and GET /metrics (the
+ * Prometheus exposition, with the gauges read from the parts at scrape time). */
+#include "handlers.h"
+
+#include <stdio.h>
+#include <string.h>
+
+kd_outcome kd_handle_health(kd_app *app, kd_request *r) {
+    static const char *const names[] = {"starting", "ok", "draining"};
+    const int state = atomic_load(&app->state);
+    kd_reply_json(r, state == KD_READY ? 200 : 503, json_pack("{s:s}", "status", names[state]));
+    return KD_REPLIED;
+}
+
+/* What people call the model: its directory's name (the predictor's, e.g. "Kronos-small",
+ * when the parts are given separately). */
+static const char *model_name(const kd_config *c) {
+    const char *dir = c->model ? c->model : c->predictor ? c->predictor : "";
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    static _Thread_local char name[128];
+    size_t start = n;
+    while (start > 0 && dir[start - 1] != '/')
+        start--;
+    snprintf(name, sizeof name, "%.*s", (int)(n - start), dir + start);
+    return name;
+}
+
+static json_t *model_json(kd_app *app) {
+    const kr_tokenizer_config *tc = kr_model_tokenizer_config(app->model);
+    const kr_predictor_config *pc = kr_model_predictor_config(app->model);
+    const kd_config *c = &app->cfg;
+    kr_pool_stats ps;
+    kd_sessions_stats ss;
+    kr_pool_stats_get(app->pool, &ps);
+    kd_sessions_stats_get(app->sessions, &ss);
+    return json_pack(
+        "{s:s,s:s,s:i,s:I,"
+        "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
+        "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:b},"
+        "s:{s:I,s:I,s:I,s:i,s:i,s:i},"
+        "s:{s:i,s:i,s:i},s:i,"
+        "s:{s:i,s:i,s:i},"
+        "s:{s:I,s:i,s:i,s:i},"
+        "s:{s:s}}",
+        "name", model_name(c), "version", KR_VERSION, "max_context",
+        kr_model_max_context(app->model), "parameters",
+        (json_int_t)kr_model_param_count(app->model),
+        /* tokenizer */
+        "tokenizer", "d_in", tc->d_in, "d_model", tc->d_model, "n_heads", tc->n_heads, "ff_dim",
+        tc->ff_dim, "n_enc_layers", tc->n_enc_layers, "n_dec_layers", tc->n_dec_layers, "s1_bits",
+        tc->s1_bits, "s2_bits", tc->s2_bits,
+        /* predictor */
+        "predictor", "d_model", pc->d_model, "n_layers", pc->n_layers, "n_heads", pc->n_heads,
+        "ff_dim", pc->ff_dim, "s1_bits", pc->s1_bits, "s2_bits", pc->s2_bits, "learn_te",
+        pc->learn_te, "kv_shift", pc->kv_shift,
+        /* pool */
+        "pool", "bytes_total", (json_int_t)ps.bytes_total, "bytes_used", (json_int_t)ps.bytes_used,
+        "block_bytes", (json_int_t)ps.block_bytes, "block_positions", ps.block_len, "blocks_total",
+        ps.blocks_total, "blocks_used", ps.blocks_used,
+        /* threads */
+        "threads", "workers", app->n_workers, "compute", kr_threads(), "http", c->http_threads,
+        "queue_size", c->queue_size,
+        /* sessions */
+        "sessions", "held", ss.count, "max", c->max_sessions, "ttl_seconds", c->session_ttl,
+        /* limits */
+        "limits", "max_body_bytes", (json_int_t)c->max_body_bytes, "max_candles", c->max_candles,
+        "max_horizon", c->max_horizon, "max_samples", c->max_samples,
+        /* kernels: the SIMD level of kronosd's own (matmul.c, attention.c) */
+        "kernels", "simd", kr_simd_name(kr_simd_level()));
+}
+
+kd_outcome kd_handle_model(kd_app *app, kd_request *r) {
+    kd_reply_json(r, 200, model_json(app));
+    return KD_REPLIED;
+}
+
+/* The gauges read from the parts at scrape time (they exist once the model is loaded). */
+static kd_gauges gauges(kd_app *app) {
+    const int state = atomic_load(&app->state);
+    if (state == KD_STARTING) return (kd_gauges){.ready = false};
+    kr_pool_stats ps;
+    kd_sessions_stats ss;
+    kd_workers_stats ws;
+    kd_sched_stats st;
+    kr_pool_stats_get(app->pool, &ps);
+    kd_sessions_stats_get(app->sessions, &ss);
+    kd_workers_stats_get(app->workers, &ws);
+    kd_sched_stats_get(app->sched, &st);
+    return (kd_gauges){.ready = state == KD_READY,
+                       .pool_bytes_used = ps.bytes_used,
+                       .pool_bytes_total = ps.bytes_total,
+                       .sessions = ss.count,
+                       .sessions_busy = ss.busy,
+                       .sessions_created = ss.created,
+                       .sessions_expired = ss.expired,
+                       .sessions_evicted = ss.evicted,
+                       .queue_depth = ws.queued + st.waiting,
+                       .queue_capacity = ws.capacity,
+                       .workers_busy = ws.busy,
+                       .workers = ws.threads,
+                       .running = ws.busy + st.active,
+                       .step_rows = st.rows_last_step,
+                       .steps = st.steps,
+                       .step_rows_total = st.rows,
+                       .active_max = st.active_max};
+}
+
+kd_outcome kd_handle_metrics(kd_app *app, kd_request *r) {
+    const kd_gauges g = gauges(app);
+    char *text = kd_metrics_render(app->metrics, &g);
+    kd_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
+    return KD_REPLIED;
+}

@@ -1,0 +1,236 @@
+/* forecast_job.c — the forecast job of forecast_job.h, on the submit path (submit.h). */
+#include "forecast_job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "candles_csv.h"
+#include "replies.h"
+#include "room.h"
+#include "series_json.h"
+#include "submit.h"
+
+/* Each forecast's own tag on the scheduler, so that its end says which one it was. */
+typedef struct {
+    kd_sched_job sjob;
+    kd_forecast_job *owner;
+    int index;
+} forecast_part;
+
+struct kd_forecast_job {
+    kd_work work;
+    kd_forecast_input *in; /* [n] */
+    kr_forecast_result *res;
+    kr_error *errs;
+    forecast_part *parts;
+    int n, pending;
+    kd_forecast_answer answer;
+    kd_session *session; /* a session forecast's, released at the end; else NULL */
+    const kr_series *series;
+};
+
+static void job_free(kd_forecast_job *f) {
+    if (f->session) kd_sessions_release(f->work.app->sessions, f->session);
+    kd_series_inputs_free(f->in, f->n);
+    free(f->res);
+    free(f->errs);
+    free(f->parts);
+    free(f);
+}
+
+static void discard(kd_work *w) {
+    job_free((kd_forecast_job *)w);
+}
+
+/* Every forecast ended: the first failure (by index) answers for all, else the answer. */
+static void finish(kd_forecast_job *f) {
+    kd_app *app = f->work.app;
+    kd_request *r = f->work.r;
+    const kd_forecast_answer answer = f->answer;
+    int failed = -1;
+    unsigned long long tokens = 0;
+    for (int i = 0; i < f->n; i++) {
+        if (f->errs[i].code && failed < 0) failed = i;
+        if (!f->errs[i].code) tokens += (unsigned long long)f->res[i].usage.generated_tokens;
+    }
+    json_t *body = NULL;
+    char *text = NULL;
+    if (failed < 0 && answer == KD_ANSWER_SERIES)
+        body = kd_series_response_json(f->in, f->res, f->n);
+    else if (failed < 0 && answer == KD_ANSWER_CSV)
+        text = kd_forecast_csv(&f->in[0], &f->res[0]);
+    else if (failed < 0)
+        body = kd_forecast_response_json(&f->in[0], &f->res[0]);
+    const kr_error e = failed >= 0 ? f->errs[failed] : (kr_error){0};
+    char what[32] = "forecast";
+    if (answer == KD_ANSWER_SERIES) snprintf(what, sizeof what, "series[%d] forecast", failed);
+    for (int i = 0; i < f->n; i++)
+        if (!f->errs[i].code) kr_forecast_result_free(&f->res[i]);
+    if (failed < 0) kd_metrics_add_tokens(app->metrics, tokens);
+    job_free(f); /* releases the session before the client can see the answer */
+    if (failed >= 0)
+        kd_work_fail(app, r, what, &e);
+    else if (answer == KD_ANSWER_CSV && text)
+        kd_reply_text(r, 200, "text/csv; charset=utf-8", text);
+    else
+        kd_reply_json(r, 200, body);
+}
+
+/* ---- admission -------------------------------------------------------------------------- */
+
+/* Whether forecast i can ever run here; -1 after refusing 400 or 422 too_large. */
+static int admit_one(kd_forecast_job *f, int i, double *gflop) {
+    kd_app *app = f->work.app;
+    kd_request *r = f->work.r;
+    const kr_forecast_request *q = &f->in[i].req;
+    kr_forecast_plan plan;
+    kr_error err = {0};
+    kr_pool_stats st;
+    kr_pool_stats_get(app->pool, &st);
+    if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0) {
+        kd_refuse_error(app, r, "forecast", &err);
+        return -1;
+    }
+    if (plan.pool_bytes > st.bytes_total) {
+        kd_refuse(app, r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "forecast: %d paths over a window of %d need %zu bytes of KV cache; the "
+                  "whole pool holds %zu (pool-bytes)",
+                  q->samples, plan.max_context, plan.pool_bytes, st.bytes_total);
+        return -1;
+    }
+    if (plan.flops / 1e9 > (double)app->cfg.max_request_cost) {
+        kd_refuse(app, r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "forecast: needs about %.0f GFLOP of model work (%d paths x %d steps, %d "
+                  "of them recomputing a slid window); max-request-cost is %d GFLOP",
+                  plan.flops / 1e9, q->samples, q->horizon, plan.recomputed_steps,
+                  app->cfg.max_request_cost);
+        return -1;
+    }
+    *gflop += plan.flops / 1e9;
+    return 0;
+}
+
+static int admit(kd_work *w) {
+    kd_forecast_job *f = (kd_forecast_job *)w;
+    kd_app *app = w->app;
+    double gflop = 0;
+    for (int i = 0; i < f->n; i++)
+        if (admit_one(f, i, &gflop) < 0) return -1;
+    /* one request, one budget: the series together, as one request alone would be */
+    if (gflop > (double)app->cfg.max_request_cost) {
+        kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "forecast: %d series need about %.0f GFLOP of model work together; "
+                  "max-request-cost is %d GFLOP (send fewer series per request)",
+                  f->n, gflop, app->cfg.max_request_cost);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- on the scheduler --------------------------------------------------------------------- */
+
+static void part_done(kd_sched_job *sj, const kr_error *err) {
+    forecast_part *p = (forecast_part *)sj;
+    kd_forecast_job *f = p->owner;
+    f->errs[p->index] = *err;
+    if (--f->pending == 0) finish(f);
+}
+
+static int add_part(kr_sched *ks, kd_forecast_job *f, int i) {
+    kd_sched_job *tag = &f->parts[i].sjob;
+    return f->series ? kr_sched_add_forecast_series(ks, f->series, &f->in[i].req, &f->res[i], tag,
+                                                    &f->errs[i])
+                     : kr_sched_add_forecast(ks, &f->in[i].req, &f->res[i], tag, &f->errs[i]);
+}
+
+static int add(kr_sched *ks, kd_work *w, kr_error *err) {
+    kd_forecast_job *f = (kd_forecast_job *)w;
+    f->pending = 0;
+    for (int i = 0; i < f->n; i++) {
+        if (add_part(ks, f, i) == 0) {
+            f->pending++;
+            continue;
+        }
+        if (i == 0) { /* nothing queued: done is called once, with this error */
+            *err = f->errs[0];
+            return -1;
+        }
+        for (int k = i + 1; k < f->n; k++) /* never queued: failed as this one */
+            f->errs[k] = f->errs[i];
+        return 0;
+    }
+    return 0;
+}
+
+/* The whole job failed before any forecast was queued. */
+static void done(kd_work *w, const kr_error *err) {
+    kd_forecast_job *f = (kd_forecast_job *)w;
+    for (int i = 0; i < f->n; i++)
+        if (!f->errs[i].code) f->errs[i] = *err;
+    finish(f);
+}
+
+/* ---- on a worker: the reference path ------------------------------------------------------ */
+
+typedef struct {
+    kd_forecast_job *f;
+    int i;
+} part_call;
+
+static int forecast_part_call(void *ctx, kr_error *err) {
+    const part_call *c = ctx;
+    kd_app *app = c->f->work.app;
+    return kr_forecast(app->model, app->pool, &c->f->in[c->i].req, &c->f->res[c->i], err);
+}
+
+static void run(kd_work *w) {
+    kd_forecast_job *f = (kd_forecast_job *)w;
+    for (int i = 0; i < f->n; i++) {
+        part_call c = {f, i};
+        kd_with_room(w->app, forecast_part_call, &c, &f->errs[i]);
+    }
+    finish(f);
+}
+
+static const kd_work_ops ops = {
+    .admit = admit, .add = add, .done = done, .run = run, .discard = discard};
+
+/* ---- making one --------------------------------------------------------------------------- */
+
+kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
+                                     kd_forecast_answer answer) {
+    kd_forecast_job *f = calloc(1, sizeof *f);
+    if (f) {
+        f->in = in;
+        f->n = n;
+        f->res = calloc((size_t)n, sizeof *f->res);
+        f->errs = calloc((size_t)n, sizeof *f->errs);
+        f->parts = calloc((size_t)n, sizeof *f->parts);
+    }
+    if (!f || !f->res || !f->errs || !f->parts) {
+        if (f) {
+            f->work.app = app;
+            job_free(f);
+        } else {
+            kd_series_inputs_free(in, n);
+        }
+        kd_reply_no_memory(r);
+        return NULL;
+    }
+    f->answer = answer;
+    kd_work_init(&f->work, &ops, app, r, in[0].timeout_ms);
+    for (int i = 0; i < n; i++) {
+        f->in[i].req.cancel = f->work.cancel;
+        f->parts[i] = (forecast_part){{.done = part_done}, f, i};
+    }
+    return f;
+}
+
+void kd_forecast_job_on_series(kd_forecast_job *f, kd_session *session, const kr_series *series) {
+    f->session = session;
+    f->series = series;
+}
+
+kd_outcome kd_forecast_job_submit(kd_forecast_job *f) {
+    return kd_submit(&f->work, f->in[0].req.use_cache ? KD_ON_SCHEDULER : KD_ON_WORKER);
+}

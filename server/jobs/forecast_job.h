@@ -1,0 +1,33 @@
+/* forecast_job.h — the one forecast job: a stateless /forecast, a "series" request (many
+ * forecasts in one) and a candle session's forecast are all n forecasts (n = 1 but for
+ * series), admitted alike (each plan checked, then their cost together), run alike (on the
+ * scheduler, each forecast a job of its own so they share its steps; the reference path,
+ * use_cache false, on a worker) and answered alike (the first failure by index answers for
+ * all, else the forecasts as JSON, CSV or the series list).
+ */
+#ifndef KD_FORECAST_JOB_H
+#define KD_FORECAST_JOB_H
+
+#include "app.h"
+#include "forecast_json.h"
+#include "http.h"
+
+typedef enum {
+    KD_ANSWER_JSON,   /* one /forecast response */
+    KD_ANSWER_CSV,    /* the same as text/csv */
+    KD_ANSWER_SERIES, /* {"series": [...]} */
+} kd_forecast_answer;
+
+typedef struct kd_forecast_job kd_forecast_job;
+
+/* A job of the n forecasts in (malloc'd [n]; the job takes it, and frees it with
+ * kd_series_inputs_free). NULL after replying 500 (in freed). */
+kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
+                                     kd_forecast_answer answer);
+/* A session forecast: the forecast continues series (in[0].req already points at its
+ * candles), and session (busy for this request) is released when the job ends. */
+void kd_forecast_job_on_series(kd_forecast_job *f, kd_session *session, const kr_series *series);
+/* kd_submit for it: KD_DEFERRED, or KD_REPLIED after a refusal (the job then freed). */
+kd_outcome kd_forecast_job_submit(kd_forecast_job *f);
+
+#endif

@@ -1,0 +1,40 @@
+/* inputs.h — what the model handlers read alike: the limits from the config (built here
+ * once), the query string (a CSV body's fields and the answer's format) and a text/csv
+ * body's candles. */
+#ifndef KD_INPUTS_H
+#define KD_INPUTS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "app.h"
+#include "forecast_json.h"
+#include "http.h"
+#include "tokens_json.h"
+
+#define KD_MSG_MAX 512 /* a request error's message */
+
+/* max-candles, max-horizon, max-samples as the forecast parsers take them. */
+kd_forecast_limits kd_forecast_limits_of(const kd_app *app);
+/* The model's vocabularies and max-candles as the token parsers take them. */
+kd_token_limits kd_token_limits_of(const kd_app *app);
+
+/* What the query says: the request's fields (for a CSV body) and the answer's format. */
+typedef struct {
+    json_t *opts;             /* the fields given in the query, as JSON values */
+    const char *const *known; /* fields that may come in the query; NULL: none, no format */
+    bool csv_in, csv_out, has_format;
+    char *err;
+    size_t errlen;
+} kd_query;
+
+/* Reads the query of r into q (q->known set by the caller); false after replying 400
+ * (counted invalid) or 500. On success the caller frees q->opts. */
+bool kd_read_query(kd_app *app, kd_request *r, kd_query *q, char *msg, size_t msglen);
+
+/* The candles of a text/csv body, between min_count and max_count; -1 with a message. */
+int kd_body_csv_candles(const kd_request *r, int min_count, int max_count, kd_candles *out,
+                        char *msg, size_t msglen);
+
+#endif
