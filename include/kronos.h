@@ -52,12 +52,12 @@ typedef struct {
     char msg[KR_ERR_MAX];
 } kr_error;
 
-/* Formats a message into err (if err is not NULL), sets code KR_E_FAILED, returns -1. A
- * caller of the library may use them for its own errors too. */
-int kr_fail(kr_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The same with a given code. */
+/* Formats a message into err (if err is not NULL), sets its code, returns -1. A caller of
+ * the library may use them for its own errors too. */
 int kr_fail_code(kr_error *err, kr_error_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with code KR_E_FAILED. */
+#define kr_fail(err, ...) kr_fail_code((err), KR_E_FAILED, __VA_ARGS__)
 
 /* Threads the core computes with (its own pool; no result depends on the thread count).
  * Call before anything else in the library; 0 means one per online CPU. Returns -1 once the

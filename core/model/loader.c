@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,58 +80,72 @@ static int check_heads(const char *path, int d, int n_heads, kr_error *err) {
     return 0;
 }
 
+/* The integer keys of each config.json, with their ranges: one table a part. */
+typedef struct {
+    const char *key;
+    int lo, hi;
+    size_t offset; /* of the int in the part's config struct */
+} cfg_key;
+
+#define TOKENIZER_KEY(name, lo, hi)                                                                \
+    { #name, lo, hi, offsetof(kr_tokenizer_config, name) }
+static const cfg_key tokenizer_keys[] = {
+    TOKENIZER_KEY(d_in, 1, 64),           TOKENIZER_KEY(d_model, 1, 1 << 16),
+    TOKENIZER_KEY(n_heads, 1, 1024),      TOKENIZER_KEY(ff_dim, 1, 1 << 18),
+    TOKENIZER_KEY(n_enc_layers, 1, 1024), TOKENIZER_KEY(n_dec_layers, 1, 1024),
+    TOKENIZER_KEY(s1_bits, 1, 20),        TOKENIZER_KEY(s2_bits, 1, 20),
+};
+#define PREDICTOR_KEY(name, lo, hi)                                                                \
+    { #name, lo, hi, offsetof(kr_predictor_config, name) }
+static const cfg_key predictor_keys[] = {
+    PREDICTOR_KEY(d_model, 1, 1 << 16), PREDICTOR_KEY(n_layers, 1, 1024),
+    PREDICTOR_KEY(n_heads, 1, 1024),    PREDICTOR_KEY(ff_dim, 1, 1 << 18),
+    PREDICTOR_KEY(s1_bits, 1, 20),      PREDICTOR_KEY(s2_bits, 1, 20),
+};
+
+/* Reads dir/config.json's integer keys into the struct at out; root is kept for the rest. */
+static json_t *read_config_ints(const char *dir, char *path, size_t pathlen, const cfg_key *keys,
+                                size_t n_keys, void *out, kr_error *err) {
+    json_t *root = read_config(dir, path, pathlen, err);
+    for (size_t i = 0; root && i < n_keys; i++)
+        if (cfg_int(root, path, keys[i].key, keys[i].lo, keys[i].hi,
+                    (int *)((char *)out + keys[i].offset), err)) {
+            json_decref(root);
+            return NULL;
+        }
+    return root;
+}
+
 static int read_tokenizer_config(const char *dir, kr_tokenizer_config *c, kr_error *err) {
     char path[1100];
-    json_t *root = read_config(dir, path, sizeof path, err);
+    json_t *root = read_config_ints(dir, path, sizeof path, tokenizer_keys,
+                                    sizeof tokenizer_keys / sizeof *tokenizer_keys, c, err);
     if (!root) return -1;
-    int rc = -1;
-    if (cfg_int(root, path, "d_in", 1, 64, &c->d_in, err) ||
-        cfg_int(root, path, "d_model", 1, 1 << 16, &c->d_model, err) ||
-        cfg_int(root, path, "n_heads", 1, 1024, &c->n_heads, err) ||
-        cfg_int(root, path, "ff_dim", 1, 1 << 18, &c->ff_dim, err) ||
-        cfg_int(root, path, "n_enc_layers", 1, 1024, &c->n_enc_layers, err) ||
-        cfg_int(root, path, "n_dec_layers", 1, 1024, &c->n_dec_layers, err) ||
-        cfg_int(root, path, "s1_bits", 1, 20, &c->s1_bits, err) ||
-        cfg_int(root, path, "s2_bits", 1, 20, &c->s2_bits, err) ||
-        check_heads(path, c->d_model, c->n_heads, err))
-        goto out;
-    if (c->d_in != KR_D_IN) {
-        kr_fail(err,
-                "%s: d_in = %d, but kronosd forecasts the %d columns open, high, low, "
-                "close, volume, amount",
-                path, c->d_in, KR_D_IN);
-        goto out;
-    }
-    rc = 0;
-out:
+    int rc = check_heads(path, c->d_model, c->n_heads, err);
+    if (rc == 0 && c->d_in != KR_D_IN)
+        rc = kr_fail(err,
+                     "%s: d_in = %d, but kronosd forecasts the %d columns open, high, low, "
+                     "close, volume, amount",
+                     path, c->d_in, KR_D_IN);
     json_decref(root);
     return rc;
 }
 
 static int read_predictor_config(const char *dir, kr_predictor_config *c, kr_error *err) {
     char path[1100];
-    json_t *root = read_config(dir, path, sizeof path, err);
+    json_t *root = read_config_ints(dir, path, sizeof path, predictor_keys,
+                                    sizeof predictor_keys / sizeof *predictor_keys, c, err);
     if (!root) return -1;
-    int rc = -1;
-    if (cfg_int(root, path, "d_model", 1, 1 << 16, &c->d_model, err) ||
-        cfg_int(root, path, "n_layers", 1, 1024, &c->n_layers, err) ||
-        cfg_int(root, path, "n_heads", 1, 1024, &c->n_heads, err) ||
-        cfg_int(root, path, "ff_dim", 1, 1 << 18, &c->ff_dim, err) ||
-        cfg_int(root, path, "s1_bits", 1, 20, &c->s1_bits, err) ||
-        cfg_int(root, path, "s2_bits", 1, 20, &c->s2_bits, err) ||
-        cfg_bool(root, path, "learn_te", true, &c->learn_te, err) ||
-        cfg_bool(root, path, "kv_shift", false, &c->kv_shift, err) ||
-        check_heads(path, c->d_model, c->n_heads, err))
-        goto out;
-    if (c->d_model % KR_DEP_HEADS != 0 || (c->d_model / KR_DEP_HEADS) % 2 != 0) {
-        kr_fail(err,
-                "%s: d_model = %d must split into %d heads of even size for the "
-                "dependency-aware layer",
-                path, c->d_model, KR_DEP_HEADS);
-        goto out;
-    }
-    rc = 0;
-out:
+    int rc = cfg_bool(root, path, "learn_te", true, &c->learn_te, err) ||
+                     cfg_bool(root, path, "kv_shift", false, &c->kv_shift, err) ||
+                     check_heads(path, c->d_model, c->n_heads, err)
+                 ? -1
+                 : 0;
+    if (rc == 0 && (c->d_model % KR_DEP_HEADS != 0 || (c->d_model / KR_DEP_HEADS) % 2 != 0))
+        rc = kr_fail(err,
+                     "%s: d_model = %d must split into %d heads of even size for the "
+                     "dependency-aware layer",
+                     path, c->d_model, KR_DEP_HEADS);
     json_decref(root);
     return rc;
 }
