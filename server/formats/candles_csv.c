@@ -10,6 +10,7 @@
 
 #include "json_fields.h"
 #include "numfmt.h"
+#include "strbuf.h"
 #include "timefmt.h"
 
 #define FIELD_MAX   128 /* longer than any timestamp or number */
@@ -271,29 +272,10 @@ done:
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} text;
+typedef kd_strbuf text;
 
 static void add(text *t, const char *s) {
-    const size_t n = strlen(s);
-    if (t->failed) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *p = realloc(t->s, cap);
-        if (!p) {
-            t->failed = true;
-            return;
-        }
-        t->s = p;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n + 1);
-    t->len += n;
+    kd_strbuf_puts(t, s);
 }
 
 static void add_value(text *t, double x) {
@@ -343,9 +325,5 @@ char *kd_forecast_csv(const kd_forecast_input *in, const kr_forecast_result *res
         if (res->prob_close_up) add_value(&t, res->prob_close_up[i]);
         add(&t, "\n");
     }
-    if (t.failed) {
-        free(t.s);
-        return NULL;
-    }
-    return t.s;
+    return kd_strbuf_take(&t);
 }

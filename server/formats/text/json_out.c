@@ -8,31 +8,15 @@
 #include <string.h>
 
 #include "numfmt.h"
+#include "strbuf.h"
 
 typedef struct {
-    char *s;
-    size_t len, cap;
-    bool failed;
+    kd_strbuf text;
     int indent;
 } buf;
 
 static void put(buf *b, const char *s, size_t n) {
-    if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *t = realloc(b->s, cap);
-        if (!t) {
-            b->failed = true;
-            return;
-        }
-        b->s = t;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
+    kd_strbuf_put(&b->text, s, n);
 }
 
 static void puts_(buf *b, const char *s) {
@@ -131,10 +115,5 @@ char *kd_json_dumps(const json_t *v, int indent) {
     buf b = {.indent = indent};
     if (!v) return NULL;
     value(&b, v, 0);
-    put(&b, "", 0);
-    if (b.failed) {
-        free(b.s);
-        return NULL;
-    }
-    return b.s;
+    return kd_strbuf_take(&b.text);
 }

@@ -51,6 +51,14 @@ static int digits(const char **p, int n) {
     return v;
 }
 
+/* digits(p, n) followed by the separator sep, which it skips too; -1 otherwise. */
+static int digits_then(const char **p, int n, char sep) {
+    const int v = digits(p, n);
+    if (v < 0 || **p != sep) return -1;
+    (*p)++;
+    return v;
+}
+
 #define FORMAT_HINT "expected YYYY-MM-DD[THH:MM[:SS[.fff]][Z|+HH:MM]]"
 
 /* The zone suffix at p (which is not at the end): Z, ±HH:MM, ±HHMM or ±HH. */
@@ -77,13 +85,9 @@ static int parse_zone(const char *p, int *offset_min, char *err, size_t errlen) 
 
 /* The date part `YYYY-MM-DD` at *p, validated; advances *p. */
 static int parse_date(const char **p, int64_t *days, char *err, size_t errlen) {
-    const int y = digits(p, 4);
-    if (y < 0 || **p != '-') return kd_fail(err, errlen, FORMAT_HINT);
-    (*p)++;
-    const int m = digits(p, 2);
-    if (m < 0 || **p != '-') return kd_fail(err, errlen, FORMAT_HINT);
-    (*p)++;
-    const int d = digits(p, 2);
+    const int y = digits_then(p, 4, '-');
+    const int m = y < 0 ? -1 : digits_then(p, 2, '-');
+    const int d = m < 0 ? -1 : digits(p, 2);
     if (d < 0) return kd_fail(err, errlen, FORMAT_HINT);
     if (m < 1 || m > 12) return kd_fail(err, errlen, "month %d is out of range 1-12", m);
     const int dim = days_in_month(y, m);
@@ -95,10 +99,8 @@ static int parse_date(const char **p, int64_t *days, char *err, size_t errlen) {
 
 /* The time part `HH:MM[:SS[.fraction]]` at *p, validated; advances *p. */
 static int parse_time(const char **p, int64_t *secs, char *err, size_t errlen) {
-    const int hh = digits(p, 2);
-    if (hh < 0 || **p != ':') return kd_fail(err, errlen, FORMAT_HINT);
-    (*p)++;
-    const int mi = digits(p, 2);
+    const int hh = digits_then(p, 2, ':');
+    const int mi = hh < 0 ? -1 : digits(p, 2);
     int ss = 0;
     if (mi < 0) return kd_fail(err, errlen, FORMAT_HINT);
     if (**p == ':') {
