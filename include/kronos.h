@@ -45,6 +45,7 @@ typedef enum {
     KR_E_NO_MEMORY,      /* malloc failed */
     KR_E_CANCELLED,      /* the caller's cancel check said stop (the client left) */
     KR_E_DEADLINE,       /* the caller's cancel check said the deadline passed */
+    KR_E_COUNT           /* not a code: how many there are, for tables indexed by code */
 } kr_error_code;
 
 typedef struct {

@@ -15,7 +15,7 @@
 #include "metrics.h"
 
 /* The last code of kr_error_code: the table has a row for each of 0 .. KD_LAST_ERROR_CODE. */
-#define KD_LAST_ERROR_CODE KR_E_DEADLINE
+#define KD_LAST_ERROR_CODE (KR_E_COUNT - 1)
 
 typedef struct {
     int status;         /* HTTP status */
