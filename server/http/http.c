@@ -317,12 +317,27 @@ typedef struct {
     int content_length, transfer_encoding; /* how many of each */
     bool length_ok;                        /* every Content-Length is plain digits */
     const char *coding;                    /* the (last) Transfer-Encoding */
+    const char *bad_name;                  /* the first field name that is not a token */
 } framing;
+
+/* A field name is a token (RFC 9110 §5.1): libmicrohttpd passes on "Content-Length : 5"
+ * as the name "Content-Length " rather than refusing it, and a proxy may read it as the
+ * length (RFC 9112 §5.1: 400). */
+static bool is_token(const char *s) {
+    static const char punct[] = "!#$%&'*+-.^_`|~";
+    if (!*s) return false;
+    for (; *s; s++)
+        if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              strchr(punct, *s)))
+            return false;
+    return true;
+}
 
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
                                      const char *value) {
     framing *f = cls;
     (void)kind;
+    if (!f->bad_name && !is_token(key)) f->bad_name = key;
     if (strcasecmp(key, "Content-Length") == 0) {
         f->content_length++;
         if (!value || !*value || strspn(value, "0123456789") != strlen(value)) f->length_ok = false;
@@ -341,7 +356,11 @@ static bool refuse_framing(kd_request *r) {
     framing f = {.length_ok = true};
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_framing, &f);
     r->close = true;
-    if (f.content_length > 1)
+    if (f.bad_name)
+        kd_reply_error(r, 400, "bad_framing",
+                       "header field name \"%.64s\" is not a token (whitespace before the colon?)",
+                       f.bad_name);
+    else if (f.content_length > 1)
         kd_reply_error(r, 400, "bad_framing",
                        "Content-Length given %d times; send it once (or use chunked encoding)",
                        f.content_length);

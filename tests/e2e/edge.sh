@@ -53,6 +53,16 @@ raw "Transfer-Encoding: gzip: 501 JSON, closed" "$EP" \
 raw "Content-Length that is not a number: 400, closed" "$EP" \
     'POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 5x\r\n\r\n{}   ' \
     'd["closed"] and d["seconds"] < 1 and " 400 " in d["reply"]'
+# whitespace between a field name and its colon (RFC 9112 5.1): 400, closed, and what
+# follows is never answered as a request of its own
+for sep in ' ' '\t'; do
+    raw "Content-Length${sep}: 56: 400 bad_framing, closed, nothing smuggled" "$EP" \
+        "GET /health HTTP/1.1\\r\\nHost: x\\r\\nContent-Length${sep}: 56\\r\\n\\r\\nGET /model HTTP/1.1\\r\\nHost: x\\r\\nX-Request-Id: SMUGGLED\\r\\n\\r\\n" \
+        'd["closed"] and " 400 " in d["reply"] and "bad_framing" in d["reply"] and d["reply"].count("HTTP/1.1 ") == 1 and "SMUGGLED" not in d["reply"]'
+done
+raw "Transfer-Encoding : chunked: 400 bad_framing, closed" "$EP" \
+    'POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n' \
+    'd["closed"] and " 400 " in d["reply"] and "bad_framing" in d["reply"]'
 raw "a garbage request line: closed within a second" "$EP" 'garbage\r\n\r\n' \
     'd["closed"] and d["seconds"] < 1'
 raw "a request line with extra words: 400 within a second" "$EP" 'GET / HTTP/1.1 extra\r\n\r\n' \
