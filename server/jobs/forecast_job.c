@@ -79,23 +79,21 @@ static void finish(kd_forecast_job *f) {
 /* ---- admission -------------------------------------------------------------------------- */
 
 /* Whether forecast i can ever run here; -1 after refusing 400 or 422 too_large. */
-static int admit_one(kd_forecast_job *f, int i, double *gflop) {
+static int admit_one(kd_forecast_job *f, int i, const kr_pool_stats *st, double *gflop) {
     kd_app *app = f->work.app;
     kd_request *r = f->work.r;
     const kr_forecast_request *q = &f->in[i].req;
     kr_forecast_plan plan;
     kr_error err = {0};
-    kr_pool_stats st;
-    kr_pool_stats_get(app->pool, &st);
     if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0) {
         kd_refuse_error(app, r, "forecast", &err);
         return -1;
     }
-    if (plan.pool_bytes > st.bytes_total) {
+    if (plan.pool_bytes > st->bytes_total) {
         kd_refuse(app, r, KD_REFUSED_TOO_LARGE, 422, "too_large",
                   "forecast: %d paths over a window of %d need %zu bytes of KV cache; the "
                   "whole pool holds %zu (pool-bytes)",
-                  q->samples, plan.max_context, plan.pool_bytes, st.bytes_total);
+                  q->samples, plan.max_context, plan.pool_bytes, st->bytes_total);
         return -1;
     }
     if (plan.flops / 1e9 > (double)app->cfg.max_request_cost) {
@@ -114,8 +112,10 @@ static int admit(kd_work *w) {
     kd_forecast_job *f = (kd_forecast_job *)w;
     kd_app *app = w->app;
     double gflop = 0;
+    kr_pool_stats st; /* the pool's size is fixed: read once for every series */
+    kr_pool_stats_get(app->pool, &st);
     for (int i = 0; i < f->n; i++)
-        if (admit_one(f, i, &gflop) < 0) return -1;
+        if (admit_one(f, i, &st, &gflop) < 0) return -1;
     /* one request, one budget: the series together, as one request alone would be */
     if (gflop > (double)app->cfg.max_request_cost) {
         kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",

@@ -121,7 +121,7 @@ void kd_refuse(kd_app *app, kd_request *r, kd_refusal why, int status, const cha
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (why != KD_NOT_REFUSED) kd_metrics_refuse(app->metrics, why);
+    kd_metrics_refuse(app->metrics, why); /* KD_NOT_REFUSED counts nothing */
     kd_reply_error(r, status, code, "%s", msg);
 }
 
@@ -130,8 +130,7 @@ void kd_refuse_invalid(kd_app *app, kd_request *r, const char *msg) {
 }
 
 void kd_refuse_error(kd_app *app, kd_request *r, const char *what, const kr_error *err) {
-    const kd_refusal why = kd_error_answer_of((int)err->code)->refusal;
-    if (why != KD_NOT_REFUSED) kd_metrics_refuse(app->metrics, why);
+    kd_metrics_refuse(app->metrics, kd_error_answer_of((int)err->code)->refusal);
     kd_reply_core_error(r, what, err);
 }
 

@@ -28,6 +28,7 @@ typedef enum {
     KD_REFUSED_BUSY,
     KD_N_REFUSALS
 } kd_refusal;
+/* Counts a refusal by reason; KD_NOT_REFUSED counts nothing. */
 void kd_metrics_refuse(kd_metrics *m, kd_refusal why);
 
 /* Values read from elsewhere at scrape time. */
