@@ -94,12 +94,35 @@ static void test_unknown_codes(void **state) {
     assert_ptr_equal(kd_error_answer_of(1 << 20), failed);
 }
 
+/* The list of every code an answer can carry (kd_error_kinds, what /openapi.json lists) has
+ * each failing core code with its status, once, and every kind a status and a meaning. */
+static void test_kinds_list_the_core_codes(void **state) {
+    (void)state;
+    for (int code = KR_E_FAILED; code <= KD_LAST_ERROR_CODE; code++) {
+        const kd_error_answer *a = kd_error_answer_of(code);
+        size_t found = 0;
+        for (size_t i = 0; i < kd_error_kind_count; i++)
+            if (strcmp(kd_error_kinds[i].code, a->code) == 0) {
+                assert_int_equal(kd_error_kinds[i].status, a->status);
+                found++;
+            }
+        assert_int_equal(found, 1);
+    }
+    for (size_t i = 0; i < kd_error_kind_count; i++) {
+        assert_true(kd_error_kinds[i].status >= 400 && kd_error_kinds[i].status < 600);
+        assert_true(strlen(kd_error_kinds[i].meaning) > 0);
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(kd_error_kinds[i].code, kd_error_kinds[j].code);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_code),
         cmocka_unit_test(test_status_classes),
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_unknown_codes),
+        cmocka_unit_test(test_kinds_list_the_core_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,14 @@
 /* routes.c — the route table and the router that http asks (routes.h): which handler
- * answers which method and path, and the metrics label of each endpoint. */
+ * answers which method and path, the metrics label of each endpoint, and each route's
+ * operation in the API's document (openapi.h). A new route is a row here and its operation,
+ * under the row's name, in openapi_parts.json. */
 #include "routes.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "handlers.h"
+#include "openapi.h"
 #include "page.h"
 
 enum {
@@ -19,12 +22,13 @@ enum {
     EP_DETOKENIZE,
     EP_SESSIONS,
     EP_SESSION,
+    EP_OPENAPI,
     EP_OTHER,
 };
 
 const char *const kd_endpoint_names[] = {
     "page",     "health",     "model",    "metrics", "forecast", "generate",
-    "tokenize", "detokenize", "sessions", "session", "other",
+    "tokenize", "detokenize", "sessions", "session", "openapi",  "other",
 };
 const int kd_endpoint_count = EP_OTHER + 1;
 
@@ -34,6 +38,7 @@ struct kd_route {
     int endpoint;
     bool is_public, needs_model;
     kd_handler *run;
+    const char *operation; /* its part in openapi_parts.json, its operationId */
 };
 
 /* POST /sessions: a candle session when the body has candles (JSON or text/csv; the
@@ -57,21 +62,23 @@ static kd_outcome sessions_post(kd_app *app, kd_request *r) {
 
 static const kd_route routes[] = {
     /* clang-format off */
-    {"/",           "GET",    EP_PAGE,       true,  false, kd_handle_page},
-    {"/example.csv", "GET",   EP_PAGE,       true,  false, kd_handle_example_csv},
-    {"/health",     "GET",    EP_HEALTH,     true,  false, kd_handle_health},
-    {"/model",      "GET",    EP_MODEL,      false, true,  kd_handle_model},
-    {"/metrics",    "GET",    EP_METRICS,    false, false, kd_handle_metrics},
-    {"/forecast",   "POST",   EP_FORECAST,   false, true,  kd_handle_forecast},
-    {"/generate",   "POST",   EP_GENERATE,   false, true,  kd_handle_generate},
-    {"/tokenize",   "POST",   EP_TOKENIZE,   false, true,  kd_handle_tokenize},
-    {"/detokenize", "POST",   EP_DETOKENIZE, false, true,  kd_handle_detokenize},
-    {"/sessions",   "POST",   EP_SESSIONS,   false, true,  sessions_post},
-    {"/sessions/",  "GET",    EP_SESSION,    false, true,  kd_handle_session_get},
-    {"/sessions/",  "DELETE", EP_SESSION,    false, true,  kd_handle_session_delete},
-    {"/sessions/*/generate", "POST", EP_GENERATE, false, true, kd_handle_generate},
-    {"/sessions/*/candles",  "POST", EP_SESSION, false, true, kd_handle_session_candles},
-    {"/sessions/*/forecast", "POST", EP_SESSION, false, true, kd_handle_session_forecast},
+    /* path                  method    endpoint       public model  handler                       operation */
+    {"/",                    "GET",    EP_PAGE,       true,  false, kd_handle_page,             "page"},
+    {"/example.csv",         "GET",    EP_PAGE,       true,  false, kd_handle_example_csv,      "exampleCsv"},
+    {"/health",              "GET",    EP_HEALTH,     true,  false, kd_handle_health,           "health"},
+    {"/openapi.json",        "GET",    EP_OPENAPI,    true,  false, kd_handle_openapi,          "openapi"},
+    {"/model",               "GET",    EP_MODEL,      false, true,  kd_handle_model,            "model"},
+    {"/metrics",             "GET",    EP_METRICS,    false, false, kd_handle_metrics,          "metrics"},
+    {"/forecast",            "POST",   EP_FORECAST,   false, true,  kd_handle_forecast,         "forecast"},
+    {"/generate",            "POST",   EP_GENERATE,   false, true,  kd_handle_generate,         "generate"},
+    {"/tokenize",            "POST",   EP_TOKENIZE,   false, true,  kd_handle_tokenize,         "tokenize"},
+    {"/detokenize",          "POST",   EP_DETOKENIZE, false, true,  kd_handle_detokenize,       "detokenize"},
+    {"/sessions",            "POST",   EP_SESSIONS,   false, true,  sessions_post,              "createSession"},
+    {"/sessions/",           "GET",    EP_SESSION,    false, true,  kd_handle_session_get,      "getSession"},
+    {"/sessions/",           "DELETE", EP_SESSION,    false, true,  kd_handle_session_delete,   "deleteSession"},
+    {"/sessions/*/generate", "POST",   EP_GENERATE,   false, true,  kd_handle_generate,         "sessionGenerate"},
+    {"/sessions/*/candles",  "POST",   EP_SESSION,    false, true,  kd_handle_session_candles,  "appendCandles"},
+    {"/sessions/*/forecast", "POST",   EP_SESSION,    false, true,  kd_handle_session_forecast, "sessionForecast"},
     /* clang-format on */
 };
 
@@ -125,3 +132,10 @@ static kd_outcome handle(const kd_route *rt, kd_app *app, kd_request *r) {
 }
 
 const kd_router kd_routes = {match, is_public, needs_model, handle};
+
+const size_t kd_route_count = sizeof routes / sizeof routes[0];
+
+kd_route_doc kd_route_doc_at(size_t i) {
+    const kd_route *rt = &routes[i];
+    return (kd_route_doc){rt->path, rt->method, rt->operation, rt->is_public, rt->needs_model};
+}

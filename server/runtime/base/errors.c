@@ -21,6 +21,49 @@ static const kd_error_answer answers[KD_LAST_ERROR_CODE + 1] = {
     /* clang-format on */
 };
 
+const kd_error_kind kd_error_kinds[] = {
+    /* clang-format off */
+    {400, "invalid_request",      "a field or parameter breaks a rule (the message names it), "
+                                  "including an unknown one"},
+    {400, "invalid_json",         "the body is not JSON (the message gives line and column)"},
+    {400, "wrong_session_kind",   "a token session given candles, or a candle session given "
+                                  "to /generate"},
+    {400, "bad_framing",          "a body length two parties could read differently (repeated "
+                                  "or non-numeric Content-Length, with Transfer-Encoding); the "
+                                  "connection is closed"},
+    {401, "unauthorized",         "no or a wrong Authorization: Bearer key"},
+    {404, "not_found",            "no such route"},
+    {404, "session_not_found",    "no such session; the message says whether it expired, was "
+                                  "evicted or deleted"},
+    {405, "method_not_allowed",   "the route does not take this method (Allow lists those it "
+                                  "takes)"},
+    {409, "session_busy",         "the session serves another request"},
+    {413, "body_too_large",       "the body is over max-body-bytes"},
+    {415, "unsupported_media_type", "a text/csv body where only JSON is taken"},
+    {422, "context_overflow",     "a session would grow past max_context"},
+    {422, "too_large",            "a request that can never fit: its KV cache over the whole "
+                                  "pool or its compute over max-request-cost (no Retry-After)"},
+    {422, "no_context",           "max_new_tokens > 0 with no tokens to generate from"},
+    {422, "pool_too_small",       "a generation whose cache could not fit even the empty pool"},
+    {422, "unprocessable",        "a valid request the model cannot serve (e.g. a column whose "
+                                  "float32 statistics overflow)"},
+    {429, "too_many_sessions",    "max-sessions held and none idle long enough to evict; "
+                                  "Retry-After"},
+    {429, "session_limit",        "this API key (or client address) holds "
+                                  "max-sessions-per-key sessions"},
+    {499, "client_closed",        "the client left before the answer (logged, never received)"},
+    {500, "internal",             "out of memory or a broken invariant"},
+    {501, "unsupported_transfer_coding", "a Transfer-Encoding other than chunked"},
+    {503, "starting",             "the model is loading; Retry-After"},
+    {503, "draining",             "the server is shutting down (SIGTERM); Retry-After"},
+    {503, "overloaded",           "queue-size requests already wait; Retry-After estimated from "
+                                  "the work queued"},
+    {503, "pool_exhausted",       "the KV pool is in use by requests in flight; retry"},
+    {504, "deadline_exceeded",    "the request's deadline (timeout_ms or request-timeout) passed"},
+    /* clang-format on */
+};
+const size_t kd_error_kind_count = sizeof kd_error_kinds / sizeof kd_error_kinds[0];
+
 const kd_error_answer *kd_error_answer_of(int code) {
     if (code < 0 || code > KD_LAST_ERROR_CODE || !answers[code].code) return &answers[KR_E_FAILED];
     return &answers[code];

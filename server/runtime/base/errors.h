@@ -28,6 +28,18 @@ typedef struct {
     const char *tail;
 } kd_error_answer;
 
+/* Every error code an answer can carry, the core's (the rows above) and those the server
+ * answers by itself (HTTP, admission, sessions), with its status and what it means: the
+ * reference of the API (GET /openapi.json) lists them from here, so a new code is added
+ * here too (tests/e2e/openapi.py finds every code the server's sources answer with). */
+typedef struct {
+    int status;
+    const char *code;
+    const char *meaning;
+} kd_error_kind;
+extern const kd_error_kind kd_error_kinds[];
+extern const size_t kd_error_kind_count;
+
 /* The row of code; a code outside the enum gets KR_E_FAILED's row. Never NULL. */
 const kd_error_answer *kd_error_answer_of(int code);
 /* The answer's message for a failure of what (e.g. "forecast") with the core's message

@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""openapi.py SRCDIR URL KEY_URL KEY — the daemon's real answers against its own document.
+
+GET /openapi.json from the daemon at URL, then, for every operation it documents, at least
+one request that succeeds and one that fails, each answer's status, content type and JSON
+body checked against the document's response for that status (python3-jsonschema,
+JSON Schema 2020-12); the request bodies that succeed are checked against the documented
+request schemas too. Also:
+  - the fields each JSON route takes, as the daemon lists them when refusing an unknown one,
+    are the properties its request schema documents (and the query parameters of /forecast);
+  - every error code the server's sources answer with (kd_reply_error, kd_refuse, the
+    session and core tables) is in the document, under its status;
+  - a method a documented path does not take is 405 with the error object.
+KEY_URL is a daemon with an API key (KEY): each route off the public ones answers 401
+there without it. URL's daemon runs with --max-sessions-per-key 3 and --max-body-bytes
+65536. Prints "ok"/"FAIL" per check and "N passed, N failed".
+"""
+import copy
+import json
+import os
+import re
+import socket
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+import warnings
+
+warnings.simplefilter("ignore", DeprecationWarning)
+import jsonschema  # noqa: E402
+
+SRC, URL, KEY_URL, KEY = sys.argv[1:5]
+PASSED = FAILED = 0
+EXERCISED = {}  # (path template, method) -> set of "ok"/"error"
+
+
+def report(ok, name, why=""):
+    global PASSED, FAILED
+    if ok:
+        PASSED += 1
+        print("ok  ", name)
+    else:
+        FAILED += 1
+        print("FAIL", name)
+        if why:
+            print("    ", str(why)[:600])
+
+
+def call(method, url, body=None, ctype="application/json", headers=None):
+    data = body if isinstance(body, (bytes, type(None))) else (
+        body.encode() if isinstance(body, str) else json.dumps(body).encode())
+    req = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", ctype)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+def raw(url, request_text):
+    """A hand-written request (what urllib will not send); its status, type and body."""
+    u = urllib.parse.urlsplit(url)
+    with socket.create_connection((u.hostname, u.port), timeout=10) as s:
+        s.sendall(request_text.encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    ctype = next((l.split(":", 1)[1].strip() for l in lines[1:]
+                  if l.lower().startswith("content-type:")), "")
+    return status, ctype, body
+
+
+status, _, text = call("GET", URL + "/openapi.json")
+DOC = json.loads(text)
+report(status == 200 and DOC.get("openapi") == "3.1.0", "GET /openapi.json is OpenAPI 3.1")
+RESOLVER = jsonschema.RefResolver.from_schema(DOC)
+jsonschema.Draft202012Validator.check_schema(DOC["components"]["schemas"]["ForecastRequest"])
+for name, schema in DOC["components"]["schemas"].items():
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+        report(True, f"schema {name} is JSON Schema 2020-12")
+    except jsonschema.SchemaError as e:
+        report(False, f"schema {name} is JSON Schema 2020-12", e.message)
+
+
+def validate(instance, schema):
+    """None, or what is wrong."""
+    v = jsonschema.Draft202012Validator(schema, resolver=RESOLVER)
+    errors = sorted(v.iter_errors(instance), key=lambda e: list(e.path))
+    return None if not errors else "; ".join(
+        f"{list(e.path)}: {e.message[:200]}" for e in errors[:3])
+
+
+def template_of(path):
+    for tpl in DOC["paths"]:
+        rx = "^" + re.sub(r"\\\{[a-z_]+\\\}", "[^/]+", re.escape(tpl)) + "$"
+        if re.match(rx, path):
+            return tpl
+    return None
+
+
+def check(name, method, base, path, want, body=None, ctype="application/json", headers=None,
+          raw_text=None):
+    """One request: its status is `want` and its answer is the document's for it."""
+    url = base + path
+    if raw_text is not None:
+        status, rtype, data = raw(base, raw_text)
+    else:
+        status, rtype, data = call(method, url, body, ctype, headers)
+    tpl = template_of(urllib.parse.urlsplit(url).path)
+    op = DOC["paths"].get(tpl, {}).get(method.lower()) if tpl else None
+    if op is None:
+        return report(False, name, f"{method} {path}: not in the document")
+    if status != want:
+        return report(False, name, f"status {status}, expected {want}: {data[:300]!r}")
+    resp = op["responses"].get(str(status)) or op["responses"].get("default")
+    if resp is None:
+        return report(False, name, f"{method} {tpl} documents no {status} response")
+    if "$ref" in resp:
+        resp = DOC["components"]["responses"][resp["$ref"].rsplit("/", 1)[1]]
+    mtype = rtype.split(";")[0].strip()
+    content = resp.get("content", {})
+    if mtype not in content:
+        return report(False, name, f"content type {mtype} not among {list(content)}")
+    if mtype == "application/json":
+        try:
+            answer = json.loads(data)
+        except ValueError as e:
+            return report(False, name, f"not JSON: {e}")
+        why = validate(answer, content[mtype]["schema"])
+        if why:
+            return report(False, name, why)
+        if status >= 400:  # the code is one this status documents
+            code = answer["error"]["code"]
+            if f"`{code}`" not in resp["description"]:
+                return report(False, name, f"{code} not documented under {status}")
+    elif not data and method != "HEAD":
+        return report(False, name, "empty body")
+    if status < 300 and body is not None and not isinstance(body, (bytes, str)):
+        rb = op.get("requestBody", {}).get("content", {}).get(ctype)
+        why = "no request body documented" if rb is None else validate(body, rb["schema"])
+        if why:
+            return report(False, name, "request: " + why)
+    EXERCISED.setdefault((tpl, method.lower()), set()).add("ok" if status < 400 else "error")
+    report(True, name)
+    return json.loads(data) if mtype == "application/json" else data
+
+
+def bad_framing(method, path):
+    """Two Content-Length headers: 400 bad_framing on any route, before its handler."""
+    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+            f"Content-Length: 2\r\nConnection: close\r\n\r\n{{}}")
+
+
+# ---- the requests ----------------------------------------------------------------------
+
+golden = json.load(open(f"{SRC}/tests/data/tiny/golden.json"))["cases"][0]
+candles = golden["input"]
+csv_text = "".join(open(f"{SRC}/tests/data/kline_5min.csv").readlines()[:41])
+forecast = {"candles": candles, "horizon": 3, "samples": 4, "seed": 7,
+            "quantiles": [0.1, 0.5, 0.9], "return_paths": True}
+rows = [{"timestamp": t, "open": o, "high": h, "low": l, "close": c}
+        for t, o, h, l, c in zip(candles["timestamps"], candles["open"], candles["high"],
+                                 candles["low"], candles["close"])]
+
+# public GET routes: the answer and a badly framed request
+for path in ["/", "/example.csv", "/health", "/openapi.json"]:
+    check(f"GET {path}", "GET", URL, path, 200)
+    check(f"GET {path} badly framed", "GET", URL, path, 400, raw_text=bad_framing("GET", path))
+for path in ["/model", "/metrics"]:
+    check(f"GET {path}", "GET", URL, path, 200)
+    check(f"GET {path} without the key", "GET", KEY_URL, path, 401)
+
+check("POST /forecast", "POST", URL, "/forecast", 200, forecast)
+check("POST /forecast (rows, greedy)", "POST", URL, "/forecast", 200,
+      {"candles": rows, "horizon": 2, "top_k": 1, "use_cache": False})
+check("POST /forecast (series)", "POST", URL, "/forecast", 200,
+      {"series": [{"candles": candles}, {"candles": rows, "future_timestamps":
+                   golden["future_timestamps"][:2]}], "horizon": 2, "seed": 1})
+check("POST /forecast (CSV, query)", "POST", URL,
+      "/forecast?horizon=4&samples=3&quantiles=0.1,0.9&seed=2", 200, csv_text, "text/csv")
+check("POST /forecast (CSV out)", "POST", URL, "/forecast?horizon=4&format=csv", 200, csv_text,
+      "text/csv")
+check("POST /forecast unknown field", "POST", URL, "/forecast", 400, {**forecast, "pred_len": 3})
+check("POST /forecast horizon over the limit", "POST", URL, "/forecast", 400,
+      {**forecast, "horizon": 10 ** 6})
+check("POST /forecast too large", "POST", URL, "/forecast", 422,
+      {**forecast, "samples": 1000, "horizon": 1024})
+check("POST /forecast past its deadline", "POST", URL, "/forecast", 504,
+      {"candles": candles, "horizon": 300, "samples": 32, "top_k": 1, "timeout_ms": 1})
+check("POST /forecast body too large", "POST", URL, "/forecast", 413, "x" * 70000)
+check("POST /forecast without the key", "POST", KEY_URL, "/forecast", 401, forecast)
+check("POST /forecast with the key", "POST", KEY_URL, "/forecast", 200, forecast,
+      headers={"Authorization": "Bearer " + KEY})
+check("POST /forecast badly framed", "POST", URL, "/forecast", 400,
+      raw_text=bad_framing("POST", "/forecast"))
+
+tok = check("POST /tokenize", "POST", URL, "/tokenize", 200, {"candles": candles})
+check("POST /tokenize (CSV)", "POST", URL, "/tokenize", 200, csv_text, "text/csv")
+check("POST /tokenize no candles", "POST", URL, "/tokenize", 400, {})
+if isinstance(tok, dict):
+    check("POST /detokenize", "POST", URL, "/detokenize", 200, tok)
+check("POST /detokenize (CSV)", "POST", URL, "/detokenize", 415, csv_text, "text/csv")
+check("POST /generate (temporary cache)", "POST", URL, "/generate", 200,
+      {"tokens": [[5, 3], [7, 1]], "timestamps": candles["timestamps"][:2], "max_new_tokens": 2,
+       "future_timestamps": candles["timestamps"][2:4], "seed": 4})
+check("POST /generate token out of range", "POST", URL, "/generate", 400,
+      {"tokens": [[5, 10 ** 6]], "timestamps": candles["timestamps"][:1]})
+
+ts = check("POST /sessions (tokens)", "POST", URL, "/sessions", 201)
+cs = check("POST /sessions (candles)", "POST", URL, "/sessions", 201, {"candles": candles})
+check("POST /sessions (candles, CSV)", "POST", URL, "/sessions", 201, csv_text, "text/csv")
+check("POST /sessions over max-sessions-per-key", "POST", URL, "/sessions", 429)
+check("POST /sessions bad candles", "POST", URL, "/sessions", 400, {"candles": {"open": [1]}})
+t_id = ts["session"] if isinstance(ts, dict) else "x"
+c_id = cs["session"] if isinstance(cs, dict) else "x"
+check("POST /sessions/{id}/generate", "POST", URL, f"/sessions/{t_id}/generate", 200,
+      {"tokens": [[5, 3]], "timestamps": candles["timestamps"][:1], "max_new_tokens": 1,
+       "future_timestamps": candles["timestamps"][1:2]})
+check("POST /generate on a session", "POST", URL, "/generate", 200,
+      {"session": t_id, "stamps": [[20, 11, 1, 18, 6]], "tokens": [[1, 2]]})
+check("POST /sessions/{id}/generate (candle session)", "POST", URL,
+      f"/sessions/{c_id}/generate", 400, {"tokens": []})
+check("GET /sessions/{id} (tokens)", "GET", URL, f"/sessions/{t_id}", 200)
+check("GET /sessions/{id} (candles)", "GET", URL, f"/sessions/{c_id}", 200)
+more = {"timestamps": ["2030-01-01T00:00:00"], "open": [11.3], "high": [11.31], "low": [11.29],
+        "close": [11.3], "volume": [500.0], "amount": [5650.0]}
+check("POST /sessions/{id}/candles", "POST", URL, f"/sessions/{c_id}/candles", 200,
+      {"candles": more})
+check("POST /sessions/{id}/candles (token session)", "POST", URL,
+      f"/sessions/{t_id}/candles", 400, {"candles": more})
+check("POST /sessions/{id}/forecast", "POST", URL, f"/sessions/{c_id}/forecast", 200,
+      {"horizon": 3, "samples": 2, "quantiles": [0.5], "seed": 9})
+check("POST /sessions/{id}/forecast with candles", "POST", URL, f"/sessions/{c_id}/forecast", 400,
+      {"horizon": 3, "candles": candles})
+for sid in (t_id, c_id):
+    check("DELETE /sessions/{id}", "DELETE", URL, f"/sessions/{sid}", 200)
+gone = "kronos-1-" + "0" * 32
+check("GET /sessions/{id} unknown", "GET", URL, f"/sessions/{gone}", 404)
+check("DELETE /sessions/{id} deleted", "DELETE", URL, f"/sessions/{t_id}", 404)
+check("POST /sessions/{id}/candles unknown", "POST", URL, f"/sessions/{gone}/candles", 404,
+      {"candles": more})
+check("POST /sessions/{id}/forecast unknown", "POST", URL, f"/sessions/{gone}/forecast", 404,
+      {"horizon": 2})
+check("POST /sessions/{id}/generate unknown", "POST", URL, f"/sessions/{gone}/generate", 404,
+      {"tokens": []})
+for path, method in [("/sessions", "POST"), ("/sessions/x", "GET"), ("/sessions/x", "DELETE"),
+                     ("/generate", "POST"), ("/detokenize", "POST"), ("/tokenize", "POST")]:
+    check(f"{method} {path} without the key", method, KEY_URL, path, 401, {})
+
+# every operation, at least one success and one failure
+for tpl, item in DOC["paths"].items():
+    for method in item:
+        got = EXERCISED.get((tpl, method), set())
+        report(got == {"ok", "error"}, f"{method.upper()} {tpl}: a success and an error checked",
+               f"checked: {sorted(got)}")
+
+# a method a documented path does not take: 405 with the error object
+error_schema = {"$ref": "#/components/schemas/Error"}
+for tpl, item in DOC["paths"].items():
+    path = tpl.replace("{session}", gone)
+    other = "PUT"  # no route takes it
+    status, _, data = call(other, URL + path, b"{}")
+    why = validate(json.loads(data), error_schema) if data else "no body"
+    report(status == 405 and not why, f"{other} {tpl} is 405", f"{status} {why} {data[:200]!r}")
+status, _, data = call("GET", URL + "/nowhere")
+report(status == 404 and not validate(json.loads(data), error_schema), "GET /nowhere is 404")
+
+# ---- the fields the daemon takes are the documented ones --------------------------------
+
+
+def listed(answer, what="fields"):
+    m = re.search(rf"the {what} are: (.*)$", answer["error"]["message"])
+    return set(m.group(1).split(", ")) if m else None
+
+
+def props(name):
+    return set(DOC["components"]["schemas"][name]["properties"])
+
+
+series_element = DOC["components"]["schemas"]["SeriesForecastRequest"]["properties"]["series"]
+for name, path, body, documented in [
+        ("ForecastRequest", "/forecast", {}, props("ForecastRequest")),
+        ("SeriesForecastRequest", "/forecast", {"series": []}, props("SeriesForecastRequest")),
+        ("series element", "/forecast", {"series": [{}]},
+         set(series_element["items"]["properties"])),
+        ("GenerateRequest", "/generate", {}, props("GenerateRequest")),
+        ("TokenizeRequest", "/tokenize", {}, props("TokenizeRequest")),
+        ("DetokenizeRequest", "/detokenize", {}, props("DetokenizeRequest")),
+        ("CandleSessionRequest", "/sessions", {"candles": {}}, props("CandleSessionRequest")),
+        ("CandleColumns", "/forecast", {"candles": {"zz_unknown": 1}, "horizon": 1},
+         props("CandleColumns")),
+]:
+    b = dict(body)
+    target = b["series"][0] if b.get("series") else b
+    if "candles" in b and b["candles"]:
+        b["candles"] = {"zz_unknown": 1}
+    else:
+        target["zz_unknown"] = 1
+    status, _, data = call("POST", URL + path, b)
+    got = listed(json.loads(data)) if status == 400 else None
+    report(got == documented, f"{name}: the daemon's fields are the documented ones",
+           f"daemon {sorted(got or [])} vs document {sorted(documented)}")
+cs = check("POST /sessions (candles) for the field lists", "POST", URL, "/sessions", 201,
+           {"candles": candles})
+if isinstance(cs, dict):
+    for name, path in [("AppendCandlesRequest", "candles"), ("SessionForecastRequest", "forecast")]:
+        status, _, data = call("POST", f"{URL}/sessions/{cs['session']}/{path}", {"zz_unknown": 1})
+        got = listed(json.loads(data)) if status == 400 else None
+        report(got == props(name), f"{name}: the daemon's fields are the documented ones",
+               f"daemon {sorted(got or [])} vs document {sorted(props(name))}")
+    call("DELETE", f"{URL}/sessions/{cs['session']}")
+status, _, data = call("POST", URL + "/forecast?zz_unknown=1", csv_text, "text/csv")
+got = listed(json.loads(data), "query parameters") if status == 400 else None
+query = {p.get("name") or p["$ref"].rsplit("/", 1)[1]
+         for p in DOC["paths"]["/forecast"]["post"]["parameters"]}
+report(got == query, "/forecast: the daemon's query parameters are the documented ones",
+       f"daemon {sorted(got or [])} vs document {sorted(query)}")
+
+# ---- every error code in the sources is documented under its status ---------------------
+
+documented = {}
+for st, resp in DOC["components"]["responses"].items():
+    for code in re.findall(r"`([a-z_]+)`", resp["description"]):
+        documented.setdefault(code, set()).add(int(st))
+listing = DOC["components"]["schemas"]["Error"]["description"]
+enum = set(DOC["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"]
+           ["enum"])
+found = set()
+patterns = [r'kd_reply_error\(\s*\w+,\s*(\d{3}),\s*"([a-z_]+)"',
+            r'kd_refuse\([^;]*?,\s*(\d{3}),\s*"([a-z_]+)"',
+            r'\{\s*(\d{3}),\s*"([a-z_]+)"']
+for root, _, files in os.walk(f"{SRC}/server"):
+    for f in files:
+        if f.endswith(".c"):
+            text = open(os.path.join(root, f)).read()
+            for p in patterns:
+                found |= {(int(s), c) for s, c in re.findall(p, text)}
+found.discard((200, "ok"))
+report(len(found) >= 15, f"the sources answer {len(found)} error codes")
+for st, code in sorted(found):
+    operation = st not in (405, 499)  # a path's status, and one never received
+    report(code in enum and f"`{code}` ({st})" in listing and
+           (not operation or st in documented.get(code, set())),
+           f"{st} {code} is documented", f"in enum: {code in enum}, "
+           f"under {sorted(documented.get(code, []))}")
+
+print(f"{PASSED} passed, {FAILED} failed")
+sys.exit(0 if FAILED == 0 else 1)
