@@ -388,7 +388,8 @@ static void screen(kd_http *h, kd_request *r) {
     if (refuse_framing(r)) return;
     r->route = h->router->match(r->method, r->path, &r->endpoint, &status, allow, sizeof allow);
     if (status == 404) {
-        kd_reply_error(r, 404, "not_found", "no endpoint %s (see the API in README.md)", r->path);
+        kd_reply_error(r, 404, "not_found",
+                       "no endpoint %s (the routes: GET /openapi.json, docs/api.md)", r->path);
         return;
     }
     if (status == 405) {

@@ -35,7 +35,7 @@ static const key_def keys[] = {
     {"port", T_INT, AT(port), "8080", 0, 65535, "TCP port (0: any free port, logged)"},
     {"api-key-file", T_STRING, AT(api_key_file), NULL, 0, 0,
      "file holding the API key; requests then need Authorization: Bearer KEY (not /health, "
-     "the page at / and /example.csv)"},
+     "/openapi.json, the page at / and /example.csv)"},
     {"http-threads", T_INT, AT(http_threads), "2", 1, 64,
      "HTTP threads (parse and answer; never run the model)"},
     {"connection-timeout", T_INT, AT(connection_timeout), "60", 1, 86400,
