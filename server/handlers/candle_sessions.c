@@ -187,10 +187,15 @@ static void append_discard(kd_work *w) {
     free(a);
 }
 
+/* Compared as instants, as a stateless request compares them: the new candles are on the
+ * clock of their last timestamp's offset, and a stateless forecast of the whole series
+ * would put every candle on that clock, so the series moves to it when it differs. */
 static int append_candles(void *ctx, kr_error *err) {
     append_job *a = ctx;
     candle_state *st = kd_session_state(a->session);
-    return kr_series_append(st->series, &a->view, err);
+    const int64_t shift =
+        (int64_t)(kd_form_offset(&a->candles.time_form) - kd_form_offset(&st->form)) * 60;
+    return kr_series_append_shifted(st->series, &a->view, shift, err);
 }
 
 static void append_run(kd_work *w) {

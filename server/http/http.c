@@ -227,23 +227,23 @@ bool kd_request_is_csv(const kd_request *r) {
 }
 
 typedef struct {
-    int (*fn)(void *ctx, const char *key, const char *value);
+    kd_query_fn fn;
     void *ctx;
     int rc;
 } query_walk;
 
+/* With the decoded lengths: "%00" decodes to a NUL that a C string would hide. */
 static enum MHD_Result query_step(void *cls, enum MHD_ValueKind kind, const char *key,
-                                  const char *value) {
+                                  size_t key_size, const char *value, size_t value_size) {
     query_walk *w = cls;
     (void)kind;
-    w->rc = w->fn(w->ctx, key, value);
+    w->rc = w->fn(w->ctx, key, key_size, value, value ? value_size : 0);
     return w->rc ? MHD_NO : MHD_YES;
 }
 
-int kd_request_query_each(kd_request *r, int (*fn)(void *ctx, const char *key, const char *value),
-                          void *ctx) {
+int kd_request_query_each(kd_request *r, kd_query_fn fn, void *ctx) {
     query_walk w = {fn, ctx, 0};
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_step, &w);
+    MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, query_step, &w);
     return w.rc;
 }
 
