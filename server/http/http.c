@@ -637,7 +637,8 @@ kd_http *kd_http_start(kd_app *app, const kd_router *router, char *err, size_t e
     const int fd = listen_on(c, &v6, err, errlen);
     if (fd < 0) return NULL;
     kd_http *h = calloc(1, sizeof *h);
-    if (!h || !(h->guard = kd_guard_start(c->read_timeout, c->connection_timeout))) {
+    if (!h ||
+        !(h->guard = kd_guard_start(c->read_timeout, c->connection_timeout, c->max_connections))) {
         free(h);
         close(fd);
         snprintf(err, errlen, "http: out of memory (or no thread) for the connection guard");
