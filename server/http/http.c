@@ -2,6 +2,7 @@
  * route of each request comes from the router handed to kd_http_start. */
 #include "http.h"
 
+#include <malloc.h>
 #include <microhttpd.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -31,6 +32,7 @@
 #define REQUEST_ID_MAX 64
 #define METHOD_MAX     16
 #define ALLOW_MAX      64
+#define BIG_BODY       (1u << 20) /* a body this large hands memory back when done */
 
 struct kd_http {
     kd_app *app;
@@ -41,6 +43,8 @@ struct kd_http {
     unsigned boot_id; /* random: request ids differ across restarts */
     atomic_ullong next_request;
     atomic_int in_flight;
+    atomic_size_t body_bytes;  /* held by request bodies now (upload-budget) */
+    atomic_llong last_trim_ms; /* when memory was last handed back (malloc_trim) */
 };
 
 struct kd_request {
@@ -55,6 +59,8 @@ struct kd_request {
     char *body;
     size_t len, cap;
     bool too_large;
+    bool over_budget;              /* the body would pass upload-budget: dropped, 503 */
+    bool big;                      /* held a large body: hand memory back at the end */
     bool close;                    /* close the connection after the answer */
     bool deferred;                 /* suspended until a worker replies */
     bool answered;                 /* a response was handed to MHD */
@@ -247,6 +253,48 @@ int kd_request_query_each(kd_request *r, kd_query_fn fn, void *ctx) {
     return w.rc;
 }
 
+/* ---- bodies and the upload budget ---------------------------------------------------- */
+
+/* Frees the body's buffer and gives its bytes back to the budget. */
+static void release_body(kd_request *r) {
+    if (r->cap) atomic_fetch_sub(&r->http->body_bytes, r->cap);
+    if (r->cap >= BIG_BODY) r->big = true;
+    free(r->body);
+    r->body = NULL;
+    r->len = r->cap = 0;
+}
+
+/* Takes n more bytes of the budget, or false when that would pass it. */
+static bool take_budget(kd_http *h, size_t n) {
+    const size_t budget = h->app->cfg.upload_budget;
+    size_t held = atomic_load(&h->body_bytes);
+    do {
+        if (held + n > budget) return false;
+    } while (!atomic_compare_exchange_weak(&h->body_bytes, &held, held + n));
+    return true;
+}
+
+static void refuse_over_budget(kd_request *r, size_t want) {
+    kd_reply_error(r, 503, "uploads_busy",
+                   "request body: %zu more bytes would pass the %zu bytes that request bodies "
+                   "may hold at once (upload-budget); retry in a few seconds",
+                   want, r->http->app->cfg.upload_budget);
+    kd_request_set_retry_after(r, 2);
+    r->close = true;
+}
+
+/* After a burst of large bodies (and their parsed trees, freed by now), the heap's free
+ * pages go back to the system, at most once a second: glibc keeps them otherwise. */
+static void hand_back_memory(kd_http *h) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long last = atomic_load(&h->last_trim_ms);
+    if (now - last < 1000 && atomic_load(&h->body_bytes) > 0) return;
+    if (!atomic_compare_exchange_strong(&h->last_trim_ms, &last, now)) return;
+    malloc_trim(0);
+}
+
 json_t *kd_request_json(kd_request *r) {
     json_error_t je;
     if (kd_request_is_csv(r)) { /* the CSV routes read their body themselves */
@@ -260,6 +308,7 @@ json_t *kd_request_json(kd_request *r) {
         return NULL;
     }
     json_t *body = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je);
+    if (body) release_body(r); /* parsed: the tree is what is used from here */
     if (!body) {
         size_t i = 0; /* the body is not NUL-terminated */
         while (i < r->len && r->body[i] && strchr(" \t\r\n", r->body[i]))
@@ -409,6 +458,11 @@ static void screen(kd_http *h, kd_request *r) {
                        app->cfg.max_body_bytes);
         return;
     }
+    /* a declared body that cannot fit now is refused before it is read */
+    if (cl && strtoull(cl, NULL, 10) + atomic_load(&h->body_bytes) > app->cfg.upload_budget) {
+        refuse_over_budget(r, (size_t)strtoull(cl, NULL, 10));
+        return;
+    }
     const int state = atomic_load(&app->state);
     if (state != KD_READY && h->router->needs_model(r->route))
         kd_reply_error(r, 503, state == KD_STARTING ? "starting" : "draining",
@@ -416,24 +470,34 @@ static void screen(kd_http *h, kd_request *r) {
                                             : "the server is shutting down");
 }
 
-/* Appends a chunk of the body; past the limit the rest is read and dropped. */
+/* Appends a chunk of the body; past max-body-bytes or upload-budget the rest is read and
+ * dropped. The buffer grows by doubling up to the declared length (no more), each growth
+ * taken from the budget: a stalled upload holds what it sent, not what it declared. */
 static void accumulate(kd_request *r, const char *data, size_t n) {
     const size_t limit = r->http->app->cfg.max_body_bytes;
-    if (r->too_large || r->response) return;
+    if (r->too_large || r->over_budget || r->response) return;
     if (r->len + n > limit) {
         r->too_large = true;
-        free(r->body);
-        r->body = NULL;
-        r->len = r->cap = 0;
+        release_body(r);
         return;
     }
     if (r->len + n > r->cap) {
+        const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+        const size_t declared = cl ? (size_t)strtoull(cl, NULL, 10) : limit;
         size_t cap = r->cap ? r->cap : 4096;
         while (cap < r->len + n)
             cap *= 2;
         if (cap > limit) cap = limit;
+        if (cap > declared && declared >= r->len + n) cap = declared;
+        if (!take_budget(r->http, cap - r->cap)) {
+            r->over_budget = true;
+            refuse_over_budget(r, r->len + n);
+            release_body(r);
+            return;
+        }
         char *b = realloc(r->body, cap);
         if (!b) {
+            atomic_fetch_sub(&r->http->body_bytes, cap - r->cap);
             kd_reply_error(r, 500, "internal", "out of memory reading a %zu-byte body", r->len + n);
             return;
         }
@@ -501,6 +565,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         kd_guard_progress(h->guard, guarded(conn));
         accumulate(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
+        /* over the budget: answered now if MHD takes an answer mid-body, else the
+         * connection is closed (MHD_NO); the rest of the body is not read either way */
+        if (r->over_budget) return send_answer(r);
         return MHD_YES;
     }
     if (r->response) return send_answer(r);     /* a worker's answer, after the resume */
@@ -538,11 +605,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
     }
     if (r->response) MHD_destroy_response(r->response);
-    free(r->body);
+    release_body(r);
+    const bool big = r->big;
     free(r->path);
     free(r);
     *con_cls = NULL;
     atomic_fetch_sub(&h->in_flight, 1);
+    if (big) hand_back_memory(h);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
