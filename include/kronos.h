@@ -386,6 +386,14 @@ int kr_series_append(kr_series *s, const kr_candles *candles, kr_error *err);
  * series' timestamps move with it (and its predictor cache is refilled: the time features
  * change). shift 0 is kr_series_append. On failure the series is as it was. */
 int kr_series_append_shifted(kr_series *s, const kr_candles *candles, int64_t shift, kr_error *err);
+/* The model work (FLOPs of the products, as kr_forecast_plan estimates a forecast's) of
+ * appending k candles now, reclock: at another clock (kr_series_append_shifted). Past
+ * max_context each append prefills the whole window again (positions start at 0 in every
+ * window), so a one-candle append then costs a window's prefill. */
+double kr_series_append_flops(const kr_series *s, int k, bool reclock);
+/* The most candles the series may hold from now on (0: no limit); it already holds what it
+ * holds. A reloaded limit applies to a live series from its next append. */
+void kr_series_set_max_candles(kr_series *s, int max_candles);
 void kr_series_free(kr_series *s);
 int kr_series_length(const kr_series *s);
 int64_t kr_series_last_timestamp(const kr_series *s);

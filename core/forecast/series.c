@@ -98,6 +98,10 @@ void kr_series_request(const kr_series *s, kr_forecast_request *req) {
     memcpy(req->norm.std, s->std, sizeof s->std);
 }
 
+void kr_series_set_max_candles(kr_series *s, int max_candles) {
+    s->max_candles = max_candles;
+}
+
 void kr_series_free(kr_series *s) {
     if (!s) return;
     kr_cache_free(s->pred);
@@ -297,6 +301,22 @@ fail:
 int kr_series_append(kr_series *s, const kr_candles *r, kr_error *err) {
     if (check_append(s, r, err)) return -1;
     return add_candles(s, r, false, err);
+}
+
+double kr_series_append_flops(const kr_series *s, int k, bool reclock) {
+    const kr_predictor_config *pc = &s->m->pc;
+    const kr_tokenizer_config *tc = &s->m->tc;
+    const int n = s->n + k, mc = s->m->max_context, start = n > mc ? n - mc : 0;
+    const int w = n - start;
+    /* the new candles encoded (and decoded while the window has not slid); the predictor
+     * extended by them, or its whole window prefilled again once it slides or the clock
+     * moves */
+    const bool refill = reclock || !s->pred || start != s->pred_start;
+    double f = kr_stack_flops(k, n, tc->n_enc_layers - 1, tc->d_model, tc->ff_dim);
+    if (s->dec_len >= 0 && n < mc)
+        f += kr_stack_flops(k, n, tc->n_dec_layers - 1, tc->d_model, tc->ff_dim);
+    f += kr_stack_flops(refill ? w : k, w, pc->n_layers, pc->d_model, pc->ff_dim);
+    return f;
 }
 
 /* The held candles' timestamps and time features on a clock shift seconds ahead. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "inputs.h"
 #include "page.h"
 
 enum {
@@ -120,7 +121,21 @@ static bool needs_model(const kd_route *rt) {
     return rt->needs_model;
 }
 
+/* The POST routes whose fields all come in the body: a query parameter there would be
+ * silently ignored (/sessions/{id}/forecast?format=csv answering JSON), so it is refused
+ * as /forecast refuses an unknown one. The GET routes ignore queries (cache busters). */
+static bool refuses_query(const kd_route *rt) {
+    return strcmp(rt->method, "POST") == 0 && rt->run != kd_handle_forecast &&
+           rt->run != kd_handle_tokenize;
+}
+
 static kd_outcome handle(const kd_route *rt, kd_app *app, kd_request *r) {
+    if (refuses_query(rt)) {
+        char msg[KD_MSG_MAX];
+        kd_query q = {.known = NULL};
+        if (!kd_read_query(app, r, &q, msg, sizeof msg)) return KD_REPLIED;
+        json_decref(q.opts);
+    }
     return rt->run(app, r);
 }
 

@@ -53,9 +53,11 @@ kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
+    /* a candle session's cache is its series' own: it holds the model's window */
+    const int capacity = info.kind ? kr_model_max_context(app->model) : info.capacity;
     json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "kind",
                           info.kind ? info.kind->name : "tokens", "length", info.length, "capacity",
-                          info.capacity, "bytes", (json_int_t)info.bytes, "idle_seconds",
+                          capacity, "bytes", (json_int_t)info.bytes, "idle_seconds",
                           info.idle_seconds, "age_seconds", info.age_seconds, "busy", info.busy);
     if (o && info.kind && kd_session_extra_json(o, &info) < 0) {
         json_decref(o);

@@ -200,5 +200,31 @@ for d in (d1, d2):
 check("back to +05:00: still = the stateless /forecast", s1 == s2 == 200 and d1 == d2,
       f"{s1} {s2}\n{str(d1)[:300]}\n{str(d2)[:300]}")
 
+# ---- the smaller points (point 7) -------------------------------------------------------
+sid = new_session()
+for path, body in ((f"/sessions/{sid}/forecast?format=csv", {"horizon": 2}),
+                   (f"/sessions/{sid}/candles?x=1", tiny("2024-06-18T12:00:00Z")),
+                   ("/sessions?format=csv", {"candles": columns(rows(4))}),
+                   ("/generate?format=csv", {"tokens": [[1, 1]], "max_new_tokens": 1}),
+                   ("/detokenize?format=csv", {"tokens": [[1, 1]]})):
+    s, d = call("POST", path, body)
+    key = path.split("?")[1].split("=")[0]
+    check(f"POST {path.split('?')[0]}?{key}=...: 400, not ignored",
+          s == 400 and message(d) == f'unknown query parameter "{key}"; this endpoint takes none',
+          f"{s} {message(d)}")
+s, d = call("POST", "/forecast", {"candles": rows(4), "horizon": 2, "max_context": 0})
+mc = call("GET", "/model")[1].get("max_context")
+check("max_context 0: 400 with the rule the message states",
+      s == 400 and message(d) == f"max_context: must be in [1, {mc}] (the model's), got 0",
+      f"{s} {message(d)}")
+s, d = call("GET", f"/sessions/{sid}")
+check("GET a candle session: capacity is the model's window, not 0",
+      s == 200 and d.get("capacity") == mc, f"{s} {d}")
+slow = {"candles": rows(64), "horizon": 400, "samples": 64, "timeout_ms": 100}
+s, d = call("POST", "/forecast", slow)
+check("a 504 names what timed out once",
+      s == 504 and message(d).startswith("forecast: ") and "forecast: forecast" not in message(d),
+      f"{s} {message(d)}")
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -1,7 +1,9 @@
 /* errors.c — the table of errors.h: each core error code's answer. */
 #include "errors.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Indexed by the code; row KR_OK is success. */
 static const kd_error_answer answers[KD_LAST_ERROR_CODE + 1] = {
@@ -28,7 +30,11 @@ const kd_error_answer *kd_error_answer_of(int code) {
 
 char *kd_error_message(const kd_error_answer *a, const char *what, const char *msg, char *out,
                        size_t n) {
-    snprintf(out, n, "%s%s%s%s%s", a->with_what ? what : "", a->with_what ? ": " : "", a->lead,
+    /* the core may have named the same thing ("forecast: the deadline passed") */
+    const size_t w = strlen(what);
+    const bool named = a->with_message && !strncmp(msg, what, w) && !strncmp(msg + w, ": ", 2);
+    const bool with_what = a->with_what && !named;
+    snprintf(out, n, "%s%s%s%s%s", with_what ? what : "", with_what ? ": " : "", a->lead,
              a->with_message ? msg : "", a->tail);
     return out;
 }
