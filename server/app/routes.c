@@ -42,14 +42,14 @@ struct kd_route {
  * else a token session. */
 static kd_outcome sessions_post(kd_app *app, kd_request *r) {
     size_t len;
-    if (!kd_request_body(r, &len)) return kd_handle_session_create(app, r);
+    if (!kd_request_body(r, &len)) return kd_handle_session_create(app, r, NULL);
     if (kd_request_is_csv(r)) return kd_handle_candle_session_create(app, r, NULL);
     json_t *body = kd_request_json(r);
     if (!body) return KD_REPLIED;
     const bool candles =
         json_object_get(body, "candles") != NULL || json_object_get(body, "normalization") != NULL;
-    const kd_outcome out =
-        candles ? kd_handle_candle_session_create(app, r, body) : kd_handle_session_create(app, r);
+    const kd_outcome out = candles ? kd_handle_candle_session_create(app, r, body)
+                                   : kd_handle_session_create(app, r, body);
     json_decref(body);
     return out;
 }

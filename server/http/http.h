@@ -68,7 +68,9 @@ typedef int (*kd_query_fn)(void *ctx, const char *key, size_t key_len, const cha
                            size_t value_len);
 int kd_request_query_each(kd_request *r, kd_query_fn fn, void *ctx);
 
-/* The body as a JSON object, or NULL after replying 400 with what is wrong. */
+/* The body as a JSON object, or NULL after replying 400 with what is wrong. Once parsed,
+ * the body's text is freed (and its bytes given back to upload-budget): call it once, and
+ * pass the object on. */
 json_t *kd_request_json(kd_request *r);
 
 /* Replies set the answer of r: on the HTTP thread it is sent when the handler returns; from

@@ -212,6 +212,12 @@ for path, body in ((f"/sessions/{sid}/forecast?format=csv", {"horizon": 2}),
     check(f"POST {path.split('?')[0]}?{key}=...: 400, not ignored",
           s == 400 and message(d) == f'unknown query parameter "{key}"; this endpoint takes none',
           f"{s} {message(d)}")
+# a parsed body's text is freed (upload-budget): a token session's body is still checked
+s, d = call("POST", "/sessions", {"foo": 1})
+check("POST /sessions {\"foo\": 1}: 400 naming the field", s == 400 and '"foo"' in message(d),
+      f"{s} {message(d)}")
+s, d = call("POST", "/sessions", {})
+check("POST /sessions {}: a token session", s == 201, f"{s} {message(d)}")
 s, d = call("POST", "/forecast", {"candles": rows(4), "horizon": 2, "max_context": 0})
 mc = call("GET", "/model")[1].get("max_context")
 check("max_context 0: 400 with the rule the message states",
