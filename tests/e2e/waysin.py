@@ -127,6 +127,16 @@ for name, edit, reason in BAD:
     check(f"{name}: one status and one reason across the ways in", len({r for _, r in seen}) == 1,
           repr(seen))
 
+# the query is a way in for timestamps too (future_timestamps with a CSV body): the same
+# timestamp parser, the same reason as in a JSON body
+month13 = "\"2024-13-01T00:00:00Z\" is not a valid timestamp (month 13 is out of range 1-12)"
+s, d = call("POST", "/forecast?horizon=1&future_timestamps=2024-13-01T00:00:00Z", csv_text(rows(4, 40)), True)
+s2, d2 = call("POST", "/forecast", {"candles": rows(4, 40), "horizon": 1,
+                                    "future_timestamps": ["2024-13-01T00:00:00Z"]})
+check("future_timestamps=2024-13-01 in the query and in JSON: 400, one message",
+      s == s2 == 400 and message(d) == message(d2) == "future_timestamps[0]: " + month13,
+      f"{s} {message(d)} / {s2} {message(d2)}")
+
 # CSV-only spellings refused with the core's reasons (JSON cannot write them)
 for text, reason in (("nan", "NaN is not allowed"), ("inf", "infinity is not allowed"),
                      ("0x10", "must be a number, got \"0x10\"")):
