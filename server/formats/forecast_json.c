@@ -256,7 +256,7 @@ static int parse_future(const json_t *body, kd_forecast_input *in, char *err, si
     int *offsets = malloc((size_t)p * sizeof *offsets), rc = 0;
     if (!offsets) return kd_fail(err, errlen, "future_timestamps: out of memory for %d values", p);
     for (int i = 0; rc == 0 && i < p; i++) {
-        kd_time_form form;
+        kd_time_form form = {0};
         snprintf(path, sizeof path, "future_timestamps[%d]", i);
         rc = kd_get_timestamp(json_array_get(ft, (size_t)i), path, &in->future_timestamps[i], &form,
                               err, errlen);
