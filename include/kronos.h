@@ -261,6 +261,12 @@ typedef struct {
     const double *columns[KR_D_IN]; /* open..close required; volume, amount may be NULL */
 } kr_candles;
 
+/* The rule for one candle value, the same for every way candles arrive: finite and within
+ * float32 (the model computes in float32, where a larger magnitude becomes infinite).
+ * Returns 0, or -1 with the reason in why ("1e+39 is outside the float32 range ..."), which
+ * callers put after their own locator (a field path, a CSV line and column). */
+int kr_candle_value_check(double x, char *why, size_t n);
+
 /* Pinned normalisation: when `pinned`, these statistics replace the candles' own (the clip
  * at +-5 and the + 1e-5 stay), so that a series normalised once can grow. Each finite,
  * each std >= 0. */
@@ -374,6 +380,20 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *
 /* Appends candles (the same columns as the series has; timestamps after its last). On
  * failure the series is as it was. */
 int kr_series_append(kr_series *s, const kr_candles *candles, kr_error *err);
+/* The same after moving the series' clock by shift seconds: the candles' timestamps are on
+ * a clock shift seconds ahead of the series' (another zone offset), and a stateless
+ * forecast of the whole series puts every timestamp on the last one's clock, so the
+ * series' timestamps move with it (and its predictor cache is refilled: the time features
+ * change). shift 0 is kr_series_append. On failure the series is as it was. */
+int kr_series_append_shifted(kr_series *s, const kr_candles *candles, int64_t shift, kr_error *err);
+/* The model work (FLOPs of the products, as kr_forecast_plan estimates a forecast's) of
+ * appending k candles now, reclock: at another clock (kr_series_append_shifted). Past
+ * max_context each append prefills the whole window again (positions start at 0 in every
+ * window), so a one-candle append then costs a window's prefill. */
+double kr_series_append_flops(const kr_series *s, int k, bool reclock);
+/* The most candles the series may hold from now on (0: no limit); it already holds what it
+ * holds. A reloaded limit applies to a live series from its next append. */
+void kr_series_set_max_candles(kr_series *s, int max_candles);
 void kr_series_free(kr_series *s);
 int kr_series_length(const kr_series *s);
 int64_t kr_series_last_timestamp(const kr_series *s);

@@ -143,7 +143,8 @@ static void test_csv_errors(void **state) {
         {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,1,1,1,9\n",
          "line 3, column 6: more values"},
         {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,,1,1\n", "line 3, column 3 (high): empty"},
-        {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,nan,1,1\n", "\"nan\" is not a finite"},
+        {"timestamps,open,high,low,close\n1,1,1,1,1\n2,1,nan,1,1\n",
+         "line 3, column 3 (high): NaN is not allowed"},
         {"timestamps,open,high,low,close\n1,1,1,1,1\n1,1,1,1,1\n", "line 3, column 1 (timestamps): "
                                                                    "not after"},
         {"timestamps,open,high,low,close\n2024-13-01,1,1,1,1\n", "line 2, column 1 (timestamps): "

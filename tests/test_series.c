@@ -233,6 +233,71 @@ static void test_series_forecast(void **state) {
     kr_pool_free(pool);
 }
 
+/* An append on another clock (kr_series_append_shifted) moves the series to it: its
+ * forecast is then the stateless one of all the candles on the new clock, below and past
+ * the window; a failed one leaves the series as it was. And the cost of an append: past
+ * the window (or with a new clock) a one-candle append prefills a whole window. */
+static void test_shifted_append(void **state) {
+    (void)state;
+    kr_error err = {0};
+    kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    static const int cases[][2] = {{40, 10}, {100, 5}}; /* held, appended */
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const int held = cases[k][0], add = cases[k][1];
+        const int64_t shift = -3600; /* the series on +01:00, the new candles on UTC */
+        int64_t early[N];
+        for (int i = 0; i < held; i++)
+            early[i] = ts[i] - shift;
+        kr_forecast_request r;
+        candles(&r, 0, held);
+        r.context.timestamps = early;
+        kr_series *s = kr_series_create(model, pool, &r.context, NULL, 0, &err);
+        assert_non_null(s);
+        /* the last held candle again, as an instant: refused, nothing moved */
+        candles(&r, held - 1, add);
+        assert_int_equal(kr_series_append_shifted(s, &r.context, shift, &err), -1);
+        assert_int_equal(kr_series_last_timestamp(s), early[held - 1]);
+        /* within the window a one-candle append extends the cache; with a new clock, or
+         * past the window, it prefills a whole window again */
+        const double plain = kr_series_append_flops(s, 1, false);
+        const double moved = kr_series_append_flops(s, 1, true);
+        static double within;
+        if (held < WINDOW) {
+            within = plain;
+            assert_true(moved > 5 * plain);
+        } else {
+            assert_true(moved == plain && plain > 5 * within);
+        }
+        candles(&r, held, add);
+        assert_int_equal(kr_series_append_shifted(s, &r.context, shift, &err), 0);
+        assert_int_equal(kr_series_last_timestamp(s), ts[held + add - 1]);
+        kr_forecast_request q;
+        kr_forecast_request_init(&q);
+        kr_series_request(s, &q);
+        q.horizon = 6;
+        q.samples = 4;
+        q.seed = 9;
+        q.return_paths = true;
+        kr_forecast_result from_series, stateless;
+        assert_int_equal(kr_forecast_series(s, &q, &from_series, &err), 0);
+        candles(&r, 0, held + add); /* every candle on the new clock, the series' statistics */
+        r.norm = q.norm;
+        r.horizon = q.horizon;
+        r.samples = q.samples;
+        r.seed = q.seed;
+        r.return_paths = true;
+        assert_int_equal(kr_forecast(model, NULL, &r, &stateless, &err), 0);
+        same_result(&from_series, &stateless);
+        print_message("# %d candles on +01:00, %d appended on UTC: series = stateless\n", held,
+                      add);
+        kr_forecast_result_free(&from_series);
+        kr_forecast_result_free(&stateless);
+        kr_series_free(s);
+    }
+    kr_pool_free(pool);
+}
+
 /* Pinned statistics on a stateless forecast are used and reported; unpinned, the context's. */
 static void test_pinned_forecast(void **state) {
     (void)state;
@@ -259,10 +324,9 @@ static void test_pinned_forecast(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_encoder_splits),
-        cmocka_unit_test(test_append_errors),
-        cmocka_unit_test(test_series_forecast),
-        cmocka_unit_test(test_pinned_forecast),
+        cmocka_unit_test(test_encoder_splits),  cmocka_unit_test(test_append_errors),
+        cmocka_unit_test(test_series_forecast), cmocka_unit_test(test_pinned_forecast),
+        cmocka_unit_test(test_shifted_append),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

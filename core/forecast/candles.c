@@ -4,7 +4,9 @@
  * bit, and tokenizing / detokenizing with it. */
 #include "forecast_impl.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,18 +14,33 @@ const char *const kr_column_names[KR_D_IN] = {"open", "high", "low", "close", "v
 
 /* ---- the columns ----------------------------------------------------------------------- */
 
+int kr_candle_value_check(double x, char *why, size_t n) {
+    if (isnan(x)) {
+        snprintf(why, n, "NaN is not allowed");
+    } else if (isinf(x)) {
+        snprintf(why, n, "infinity is not allowed");
+    } else if (fabs(x) > FLT_MAX) {
+        snprintf(why, n,
+                 "%g is outside the float32 range the model computes in (magnitude up to %.6g)", x,
+                 (double)FLT_MAX);
+    } else {
+        return 0;
+    }
+    return -1;
+}
+
 int kr_check_columns(const kr_candles *r, kr_error *err) {
     for (int c = 0; c < KR_VOLUME; c++)
         if (!r->columns[c])
             return kr_fail_code(err, KR_E_INVALID, "candles.%s: missing", kr_column_names[c]);
     if (!r->columns[KR_VOLUME] && r->columns[KR_AMOUNT])
         return kr_fail_code(err, KR_E_INVALID, "candles.amount: given without candles.volume");
+    char why[128];
     for (int c = 0; c < KR_D_IN; c++)
         for (int i = 0; r->columns[c] && i < r->n; i++)
-            if (!isfinite(r->columns[c][i]))
-                return kr_fail_code(err, KR_E_INVALID, "candles.%s[%d]: %s is not allowed",
-                                    kr_column_names[c], i,
-                                    isnan(r->columns[c][i]) ? "NaN" : "an infinite value");
+            if (kr_candle_value_check(r->columns[c][i], why, sizeof why))
+                return kr_fail_code(err, KR_E_INVALID, "candles.%s[%d]: %s", kr_column_names[c], i,
+                                    why);
     return 0;
 }
 

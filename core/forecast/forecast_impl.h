@@ -58,6 +58,9 @@ int kr_series_decoder(const kr_series *s, kr_kv_view *kv);
 /* The window of step i (0-based) of a forecast with L context candles: its first token and
  * its length, min(L + i, max_context) tokens ending just before the token step i samples. */
 int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
+/* FLOPs of the products for `rows` rows attending over `keys` keys each, in one transformer
+ * of n layers of width d and feed-forward ff (plan.c's estimate, shared with series.c). */
+double kr_stack_flops(double rows, double keys, int n, int d, int ff);
 
 /* ---- result.c ---------------------------------------------------------------------------- */
 

@@ -88,9 +88,10 @@ static size_t pool_bytes(const kr_model *m, int w, int P, int samples) {
 
 /* FLOPs of the products for `rows` rows attending over `keys` keys each, in one transformer
  * of n layers: 2 per weight per row, plus q.k and p.v. */
-static double stack_flops(double rows, double keys, int n, int d, int ff) {
+double kr_stack_flops(double rows, double keys, int n, int d, int ff) {
     return rows * n * (2.0 * (4.0 * d * d + 3.0 * d * ff) + 4.0 * keys * d);
 }
+#define stack_flops kr_stack_flops
 
 int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start) {
     int n = L + i, w = n < plan->max_context ? n : plan->max_context;

@@ -98,6 +98,10 @@ void kr_series_request(const kr_series *s, kr_forecast_request *req) {
     memcpy(req->norm.std, s->std, sizeof s->std);
 }
 
+void kr_series_set_max_candles(kr_series *s, int max_candles) {
+    s->max_candles = max_candles;
+}
+
 void kr_series_free(kr_series *s) {
     if (!s) return;
     kr_cache_free(s->pred);
@@ -189,9 +193,9 @@ static int check_append(const kr_series *s, const kr_candles *r, kr_error *err) 
 
 /* The predictor cache for a series of n tokens: appended to while the window starts at 0,
  * refilled (into a new cache, swapped in on success) once it slides. */
-static int extend_predictor(kr_series *s, int n_old, int n, kr_error *err) {
+static int extend_predictor(kr_series *s, int n_old, int n, bool refill, kr_error *err) {
     int mc = s->m->max_context, start = n > mc ? n - mc : 0;
-    if (s->pred && start == s->pred_start) {
+    if (s->pred && start == s->pred_start && !refill) {
         if (kr_cache_append(&s->pred, 1, s->s1 + n_old, s->s2 + n_old, s->stamps + n_old, n - n_old,
                             NULL, err))
             return -1;
@@ -211,7 +215,7 @@ static int extend_predictor(kr_series *s, int n_old, int n, kr_error *err) {
 }
 
 /* Candles [n, n + k) of r into the series: stored, normalised, encoded, appended. */
-static int add_candles(kr_series *s, const kr_candles *r, kr_error *err) {
+static int add_candles(kr_series *s, const kr_candles *r, bool refill, kr_error *err) {
     int n0 = s->n, k = r->n;
     if (reserve(s, n0 + k, err)) return -1;
     kr_norm fixed = {.pinned = true}; /* the series' statistics */
@@ -233,7 +237,7 @@ static int add_candles(kr_series *s, const kr_candles *r, kr_error *err) {
     /* positions past n are scratch until n moves: a failure leaves the series as it was */
     if (kr_tokenizer_encode_rows(s->m, xn, k, &kv, n0, s->s1 + n0, s->s2 + n0, err) ||
         (decoder && kr_tokenizer_decoder_extend(s->m, &dv, n0, s->s1 + n0, s->s2 + n0, k, err)) ||
-        extend_predictor(s, n0, n0 + k, err))
+        extend_predictor(s, n0, n0 + k, refill, err))
         goto out;
     s->n = n0 + k;
     if (decoder)
@@ -285,7 +289,7 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *
                          kr_column_names[c]);
             goto fail;
         }
-    if (add_candles(s, r, err)) goto fail;
+    if (add_candles(s, r, false, err)) goto fail;
     free(xn);
     return s;
 fail:
@@ -296,7 +300,40 @@ fail:
 
 int kr_series_append(kr_series *s, const kr_candles *r, kr_error *err) {
     if (check_append(s, r, err)) return -1;
-    return add_candles(s, r, err);
+    return add_candles(s, r, false, err);
+}
+
+double kr_series_append_flops(const kr_series *s, int k, bool reclock) {
+    const kr_predictor_config *pc = &s->m->pc;
+    const kr_tokenizer_config *tc = &s->m->tc;
+    const int n = s->n + k, mc = s->m->max_context, start = n > mc ? n - mc : 0;
+    const int w = n - start;
+    /* the new candles encoded (and decoded while the window has not slid); the predictor
+     * extended by them, or its whole window prefilled again once it slides or the clock
+     * moves */
+    const bool refill = reclock || !s->pred || start != s->pred_start;
+    double f = kr_stack_flops(k, n, tc->n_enc_layers - 1, tc->d_model, tc->ff_dim);
+    if (s->dec_len >= 0 && n < mc)
+        f += kr_stack_flops(k, n, tc->n_dec_layers - 1, tc->d_model, tc->ff_dim);
+    f += kr_stack_flops(refill ? w : k, w, pc->n_layers, pc->d_model, pc->ff_dim);
+    return f;
+}
+
+/* The held candles' timestamps and time features on a clock shift seconds ahead. */
+static void move_clock(kr_series *s, int64_t shift) {
+    for (int i = 0; i < s->n; i++) {
+        s->timestamps[i] += shift;
+        s->stamps[i] = kr_stamp_from_wall(s->timestamps[i]);
+    }
+}
+
+int kr_series_append_shifted(kr_series *s, const kr_candles *r, int64_t shift, kr_error *err) {
+    if (shift == 0) return kr_series_append(s, r, err);
+    move_clock(s, shift);
+    /* the predictor cache holds the old time features: refilled (swapped in on success) */
+    const int rc = check_append(s, r, err) || add_candles(s, r, true, err) ? -1 : 0;
+    if (rc) move_clock(s, -shift);
+    return rc;
 }
 
 /* ---- what a forecast job takes from it (job.c, sched/sched_forecast.c) ------------------- */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "inputs.h"
 #include "openapi.h"
 #include "page.h"
 
@@ -46,14 +47,14 @@ struct kd_route {
  * else a token session. */
 static kd_outcome sessions_post(kd_app *app, kd_request *r) {
     size_t len;
-    if (!kd_request_body(r, &len)) return kd_handle_session_create(app, r);
+    if (!kd_request_body(r, &len)) return kd_handle_session_create(app, r, NULL);
     if (kd_request_is_csv(r)) return kd_handle_candle_session_create(app, r, NULL);
     json_t *body = kd_request_json(r);
     if (!body) return KD_REPLIED;
     const bool candles =
         json_object_get(body, "candles") != NULL || json_object_get(body, "normalization") != NULL;
-    const kd_outcome out =
-        candles ? kd_handle_candle_session_create(app, r, body) : kd_handle_session_create(app, r);
+    const kd_outcome out = candles ? kd_handle_candle_session_create(app, r, body)
+                                   : kd_handle_session_create(app, r, body);
     json_decref(body);
     return out;
 }
@@ -127,7 +128,21 @@ static bool needs_model(const kd_route *rt) {
     return rt->needs_model;
 }
 
+/* The POST routes whose fields all come in the body: a query parameter there would be
+ * silently ignored (/sessions/{id}/forecast?format=csv answering JSON), so it is refused
+ * as /forecast refuses an unknown one. The GET routes ignore queries (cache busters). */
+static bool refuses_query(const kd_route *rt) {
+    return strcmp(rt->method, "POST") == 0 && rt->run != kd_handle_forecast &&
+           rt->run != kd_handle_tokenize;
+}
+
 static kd_outcome handle(const kd_route *rt, kd_app *app, kd_request *r) {
+    if (refuses_query(rt)) {
+        char msg[KD_MSG_MAX];
+        kd_query q = {.known = NULL};
+        if (!kd_read_query(app, r, &q, msg, sizeof msg)) return KD_REPLIED;
+        json_decref(q.opts);
+    }
     return rt->run(app, r);
 }
 

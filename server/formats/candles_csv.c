@@ -66,6 +66,13 @@ static int read_field(reader *r, char *out, bool *last) {
         } else if (c == '\n') {
             r->line++; /* inside quotes */
         }
+        /* a NUL or other control byte would cut the value short where C reads it: refused,
+         * as JSON refuses them in strings (a tab is whitespace, trimmed below) */
+        if (((unsigned char)c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+            char why[64];
+            kd_control_byte_reason((unsigned char)c, why, sizeof why);
+            return fail_at(r, ": %s%s", why, "");
+        }
         if (n + 1 >= FIELD_MAX) return fail_at(r, ": a value longer than %s bytes%s", "127", "");
         out[n++] = c;
         r->p++;
@@ -152,11 +159,18 @@ static int read_header(reader *r, header *h) {
 
 /* ---- rows --------------------------------------------------------------------------- */
 
-static int grow(kd_candles *cd, const header *h, size_t *cap, char *err, size_t errlen) {
+static int grow(kd_candles *cd, const header *h, size_t *cap, int **offsets, int **lines, char *err,
+                size_t errlen) {
     size_t c2 = *cap ? *cap * 2 : 256;
     int64_t *t = realloc(cd->timestamps, c2 * sizeof *t);
     if (!t) return kd_fail(err, errlen, "CSV: out of memory for %zu candles", c2);
     cd->timestamps = t;
+    int *o = realloc(*offsets, c2 * sizeof *o);
+    if (!o) return kd_fail(err, errlen, "CSV: out of memory for %zu candles", c2);
+    *offsets = o;
+    int *l = realloc(*lines, c2 * sizeof *l);
+    if (!l) return kd_fail(err, errlen, "CSV: out of memory for %zu candles", c2);
+    *lines = l;
     for (int c = 0; c < KR_D_IN; c++) {
         if (!h->present[c]) continue;
         double *x = realloc(cd->columns[c], c2 * sizeof *x);
@@ -167,15 +181,15 @@ static int grow(kd_candles *cd, const header *h, size_t *cap, char *err, size_t 
     return 0;
 }
 
+/* A timestamp cell: a number as JSON writes one is Unix seconds, anything else ISO 8601 —
+ * the two forms a JSON timestamp takes, read by the same functions. */
 static int read_time(reader *r, const char *f, const char *name, int64_t *wall,
                      kd_time_form *form) {
     char why[128], q[KD_QUOTE_MAX * 2], msg[256];
-    char *end;
     kd_time_form tf = {0};
-    const double secs = strtod(f, &end);
-    if (*f && !*end) {
+    if (kd_is_json_number(f)) {
         tf.unix_seconds = true;
-        if (kd_wall_from_unix(secs, wall, why, sizeof why) < 0)
+        if (kd_wall_from_unix(strtod(f, NULL), wall, why, sizeof why) < 0)
             return fail_at(r, " (%s): %s", name, why);
     } else if (kd_parse_timestamp(f, wall, &tf.tz_offset_min, &tf.has_tz, why, sizeof why) < 0) {
         kd_quote(f, q, sizeof q);
@@ -186,21 +200,39 @@ static int read_time(reader *r, const char *f, const char *name, int64_t *wall,
     return 0;
 }
 
+/* A value cell: a number as JSON writes one (no hex, inf or nan), then the core's rule for
+ * candle values (kr_candle_value_check), as a JSON body's numbers get. */
 static int read_number(reader *r, const char *f, const char *name, double *out) {
-    char q[KD_QUOTE_MAX * 2], msg[128];
-    char *end;
+    char q[KD_QUOTE_MAX * 2], msg[256];
     if (!*f) return fail_at(r, " (%s): empty; every candle needs a value%s", name, "");
-    const double x = strtod(f, &end);
-    if (*end || !isfinite(x)) {
+    char *end;
+    const double spelled = strtod(f, &end); /* "nan", "inf": the core's reason for them */
+    if (!kd_is_json_number(f) && !*end && kr_candle_value_check(spelled, msg, sizeof msg))
+        return fail_at(r, " (%s): %s", name, msg);
+    if (!kd_is_json_number(f)) {
         kd_quote(f, q, sizeof q);
-        snprintf(msg, sizeof msg, "\"%s\" is not a finite number", q);
+        snprintf(msg, sizeof msg, "must be a number, got \"%s\"", q);
         return fail_at(r, " (%s): %s", name, msg);
     }
+    const double x = strtod(f, NULL);
+    if (kr_candle_value_check(x, msg, sizeof msg)) return fail_at(r, " (%s): %s", name, msg);
     *out = x;
     return 0;
 }
 
-static int read_row(reader *r, const header *h, kd_candles *cd, size_t i) {
+/* Where each row's timestamp was, for messages after the rows are read. */
+typedef struct {
+    int *line;
+    int column;
+    const char *name;
+} time_cells;
+
+static void name_time_cell(const void *ctx, size_t i, char *out, size_t n) {
+    const time_cells *t = ctx;
+    snprintf(out, n, "CSV line %d, column %d (%s)", t->line[i], t->column, t->name);
+}
+
+static int read_row(reader *r, const header *h, kd_candles *cd, size_t i, int *offset) {
     char f[FIELD_MAX], msg[96];
     bool last = false;
     int k = 0;
@@ -214,9 +246,7 @@ static int read_row(reader *r, const header *h, kd_candles *cd, size_t i) {
         const int role = h->role[k];
         if (role == COL_TIME) {
             if (read_time(r, f, h->name[k], &cd->timestamps[i], &cd->time_form) < 0) return -1;
-            if (i > 0 && cd->timestamps[i] <= cd->timestamps[i - 1])
-                return fail_at(r, " (%s): not after the previous row's timestamp%s", h->name[k],
-                               "");
+            *offset = kd_form_offset(&cd->time_form); /* ordered once all are read */
         } else if (role >= 0 && read_number(r, f, h->name[k], &cd->columns[role][i]) < 0) {
             return -1;
         }
@@ -233,7 +263,7 @@ int kd_candles_csv_parse(const char *text, size_t len, int min_count, int max_co
     reader r = {text, text + len, 1, 1, err, errlen};
     header *h = malloc(sizeof *h);
     size_t n = 0, cap = 0;
-    int rc = -1;
+    int rc = -1, *offsets = NULL, *lines = NULL;
     memset(out, 0, sizeof *out);
     if (!h) return kd_fail(err, errlen, "CSV: out of memory");
     if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) r.p += 3; /* a BOM, from spreadsheets */
@@ -252,19 +282,30 @@ int kd_candles_csv_parse(const char *text, size_t len, int min_count, int max_co
                     max_count);
             goto done;
         }
-        if (n == cap && grow(out, h, &cap, err, errlen) < 0) goto done;
-        if (read_row(&r, h, out, n) < 0) goto done;
+        if (n == cap && grow(out, h, &cap, &offsets, &lines, err, errlen) < 0) goto done;
+        lines[n] = r.line;
+        if (read_row(&r, h, out, n, &offsets[n]) < 0) goto done;
         n++;
     }
+    /* on one clock, that of the last row, and in order as instants: the JSON rule */
+    time_cells cells = {lines, 1, "timestamps"};
+    for (int k = 0; k < h->n; k++)
+        if (h->role[k] == COL_TIME) cells.column = k + 1, cells.name = h->name[k];
+    if (n > 0 &&
+        kd_align_timestamps_named(out->timestamps, offsets, n, kd_form_offset(&out->time_form),
+                                  NULL, name_time_cell, &cells, err, errlen) < 0)
+        goto done;
     if (n < (size_t)min_count) {
         kd_fail(err, errlen, "CSV: at least %d candle%s required, got %zu", min_count,
                 min_count == 1 ? " is" : "s are", n);
         goto done;
     }
-    if (n == 0 && grow(out, h, &cap, err, errlen) < 0) goto done;
+    if (n == 0 && grow(out, h, &cap, &offsets, &lines, err, errlen) < 0) goto done;
     out->n = (int)n;
     rc = 0;
 done:
+    free(offsets);
+    free(lines);
     free(h);
     if (rc < 0) kd_candles_free(out);
     return rc;

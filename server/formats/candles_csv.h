@@ -4,8 +4,11 @@
  * in any order and any case: open, high, low, close, and optionally volume and amount. A
  * first column with an empty name (or pandas's "Unnamed: 0") is an index and is skipped.
  * Fields may be quoted (RFC 4180); lines end in LF or CRLF. A timestamp is ISO 8601 (the
- * space pandas writes is fine) or Unix seconds. The result is the same kd_candles the JSON
- * parser makes, and bad input gets a message naming the line and column.
+ * space pandas writes is fine) or Unix seconds. The rules are the JSON body's, read by the
+ * same functions: numbers in JSON's syntax, within float32 (kr_candle_value_check),
+ * timestamps compared as instants on the last row's clock (kd_align_timestamps), a NUL or
+ * other control byte refused. The result is the same kd_candles the JSON parser makes, and
+ * bad input gets the JSON message's reason after "CSV line L, column C (name): ".
  *
  * Out: one row per forecast step: timestamps, the mean's six columns, then per quantile
  * level the six columns again (`close_q0.1`), then `prob_close_up` when there is one.

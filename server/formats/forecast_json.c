@@ -256,7 +256,7 @@ static int parse_future(const json_t *body, kd_forecast_input *in, char *err, si
     int *offsets = malloc((size_t)p * sizeof *offsets), rc = 0;
     if (!offsets) return kd_fail(err, errlen, "future_timestamps: out of memory for %d values", p);
     for (int i = 0; rc == 0 && i < p; i++) {
-        kd_time_form form;
+        kd_time_form form = {0};
         snprintf(path, sizeof path, "future_timestamps[%d]", i);
         rc = kd_get_timestamp(json_array_get(ft, (size_t)i), path, &in->future_timestamps[i], &form,
                               err, errlen);
@@ -320,8 +320,16 @@ static int parse_quantiles(const json_t *body, kr_forecast_request *r, char *err
 
 static int parse_options(const json_t *body, int model_max_context, kr_forecast_request *r,
                          char *err, size_t errlen) {
-    (void)model_max_context; /* its range is the core's rule (plan.c) */
     long long mc = r->max_context;
+    /* its range is the core's rule (plan.c), where 0 means "not given": a 0 that is given
+     * gets the core's message rather than the model's window */
+    const json_t *given = kd_field(body, "max_context");
+    if (json_is_integer(given) && json_integer_value(given) == 0) {
+        if (model_max_context > 0)
+            return kd_fail(err, errlen, "max_context: must be in [1, %d] (the model's), got 0",
+                           model_max_context);
+        return kd_fail(err, errlen, "max_context: must be at least 1, got 0");
+    }
     if (kd_opt_int(body, "max_context", INT_MIN, INT_MAX, "an integer", &mc, err, errlen) < 0 ||
         kd_opt_bool(body, "use_cache", &r->use_cache, err, errlen) < 0 ||
         kd_opt_bool(body, "return_paths", &r->return_paths, err, errlen) < 0 ||

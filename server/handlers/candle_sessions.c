@@ -187,10 +187,16 @@ static void append_discard(kd_work *w) {
     free(a);
 }
 
+/* Compared as instants, as a stateless request compares them: the new candles are on the
+ * clock of their last timestamp's offset, and a stateless forecast of the whole series
+ * would put every candle on that clock, so the series moves to it when it differs. */
 static int append_candles(void *ctx, kr_error *err) {
     append_job *a = ctx;
     candle_state *st = kd_session_state(a->session);
-    return kr_series_append(st->series, &a->view, err);
+    const int64_t shift =
+        (int64_t)(kd_form_offset(&a->candles.time_form) - kd_form_offset(&st->form)) * 60;
+    kr_series_set_max_candles(st->series, a->work.app->cfg.max_candles); /* as reloaded */
+    return kr_series_append_shifted(st->series, &a->view, shift, err);
 }
 
 static void append_run(kd_work *w) {
@@ -245,6 +251,18 @@ kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
     }
     kd_work_init(&a->work, &append_ops, app, r, 0);
     if (!(a->session = acquire_candles(app, r, "candles"))) {
+        append_discard(&a->work);
+        return KD_REPLIED;
+    }
+    /* an append is model work too: past max_context even one candle prefills a window */
+    const candle_state *st = kd_session_state(a->session);
+    const bool reclock = kd_form_offset(&a->candles.time_form) != kd_form_offset(&st->form);
+    const double gflop = kr_series_append_flops(st->series, a->candles.n, reclock) / 1e9;
+    if (gflop > (double)app->cfg.max_request_cost) {
+        kd_refuse(app, r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "append: %d candles need about %.0f GFLOP of model work; max-request-cost is "
+                  "%d GFLOP (append fewer at a time)",
+                  a->candles.n, gflop, app->cfg.max_request_cost);
         append_discard(&a->work);
         return KD_REPLIED;
     }

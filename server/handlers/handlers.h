@@ -36,7 +36,10 @@ kd_handler kd_handle_generate;
  *   GET /sessions/{id}                -> {"session", "kind", "length", "capacity", "bytes",
  *                                          "idle_seconds", "age_seconds", "busy", ...}
  *   DELETE /sessions/{id}             -> {"session", "deleted": true} */
-kd_handler kd_handle_session_create, kd_handle_session_get, kd_handle_session_delete;
+kd_handler kd_handle_session_get, kd_handle_session_delete;
+/* POST /sessions for a token session; body: the request's JSON (NULL without a body),
+ * which must have no fields. */
+kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *body);
 
 /* candle_sessions.c: a live series (kr_series) held in the session table, appended to and
  * forecast from incrementally.

@@ -9,23 +9,20 @@
 #include "json_fields.h"
 #include "replies.h"
 
-/* POST /sessions takes no fields; a body, if any, must be an empty JSON object. */
-static bool no_fields(kd_request *r) {
+/* POST /sessions takes no fields; a body, if any, must be an empty JSON object (the
+ * router parsed it: the body's text is gone once parsed). */
+static bool no_fields(kd_request *r, const json_t *body) {
     static const char *const none[] = {NULL};
     char msg[512];
-    size_t len;
-    if (!kd_request_body(r, &len)) return true;
-    json_t *body = kd_request_json(r);
-    if (!body) return false;
+    if (!body) return true;
     const int bad = kd_check_fields(body, "", none, msg, sizeof msg);
-    json_decref(body);
     if (bad) kd_reply_error(r, 400, "invalid_request", "%s", msg);
     return !bad;
 }
 
-kd_outcome kd_handle_session_create(kd_app *app, kd_request *r) {
+kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *body) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
-    if (!no_fields(r)) return KD_REPLIED;
+    if (!no_fields(r, body)) return KD_REPLIED;
     char owner[KD_OWNER_MAX + 1];
     int retry_after = 1;
     kd_request_owner(r, owner, sizeof owner);
@@ -53,9 +50,11 @@ kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
+    /* a candle session's cache is its series' own: it holds the model's window */
+    const int capacity = info.kind ? kr_model_max_context(app->model) : info.capacity;
     json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "kind",
                           info.kind ? info.kind->name : "tokens", "length", info.length, "capacity",
-                          info.capacity, "bytes", (json_int_t)info.bytes, "idle_seconds",
+                          capacity, "bytes", (json_int_t)info.bytes, "idle_seconds",
                           info.idle_seconds, "age_seconds", info.age_seconds, "busy", info.busy);
     if (o && info.kind && kd_session_extra_json(o, &info) < 0) {
         json_decref(o);

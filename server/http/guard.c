@@ -19,6 +19,7 @@ struct kd_guarded {
     int fd;
     double deadline;   /* 0: none */
     double stall_from; /* a chunked body's last progress; 0: not in one */
+    double idle_since; /* kept alive between requests since then; 0: not idle */
     bool first;        /* no request line yet */
     bool shut;
 };
@@ -30,7 +31,9 @@ struct kd_guard {
     bool stop;
     kd_guarded head; /* a circular list through head */
     double read_timeout, connection_timeout;
-    unsigned long long timed_out, logged_timed_out;
+    int open, evict_at; /* connections open; above how many idle ones are closed */
+    int shut_open;      /* of them, shut down and not yet closed */
+    unsigned long long timed_out, logged_timed_out, evicted, logged_evicted;
     double last_log;
 };
 
@@ -45,6 +48,8 @@ static void shut(kd_guarded *c) {
     c->shut = true;
 }
 
+static void make_room(kd_guard *g);
+
 static void tick(kd_guard *g) {
     const double now = now_s();
     for (kd_guarded *c = g->head.next; c != &g->head; c = c->next) {
@@ -52,9 +57,11 @@ static void tick(kd_guard *g) {
         if ((c->deadline > 0 && now >= c->deadline) ||
             (c->stall_from > 0 && now - c->stall_from >= BODY_STALL)) {
             shut(c);
+            g->shut_open++;
             g->timed_out++;
         }
     }
+    make_room(g);
     /* one summary line now and then, not one per connection: an attack must not flood
      * the log */
     if (g->timed_out != g->logged_timed_out && now - g->last_log >= LOG_EVERY) {
@@ -63,6 +70,13 @@ static void tick(kd_guard *g) {
                g->timed_out - g->logged_timed_out,
                g->timed_out - g->logged_timed_out == 1 ? "" : "s");
         g->logged_timed_out = g->timed_out;
+        g->last_log = now;
+    }
+    if (g->evicted != g->logged_evicted && now - g->last_log >= LOG_EVERY) {
+        kd_log("closed %llu idle keep-alive connection%s to make room for new ones "
+               "(max-connections nearly reached)",
+               g->evicted - g->logged_evicted, g->evicted - g->logged_evicted == 1 ? "" : "s");
+        g->logged_evicted = g->evicted;
         g->last_log = now;
     }
 }
@@ -85,9 +99,12 @@ static void *run(void *arg) {
     return NULL;
 }
 
-kd_guard *kd_guard_start(int read_timeout, int connection_timeout) {
+kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_connections) {
     kd_guard *g = calloc(1, sizeof *g);
     if (!g) return NULL;
+    /* a tenth of the table (at least one place) is kept for newcomers */
+    const int reserve = max_connections / 10 > 0 ? max_connections / 10 : 1;
+    g->evict_at = max_connections - reserve > 0 ? max_connections - reserve : 1;
     g->head.next = g->head.prev = &g->head;
     g->read_timeout = read_timeout;
     g->connection_timeout = connection_timeout;
@@ -123,12 +140,38 @@ void kd_guard_stop(kd_guard *g) {
     free(g);
 }
 
+/* The connection kept alive longest without a request, or NULL. */
+static kd_guarded *longest_idle(kd_guard *g) {
+    kd_guarded *oldest = NULL;
+    for (kd_guarded *c = g->head.next; c != &g->head; c = c->next)
+        if (!c->shut && c->idle_since > 0 && (!oldest || c->idle_since < oldest->idle_since))
+            oldest = c;
+    return oldest;
+}
+
+/* While more than evict_at connections are open and not shut, the idle keep-alive ones
+ * give way, longest idle first: the table keeps room for newcomers, which it could not
+ * make once full (a full table accepts nothing, and so never hears of them). */
+static void make_room(kd_guard *g) {
+    int live = g->open - g->shut_open;
+    while (live > g->evict_at) {
+        kd_guarded *idle = longest_idle(g);
+        if (!idle) break;
+        shut(idle);
+        g->shut_open++;
+        g->evicted++;
+        live--;
+    }
+}
+
 kd_guarded *kd_guard_open(kd_guard *g, int fd) {
     kd_guarded *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->fd = fd;
     c->first = true;
     pthread_mutex_lock(&g->lock);
+    g->open++;
+    make_room(g);
     c->deadline = now_s() + (g->read_timeout < FIRST_LINE ? g->read_timeout : FIRST_LINE);
     c->next = &g->head;
     c->prev = g->head.prev;
@@ -141,6 +184,8 @@ kd_guarded *kd_guard_open(kd_guard *g, int fd) {
 void kd_guard_close(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock); /* after this, the timer cannot touch the socket */
+    g->open--;
+    g->shut_open -= c->shut;
     c->prev->next = c->next;
     c->next->prev = c->prev;
     pthread_mutex_unlock(&g->lock);
@@ -153,6 +198,7 @@ void kd_guard_request_line(kd_guard *g, kd_guarded *c) {
     const double d = now_s() + g->read_timeout;
     if (c->first || c->deadline == 0 || d < c->deadline) c->deadline = d;
     c->first = false;
+    c->idle_since = 0;
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -181,8 +227,17 @@ void kd_guard_received(kd_guard *g, kd_guarded *c) {
 void kd_guard_completed(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
-    c->deadline = now_s() + g->connection_timeout;
+    c->idle_since = now_s();
+    c->deadline = c->idle_since + g->connection_timeout;
+    make_room(g);
     pthread_mutex_unlock(&g->lock);
+}
+
+unsigned long long kd_guard_evicted(kd_guard *g) {
+    pthread_mutex_lock(&g->lock);
+    const unsigned long long n = g->evicted;
+    pthread_mutex_unlock(&g->lock);
+    return n;
 }
 
 unsigned long long kd_guard_timed_out(kd_guard *g) {

@@ -9,6 +9,11 @@
  * after a request line for the rest of that request's headers and body. Once a request is
  * wholly received there is no deadline: answering it may take as long as the model needs.
  *
+ * Idle keep-alive connections give way: once more than nine tenths of max-connections
+ * are open, each new connection closes the one kept alive longest without a request
+ * (closing an idle keep-alive connection is always allowed, RFC 9112 §9.6), so a client
+ * holding many idle connections cannot fill the table and keep new clients out.
+ *
  * A connection past its deadline is shut down (shutdown(2), which libmicrohttpd sees as
  * the client leaving and cleans up on its own thread) within 0.2 s of the deadline.
  * Thread-safe; the timeouts may change while running (SIGHUP).
@@ -19,8 +24,8 @@
 typedef struct kd_guard kd_guard;
 typedef struct kd_guarded kd_guarded; /* one connection */
 
-/* NULL when out of memory or the thread cannot start. */
-kd_guard *kd_guard_start(int read_timeout, int connection_timeout);
+/* NULL when out of memory or the thread cannot start. max_connections: the table's size. */
+kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_connections);
 void kd_guard_set_timeouts(kd_guard *g, int read_timeout, int connection_timeout);
 /* Stops the thread and frees g; every connection must be closed. */
 void kd_guard_stop(kd_guard *g);
@@ -43,6 +48,8 @@ void kd_guard_received(kd_guard *g, kd_guarded *c);
 /* The request completed and the connection stays open for the next one. */
 void kd_guard_completed(kd_guard *g, kd_guarded *c);
 
+/* Idle keep-alive connections closed so far to make room for new ones. */
+unsigned long long kd_guard_evicted(kd_guard *g);
 /* Connections shut down so far, past their deadline. */
 unsigned long long kd_guard_timed_out(kd_guard *g);
 

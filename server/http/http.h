@@ -61,12 +61,16 @@ const char *kd_request_body(const kd_request *r, size_t *len);
 const char *kd_request_header(const kd_request *r, const char *name);
 /* Whether the body is declared text/csv (Content-Type, parameters ignored). */
 bool kd_request_is_csv(const kd_request *r);
-/* Calls fn for each query parameter in order (value NULL for `?key` without '='); stops
- * at the first nonzero return and returns it. */
-int kd_request_query_each(kd_request *r, int (*fn)(void *ctx, const char *key, const char *value),
-                          void *ctx);
+/* Calls fn for each query parameter in order (value NULL for `?key` without '='), with
+ * the decoded lengths (`%00` decodes to a NUL inside the string); stops at the first
+ * nonzero return and returns it. */
+typedef int (*kd_query_fn)(void *ctx, const char *key, size_t key_len, const char *value,
+                           size_t value_len);
+int kd_request_query_each(kd_request *r, kd_query_fn fn, void *ctx);
 
-/* The body as a JSON object, or NULL after replying 400 with what is wrong. */
+/* The body as a JSON object, or NULL after replying 400 with what is wrong. Once parsed,
+ * the body's text is freed (and its bytes given back to upload-budget): call it once, and
+ * pass the object on. */
 json_t *kd_request_json(kd_request *r);
 
 /* Replies set the answer of r: on the HTTP thread it is sent when the handler returns; from

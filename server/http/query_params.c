@@ -29,6 +29,23 @@ static json_t *list(const char *s) {
     return a;
 }
 
+int kd_query_check_bytes(const char *key, size_t key_len, const char *value, size_t value_len,
+                         char *err, size_t errlen) {
+    char q[KD_QUOTE_MAX * 2], why[64];
+    const char *s[2] = {key, value};
+    const size_t n[2] = {key_len, value ? value_len : 0};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < n[k]; i++) {
+            const unsigned char c = (unsigned char)s[k][i];
+            if (c < 0x20 || c == 0x7f) {
+                kd_quote(key, q, sizeof q);
+                kd_control_byte_reason(c, why, sizeof why);
+                return kd_fail(err, errlen, "query parameter \"%s\": %s", q, why);
+            }
+        }
+    return 0;
+}
+
 int kd_query_option(json_t *opts, const char *key, const char *value, const char *const known[],
                     char *err, size_t errlen) {
     char q[KD_QUOTE_MAX * 2];

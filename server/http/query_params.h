@@ -13,6 +13,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* A NUL or other control byte in a parameter's name or value (key_len, value_len: the
+ * decoded lengths) is an error, as in a JSON string or a CSV cell. */
+int kd_query_check_bytes(const char *key, size_t key_len, const char *value, size_t value_len,
+                         char *err, size_t errlen);
+
 /* Adds key=value (value NULL for a bare `?key`) to the object opts. An unknown key (not in
  * `known`, NULL-terminated) or a key given twice is an error naming it. */
 int kd_query_option(json_t *opts, const char *key, const char *value, const char *const known[],

@@ -17,9 +17,11 @@ kd_token_limits kd_token_limits_of(const kd_app *app) {
     return (kd_token_limits){1 << pc->s1_bits, 1 << pc->s2_bits, app->cfg.max_candles};
 }
 
-static int on_query(void *ctx, const char *key, const char *value) {
+static int on_query(void *ctx, const char *key, size_t key_len, const char *value,
+                    size_t value_len) {
     kd_query *q = ctx;
     char v[KD_QUOTE_MAX * 2];
+    if (kd_query_check_bytes(key, key_len, value, value_len, q->err, q->errlen)) return -1;
     if (!strcmp(key, "format") && q->known) {
         if (q->has_format)
             return kd_fail(q->err, q->errlen, "query parameter \"format\": given twice");

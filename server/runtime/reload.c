@@ -16,7 +16,7 @@
 static const char *const live_keys[] = {
     "api-key-file", "max-body-bytes", "max-candles",      "max-horizon",
     "max-samples",  "read-timeout",   "request-timeout",  "shutdown-timeout",
-    "access-log",   "log-file",       "max-request-cost",
+    "access-log",   "log-file",       "max-request-cost", "upload-budget",
 };
 
 char *kd_read_api_key(const char *path, char *err, size_t errlen) {

@@ -60,6 +60,22 @@ for sep in ' ' '\t'; do
         "GET /health HTTP/1.1\\r\\nHost: x\\r\\nContent-Length${sep}: 56\\r\\n\\r\\nGET /model HTTP/1.1\\r\\nHost: x\\r\\nX-Request-Id: SMUGGLED\\r\\n\\r\\n" \
         'd["closed"] and " 400 " in d["reply"] and "bad_framing" in d["reply"] and d["reply"].count("HTTP/1.1 ") == 1 and "SMUGGLED" not in d["reply"]'
 done
+# obs-fold (RFC 9112 5.2): a line that starts with whitespace continues a field; refused,
+# whatever the folded text (libmicrohttpd would glue "56" to the name)
+for fold in ' 56' '\t56' ' x y' '   chunked'; do
+    raw "obs-fold \"Content-Length: 0\\r\\n${fold}\": 400 bad_framing, closed, nothing smuggled" "$EP" \
+        "GET /health HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n${fold}\\r\\n\\r\\nGET /model HTTP/1.1\\r\\nHost: x\\r\\nX-Request-Id: SMUGGLED\\r\\n\\r\\n" \
+        'd["closed"] and " 400 " in d["reply"] and "obs-fold" in d["reply"] and d["reply"].count("HTTP/1.1 ") == 1 and "SMUGGLED" not in d["reply"]'
+done
+raw "obs-fold in Transfer-Encoding: 400 bad_framing, closed" "$EP" \
+    'POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n' \
+    'd["closed"] and " 400 " in d["reply"] and "bad_framing" in d["reply"]'
+raw "obs-fold in another field: 400 bad_framing" "$EP" \
+    'GET /health HTTP/1.1\r\nHost: x\r\nX-A: b\r\n\tmore\r\n\r\n' \
+    'd["closed"] and " 400 " in d["reply"] and "bad_framing" in d["reply"]'
+raw "spaces and tabs around values are fine" "$EP" \
+    'GET /health HTTP/1.1\r\nHost: x\r\nX-Empty:\r\nX-Sp:    \r\nX-T:\t\t v v \t\r\nX-C: a:b\r\nConnection: close\r\n\r\n' \
+    '" 200 " in d["reply"]'
 raw "Transfer-Encoding : chunked: 400 bad_framing, closed" "$EP" \
     'POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n' \
     'd["closed"] and " 400 " in d["reply"] and "bad_framing" in d["reply"]'

@@ -1,5 +1,6 @@
 /* json_fields.c — reading request fields with messages that name them. */
 #include "json_fields.h"
+#include "kronos.h"
 
 #include <float.h>
 #include <math.h>
@@ -99,13 +100,8 @@ const json_t *kd_field(const json_t *obj, const char *key) {
 int kd_get_number(const json_t *v, const char *path, double *out, char *err, size_t errlen) {
     if (!json_is_number(v)) return kd_wrong(v, path, "a number", err, errlen);
     const double x = json_number_value(v);
-    /* Strict JSON cannot carry these, but a caller may build a json_t by other means. */
-    if (isnan(x)) return kd_fail(err, errlen, "%s: NaN is not allowed", path);
-    if (isinf(x)) return kd_fail(err, errlen, "%s: infinity is not allowed", path);
-    /* the model computes in float32, where this would become infinity */
-    if (fabs(x) > FLT_MAX)
-        return kd_fail(err, errlen, "%s: %g is outside the float32 range (magnitude up to %.6g)",
-                       path, x, (double)FLT_MAX);
+    char why[128]; /* the core's rule, the same for CSV cells (candles_csv.c) */
+    if (kr_candle_value_check(x, why, sizeof why)) return kd_fail(err, errlen, "%s: %s", path, why);
     *out = x;
     return 0;
 }
@@ -234,12 +230,23 @@ int kd_form_offset(const kd_time_form *f) {
     return f && f->has_tz ? f->tz_offset_min : 0;
 }
 
+static void name_by_format(const void *ctx, size_t i, char *out, size_t n) {
+    snprintf(out, n, (const char *)ctx, i);
+}
+
 int kd_align_timestamps(int64_t *walls, const int *offsets, size_t n, int target_offset,
                         const int64_t *after, const char *path_fmt, char *err, size_t errlen) {
+    return kd_align_timestamps_named(walls, offsets, n, target_offset, after, name_by_format,
+                                     path_fmt, err, errlen);
+}
+
+int kd_align_timestamps_named(int64_t *walls, const int *offsets, size_t n, int target_offset,
+                              const int64_t *after, kd_entry_name name, const void *ctx, char *err,
+                              size_t errlen) {
     char path[KD_PATH_LEN], when[KD_TIMESTAMP_MAX];
     for (size_t i = 0; i < n; i++) {
         const int64_t w = walls[i] + (int64_t)(target_offset - offsets[i]) * 60;
-        snprintf(path, sizeof path, path_fmt, i);
+        name(ctx, i, path, sizeof path);
         if (w < KD_WALL_MIN || w > KD_WALL_MAX) {
             kd_format_timestamp(walls[i], offsets[i], true, when, sizeof when);
             return kd_fail(err, errlen,
@@ -255,4 +262,33 @@ int kd_align_timestamps(int64_t *walls, const int *offsets, size_t n, int target
         walls[i] = w;
     }
     return 0;
+}
+
+bool kd_is_json_number(const char *s) {
+    const char *p = s;
+    if (*p == '-') p++;
+    if (*p == '0')
+        p++;
+    else if (*p >= '1' && *p <= '9')
+        p += strspn(p, "0123456789");
+    else
+        return false;
+    if (*p == '.') {
+        p++;
+        const size_t d = strspn(p, "0123456789");
+        if (!d) return false;
+        p += d;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        const size_t d = strspn(p, "0123456789");
+        if (!d) return false;
+        p += d;
+    }
+    return *p == '\0';
+}
+
+void kd_control_byte_reason(unsigned char c, char *out, size_t n) {
+    snprintf(out, n, "a control byte (0x%02x) is not allowed", c);
 }

@@ -73,5 +73,18 @@ int kd_form_offset(const kd_time_form *f);
  * (one %zu). 0, or -1 with a message. */
 int kd_align_timestamps(int64_t *walls, const int *offsets, size_t n, int target_offset,
                         const int64_t *after, const char *path_fmt, char *err, size_t errlen);
+/* The same with entry i named by name(ctx, i, out, n) (a CSV line and column). */
+typedef void (*kd_entry_name)(const void *ctx, size_t i, char *out, size_t n);
+int kd_align_timestamps_named(int64_t *walls, const int *offsets, size_t n, int target_offset,
+                              const int64_t *after, kd_entry_name name, const void *ctx, char *err,
+                              size_t errlen);
+
+/* s is a number as JSON writes one: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. The one
+ * number syntax of every way in (JSON bodies, CSV cells, query parameters). */
+bool kd_is_json_number(const char *s);
+
+/* "a control byte (0x00) is not allowed": the reason every way in gives for a NUL or other
+ * control byte c in a value. */
+void kd_control_byte_reason(unsigned char c, char *out, size_t n);
 
 #endif

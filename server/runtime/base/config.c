@@ -51,6 +51,9 @@ static const key_def keys[] = {
      "this node's name, the prefix of its session ids (default: the host name)"},
     {"max-body-bytes", T_BYTES, AT(max_body_bytes), "8M", 1024, GIB,
      "largest request body (413 above)"},
+    {"upload-budget", T_BYTES, AT(upload_budget), "256M", 1 << 20, 1LL << 40,
+     "request bodies held at once over all connections, being received or parsed (503 + "
+     "Retry-After for a body beyond it)"},
     {"workers", T_INT, AT(workers), "0", 0, 256, "inference threads (0: one per online CPU)"},
     {"compute-threads", T_INT, AT(compute_threads), "0", 0, 256,
      "threads of the core's pool, shared by the workers (0: one per online CPU)"},

@@ -27,6 +27,7 @@ typedef struct {
     int max_connections, max_connections_per_ip;
     char *node_id; /* prefix of session ids; NULL until kd_config_load sets the host name */
     size_t max_body_bytes;
+    size_t upload_budget; /* request bodies held at once, all connections */
     /* compute */
     int workers;         /* 0: one per online CPU */
     int compute_threads; /* the core's thread pool (0: one per online CPU) */

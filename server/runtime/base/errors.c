@@ -1,7 +1,9 @@
 /* errors.c — the table of errors.h: each core error code's answer. */
 #include "errors.h"
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Indexed by the code; row KR_OK is success. */
 static const kd_error_answer answers[KD_LAST_ERROR_CODE + 1] = {
@@ -29,8 +31,9 @@ const kd_error_kind kd_error_kinds[] = {
     {400, "wrong_session_kind",   "a token session given candles, or a candle session given "
                                   "to /generate"},
     {400, "bad_framing",          "a body length two parties could read differently (repeated "
-                                  "or non-numeric Content-Length, with Transfer-Encoding); the "
-                                  "connection is closed"},
+                                  "or non-numeric Content-Length, with Transfer-Encoding, "
+                                  "whitespace before a colon, an obs-fold); the connection is "
+                                  "closed"},
     {401, "unauthorized",         "no or a wrong Authorization: Bearer key"},
     {404, "not_found",            "no such route"},
     {404, "session_not_found",    "no such session; the message says whether it expired, was "
@@ -59,6 +62,8 @@ const kd_error_kind kd_error_kinds[] = {
     {503, "overloaded",           "queue-size requests already wait; Retry-After estimated from "
                                   "the work queued"},
     {503, "pool_exhausted",       "the KV pool is in use by requests in flight; retry"},
+    {503, "uploads_busy",         "the bodies being received hold upload-budget bytes; "
+                                  "Retry-After"},
     {504, "deadline_exceeded",    "the request's deadline (timeout_ms or request-timeout) passed"},
     /* clang-format on */
 };
@@ -71,7 +76,11 @@ const kd_error_answer *kd_error_answer_of(int code) {
 
 char *kd_error_message(const kd_error_answer *a, const char *what, const char *msg, char *out,
                        size_t n) {
-    snprintf(out, n, "%s%s%s%s%s", a->with_what ? what : "", a->with_what ? ": " : "", a->lead,
+    /* the core may have named the same thing ("forecast: the deadline passed") */
+    const size_t w = strlen(what);
+    const bool named = a->with_message && !strncmp(msg, what, w) && !strncmp(msg + w, ": ", 2);
+    const bool with_what = a->with_what && !named;
+    snprintf(out, n, "%s%s%s%s%s", with_what ? what : "", with_what ? ": " : "", a->lead,
              a->with_message ? msg : "", a->tail);
     return out;
 }
