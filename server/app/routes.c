@@ -19,12 +19,13 @@ enum {
     EP_DETOKENIZE,
     EP_SESSIONS,
     EP_SESSION,
+    EP_EVALUATE,
     EP_OTHER,
 };
 
 const char *const kd_endpoint_names[] = {
     "page",     "health",     "model",    "metrics", "forecast", "generate",
-    "tokenize", "detokenize", "sessions", "session", "other",
+    "tokenize", "detokenize", "sessions", "session", "evaluate", "other",
 };
 const int kd_endpoint_count = EP_OTHER + 1;
 
@@ -72,6 +73,7 @@ static const kd_route routes[] = {
     {"/sessions/*/generate", "POST", EP_GENERATE, false, true, kd_handle_generate},
     {"/sessions/*/candles",  "POST", EP_SESSION, false, true, kd_handle_session_candles},
     {"/sessions/*/forecast", "POST", EP_SESSION, false, true, kd_handle_session_forecast},
+    {"/evaluate",   "POST",   EP_EVALUATE,   false, true,  kd_handle_evaluate},
     /* clang-format on */
 };
 

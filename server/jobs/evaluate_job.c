@@ -1,0 +1,181 @@
+/* evaluate_job.c — the evaluation job of evaluate_job.h, on the submit path (submit.h). */
+#include "evaluate_job.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "replies.h"
+#include "submit.h"
+
+/* Each origin's own tag on the scheduler, so that its end says which one it was. */
+typedef struct {
+    kd_sched_job sjob;
+    struct evaluate_job *owner;
+    int index;
+} origin_part;
+
+typedef struct evaluate_job {
+    kd_work work;
+    kd_evaluate_input *in;
+    kr_evaluate_plan plan;
+    kr_evaluation ev;
+    bool ev_ready;
+    kr_forecast_request *reqs; /* [origins] */
+    kr_forecast_result *res;   /* [origins]: each freed once scored */
+    kr_error *errs;            /* [origins] */
+    origin_part *parts;        /* [origins] */
+    int pending;
+    double t0;
+} evaluate_job;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void job_free(evaluate_job *j) {
+    for (int k = 0; j->res && k < j->plan.origins; k++)
+        kr_forecast_result_free(&j->res[k]);
+    if (j->ev_ready) kr_evaluation_free(&j->ev);
+    kd_evaluate_input_free(j->in);
+    free(j->in);
+    free(j->reqs);
+    free(j->res);
+    free(j->errs);
+    free(j->parts);
+    free(j);
+}
+
+static void discard(kd_work *w) {
+    job_free((evaluate_job *)w);
+}
+
+/* Every origin ended: the first failure (by origin) answers for all, else the scores. */
+static void finish(evaluate_job *j) {
+    kd_app *app = j->work.app;
+    kd_request *r = j->work.r;
+    kr_error e = {0};
+    for (int k = 0; k < j->plan.origins && !e.code; k++)
+        e = j->errs[k];
+    json_t *body = NULL;
+    if (!e.code && kr_evaluation_finish(&j->ev, &j->in->req, &e) == 0) {
+        j->ev.usage.elapsed_ms = now_ms() - j->t0;
+        kd_metrics_add_tokens(app->metrics, (unsigned long long)j->ev.usage.generated_tokens);
+        body = kd_evaluate_response_json(j->in, &j->plan, &j->ev);
+    }
+    job_free(j);
+    if (e.code)
+        kd_work_fail(app, r, "evaluate", &e);
+    else if (!body)
+        kd_reply_error(r, 500, "internal", "out of memory writing the evaluation");
+    else
+        kd_reply_json(r, 200, body);
+}
+
+/* ---- admission (HTTP thread) --------------------------------------------------------------- */
+
+static int admit(kd_work *w) {
+    evaluate_job *j = (evaluate_job *)w;
+    kd_app *app = w->app;
+    kr_error err = {0};
+    kr_pool_stats st;
+    if (kr_evaluate_plan_make(app->model, &j->in->req, &j->plan, &err) < 0) {
+        kd_refuse_error(app, w->r, "evaluate", &err);
+        return -1;
+    }
+    kr_pool_stats_get(app->pool, &st);
+    if (j->plan.pool_bytes > st.bytes_total) {
+        kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "evaluate: an origin's %d paths need %zu bytes of KV cache; the whole pool "
+                  "holds %zu (pool-bytes)",
+                  j->in->req.samples, j->plan.pool_bytes, st.bytes_total);
+        return -1;
+    }
+    /* one request, one budget: the origins together, as their forecasts alone would be */
+    if (j->plan.flops / 1e9 > (double)app->cfg.max_request_cost) {
+        kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "evaluate: %d origins need about %.0f GFLOP of model work together; "
+                  "max-request-cost is %d GFLOP (fewer origins: a larger stride, or "
+                  "first_origin / last_origin)",
+                  j->plan.origins, j->plan.flops / 1e9, app->cfg.max_request_cost);
+        return -1;
+    }
+    const size_t n = (size_t)j->plan.origins;
+    j->reqs = calloc(n, sizeof *j->reqs);
+    j->res = calloc(n, sizeof *j->res);
+    j->errs = calloc(n, sizeof *j->errs);
+    j->parts = calloc(n, sizeof *j->parts);
+    if (!j->reqs || !j->res || !j->errs || !j->parts ||
+        kr_evaluation_init(&j->in->req, &j->plan, &j->ev, &err) < 0) {
+        kd_reply_no_memory(w->r);
+        return -1;
+    }
+    j->ev_ready = true;
+    for (int k = 0; k < j->plan.origins; k++) {
+        kr_evaluate_origin_request(&j->in->req, &j->plan, k, &j->reqs[k]);
+        j->reqs[k].cancel = w->cancel;
+        j->parts[k].owner = j;
+        j->parts[k].index = k;
+    }
+    return 0;
+}
+
+/* ---- on the scheduler ---------------------------------------------------------------------- */
+
+static void origin_done(kd_sched_job *sj, const kr_error *err) {
+    origin_part *p = (origin_part *)sj;
+    evaluate_job *j = p->owner;
+    const int k = p->index;
+    j->errs[k] = *err;
+    /* scored now, so that only the scores outlive the origin's paths */
+    if (!err->code) kr_evaluation_add(&j->ev, &j->in->req, k, &j->res[k], &j->errs[k]);
+    kr_forecast_result_free(&j->res[k]);
+    if (--j->pending == 0) finish(j);
+}
+
+static int add(kr_sched *ks, kd_work *w, kr_error *err) {
+    evaluate_job *j = (evaluate_job *)w;
+    j->pending = 0;
+    for (int k = 0; k < j->plan.origins; k++) {
+        j->parts[k].sjob.done = origin_done;
+        if (kr_sched_add_forecast(ks, &j->reqs[k], &j->res[k], &j->parts[k].sjob, &j->errs[k]) ==
+            0) {
+            j->pending++;
+            continue;
+        }
+        if (k == 0) { /* nothing queued: done is called once, with this error */
+            *err = j->errs[0];
+            return -1;
+        }
+        for (int i = k + 1; i < j->plan.origins; i++) /* never queued: failed as this one */
+            j->errs[i] = j->errs[k];
+        return 0;
+    }
+    return 0;
+}
+
+/* The whole job failed before any origin was queued. */
+static void done(kd_work *w, const kr_error *err) {
+    evaluate_job *j = (evaluate_job *)w;
+    for (int k = 0; k < j->plan.origins; k++)
+        if (!j->errs[k].code) j->errs[k] = *err;
+    finish(j);
+}
+
+static const kd_work_ops ops = {.admit = admit, .add = add, .done = done, .discard = discard};
+
+kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in) {
+    evaluate_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        kd_evaluate_input_free(in);
+        free(in);
+        kd_reply_no_memory(r);
+        return KD_REPLIED;
+    }
+    j->in = in;
+    j->t0 = now_ms();
+    kd_work_init(&j->work, &ops, app, r, in->timeout_ms);
+    j->in->req.cancel = j->work.cancel;
+    return kd_submit(&j->work, KD_ON_SCHEDULER);
+}
