@@ -290,8 +290,8 @@ json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate
     if (rc == 0)
         rc = put(r, "usage",
                  json_pack("{s:I,s:f,s:f}", "generated_tokens",
-                           (json_int_t)ev->usage.generated_tokens, "gflop", ev->usage.flops / 1e9,
-                           "elapsed_ms", ev->usage.elapsed_ms));
+                           (json_int_t)ev->usage.generated_tokens, "planned_gflop",
+                           ev->usage.flops / 1e9, "elapsed_ms", ev->usage.elapsed_ms));
     if (rc == 0 && in->return_origins) {
         json_t *a = json_array();
         for (int k = 0; a && rc == 0 && k < ev->origins; k++)

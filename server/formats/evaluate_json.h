@@ -21,7 +21,8 @@
  *    "skill": {"persistence": {"mae": [P], "crps": [P], "overall": {...}}, "random_walk": ...},
  *    "pit_histogram": [10],
  *    "normalization": {...},                                     live mode: the pinned one
- *    "usage": {"generated_tokens": n, "gflop": x, "elapsed_ms": x},
+ *    "usage": {"generated_tokens": n, "planned_gflop": x, "elapsed_ms": x},  the plans'
+ *                                                 estimate (kr_forecast_plan.flops), summed
  *    "by_origin": [{"origin": o, "timestamp": t, "timestamps": [P],   with return_origins
  *                   "close": {"last": x, "actual": [P], "mean": [P],
  *                             "quantiles": {"0.1": [P], ...}, "paths": [[P], ...S]},
