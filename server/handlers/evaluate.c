@@ -4,6 +4,7 @@
 #include "handlers.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "evaluate_job.h"
 #include "inputs.h"
@@ -50,5 +51,6 @@ kd_outcome kd_handle_evaluate(kd_app *app, kd_request *r) {
         free(in);
         return KD_REPLIED;
     }
-    return kd_evaluate_job_submit(app, r, in);
+    const char *accept = kd_request_header(r, "Accept");
+    return kd_evaluate_job_submit(app, r, in, accept && strstr(accept, "text/event-stream"));
 }

@@ -1,10 +1,14 @@
 /* evaluate_job.c — the evaluation job of evaluate_job.h, on the submit path (submit.h). */
 #include "evaluate_job.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "errors.h"
+#include "json_out.h"
 #include "replies.h"
+#include "stream.h"
 #include "submit.h"
 
 /* Each origin's own tag on the scheduler, so that its end says which one it was. */
@@ -24,8 +28,10 @@ typedef struct evaluate_job {
     kr_forecast_result *res;   /* [origins]: each freed once scored */
     kr_error *errs;            /* [origins] */
     origin_part *parts;        /* [origins] */
-    int pending;
+    int pending, done;
     double t0;
+    bool wants_stream;
+    kd_stream *stream; /* progress events, then the result; the request is then its */
 } evaluate_job;
 
 static double now_ms(void) {
@@ -51,6 +57,29 @@ static void discard(kd_work *w) {
     job_free((evaluate_job *)w);
 }
 
+/* The end on a stream: the result, or the error as the error table answers it. */
+static void finish_stream(evaluate_job *j, json_t *body, const kr_error *e) {
+    kd_app *app = j->work.app;
+    kd_stream *s = j->stream;
+    if (e->code) {
+        const kd_error_answer *a = kd_error_answer_of((int)e->code);
+        char msg[KR_ERR_MAX + 128];
+        kd_error_message(a, "evaluate", e->msg, msg, sizeof msg);
+        if (e->code == KR_E_DEADLINE) kd_metrics_count(app->metrics, KD_COUNT_TIMED_OUT);
+        if (e->code == KR_E_CANCELLED) kd_metrics_count(app->metrics, KD_COUNT_CANCELLED);
+        body = json_pack("{s:{s:s,s:s,s:i}}", "error", "code", a->code, "message", msg, "status",
+                         a->status);
+    }
+    char *text = body ? kd_json_dumps(body, 0) : NULL;
+    json_decref(body);
+    kd_stream_event(s, e->code ? "error" : "result",
+                    text ? text
+                         : "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory writing "
+                           "the evaluation\",\"status\":500}}");
+    free(text);
+    kd_stream_end(s);
+}
+
 /* Every origin ended: the first failure (by origin) answers for all, else the scores. */
 static void finish(evaluate_job *j) {
     kd_app *app = j->work.app;
@@ -64,6 +93,11 @@ static void finish(evaluate_job *j) {
         kd_metrics_add_tokens(app->metrics, (unsigned long long)j->ev.usage.generated_tokens);
         body = kd_evaluate_response_json(j->in, &j->plan, &j->ev);
     }
+    if (j->stream) { /* the request is the stream's: r is not touched */
+        finish_stream(j, body, &e);
+        job_free(j);
+        return;
+    }
     job_free(j);
     if (e.code)
         kd_work_fail(app, r, "evaluate", &e);
@@ -71,6 +105,24 @@ static void finish(evaluate_job *j) {
         kd_reply_error(r, 500, "internal", "out of memory writing the evaluation");
     else
         kd_reply_json(r, 200, body);
+}
+
+static void progress(evaluate_job *j) {
+    char data[128];
+    snprintf(data, sizeof data, "{\"done\":%d,\"total\":%d,\"elapsed_ms\":%.1f}", j->done,
+             j->plan.origins, now_ms() - j->t0);
+    kd_stream_event(j->stream, "progress", data);
+}
+
+/* The core's cancel check: the deadline, then the client (once streaming, through the
+ * stream, since the request is then the stream's). */
+static int check(void *ctx) {
+    evaluate_job *j = ctx;
+    if (!j->stream) return kd_work_check(&j->work);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 > j->work.deadline) return KR_E_DEADLINE;
+    return kd_stream_closed(j->stream) ? KR_E_CANCELLED : 0;
 }
 
 /* ---- admission (HTTP thread) --------------------------------------------------------------- */
@@ -114,7 +166,7 @@ static int admit(kd_work *w) {
     j->ev_ready = true;
     for (int k = 0; k < j->plan.origins; k++) {
         kr_evaluate_origin_request(&j->in->req, &j->plan, k, &j->reqs[k]);
-        j->reqs[k].cancel = w->cancel;
+        j->reqs[k].cancel = (kr_cancel){check, j};
         j->parts[k].owner = j;
         j->parts[k].index = k;
     }
@@ -131,12 +183,20 @@ static void origin_done(kd_sched_job *sj, const kr_error *err) {
     /* scored now, so that only the scores outlive the origin's paths */
     if (!err->code) kr_evaluation_add(&j->ev, &j->in->req, k, &j->res[k], &j->errs[k]);
     kr_forecast_result_free(&j->res[k]);
-    if (--j->pending == 0) finish(j);
+    j->done++;
+    if (--j->pending == 0)
+        finish(j);
+    else if (j->stream)
+        progress(j);
 }
 
 static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     evaluate_job *j = (evaluate_job *)w;
     j->pending = 0;
+    /* on the scheduler thread, which alone runs the cancel checks: from here on they ask
+     * the stream */
+    if (j->wants_stream && (j->stream = kd_reply_stream(w->r, 200, "text/event-stream")))
+        progress(j);
     for (int k = 0; k < j->plan.origins; k++) {
         j->parts[k].sjob.done = origin_done;
         if (kr_sched_add_forecast(ks, &j->reqs[k], &j->res[k], &j->parts[k].sjob, &j->errs[k]) ==
@@ -165,7 +225,7 @@ static void done(kd_work *w, const kr_error *err) {
 
 static const kd_work_ops ops = {.admit = admit, .add = add, .done = done, .discard = discard};
 
-kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in) {
+kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream) {
     evaluate_job *j = calloc(1, sizeof *j);
     if (!j) {
         kd_evaluate_input_free(in);
@@ -174,6 +234,7 @@ kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input 
         return KD_REPLIED;
     }
     j->in = in;
+    j->wants_stream = stream;
     j->t0 = now_ms();
     kd_work_init(&j->work, &ops, app, r, in->timeout_ms);
     j->in->req.cancel = j->work.cancel;

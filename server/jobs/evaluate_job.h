@@ -4,9 +4,17 @@
  * then the origins' cost together against max-request-cost, the largest origin's KV bytes
  * against the pool), each origin's forecast scored as it ends, and the scores answered
  * when the last one has (the first failure by origin answers for all).
+ *
+ * With stream (the client sent Accept: text/event-stream) the answer is a stream of
+ * `event: progress` ({"done": k, "total": n, "elapsed_ms": x}) as origins end, then one
+ * `event: result` with the JSON answer, or `event: error` with {"error": {"code",
+ * "message", "status"}} when it failed after it started (refusals before are answered as
+ * usual).
  */
 #ifndef KD_EVALUATE_JOB_H
 #define KD_EVALUATE_JOB_H
+
+#include <stdbool.h>
 
 #include "app.h"
 #include "evaluate_json.h"
@@ -14,6 +22,6 @@
 
 /* Hands in (malloc'd; the job takes it) to the submit path: KD_DEFERRED, or KD_REPLIED
  * after a refusal (in then freed). */
-kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in);
+kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream);
 
 #endif

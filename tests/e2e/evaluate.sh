@@ -4,6 +4,8 @@
 #   * live mode: every origin equals a candle session's forecast (created with the first
 #     window, appended up to the origin), past max_context too;
 #   * a text/csv body with the fields in the query answers as the JSON body does;
+#   * Accept: text/event-stream: progress events, then the same result; a deadline mid-stream
+#     is an error event; a client leaving mid-stream cancels the work;
 #   * every score recomputed with numpy (skipped when no Python here has numpy);
 #   * refusals: missing and unknown fields, a bad mode, normalization in window mode,
 #     origins out of range, format=csv, too_large (max-request-cost), the deadline;
@@ -53,6 +55,15 @@ run_check() {
 run_check window "$PY"
 run_check live "$PY"
 run_check csv "$PY"
+run_check stream "$PY"
+# a client that leaves mid-stream cancels the evaluation
+C0=$(metric "$U" kronosd_requests_cancelled_total 2>/dev/null)
+curl -s -m 0.5 -N -o /dev/null "$U/evaluate" -H 'Accept: text/event-stream' --data-binary @"$WORK/costly.json"
+if wait_metric "$U" kronosd_requests_cancelled_total $((C0 + 1)) 2>/dev/null; then
+    pass "a client leaving mid-stream cancels the evaluation"
+else fail "a client leaving mid-stream cancels the evaluation" "cancelled: $C0 -> $(metric "$U" kronosd_requests_cancelled_total)"; fi
+http GET "$U/health"
+expect "the server answers after it" 200
 NP_PY=""
 for py in "$PY" /usr/bin/python3; do
     if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then NP_PY=$py; break; fi

@@ -6,6 +6,8 @@
            created with the first window and appended up to the origin (max_context 96,
            so the window slides);
   csv      a text/csv body with the fields in the query answers what the JSON body does;
+  stream   with Accept: text/event-stream, progress events then the same result; a deadline
+           mid-stream ends it with an error event;
   numpy    every score recomputed with numpy from the by_origin detail and the candles
            (run by a Python that has numpy).
 
@@ -100,6 +102,37 @@ elif CHECK == "csv":
         d.pop("by_origin", None)
     check("a text/csv body with the fields in the query = the JSON body", st == 200 and c == j,
           str(c)[:300])
+
+elif CHECK == "stream":
+    req = urllib.request.Request(URL + "/evaluate", data=json.dumps(EVAL).encode(),
+                                 headers={"Content-Type": "application/json",
+                                          "Accept": "text/event-stream"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        ctype = r.headers.get("Content-Type")
+        text = r.read().decode()
+    events = [(b.split("\n")[0][7:], json.loads(b.split("\n")[1][6:]))
+              for b in text.strip().split("\n\n")]
+    kinds = [k for k, _ in events]
+    check("Accept: text/event-stream answers an event stream", ctype == "text/event-stream",
+          str(ctype))
+    check("progress events as origins end, then one result",
+          kinds == ["progress"] * 6 + ["result"]
+          and [d["done"] for _, d in events[:-1]] == list(range(6))
+          and all(d["total"] == 6 and d["elapsed_ms"] >= 0 for _, d in events[:-1]), str(kinds))
+    j = json.load(open(f"{WORK}/window.out"))
+    res = events[-1][1]
+    for d in (res, j):
+        d.pop("usage", None)
+    check("the result event is the JSON answer", res == j, str(res)[:200])
+    req = urllib.request.Request(URL + "/evaluate", data=json.dumps(
+        dict(EVAL, stride=1, samples=100, horizon=16, timeout_ms=50)).encode(),
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        last = r.read().decode().strip().split("\n\n")[-1].split("\n")
+    err = json.loads(last[1][6:])["error"]
+    check("a deadline passed mid-stream ends it with an error event (504 deadline_exceeded)",
+          last[0] == "event: error" and err["code"] == "deadline_exceeded" and err["status"] == 504,
+          str(last))
 
 elif CHECK == "numpy":
     import numpy as np
