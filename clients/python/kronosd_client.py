@@ -285,9 +285,11 @@ class Client:
     def evaluate(self, df, lookback, horizon, stride=None, first_origin=None, last_origin=None,
                  samples=None, temperature=None, top_k=None, top_p=None, seed=None,
                  max_context=None, quantiles=None, mode=None, normalization=None,
-                 return_origins=None, timeout_ms=None, timestamps=None):
+                 return_origins=None, timeout_ms=None, timestamps=None, progress=None):
         """POST /evaluate: a walk-forward evaluation of the model on df (every origin's
-        forecast against what happened and two baselines). Returns an Evaluation."""
+        forecast against what happened and two baselines). Returns an Evaluation.
+        progress: called with {"done", "total", "elapsed_ms"} as origins end (the answer
+        is then read as an event stream)."""
         body = {"candles": _candles(df, timestamps), "lookback": int(lookback),
                 "horizon": int(horizon)}
         opts = {"stride": stride, "first_origin": first_origin, "last_origin": last_origin,
@@ -297,7 +299,40 @@ class Client:
                 "mode": mode, "normalization": normalization, "return_origins": return_origins,
                 "timeout_ms": timeout_ms}
         body.update({k: v for k, v in opts.items() if v is not None})
-        return Evaluation(self._call("POST", "/evaluate", body))
+        if progress is None:
+            return Evaluation(self._call("POST", "/evaluate", body))
+        return Evaluation(self._events("/evaluate", body, progress))
+
+    def _events(self, path, body, progress):
+        """POST body, read as a text/event-stream: progress events to progress(), the
+        result event's data returned, an error event raised."""
+        headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = "Bearer " + self.api_key
+        req = urllib.request.Request(self.url + path, data=json.dumps(body, allow_nan=False).encode(),
+                                     method="POST", headers=headers)
+        try:
+            res = urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError:  # refused before it started: a plain JSON error
+            return self._call("POST", path, body)
+        except urllib.error.URLError as e:
+            raise KronosdError(0, "connection", f"{self.url + path}: {e.reason}") from None
+        with res:
+            event = None
+            for raw in res:
+                line = raw.decode().rstrip("\r\n")
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
+                    data = json.loads(line[6:])
+                    if event == "progress":
+                        progress(data)
+                    elif event == "result":
+                        return data
+                    elif event == "error":
+                        e = data["error"]
+                        raise KronosdError(e.get("status", 500), e["code"], e["message"])
+        raise KronosdError(0, "connection", f"{self.url + path}: the stream ended without a result")
 
     # ---- tokens ------------------------------------------------------------------------
     def tokenize(self, df):

@@ -75,6 +75,15 @@ class PlainClient(unittest.TestCase):
         self.assertEqual(list(ev.skill["crps_vs_random_walk"]),
                          raw["skill"]["random_walk"]["crps"])
         self.assertEqual(len(ev.pit_histogram), 10)
+        seen = []
+        streamed = self.kd.evaluate(c, lookback=40, horizon=4, stride=20, samples=3, seed=2,
+                                    return_origins=True, progress=seen.append)
+        streamed.raw.pop("usage")
+        self.assertEqual(streamed.raw, raw)
+        self.assertEqual([p["done"] for p in seen], list(range(raw["origins"])))
+        with self.assertRaises(KronosdError) as e:
+            self.kd.evaluate(c, lookback=1, horizon=4, progress=seen.append)
+        self.assertEqual(e.exception.status, 400)
         with self.assertRaises(KronosdError) as e:
             self.kd.evaluate(c, lookback=1, horizon=4)
         self.assertEqual((e.exception.status, e.exception.message[:9]), (400, "lookback:"))
