@@ -520,7 +520,8 @@ typedef struct kr_sched kr_sched;
 typedef struct {
     int step_tokens; /* prefill and recompute rows per step, over all jobs; 0: 256 */
     int max_rows;    /* decode rows (paths, generating requests) active at once; 0: 512 */
-    /* a job ended, err->code KR_OK when it succeeded; called on the stepping thread */
+    /* a job ended, err->code KR_OK when it succeeded; called on the stepping thread, which
+     * may add jobs from it (kr_sched_add_*: they join the end of the waiting line) */
     void (*done)(void *tag, const kr_error *err, void *ctx);
     /* the pool ran dry mid-step: free some of it (an idle session) and return true, or
      * return false; the jobs that then cannot go on end with KR_E_POOL_EXHAUSTED */

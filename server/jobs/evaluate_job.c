@@ -28,7 +28,12 @@ typedef struct evaluate_job {
     kr_forecast_result *res;   /* [origins]: each freed once scored */
     kr_error *errs;            /* [origins] */
     origin_part *parts;        /* [origins] */
-    int pending, done;
+    kr_sched *ks;              /* the scheduler the origins run on (its thread's) */
+    int next;                  /* the next origin to queue */
+    int in_flight;             /* queued and not ended */
+    int window;                /* the most origins in flight at once */
+    int pending;               /* origins not ended (queued or not) */
+    int done;                  /* origins ended */
     double t0;
     bool wants_stream;
     kd_stream *stream; /* progress events, then the result; the request is then its */
@@ -175,6 +180,38 @@ static int admit(kd_work *w) {
 
 /* ---- on the scheduler ---------------------------------------------------------------------- */
 
+static void origin_done(kd_sched_job *sj, const kr_error *err);
+
+/* Origin k onto the scheduler; -1 with errs[k] set when it cannot be queued. */
+static int queue_origin(evaluate_job *j, int k) {
+    j->parts[k].sjob.done = origin_done;
+    return kr_sched_add_forecast(j->ks, &j->reqs[k], &j->res[k], &j->parts[k].sjob, &j->errs[k]);
+}
+
+/* The origins not queued yet will not be: they fail as origin k did. */
+static void give_up(evaluate_job *j, int k) {
+    for (int i = j->next; i < j->plan.origins; i++)
+        j->errs[i] = j->errs[k];
+    j->pending -= j->plan.origins - j->next;
+    j->next = j->plan.origins;
+}
+
+/* Queues origins while fewer than the window are in flight; after a failure, none. */
+static void queue_more(evaluate_job *j) {
+    while (j->next < j->plan.origins && j->in_flight < j->window) {
+        const int k = j->next++;
+        if (queue_origin(j, k) == 0) {
+            j->in_flight++;
+            continue;
+        }
+        j->pending--;
+        give_up(j, k);
+    }
+}
+
+/* Origin k ended (on the scheduler thread, inside its step): scored, and the next origin
+ * queued in its place (the scheduler takes jobs added from a done callback into its
+ * waiting line). */
 static void origin_done(kd_sched_job *sj, const kr_error *err) {
     origin_part *p = (origin_part *)sj;
     evaluate_job *j = p->owner;
@@ -184,34 +221,44 @@ static void origin_done(kd_sched_job *sj, const kr_error *err) {
     if (!err->code) kr_evaluation_add(&j->ev, &j->in->req, k, &j->res[k], &j->errs[k]);
     kr_forecast_result_free(&j->res[k]);
     j->done++;
-    if (--j->pending == 0)
+    j->in_flight--;
+    j->pending--;
+    if (j->errs[k].code)
+        give_up(j, k);
+    else
+        queue_more(j);
+    if (j->pending == 0)
         finish(j);
     else if (j->stream)
         progress(j);
 }
 
+/* The first origins, as many as the pool can run at once and a few more, so that the
+ * scheduler always has the next one while an evaluation holds one place in the queue and
+ * other requests are served between its origins. */
 static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     evaluate_job *j = (evaluate_job *)w;
-    j->pending = 0;
+    kr_pool_stats st;
+    kr_pool_stats_get(w->app->pool, &st);
+    /* as many as can run at once: by the pool, and by the decode rows of a step */
+    size_t fit = j->plan.pool_bytes ? st.bytes_total / j->plan.pool_bytes : 1;
+    const int rows = w->app->cfg.max_batch_rows > 0 ? w->app->cfg.max_batch_rows : 512;
+    const size_t by_rows = (size_t)(rows / j->in->req.samples);
+    if (by_rows < fit) fit = by_rows;
+    j->ks = ks;
+    j->window = (fit > 64 ? 64 : (int)fit) + 2;
+    j->pending = j->plan.origins;
     /* on the scheduler thread, which alone runs the cancel checks: from here on they ask
      * the stream */
     if (j->wants_stream && (j->stream = kd_reply_stream(w->r, 200, "text/event-stream")))
         progress(j);
-    for (int k = 0; k < j->plan.origins; k++) {
-        j->parts[k].sjob.done = origin_done;
-        if (kr_sched_add_forecast(ks, &j->reqs[k], &j->res[k], &j->parts[k].sjob, &j->errs[k]) ==
-            0) {
-            j->pending++;
-            continue;
-        }
-        if (k == 0) { /* nothing queued: done is called once, with this error */
-            *err = j->errs[0];
-            return -1;
-        }
-        for (int i = k + 1; i < j->plan.origins; i++) /* never queued: failed as this one */
-            j->errs[i] = j->errs[k];
-        return 0;
+    j->next = 1;
+    if (queue_origin(j, 0) < 0) { /* nothing queued: done is called once, with this error */
+        *err = j->errs[0];
+        return -1;
     }
+    j->in_flight = 1;
+    queue_more(j);
     return 0;
 }
 

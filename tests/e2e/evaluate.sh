@@ -5,7 +5,8 @@
 #     window, appended up to the origin), past max_context too;
 #   * a text/csv body with the fields in the query answers as the JSON body does;
 #   * Accept: text/event-stream: progress events, then the same result; a deadline mid-stream
-#     is an error event; a client leaving mid-stream cancels the work;
+#     is an error event; a client leaving mid-stream cancels the work; a forecast sent during
+#     a long evaluation is served between its origins;
 #   * every score recomputed with numpy (skipped when no Python here has numpy);
 #   * refusals: missing and unknown fields, a bad mode, normalization in window mode,
 #     origins out of range, format=csv, too_large (max-request-cost), the deadline;
@@ -64,6 +65,18 @@ if wait_metric "$U" kronosd_requests_cancelled_total $((C0 + 1)) 2>/dev/null; th
 else fail "a client leaving mid-stream cancels the evaluation" "cancelled: $C0 -> $(metric "$U" kronosd_requests_cancelled_total)"; fi
 http GET "$U/health"
 expect "the server answers after it" 200
+# a long evaluation holds one place in the queue: a forecast sent meanwhile is served
+# between its origins, not refused as overloaded (the client leaves after 4 s)
+curl -s -m 4 -N -o /dev/null "$U/evaluate" -H 'Accept: text/event-stream' --data-binary @"$WORK/costly.json" &
+EVAL_PID=$!
+sleep 0.5
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"candles": {k: v[:100] for k, v in d.items()}, "horizon": 4}))' \
+    "$WORK/series.json" >"$WORK/small_forecast.json"
+http POST "$U/forecast" --data-binary @"$WORK/small_forecast.json"
+if kill -0 "$EVAL_PID" 2>/dev/null; then
+    expect "a forecast during a long evaluation is served" 200 'd["horizon"] == 4'
+else fail "a forecast during a long evaluation is served" "the evaluation ended first"; fi
+wait "$EVAL_PID"
 NP_PY=""
 for py in "$PY" /usr/bin/python3; do
     if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then NP_PY=$py; break; fi
