@@ -105,6 +105,19 @@ http POST "$URL_small/evaluate" --data-binary @"$WORK/costly.json"
 expect "233 origins over max-request-cost 1 together: 422 too_large" 422 \
     'd["error"]["code"] == "too_large" and "origins" in d["error"]["message"]'
 
-if curl -sS "$U/metrics" | grep -q 'endpoint="evaluate"'; then pass "metrics label evaluate"; else
+# kronosd evaluate: the one-shot command answers what the server does
+"$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps({"candles": d, "lookback": 64, "horizon": 4, "stride": 40, "samples": 4, "seed": 3, "quantiles": [0.1, 0.25, 0.5, 0.75, 0.9]}))' \
+    "$WORK/series.json" >"$WORK/cli.json"
+"$KRONOSD" evaluate --model "$MODEL" --compact "$WORK/cli.json" >"$WORK/cli.out" 2>"$WORK/cli.err"
+if "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); [d.pop(k, None) for d in (a, b) for k in ("usage", "by_origin")]; sys.exit(a != b)' \
+    "$WORK/cli.out" "$WORK/window.out"; then pass "kronosd evaluate answers what POST /evaluate does"
+else fail "kronosd evaluate answers what POST /evaluate does" "$(head -c 300 "$WORK/cli.err" "$WORK/cli.out")"; fi
+echo '{"candles": {"timestamps": [1, 2], "open": [1, 1], "high": [1, 1], "low": [1, 1], "close": [1, 1]}, "horizon": 1}' >"$WORK/cli_bad.json"
+"$KRONOSD" evaluate --model "$MODEL" "$WORK/cli_bad.json" >/dev/null 2>"$WORK/cli.err"
+if [ $? -eq 1 ] && grep -q "lookback: missing" "$WORK/cli.err"; then pass "kronosd evaluate: a bad request is exit 1 naming the field"
+else fail "kronosd evaluate: a bad request is exit 1 naming the field" "$(cat "$WORK/cli.err")"; fi
+
+METRICS=$(curl -sS "$U/metrics")
+if grep -q 'endpoint="evaluate"' <<<"$METRICS"; then pass "metrics label evaluate"; else
     fail "metrics label evaluate"; fi
 summary
