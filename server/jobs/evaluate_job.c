@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "json_out.h"
 #include "replies.h"
+#include "room.h"
 #include "stream.h"
 #include "submit.h"
 
@@ -35,6 +36,7 @@ typedef struct evaluate_job {
     int pending;               /* origins not ended (queued or not) */
     int done;                  /* origins ended */
     double t0;
+    kr_series *series; /* live mode: the first window, appended origin by origin */
     bool wants_stream;
     kd_stream *stream; /* progress events, then the result; the request is then its */
 } evaluate_job;
@@ -46,6 +48,7 @@ static double now_ms(void) {
 }
 
 static void job_free(evaluate_job *j) {
+    kr_series_free(j->series);
     for (int k = 0; j->res && k < j->plan.origins; k++)
         kr_forecast_result_free(&j->res[k]);
     if (j->ev_ready) kr_evaluation_free(&j->ev);
@@ -182,9 +185,55 @@ static int admit(kd_work *w) {
 
 static void origin_done(kd_sched_job *sj, const kr_error *err);
 
-/* Origin k onto the scheduler; -1 with errs[k] set when it cannot be queued. */
+/* ---- live mode: one series, grown origin by origin ---------------------------------------- */
+
+typedef struct {
+    evaluate_job *j;
+    kr_candles more; /* the candles to append, or none: create the series of the first window */
+} series_call;
+
+static int series_step(void *ctx, kr_error *err) {
+    series_call *c = ctx;
+    evaluate_job *j = c->j;
+    if (c->more.n) return kr_series_append(j->series, &c->more, err);
+    const kr_evaluate_request *r = &j->in->req;
+    const int start = j->plan.first_origin - r->lookback;
+    kr_candles w = {.n = r->lookback, .timestamps = r->candles.timestamps + start};
+    for (int i = 0; i < KR_D_IN; i++)
+        w.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + start : NULL;
+    j->series = kr_series_create(j->work.app->model, j->work.app->pool, &w, &r->norm, 0, err);
+    return j->series ? 0 : -1;
+}
+
+/* The series holds the candles before origin k (created at the first), its request
+ * points at them; -1 with err set. */
+static int grow_series(evaluate_job *j, int k, kr_error *err) {
+    const kr_evaluate_request *r = &j->in->req;
+    series_call c = {j, {0}};
+    if (!j->series && kd_with_room(j->work.app, series_step, &c, err) < 0) return -1;
+    const int have = j->plan.first_origin - r->lookback + kr_series_length(j->series);
+    const int o = j->plan.first_origin + k * j->plan.stride;
+    if (o > have) {
+        c.more.n = o - have;
+        c.more.timestamps = r->candles.timestamps + have;
+        for (int i = 0; i < KR_D_IN; i++)
+            c.more.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + have : NULL;
+        if (kd_with_room(j->work.app, series_step, &c, err) < 0) return -1;
+    }
+    kr_series_request(j->series, &j->reqs[k]);
+    return 0;
+}
+
+/* Origin k onto the scheduler; -1 with errs[k] set when it cannot be queued. Live mode: a
+ * fork of the series' cache, grown to the origin (one origin at a time: the series must
+ * not change while a forecast from it runs). */
 static int queue_origin(evaluate_job *j, int k) {
     j->parts[k].sjob.done = origin_done;
+    if (j->in->req.mode == KR_EVAL_LIVE)
+        return grow_series(j, k, &j->errs[k]) < 0
+                   ? -1
+                   : kr_sched_add_forecast_series(j->ks, j->series, &j->reqs[k], &j->res[k],
+                                                  &j->parts[k].sjob, &j->errs[k]);
     return kr_sched_add_forecast(j->ks, &j->reqs[k], &j->res[k], &j->parts[k].sjob, &j->errs[k]);
 }
 
@@ -246,7 +295,7 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     const size_t by_rows = (size_t)(rows / j->in->req.samples);
     if (by_rows < fit) fit = by_rows;
     j->ks = ks;
-    j->window = (fit > 64 ? 64 : (int)fit) + 2;
+    j->window = j->in->req.mode == KR_EVAL_LIVE ? 1 : (fit > 64 ? 64 : (int)fit) + 2;
     j->pending = j->plan.origins;
     /* on the scheduler thread, which alone runs the cancel checks: from here on they ask
      * the stream */

@@ -3,7 +3,9 @@
  * and with everything else in flight; admitted as one request (the core's plan checked,
  * then the origins' cost together against max-request-cost, the largest origin's KV bytes
  * against the pool), each origin's forecast scored as it ends, and the scores answered
- * when the last one has (the first failure by origin answers for all).
+ * when the last one has (the first failure by origin answers for all). Live mode grows one
+ * series (kr_series) from the first window, origin by origin, each origin a fork of its
+ * cache (so they run one at a time).
  *
  * With stream (the client sent Accept: text/event-stream) the answer is a stream of
  * `event: progress` ({"done": k, "total": n, "elapsed_ms": x}) as origins end, then one
