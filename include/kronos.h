@@ -410,6 +410,121 @@ void kr_series_request(const kr_series *s, kr_forecast_request *req);
 int kr_forecast_series(const kr_series *s, const kr_forecast_request *req, kr_forecast_result *res,
                        kr_error *err);
 
+/* ---- walk-forward evaluation -------------------------------------------------------------- */
+
+/* Forecasts from many origins of one series, scored against what happened and against two
+ * naive baselines. An origin is the index of its first forecast row: origin o forecasts
+ * candles[o, o + horizon) and is scored on their closes.
+ *
+ * KR_EVAL_WINDOW: origin o is exactly kr_forecast of candles[o - lookback, o) with its own
+ * statistics and future_timestamps = the actual timestamps of candles[o, o + horizon).
+ * KR_EVAL_LIVE: what a candle series would have said: statistics pinned from the first
+ * origin's window (or norm when pinned), the context growing from that window to o (sliding
+ * past max_context) — kr_forecast of candles[first_origin - lookback, o) with those
+ * statistics pinned, which a series created with the first window and appended up to o
+ * answers bit for bit. */
+typedef enum { KR_EVAL_WINDOW, KR_EVAL_LIVE } kr_eval_mode;
+
+typedef struct {
+    kr_candles candles; /* the whole series */
+    int lookback;       /* >= 2 candles of context per origin */
+    int horizon;        /* >= 1 steps forecast and scored from each origin */
+    int stride;         /* candles between origins; 0: horizon */
+    int first_origin;   /* -1: lookback */
+    int last_origin;    /* -1: the last origin with horizon actuals */
+    int samples;        /* >= 1 paths per origin */
+    kr_sampling sampling;
+    uint64_t seed;
+    int max_context; /* as kr_forecast_request's */
+    int n_quantiles;
+    double quantiles[KR_MAX_QUANTILES]; /* the levels scored; symmetric pairs give coverage */
+    kr_eval_mode mode;
+    kr_norm norm;      /* KR_EVAL_LIVE only: statistics to pin instead of the first window's */
+    bool keep_origins; /* keep each origin's close paths (kr_evaluation.paths) */
+    kr_cancel cancel;
+} kr_evaluate_request;
+
+/* Defaults: stride = horizon, first and last origin as above, samples 1, sampling and seed
+ * as kr_forecast_request_init, quantiles 0.1, 0.5, 0.9, window mode. */
+void kr_evaluate_request_init(kr_evaluate_request *req);
+
+/* What an evaluation takes, worked out before any model work: every field checked once
+ * (KR_E_INVALID naming the field; each origin's forecast is planned as kr_forecast_plan_make
+ * would), the origins, and their cost. */
+typedef struct {
+    int origins, stride, first_origin, last_origin;
+    double flops;                      /* the sum of the origins' */
+    size_t pool_bytes;                 /* the most that one origin holds */
+    float mean[KR_D_IN], std[KR_D_IN]; /* KR_EVAL_LIVE: the statistics pinned */
+} kr_evaluate_plan;
+
+int kr_evaluate_plan_make(const kr_model *m, const kr_evaluate_request *req, kr_evaluate_plan *plan,
+                          kr_error *err);
+/* The forecast request of origin k (0-based; origin first_origin + k * stride): it points
+ * into req's candles, and asks for the paths (which the scores need). */
+void kr_evaluate_origin_request(const kr_evaluate_request *req, const kr_evaluate_plan *plan, int k,
+                                kr_forecast_request *out);
+
+/* Scores, per step and overall (index horizon: over every origin and step together). */
+enum {
+    KR_EVAL_MAE,
+    KR_EVAL_RMSE,
+    KR_EVAL_MAPE,
+    KR_EVAL_DIRECTION,
+    KR_EVAL_BRIER,
+    KR_EVAL_CRPS,
+    KR_EVAL_METRICS
+};
+enum { KR_EVAL_MODEL, KR_EVAL_PERSISTENCE, KR_EVAL_RANDOM_WALK, KR_EVAL_FORECASTERS };
+#define KR_EVAL_PIT_BINS 10
+extern const char *const kr_eval_metric_names[KR_EVAL_METRICS];         /* "mae" .. "crps" */
+extern const char *const kr_eval_forecaster_names[KR_EVAL_FORECASTERS]; /* "model", ... */
+
+typedef struct {
+    int origins, horizon, samples, n_quantiles, n_pairs;
+    kr_eval_mode mode;
+    double quantile_levels[KR_MAX_QUANTILES];
+    /* symmetric pairs of quantile levels (lo + hi = 1), outermost first: level indexes */
+    int pair_lo[KR_MAX_QUANTILES / 2], pair_hi[KR_MAX_QUANTILES / 2];
+    /* [forecaster][metric][horizon + 1]; NAN where a metric does not apply (persistence:
+     * direction, Brier; random walk: direction) */
+    double *scores;
+    /* [forecaster][pair][horizon + 1]: share of actual closes within the pair's levels; NAN
+     * for persistence */
+    double *coverage;
+    /* [baseline: 0 persistence, 1 random walk][0 MAE, 1 CRPS][horizon + 1]: 1 - model /
+     * baseline */
+    double *skill;
+    double pit[KR_EVAL_PIT_BINS]; /* shares of origin-steps by the share of paths below */
+    /* per origin */
+    int *origin_index;   /* [origins] */
+    int64_t *timestamps; /* [origins][horizon]: the actual rows' */
+    double *last_close;  /* [origins] */
+    double *actual;      /* [origins][horizon] closes */
+    /* the forecasts' closes: [origins][horizon], [origins][n_quantiles][horizon],
+     * [origins][horizon]; paths [origins][samples][horizon] with keep_origins, else NULL */
+    double *mean, *quantiles, *prob_close_up, *paths;
+    struct {
+        long long generated_tokens;
+        double flops, elapsed_ms;
+    } usage;
+    void *acc; /* the per-origin scores gathered until kr_evaluation_finish */
+} kr_evaluation;
+
+/* An evaluation's buffers for plan's origins; then each origin's forecast added (in any
+ * order, each once), then the scores. */
+int kr_evaluation_init(const kr_evaluate_request *req, const kr_evaluate_plan *plan,
+                       kr_evaluation *ev, kr_error *err);
+int kr_evaluation_add(kr_evaluation *ev, const kr_evaluate_request *req, int k,
+                      const kr_forecast_result *res, kr_error *err);
+int kr_evaluation_finish(kr_evaluation *ev, const kr_evaluate_request *req, kr_error *err);
+void kr_evaluation_free(kr_evaluation *ev);
+
+/* The whole evaluation, every origin's forecast run at once through one scheduler (pool as
+ * kr_forecast's), then scored. */
+int kr_evaluate(const kr_model *m, kr_pool *pool, const kr_evaluate_request *req, kr_evaluation *ev,
+                kr_error *err);
+
 /* ---- the step scheduler (continuous batching) ------------------------------------------- */
 
 /* Model work advances in steps. Each step runs one product per weight matrix for the rows
@@ -425,7 +540,8 @@ typedef struct kr_sched kr_sched;
 typedef struct {
     int step_tokens; /* prefill and recompute rows per step, over all jobs; 0: 256 */
     int max_rows;    /* decode rows (paths, generating requests) active at once; 0: 512 */
-    /* a job ended, err->code KR_OK when it succeeded; called on the stepping thread */
+    /* a job ended, err->code KR_OK when it succeeded; called on the stepping thread, which
+     * may add jobs from it (kr_sched_add_*: they join the end of the waiting line) */
     void (*done)(void *tag, const kr_error *err, void *ctx);
     /* the pool ran dry mid-step: free some of it (an idle session) and return true, or
      * return false; the jobs that then cannot go on end with KR_E_POOL_EXHAUSTED */

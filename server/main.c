@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "evaluate_json.h"
 #include "forecast_json.h"
 #include "series_json.h"
 #include "json_out.h"
@@ -25,6 +26,8 @@ static const char usage_text[] =
     "Commands:\n"
     "  serve        run the HTTP daemon (kronosd serve --help lists its options)\n"
     "  forecast     run one forecast: read a request, print the response JSON\n"
+    "  evaluate     run a walk-forward evaluation (POST /evaluate's request and response),\n"
+    "               with the same options as forecast\n"
     "  help         show this help (also --help, -h)\n"
     "  --version    print the version\n"
     "\n"
@@ -129,14 +132,14 @@ typedef struct {
 } forecast_opts;
 
 /* 0 to run, 1 when help was printed, -1 on a usage error (message printed). */
-static int parse_forecast_args(int argc, char **argv, forecast_opts *o) {
+static int parse_forecast_args(int argc, char **argv, const char *cmd, forecast_opts *o) {
     bool only_files = false;
     char name[64];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (only_files || a[0] != '-' || strcmp(a, "-") == 0) {
             if (o->request) {
-                complain("forecast: more than one request given ('%s', '%s')", o->request, a);
+                complain("%s: more than one request given ('%s', '%s')", cmd, o->request, a);
                 return -1;
             }
             o->request = a;
@@ -150,21 +153,21 @@ static int parse_forecast_args(int argc, char **argv, forecast_opts *o) {
         } else {
             const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
             if (strcmp(name, "--compact") == 0) { /* only "--compact=..." gets here */
-                complain("forecast: --compact takes no value");
+                complain("%s: --compact takes no value", cmd);
                 return -1;
             }
             if (!is_model_option(name)) {
-                complain("forecast: unknown option '%s' (see kronosd --help)", name);
+                complain("%s: unknown option '%s' (see kronosd --help)", cmd, name);
                 return -1;
             }
             if (!value) {
-                complain("forecast: %s needs a value", name);
+                complain("%s: %s needs a value", cmd, name);
                 return -1;
             }
-            if (take_model_option(&o->model, "forecast", name, value) < 0) return -1;
+            if (take_model_option(&o->model, cmd, name, value) < 0) return -1;
         }
     }
-    return check_model_opts(&o->model, "forecast");
+    return check_model_opts(&o->model, cmd);
 }
 
 /* Reads and decodes the request JSON; NULL after a message on stderr. */
@@ -264,7 +267,7 @@ out:
 
 static int cmd_forecast(int argc, char **argv) {
     forecast_opts o = {{NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}, NULL, false};
-    const int parsed = parse_forecast_args(argc, argv, &o);
+    const int parsed = parse_forecast_args(argc, argv, "forecast", &o);
     if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
     if (!o.request && isatty(STDIN_FILENO)) {
         complain("forecast: no request given (a file, or '-' for stdin)");
@@ -307,6 +310,50 @@ static int cmd_forecast(int argc, char **argv) {
     return rc;
 }
 
+/* ---- evaluate ------------------------------------------------------------------------ */
+
+/* A walk-forward evaluation (evaluate_json.h): every origin's forecast at once on one
+ * scheduler (kr_evaluate), the scores printed as POST /evaluate answers them. */
+static int cmd_evaluate(int argc, char **argv) {
+    forecast_opts o = {{NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}, NULL, false};
+    const int parsed = parse_forecast_args(argc, argv, "evaluate", &o);
+    if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+    if (!o.request && isatty(STDIN_FILENO)) {
+        complain("evaluate: no request given (a file, or '-' for stdin)");
+        return EXIT_USAGE;
+    }
+    json_t *body = read_request(o.request);
+    if (!body) return EXIT_FAILURE;
+    char msg[512];
+    kd_evaluate_input in;
+    const int bad = kd_evaluate_request_parse(body, NULL, &in, msg, sizeof msg);
+    json_decref(body);
+    if (bad) {
+        complain("request: %s", msg);
+        return EXIT_FAILURE;
+    }
+    kr_model *m = load_model(&o.model);
+    int rc = EXIT_FAILURE;
+    kr_evaluate_plan plan;
+    kr_evaluation ev;
+    kr_error err = {0};
+    if (m && kr_evaluate_plan_make(m, &in.req, &plan, &err) == 0 &&
+        kr_evaluate(m, NULL, &in.req, &ev, &err) == 0) {
+        json_t *resp = kd_evaluate_response_json(&in, &plan, &ev);
+        if (!resp)
+            complain("out of memory writing the response");
+        else if (print_response(resp, o.compact) == 0)
+            rc = EXIT_SUCCESS;
+        json_decref(resp);
+        kr_evaluation_free(&ev);
+    } else if (m) {
+        complain("evaluate failed: %s", err.msg);
+    }
+    kr_model_free(m);
+    kd_evaluate_input_free(&in);
+    return rc;
+}
+
 /* ---- help, version, dispatch ------------------------------------------------------- */
 
 static int cmd_help(int argc, char **argv) {
@@ -331,6 +378,7 @@ static const struct {
     /* clang-format off */
     {"serve",     kd_serve},
     {"forecast",  cmd_forecast},
+    {"evaluate",  cmd_evaluate},
     {"help",      cmd_help},
     {"--help",    cmd_help},
     {"-h",        cmd_help},

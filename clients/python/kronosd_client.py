@@ -33,7 +33,7 @@ try:  # KRONOSD_CLIENT_NO_PANDAS=1 tests the plain-dict path on a machine with p
 except ImportError:
     pd = None
 
-__all__ = ["Client", "Forecast", "KronosdError", "COLUMNS"]
+__all__ = ["Client", "Forecast", "Evaluation", "KronosdError", "COLUMNS"]
 __version__ = "0.1.0"
 
 COLUMNS = ["open", "high", "low", "close", "volume", "amount"]
@@ -72,6 +72,56 @@ class Forecast:
     def __repr__(self):
         return (f"<Forecast horizon={self.raw['horizon']} samples={self.raw['samples']} "
                 f"quantiles={sorted(self.quantiles)} paths={len(self.paths)}>")
+
+
+class Evaluation:
+    """A walk-forward evaluation (POST /evaluate): per-step tables of the scores for the
+    model and the two baselines (model, persistence, random_walk: one row per step 1..P,
+    one column per metric, coverage as "coverage_0.1-0.9"), overall (one row per
+    forecaster), skill (one row per step, columns "mae_vs_persistence", ...),
+    pit_histogram (10 shares) and origins (the by_origin detail, with return_origins).
+
+    A table is a DataFrame with pandas, else a dict of lists ("step" first)."""
+
+    FORECASTERS = ("model", "persistence", "random_walk")
+
+    def __init__(self, raw):
+        self.raw = raw
+        steps = list(range(1, raw["horizon"] + 1))
+        for f in self.FORECASTERS:
+            setattr(self, f, _steps_table(steps, _flat_scores(raw[f])))
+        over = {f: _flat_scores(raw[f]["overall"]) for f in self.FORECASTERS}
+        if pd is not None:
+            self.overall = pd.DataFrame.from_dict(over, orient="index")
+        else:
+            self.overall = over
+        skill = {}
+        for b in ("persistence", "random_walk"):
+            for m in ("mae", "crps"):
+                skill[f"{m}_vs_{b}"] = raw["skill"][b][m]
+        self.skill = _steps_table(steps, skill)
+        self.pit_histogram = raw["pit_histogram"]
+        self.origins = raw.get("by_origin", [])
+        self.usage = raw.get("usage", {})
+
+    def __repr__(self):
+        return (f"<Evaluation origins={self.raw['origins']} horizon={self.raw['horizon']} "
+                f"samples={self.raw['samples']} mode={self.raw['mode']}>")
+
+
+def _flat_scores(d):
+    out = {k: v for k, v in d.items() if k not in ("coverage", "overall")}
+    for pair, v in d.get("coverage", {}).items():
+        out["coverage_" + pair] = v
+    return out
+
+
+def _steps_table(steps, cols):
+    if pd is None:
+        t = {"step": steps}
+        t.update(cols)
+        return t
+    return pd.DataFrame(cols, index=pd.Index(steps, name="step"), dtype="float64")
 
 
 def _index(ts):
@@ -231,6 +281,58 @@ class Client:
         if isinstance(y_timestamp, pd.Series):
             idx = pd.Index(y_timestamp.values, name=y_timestamp.name)
         return pd.DataFrame({c: fc.raw["mean"][c] for c in COLUMNS}, index=idx, dtype="float64")
+
+    def evaluate(self, df, lookback, horizon, stride=None, first_origin=None, last_origin=None,
+                 samples=None, temperature=None, top_k=None, top_p=None, seed=None,
+                 max_context=None, quantiles=None, mode=None, normalization=None,
+                 return_origins=None, timeout_ms=None, timestamps=None, progress=None):
+        """POST /evaluate: a walk-forward evaluation of the model on df (every origin's
+        forecast against what happened and two baselines). Returns an Evaluation.
+        progress: called with {"done", "total", "elapsed_ms"} as origins end (the answer
+        is then read as an event stream)."""
+        body = {"candles": _candles(df, timestamps), "lookback": int(lookback),
+                "horizon": int(horizon)}
+        opts = {"stride": stride, "first_origin": first_origin, "last_origin": last_origin,
+                "samples": samples, "temperature": temperature, "top_k": top_k, "top_p": top_p,
+                "seed": seed, "max_context": max_context,
+                "quantiles": None if quantiles is None else [float(q) for q in quantiles],
+                "mode": mode, "normalization": normalization, "return_origins": return_origins,
+                "timeout_ms": timeout_ms}
+        body.update({k: v for k, v in opts.items() if v is not None})
+        if progress is None:
+            return Evaluation(self._call("POST", "/evaluate", body))
+        return Evaluation(self._events("/evaluate", body, progress))
+
+    def _events(self, path, body, progress):
+        """POST body, read as a text/event-stream: progress events to progress(), the
+        result event's data returned, an error event raised."""
+        headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = "Bearer " + self.api_key
+        req = urllib.request.Request(self.url + path, data=json.dumps(body, allow_nan=False).encode(),
+                                     method="POST", headers=headers)
+        try:
+            res = urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError:  # refused before it started: a plain JSON error
+            return self._call("POST", path, body)
+        except urllib.error.URLError as e:
+            raise KronosdError(0, "connection", f"{self.url + path}: {e.reason}") from None
+        with res:
+            event = None
+            for raw in res:
+                line = raw.decode().rstrip("\r\n")
+                if line.startswith("event: "):
+                    event = line[7:]
+                elif line.startswith("data: "):
+                    data = json.loads(line[6:])
+                    if event == "progress":
+                        progress(data)
+                    elif event == "result":
+                        return data
+                    elif event == "error":
+                        e = data["error"]
+                        raise KronosdError(e.get("status", 500), e["code"], e["message"])
+        raise KronosdError(0, "connection", f"{self.url + path}: the stream ended without a result")
 
     # ---- tokens ------------------------------------------------------------------------
     def tokenize(self, df):

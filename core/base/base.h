@@ -5,6 +5,7 @@
  * core/ in floors, each including only its own headers and those of the floors below
  * (meson gives each floor only those include directories):
  *
+ *   evaluate/  walk-forward evaluation: the origins' forecasts, the scores   evaluate_impl.h
  *   drivers/   one-shot runs to completion: kr_forecast(_batch), kr_forecast_series,
  *              kr_generate(_batch), all through one driver over the scheduler   run.h
  *   sched/     the step scheduler and its job kinds (a table of operations per kind)

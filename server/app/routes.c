@@ -24,12 +24,14 @@ enum {
     EP_SESSIONS,
     EP_SESSION,
     EP_OPENAPI,
+    EP_EVALUATE,
     EP_OTHER,
 };
 
 const char *const kd_endpoint_names[] = {
     "page",     "health",     "model",    "metrics", "forecast", "generate",
-    "tokenize", "detokenize", "sessions", "session", "openapi",  "other",
+    "tokenize", "detokenize", "sessions", "session", "openapi",  "evaluate",
+    "other",
 };
 const int kd_endpoint_count = EP_OTHER + 1;
 
@@ -80,6 +82,7 @@ static const kd_route routes[] = {
     {"/sessions/*/generate", "POST",   EP_GENERATE,   false, true,  kd_handle_generate,         "sessionGenerate"},
     {"/sessions/*/candles",  "POST",   EP_SESSION,    false, true,  kd_handle_session_candles,  "appendCandles"},
     {"/sessions/*/forecast", "POST",   EP_SESSION,    false, true,  kd_handle_session_forecast, "sessionForecast"},
+    {"/evaluate",            "POST",   EP_EVALUATE,   false, true,  kd_handle_evaluate,         "evaluate"},
     /* clang-format on */
 };
 

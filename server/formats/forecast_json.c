@@ -339,6 +339,19 @@ static int parse_options(const json_t *body, int model_max_context, kr_forecast_
     return 0;
 }
 
+int kd_forecast_fields_parse(const json_t *body, const kd_forecast_limits *limits,
+                             kr_forecast_request *r, char *err, size_t errlen) {
+    const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
+    long long mc = r->max_context;
+    if (parse_samples(body, lim, r, err, errlen) < 0 ||
+        kd_sampling_parse(body, &r->sampling, &r->seed, err, errlen) < 0 ||
+        kd_opt_int(body, "max_context", INT_MIN, INT_MAX, "an integer", &mc, err, errlen) < 0 ||
+        parse_quantiles(body, r, err, errlen) < 0)
+        return -1;
+    r->max_context = (int)mc;
+    return 0;
+}
+
 /* ---- normalization ------------------------------------------------------------------ */
 
 /* {"open": x, ..., "amount": x}: six float32 numbers (std ones >= 0). */
@@ -510,7 +523,7 @@ json_t *kd_columns_json(const double *block, int p) {
     return o;
 }
 
-static json_t *timestamp_value(int64_t wall, const kd_time_form *f) {
+json_t *kd_timestamp_json(int64_t wall, const kd_time_form *f) {
     char buf[KD_TIMESTAMP_MAX];
     if (f->unix_seconds) return json_integer((json_int_t)wall);
     kd_format_timestamp(wall, f->tz_offset_min, f->has_tz, buf, sizeof buf);
@@ -520,8 +533,8 @@ static json_t *timestamp_value(int64_t wall, const kd_time_form *f) {
 static json_t *timestamps_array(const kd_forecast_input *in, const kr_forecast_result *res) {
     json_t *a = json_array();
     for (int i = 0; a && i < res->horizon; i++) {
-        if (json_array_append_new(a, timestamp_value(res->timestamps[i], &in->candles.time_form)) <
-            0) {
+        if (json_array_append_new(
+                a, kd_timestamp_json(res->timestamps[i], &in->candles.time_form)) < 0) {
             json_decref(a);
             return NULL;
         }

@@ -63,6 +63,15 @@ void kd_candles_link(const kd_candles *c, kr_candles *out);
  * *seed as they are. Shared by every endpoint that samples. */
 int kd_sampling_parse(const json_t *body, kr_sampling *s, uint64_t *seed, char *err, size_t errlen);
 
+/* "samples" (within limits), "temperature", "top_k", "top_p", "seed", "max_context" and
+ * "quantiles" of body, typed as /forecast types them (the values' rules are the core's);
+ * absent fields leave r as it is. Shared by the requests that forecast (/evaluate). */
+int kd_forecast_fields_parse(const json_t *body, const kd_forecast_limits *limits,
+                             kr_forecast_request *r, char *err, size_t errlen);
+/* A timestamp as a response writes it: the way f says the candles wrote theirs. NULL when
+ * out of memory. */
+json_t *kd_timestamp_json(int64_t wall, const kd_time_form *f);
+
 /* A parsed request. It owns the arrays that req points into. */
 typedef struct {
     kr_forecast_request req;

@@ -8,6 +8,7 @@
  *   candle_sessions.c  POST /sessions with candles, POST /sessions/{id}/candles and
  *                      /sessions/{id}/forecast
  *   tokens.c           POST /tokenize, POST /detokenize
+ *   evaluate.c         POST /evaluate
  *   status.c           GET /health, GET /model, GET /metrics
  */
 #ifndef KD_HANDLERS_H
@@ -58,6 +59,10 @@ kd_handler kd_handle_session_candles, kd_handle_session_forecast;
 /* tokens.c: candles (JSON or text/csv) to token pairs and the statistics used, and token
  * pairs and statistics back to candles; both on a worker (tokens_json.h). */
 kd_handler kd_handle_tokenize, kd_handle_detokenize;
+
+/* evaluate.c: a walk-forward evaluation of the model on a series (evaluate_json.h): every
+ * origin's forecast on the scheduler, scored against the actual closes and two baselines. */
+kd_handler kd_handle_evaluate;
 
 /* status.c: what the server is and does. */
 kd_handler kd_handle_health, kd_handle_model, kd_handle_metrics;

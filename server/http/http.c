@@ -155,6 +155,14 @@ static void set_response(kd_request *r, int status, struct MHD_Response *resp) {
     }
 }
 
+void kd_reply_response(kd_request *r, int status, void *mhd_response) {
+    set_response(r, status, mhd_response);
+}
+
+void *kd_request_connection(const kd_request *r) {
+    return r->conn;
+}
+
 void kd_reply_text(kd_request *r, int status, const char *content_type, char *text) {
     struct MHD_Response *resp = NULL;
     if (text) {

@@ -100,6 +100,11 @@ void kd_request_set_retry_after(kd_request *r, int seconds);
  * "address <client address>". */
 void kd_request_owner(const kd_request *r, char *out, size_t n);
 
+/* For answers built elsewhere in http/ (stream.c): r's MHD connection, and an MHD response
+ * (struct MHD_Response *) set as r's answer as the kd_reply_* do (NULL: 500 out of memory). */
+void *kd_request_connection(const kd_request *r);
+void kd_reply_response(kd_request *r, int status, void *mhd_response);
+
 /* Suspends r until another thread replies: call it before handing the work over (so the
  * reply always finds r suspended), then return KD_DEFERRED; r is no longer the handler's. */
 void kd_request_suspend(kd_request *r);

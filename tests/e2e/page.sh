@@ -77,6 +77,32 @@ else fail "the page draws the example forecast (candles, fan, median, paths, mod
 browse "$A/?autorun=1&horizon=24&samples=8" --screenshot="$OUT/page.png" >/dev/null
 [ -s "$OUT/page.png" ] && pass "screenshot: $OUT/page.png" || fail "screenshot: $OUT/page.png"
 
+# the Evaluate view: the walk-forward run of the example (400 candles, lookback 128, horizon
+# 8, stride 32: origins 128, 160, ..., 384 -> 9), as one plain answer (stream=0): headless
+# Chromium's virtual time does not wait for a streamed body, so the progress events the page
+# reads otherwise are tested in e2e-evaluate
+browse "$A/?autoevaluate=1&stream=0&context=128&horizon=8&stride=32&samples=4" --dump-dom >"$WORK/dom_eval.html"
+if "$PY" - "$WORK/dom_eval.html" <<'PYEOF'
+import re, sys
+dom = open(sys.argv[1]).read()
+state = re.search(r'id="evaluate" class="[^"]*" data-state="(\w+)"', dom)
+assert state and state.group(1) == "ready", "evaluate state: %s; error: %s" % (
+    state and state.group(1), re.search(r'id="error"[^>]*>([^<]*)<', dom).group(1))
+assert dom.count('class="origin"') == 9, "origins drawn: %d" % dom.count('class="origin"')
+assert 'id="actual"' in dom, "no actual closes"
+assert dom.count('class="step"') == 8, "table rows: %d" % dom.count('class="step"')
+pit = re.search(r'<svg[^>]*id="pit-chart"(.*?)</svg>', dom, re.S).group(1)
+assert pit.count('class="bar"') == 10, pit.count('class="bar"')
+cov = re.search(r'<svg[^>]*id="coverage-chart"(.*?)</svg>', dom, re.S).group(1)
+assert cov.count('class="bar"') == 2 and cov.count('class="nominal"') == 2, cov
+assert re.search(r"9 origins × 4 samples in \d+ ms", dom), "no summary"
+assert '<div id="progress" class="hidden"' in dom, "the progress bar is still shown"
+PYEOF
+then pass "the Evaluate view draws the walk-forward run (origins, table, PIT, coverage)"
+else fail "the Evaluate view draws the walk-forward run (origins, table, PIT, coverage)"; fi
+browse "$A/?autoevaluate=1&stream=0&context=128&horizon=8&stride=32&samples=4" --screenshot="$OUT/page-evaluate.png" \
+    --window-size=1280,1500 >/dev/null
+
 # a server error is shown with the server's message
 browse "$A/?autorun=1&horizon=0" --dump-dom >"$WORK/dom_err.html"
 grep -q 'data-state="error"' "$WORK/dom_err.html" && grep -q 'horizon: must be an integer' "$WORK/dom_err.html" \

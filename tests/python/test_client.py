@@ -31,8 +31,8 @@ def columns(n=120):
     return out
 
 
-def raw_forecast(body):
-    req = urllib.request.Request(URL + "/forecast", data=json.dumps(body).encode(),
+def raw_forecast(body, path="/forecast"):
+    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as res:
         return json.loads(res.read())
@@ -58,6 +58,35 @@ class PlainClient(unittest.TestCase):
         self.assertEqual(sorted(fc.quantiles), [0.1, 0.5, 0.9])
         self.assertEqual(len(fc.paths), 4)
         self.assertEqual(len(fc.prob_close_up), 6)
+
+    def test_evaluate_matches_the_api(self):
+        c = columns()
+        ev = self.kd.evaluate(c, lookback=40, horizon=4, stride=20, samples=3, seed=2,
+                              return_origins=True)
+        raw = raw_forecast({"candles": c, "lookback": 40, "horizon": 4, "stride": 20,
+                            "samples": 3, "seed": 2, "return_origins": True}, "/evaluate")
+        for d in (ev.raw, raw):
+            d.pop("usage")
+        self.assertEqual(ev.raw, raw)
+        self.assertEqual(len(ev.origins), raw["origins"])
+        self.assertEqual(list(ev.model["mae"]), raw["model"]["mae"])
+        self.assertEqual(list(ev.random_walk["coverage_0.1-0.9"]),
+                         raw["random_walk"]["coverage"]["0.1-0.9"])
+        self.assertEqual(list(ev.skill["crps_vs_random_walk"]),
+                         raw["skill"]["random_walk"]["crps"])
+        self.assertEqual(len(ev.pit_histogram), 10)
+        seen = []
+        streamed = self.kd.evaluate(c, lookback=40, horizon=4, stride=20, samples=3, seed=2,
+                                    return_origins=True, progress=seen.append)
+        streamed.raw.pop("usage")
+        self.assertEqual(streamed.raw, raw)
+        self.assertEqual([p["done"] for p in seen], list(range(raw["origins"])))
+        with self.assertRaises(KronosdError) as e:
+            self.kd.evaluate(c, lookback=1, horizon=4, progress=seen.append)
+        self.assertEqual(e.exception.status, 400)
+        with self.assertRaises(KronosdError) as e:
+            self.kd.evaluate(c, lookback=1, horizon=4)
+        self.assertEqual((e.exception.status, e.exception.message[:9]), (400, "lookback:"))
 
     def test_rows_input(self):
         r = [{"timestamp": x["timestamps"], **{c: float(x[c]) for c in COLUMNS}} for x in rows(50)]
@@ -138,6 +167,15 @@ class PandasClient(unittest.TestCase):
         self.assertTrue((fc.quantiles[0.25]["close"] <= fc.quantiles[0.75]["close"]).all())
         self.assertEqual(len(fc.paths), 4)
         self.assertEqual(list(fc.mean["close"]), fc.raw["mean"]["close"])
+
+    def test_evaluate_dataframes(self):
+        ev = self.kd.evaluate(self.df, lookback=40, horizon=4, stride=30, samples=2, seed=1)
+        self.assertIsInstance(ev.model, self.pd.DataFrame)
+        self.assertEqual(list(ev.model.index), [1, 2, 3, 4])
+        self.assertIn("coverage_0.1-0.9", ev.model.columns)
+        self.assertNotIn("brier", ev.persistence.columns)
+        self.assertEqual(list(ev.overall.index), ["model", "persistence", "random_walk"])
+        self.assertEqual(ev.overall.loc["model", "mae"], ev.raw["model"]["overall"]["mae"])
 
     def test_index_timestamps_and_same_as_columns(self):
         a = self.kd.forecast(self.df, horizon=3, seed=1)

@@ -1,0 +1,304 @@
+/* evaluate_json.c — parse an evaluation request, write an evaluation response
+ * (evaluate_json.h). The fields shared with /forecast are read by its parsers. */
+#include "evaluate_json.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_fields.h"
+#include "numfmt.h"
+
+/* The request's fields; the options are those after "candles". */
+static const char *const request_fields[] = {
+    "candles",   "lookback",    "horizon",       "stride",         "first_origin", "last_origin",
+    "samples",   "temperature", "top_k",         "top_p",          "seed",         "max_context",
+    "quantiles", "mode",        "normalization", "return_origins", "timeout_ms",   NULL};
+
+const char *const *kd_evaluate_option_names(void) {
+    return request_fields + 1;
+}
+
+void kd_evaluate_input_free(kd_evaluate_input *in) {
+    if (!in) return;
+    kd_candles_free(&in->candles);
+    memset(in, 0, sizeof *in);
+}
+
+/* A required integer field (its range is the core's rule). */
+static int required_int(const json_t *body, const char *key, const char *rule, int *out, char *err,
+                        size_t errlen) {
+    long long v = 0;
+    if (!kd_field(body, key)) return kd_fail(err, errlen, "%s: missing; must be %s", key, rule);
+    if (kd_opt_int(body, key, INT_MIN, INT_MAX, "an integer", &v, err, errlen) < 0) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_origins(const json_t *body, const kd_forecast_limits *lim, kr_evaluate_request *r,
+                         char *err, size_t errlen) {
+    long long stride = 0, first = -1, last = -1;
+    if (required_int(body, "lookback", "an integer >= 2", &r->lookback, err, errlen) < 0 ||
+        required_int(body, "horizon", "an integer >= 1", &r->horizon, err, errlen) < 0)
+        return -1;
+    if (lim->max_horizon > 0 && r->horizon > lim->max_horizon)
+        return kd_fail(err, errlen, "horizon: %d exceeds the limit of %d", r->horizon,
+                       lim->max_horizon);
+    if (kd_opt_int(body, "stride", 1, INT_MAX, "an integer >= 1", &stride, err, errlen) < 0 ||
+        kd_opt_int(body, "first_origin", 0, INT_MAX, "an integer >= 0", &first, err, errlen) < 0 ||
+        kd_opt_int(body, "last_origin", 0, INT_MAX, "an integer >= 0", &last, err, errlen) < 0)
+        return -1;
+    r->stride = (int)stride;
+    r->first_origin = (int)first;
+    r->last_origin = (int)last;
+    return 0;
+}
+
+static int parse_mode(const json_t *body, kr_evaluate_request *r, char *err, size_t errlen) {
+    const json_t *m = kd_field(body, "mode");
+    if (!m) return 0;
+    const char *s = json_is_string(m) ? json_string_value(m) : NULL;
+    if (s && !strcmp(s, "window"))
+        r->mode = KR_EVAL_WINDOW;
+    else if (s && !strcmp(s, "live"))
+        r->mode = KR_EVAL_LIVE;
+    else
+        return kd_wrong(m, "mode", "\"window\" or \"live\"", err, errlen);
+    return 0;
+}
+
+/* Everything but the candles, which are in in->candles already. */
+static int parse_options(const json_t *body, const kd_forecast_limits *lim, kd_evaluate_input *in,
+                         char *err, size_t errlen) {
+    kr_evaluate_request *r = &in->req;
+    kr_forecast_request f; /* the fields /forecast shares, read by its parser */
+    kr_forecast_request_init(&f);
+    f.samples = r->samples;
+    f.sampling = r->sampling;
+    f.seed = r->seed;
+    f.n_quantiles = r->n_quantiles;
+    memcpy(f.quantiles, r->quantiles, sizeof f.quantiles);
+    if (parse_origins(body, lim, r, err, errlen) < 0 ||
+        kd_forecast_fields_parse(body, lim, &f, err, errlen) < 0 ||
+        parse_mode(body, r, err, errlen) < 0 ||
+        kd_normalization_parse(kd_field(body, "normalization"), &r->norm, err, errlen) < 0 ||
+        kd_opt_bool(body, "return_origins", &in->return_origins, err, errlen) < 0 ||
+        kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
+                   err, errlen) < 0) {
+        kd_evaluate_input_free(in);
+        return -1;
+    }
+    r->samples = f.samples;
+    r->sampling = f.sampling;
+    r->seed = f.seed;
+    r->max_context = f.max_context;
+    r->n_quantiles = f.n_quantiles;
+    memcpy(r->quantiles, f.quantiles, sizeof r->quantiles);
+    r->keep_origins = in->return_origins;
+    kd_candles_link(&in->candles, &r->candles);
+    return 0;
+}
+
+int kd_evaluate_request_parse(const json_t *body, const kd_forecast_limits *limits,
+                              kd_evaluate_input *in, char *err, size_t errlen) {
+    const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
+    char d[KD_DESC_LEN];
+    memset(in, 0, sizeof *in);
+    kr_evaluate_request_init(&in->req);
+    if (!json_is_object(body))
+        return kd_fail(err, errlen, "expected a JSON object, got %s",
+                       body ? kd_describe(body, d, sizeof d) : "nothing");
+    if (kd_check_fields(body, "", request_fields, err, errlen) < 0 ||
+        kd_candles_parse(kd_field(body, "candles"), 2, lim->max_candles, &in->candles, err,
+                         errlen) < 0)
+        return -1;
+    return parse_options(body, lim, in, err, errlen);
+}
+
+int kd_evaluate_request_with_candles(const json_t *options, kd_candles *candles,
+                                     const kd_forecast_limits *limits, kd_evaluate_input *in,
+                                     char *err, size_t errlen) {
+    const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
+    memset(in, 0, sizeof *in);
+    kr_evaluate_request_init(&in->req);
+    in->candles = *candles;
+    memset(candles, 0, sizeof *candles);
+    if (kd_check_fields(options, "", request_fields + 1, err, errlen) < 0) {
+        kd_evaluate_input_free(in);
+        return -1;
+    }
+    return parse_options(options, lim, in, err, errlen);
+}
+
+/* ---- response ------------------------------------------------------------------------------- */
+
+static json_t *real_or_null(double x) {
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *reals(const double *x, int n) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, real_or_null(x[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* o[key] = v; -1 (v released) when either is missing. */
+static int put(json_t *o, const char *key, json_t *v) {
+    return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
+}
+
+static void pair_key(const kr_evaluation *ev, int j, char *key, size_t n) {
+    char lo[KD_NUM_MAX], hi[KD_NUM_MAX];
+    kd_fmt_double(ev->quantile_levels[ev->pair_lo[j]], lo, sizeof lo);
+    kd_fmt_double(ev->quantile_levels[ev->pair_hi[j]], hi, sizeof hi);
+    snprintf(key, n, "%s-%s", lo, hi);
+}
+
+/* One forecaster's scores: the metrics that apply to it, per step, and overall. */
+static json_t *scores_object(const kr_evaluation *ev, int f) {
+    const int P = ev->horizon, H = P + 1;
+    json_t *o = json_object(), *overall = json_object();
+    int rc = o && overall ? 0 : -1;
+    for (int m = 0; rc == 0 && m < KR_EVAL_METRICS; m++) {
+        const double *v = ev->scores + ((size_t)f * KR_EVAL_METRICS + m) * H;
+        if ((m == KR_EVAL_DIRECTION && f != KR_EVAL_MODEL) ||
+            (m == KR_EVAL_BRIER && f == KR_EVAL_PERSISTENCE))
+            continue; /* does not apply to it */
+        rc = put(o, kr_eval_metric_names[m], reals(v, P));
+        if (rc == 0) rc = put(overall, kr_eval_metric_names[m], real_or_null(v[P]));
+    }
+    if (rc == 0 && f != KR_EVAL_PERSISTENCE) {
+        json_t *cov = json_object(), *cov_all = json_object();
+        char key[2 * KD_NUM_MAX + 2];
+        for (int j = 0; cov && cov_all && rc == 0 && j < ev->n_pairs; j++) {
+            const double *v = ev->coverage + ((size_t)f * ev->n_pairs + j) * H;
+            pair_key(ev, j, key, sizeof key);
+            rc = put(cov, key, reals(v, P));
+            if (rc == 0) rc = put(cov_all, key, real_or_null(v[P]));
+        }
+        if (rc == 0)
+            rc = put(o, "coverage", cov);
+        else
+            json_decref(cov);
+        if (rc == 0)
+            rc = put(overall, "coverage", cov_all);
+        else
+            json_decref(cov_all);
+    }
+    if (rc == 0 && put(o, "overall", overall) == 0) return o;
+    if (rc) json_decref(overall);
+    json_decref(o);
+    return NULL;
+}
+
+static json_t *skill_object(const kr_evaluation *ev) {
+    static const char *const baselines[] = {"persistence", "random_walk"};
+    static const char *const metrics[] = {"mae", "crps"};
+    const int P = ev->horizon, H = P + 1;
+    json_t *o = json_object();
+    for (int b = 0; o && b < 2; b++) {
+        json_t *s = json_object(), *overall = json_object();
+        int rc = s && overall ? 0 : -1;
+        for (int m = 0; rc == 0 && m < 2; m++) {
+            const double *v = ev->skill + ((size_t)b * 2 + m) * H;
+            rc = put(s, metrics[m], reals(v, P));
+            if (rc == 0) rc = put(overall, metrics[m], real_or_null(v[P]));
+        }
+        if (rc == 0)
+            rc = put(s, "overall", overall);
+        else
+            json_decref(overall);
+        if (rc || put(o, baselines[b], s) < 0) {
+            if (rc) json_decref(s);
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+static json_t *origin_object(const kd_evaluate_input *in, const kr_evaluation *ev, int k) {
+    const int P = ev->horizon, S = ev->samples, Q = ev->n_quantiles;
+    const kd_time_form *tf = &in->candles.time_form;
+    json_t *o = json_object(), *close = json_object(), *ts = json_array(), *qs = json_object();
+    int rc = o && close && ts && qs ? 0 : -1;
+    for (int h = 0; rc == 0 && h < P; h++)
+        rc = json_array_append_new(ts, kd_timestamp_json(ev->timestamps[(size_t)k * P + h], tf));
+    char key[KD_NUM_MAX];
+    for (int q = 0; rc == 0 && q < Q; q++) {
+        kd_fmt_double(ev->quantile_levels[q], key, sizeof key);
+        rc = put(qs, key, reals(ev->quantiles + ((size_t)k * Q + q) * P, P));
+    }
+    if (rc == 0)
+        rc = put(close, "last", json_real(ev->last_close[k])) ||
+             put(close, "actual", reals(ev->actual + (size_t)k * P, P)) ||
+             put(close, "mean", reals(ev->mean + (size_t)k * P, P));
+    if (rc == 0) {
+        rc = put(close, "quantiles", qs);
+        qs = NULL;
+    }
+    if (rc == 0 && S > 1 && ev->paths) {
+        json_t *paths = json_array();
+        for (int p = 0; paths && rc == 0 && p < S; p++)
+            rc = json_array_append_new(paths, reals(ev->paths + ((size_t)k * S + p) * P, P));
+        rc = rc ? (json_decref(paths), -1) : put(close, "paths", paths);
+    }
+    if (rc == 0)
+        rc = put(o, "origin", json_integer(ev->origin_index[k])) ||
+             put(o, "timestamp", kd_timestamp_json(ev->timestamps[(size_t)k * P], tf));
+    if (rc == 0) {
+        rc = put(o, "timestamps", ts);
+        ts = NULL;
+    }
+    if (rc == 0) {
+        rc = put(o, "close", close);
+        close = NULL;
+    }
+    if (rc == 0) rc = put(o, "prob_close_up", reals(ev->prob_close_up + (size_t)k * P, P));
+    json_decref(qs);
+    json_decref(ts);
+    json_decref(close);
+    if (rc == 0) return o;
+    json_decref(o);
+    return NULL;
+}
+
+json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate_plan *plan,
+                                  const kr_evaluation *ev) {
+    json_t *r = json_object();
+    const char *mode = ev->mode == KR_EVAL_LIVE ? "live" : "window";
+    int rc = put(r, "origins", json_integer(ev->origins)) ||
+             put(r, "horizon", json_integer(ev->horizon)) ||
+             put(r, "samples", json_integer(ev->samples)) || put(r, "mode", json_string(mode)) ||
+             put(r, "lookback", json_integer(in->req.lookback)) ||
+             put(r, "stride", json_integer(plan->stride)) ||
+             put(r, "first_origin", json_integer(plan->first_origin)) ||
+             put(r, "last_origin", json_integer(plan->last_origin));
+    for (int f = 0; rc == 0 && f < KR_EVAL_FORECASTERS; f++)
+        rc = put(r, kr_eval_forecaster_names[f], scores_object(ev, f));
+    if (rc == 0)
+        rc = put(r, "skill", skill_object(ev)) ||
+             put(r, "pit_histogram", reals(ev->pit, KR_EVAL_PIT_BINS));
+    if (rc == 0 && ev->mode == KR_EVAL_LIVE)
+        rc = put(r, "normalization", kd_normalization_json(plan->mean, plan->std));
+    if (rc == 0)
+        rc = put(r, "usage",
+                 json_pack("{s:I,s:f,s:f}", "generated_tokens",
+                           (json_int_t)ev->usage.generated_tokens, "planned_gflop",
+                           ev->usage.flops / 1e9, "elapsed_ms", ev->usage.elapsed_ms));
+    if (rc == 0 && in->return_origins) {
+        json_t *a = json_array();
+        for (int k = 0; a && rc == 0 && k < ev->origins; k++)
+            rc = json_array_append_new(a, origin_object(in, ev, k));
+        rc = rc ? (json_decref(a), -1) : put(r, "by_origin", a);
+    }
+    if (rc == 0) return r;
+    json_decref(r);
+    return NULL;
+}

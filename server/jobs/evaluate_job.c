@@ -1,0 +1,338 @@
+/* evaluate_job.c — the evaluation job of evaluate_job.h, on the submit path (submit.h). */
+#include "evaluate_job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "errors.h"
+#include "json_out.h"
+#include "replies.h"
+#include "room.h"
+#include "stream.h"
+#include "submit.h"
+
+/* Each origin's own tag on the scheduler, so that its end says which one it was. */
+typedef struct {
+    kd_sched_job sjob;
+    struct evaluate_job *owner;
+    int index;
+} origin_part;
+
+typedef struct evaluate_job {
+    kd_work work;
+    kd_evaluate_input *in;
+    kr_evaluate_plan plan;
+    kr_evaluation ev;
+    bool ev_ready;
+    kr_forecast_request *reqs; /* [origins] */
+    kr_forecast_result *res;   /* [origins]: each freed once scored */
+    kr_error *errs;            /* [origins] */
+    origin_part *parts;        /* [origins] */
+    kr_sched *ks;              /* the scheduler the origins run on (its thread's) */
+    int next;                  /* the next origin to queue */
+    int in_flight;             /* queued and not ended */
+    int window;                /* the most origins in flight at once */
+    int pending;               /* origins not ended (queued or not) */
+    int done;                  /* origins ended */
+    double t0;
+    kr_series *series; /* live mode: the first window, appended origin by origin */
+    bool wants_stream;
+    kd_stream *stream; /* progress events, then the result; the request is then its */
+} evaluate_job;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void job_free(evaluate_job *j) {
+    kr_series_free(j->series);
+    for (int k = 0; j->res && k < j->plan.origins; k++)
+        kr_forecast_result_free(&j->res[k]);
+    if (j->ev_ready) kr_evaluation_free(&j->ev);
+    kd_evaluate_input_free(j->in);
+    free(j->in);
+    free(j->reqs);
+    free(j->res);
+    free(j->errs);
+    free(j->parts);
+    free(j);
+}
+
+static void discard(kd_work *w) {
+    job_free((evaluate_job *)w);
+}
+
+/* The end on a stream: the result, or the error as the error table answers it. */
+static void finish_stream(evaluate_job *j, json_t *body, const kr_error *e) {
+    kd_app *app = j->work.app;
+    kd_stream *s = j->stream;
+    if (e->code) {
+        const kd_error_answer *a = kd_error_answer_of((int)e->code);
+        char msg[KR_ERR_MAX + 128];
+        kd_error_message(a, "evaluate", e->msg, msg, sizeof msg);
+        if (e->code == KR_E_DEADLINE) kd_metrics_count(app->metrics, KD_COUNT_TIMED_OUT);
+        if (e->code == KR_E_CANCELLED) kd_metrics_count(app->metrics, KD_COUNT_CANCELLED);
+        body = json_pack("{s:{s:s,s:s,s:i}}", "error", "code", a->code, "message", msg, "status",
+                         a->status);
+    }
+    char *text = body ? kd_json_dumps(body, 0) : NULL;
+    json_decref(body);
+    kd_stream_event(s, e->code ? "error" : "result",
+                    text ? text
+                         : "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory writing "
+                           "the evaluation\",\"status\":500}}");
+    free(text);
+    kd_stream_end(s);
+}
+
+/* Every origin ended: the first failure (by origin) answers for all, else the scores. */
+static void finish(evaluate_job *j) {
+    kd_app *app = j->work.app;
+    kd_request *r = j->work.r;
+    kr_error e = {0};
+    for (int k = 0; k < j->plan.origins && !e.code; k++)
+        e = j->errs[k];
+    json_t *body = NULL;
+    if (!e.code && kr_evaluation_finish(&j->ev, &j->in->req, &e) == 0) {
+        j->ev.usage.elapsed_ms = now_ms() - j->t0;
+        kd_metrics_add_tokens(app->metrics, (unsigned long long)j->ev.usage.generated_tokens);
+        body = kd_evaluate_response_json(j->in, &j->plan, &j->ev);
+    }
+    if (j->stream) { /* the request is the stream's: r is not touched */
+        finish_stream(j, body, &e);
+        job_free(j);
+        return;
+    }
+    job_free(j);
+    if (e.code)
+        kd_work_fail(app, r, "evaluate", &e);
+    else if (!body)
+        kd_reply_error(r, 500, "internal", "out of memory writing the evaluation");
+    else
+        kd_reply_json(r, 200, body);
+}
+
+static void progress(evaluate_job *j) {
+    char data[128];
+    snprintf(data, sizeof data, "{\"done\":%d,\"total\":%d,\"elapsed_ms\":%.1f}", j->done,
+             j->plan.origins, now_ms() - j->t0);
+    kd_stream_event(j->stream, "progress", data);
+}
+
+/* The core's cancel check: the deadline, then the client (once streaming, through the
+ * stream, since the request is then the stream's). */
+static int check(void *ctx) {
+    evaluate_job *j = ctx;
+    if (!j->stream) return kd_work_check(&j->work);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    if ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 > j->work.deadline) return KR_E_DEADLINE;
+    return kd_stream_closed(j->stream) ? KR_E_CANCELLED : 0;
+}
+
+/* ---- admission (HTTP thread) --------------------------------------------------------------- */
+
+static int admit(kd_work *w) {
+    evaluate_job *j = (evaluate_job *)w;
+    kd_app *app = w->app;
+    kr_error err = {0};
+    kr_pool_stats st;
+    if (kr_evaluate_plan_make(app->model, &j->in->req, &j->plan, &err) < 0) {
+        kd_refuse_error(app, w->r, "evaluate", &err);
+        return -1;
+    }
+    kr_pool_stats_get(app->pool, &st);
+    if (j->plan.pool_bytes > st.bytes_total) {
+        kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "evaluate: an origin's %d paths need %zu bytes of KV cache; the whole pool "
+                  "holds %zu (pool-bytes)",
+                  j->in->req.samples, j->plan.pool_bytes, st.bytes_total);
+        return -1;
+    }
+    /* one request, one budget: the origins together, as their forecasts alone would be */
+    if (j->plan.flops / 1e9 > (double)app->cfg.max_request_cost) {
+        kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
+                  "evaluate: %d origins need about %.0f GFLOP of model work together; "
+                  "max-request-cost is %d GFLOP (fewer origins: a larger stride, or "
+                  "first_origin / last_origin)",
+                  j->plan.origins, j->plan.flops / 1e9, app->cfg.max_request_cost);
+        return -1;
+    }
+    const size_t n = (size_t)j->plan.origins;
+    j->reqs = calloc(n, sizeof *j->reqs);
+    j->res = calloc(n, sizeof *j->res);
+    j->errs = calloc(n, sizeof *j->errs);
+    j->parts = calloc(n, sizeof *j->parts);
+    if (!j->reqs || !j->res || !j->errs || !j->parts ||
+        kr_evaluation_init(&j->in->req, &j->plan, &j->ev, &err) < 0) {
+        kd_reply_no_memory(w->r);
+        return -1;
+    }
+    j->ev_ready = true;
+    for (int k = 0; k < j->plan.origins; k++) {
+        kr_evaluate_origin_request(&j->in->req, &j->plan, k, &j->reqs[k]);
+        j->reqs[k].cancel = (kr_cancel){check, j};
+        j->parts[k].owner = j;
+        j->parts[k].index = k;
+    }
+    return 0;
+}
+
+/* ---- on the scheduler ---------------------------------------------------------------------- */
+
+static void origin_done(kd_sched_job *sj, const kr_error *err);
+
+/* ---- live mode: one series, grown origin by origin ---------------------------------------- */
+
+typedef struct {
+    evaluate_job *j;
+    kr_candles more; /* the candles to append, or none: create the series of the first window */
+} series_call;
+
+static int series_step(void *ctx, kr_error *err) {
+    series_call *c = ctx;
+    evaluate_job *j = c->j;
+    if (c->more.n) return kr_series_append(j->series, &c->more, err);
+    const kr_evaluate_request *r = &j->in->req;
+    const int start = j->plan.first_origin - r->lookback;
+    kr_candles w = {.n = r->lookback, .timestamps = r->candles.timestamps + start};
+    for (int i = 0; i < KR_D_IN; i++)
+        w.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + start : NULL;
+    j->series = kr_series_create(j->work.app->model, j->work.app->pool, &w, &r->norm, 0, err);
+    return j->series ? 0 : -1;
+}
+
+/* The series holds the candles before origin k (created at the first), its request
+ * points at them; -1 with err set. */
+static int grow_series(evaluate_job *j, int k, kr_error *err) {
+    const kr_evaluate_request *r = &j->in->req;
+    series_call c = {j, {0}};
+    if (!j->series && kd_with_room(j->work.app, series_step, &c, err) < 0) return -1;
+    const int have = j->plan.first_origin - r->lookback + kr_series_length(j->series);
+    const int o = j->plan.first_origin + k * j->plan.stride;
+    if (o > have) {
+        c.more.n = o - have;
+        c.more.timestamps = r->candles.timestamps + have;
+        for (int i = 0; i < KR_D_IN; i++)
+            c.more.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + have : NULL;
+        if (kd_with_room(j->work.app, series_step, &c, err) < 0) return -1;
+    }
+    kr_series_request(j->series, &j->reqs[k]);
+    return 0;
+}
+
+/* Origin k onto the scheduler; -1 with errs[k] set when it cannot be queued. Live mode: a
+ * fork of the series' cache, grown to the origin (one origin at a time: the series must
+ * not change while a forecast from it runs). */
+static int queue_origin(evaluate_job *j, int k) {
+    j->parts[k].sjob.done = origin_done;
+    if (j->in->req.mode == KR_EVAL_LIVE)
+        return grow_series(j, k, &j->errs[k]) < 0
+                   ? -1
+                   : kr_sched_add_forecast_series(j->ks, j->series, &j->reqs[k], &j->res[k],
+                                                  &j->parts[k].sjob, &j->errs[k]);
+    return kr_sched_add_forecast(j->ks, &j->reqs[k], &j->res[k], &j->parts[k].sjob, &j->errs[k]);
+}
+
+/* The origins not queued yet will not be: they fail as origin k did. */
+static void give_up(evaluate_job *j, int k) {
+    for (int i = j->next; i < j->plan.origins; i++)
+        j->errs[i] = j->errs[k];
+    j->pending -= j->plan.origins - j->next;
+    j->next = j->plan.origins;
+}
+
+/* Queues origins while fewer than the window are in flight; after a failure, none. */
+static void queue_more(evaluate_job *j) {
+    while (j->next < j->plan.origins && j->in_flight < j->window) {
+        const int k = j->next++;
+        if (queue_origin(j, k) == 0) {
+            j->in_flight++;
+            continue;
+        }
+        j->pending--;
+        give_up(j, k);
+    }
+}
+
+/* Origin k ended (on the scheduler thread, inside its step): scored, and the next origin
+ * queued in its place (the scheduler takes jobs added from a done callback into its
+ * waiting line). */
+static void origin_done(kd_sched_job *sj, const kr_error *err) {
+    origin_part *p = (origin_part *)sj;
+    evaluate_job *j = p->owner;
+    const int k = p->index;
+    j->errs[k] = *err;
+    /* scored now, so that only the scores outlive the origin's paths */
+    if (!err->code) kr_evaluation_add(&j->ev, &j->in->req, k, &j->res[k], &j->errs[k]);
+    kr_forecast_result_free(&j->res[k]);
+    j->done++;
+    j->in_flight--;
+    j->pending--;
+    if (j->errs[k].code)
+        give_up(j, k);
+    else
+        queue_more(j);
+    if (j->pending == 0)
+        finish(j);
+    else if (j->stream)
+        progress(j);
+}
+
+/* The first origins, as many as the pool can run at once and a few more, so that the
+ * scheduler always has the next one while an evaluation holds one place in the queue and
+ * other requests are served between its origins. */
+static int add(kr_sched *ks, kd_work *w, kr_error *err) {
+    evaluate_job *j = (evaluate_job *)w;
+    kr_pool_stats st;
+    kr_pool_stats_get(w->app->pool, &st);
+    /* as many as can run at once: by the pool, and by the decode rows of a step */
+    size_t fit = j->plan.pool_bytes ? st.bytes_total / j->plan.pool_bytes : 1;
+    const int rows = w->app->cfg.max_batch_rows > 0 ? w->app->cfg.max_batch_rows : 512;
+    const size_t by_rows = (size_t)(rows / j->in->req.samples);
+    if (by_rows < fit) fit = by_rows;
+    j->ks = ks;
+    j->window = j->in->req.mode == KR_EVAL_LIVE ? 1 : (fit > 64 ? 64 : (int)fit) + 2;
+    j->pending = j->plan.origins;
+    /* on the scheduler thread, which alone runs the cancel checks: from here on they ask
+     * the stream */
+    if (j->wants_stream && (j->stream = kd_reply_stream(w->r, 200, "text/event-stream")))
+        progress(j);
+    j->next = 1;
+    if (queue_origin(j, 0) < 0) { /* nothing queued: done is called once, with this error */
+        *err = j->errs[0];
+        return -1;
+    }
+    j->in_flight = 1;
+    queue_more(j);
+    return 0;
+}
+
+/* The whole job failed before any origin was queued. */
+static void done(kd_work *w, const kr_error *err) {
+    evaluate_job *j = (evaluate_job *)w;
+    for (int k = 0; k < j->plan.origins; k++)
+        if (!j->errs[k].code) j->errs[k] = *err;
+    finish(j);
+}
+
+static const kd_work_ops ops = {.admit = admit, .add = add, .done = done, .discard = discard};
+
+kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream) {
+    evaluate_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        kd_evaluate_input_free(in);
+        free(in);
+        kd_reply_no_memory(r);
+        return KD_REPLIED;
+    }
+    j->in = in;
+    j->wants_stream = stream;
+    j->t0 = now_ms();
+    kd_work_init(&j->work, &ops, app, r, in->timeout_ms);
+    j->in->req.cancel = j->work.cancel;
+    return kd_submit(&j->work, KD_ON_SCHEDULER);
+}
