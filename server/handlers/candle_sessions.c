@@ -12,6 +12,7 @@
 #include "forecast_job.h"
 #include "inputs.h"
 #include "json_fields.h"
+#include "log.h"
 #include "replies.h"
 #include "room.h"
 #include "series_json.h"
@@ -37,6 +38,7 @@ static void state_describe(const void *p, kd_session_extra *out) {
     memset(out, 0, sizeof *out);
     out->length = kr_series_length(st->series);
     out->bytes = kr_series_bytes(st->series);
+    out->heap_bytes = kr_series_heap_bytes(st->series);
     out->last_timestamp = kr_series_last_timestamp(st->series);
     if (!st->form.unix_seconds)
         kd_format_timestamp(out->last_timestamp, st->form.tz_offset_min, st->form.has_tz,
@@ -45,6 +47,108 @@ static void state_describe(const void *p, kd_session_extra *out) {
 }
 
 static const kd_session_kind candle_kind = {"candles", state_free, state_describe};
+
+/* ---- the journal (state-dir) ------------------------------------------------------------ */
+
+static void record_form(kd_journal_record *rec, const kd_time_form *form) {
+    rec->unix_seconds = form->unix_seconds;
+    rec->has_tz = form->has_tz;
+    rec->tz_offset_min = form->tz_offset_min;
+}
+
+static void record_candles(kd_journal_record *rec, const kr_candles *c) {
+    rec->n = c->n;
+    rec->timestamps = c->timestamps;
+    for (int k = 0; k < KR_D_IN; k++)
+        rec->columns[k] = c->columns[k];
+}
+
+/* The creation of session s as the journal keeps it: every candle of the series and the
+ * statistics it uses (pinned on replay, so that it is the same series). 0 without a
+ * journal; -1 with msg. */
+static int journal_created(kd_app *app, kd_session *s, const char *owner, char *msg,
+                           size_t msglen) {
+    if (!app->journal) return 0;
+    const candle_state *st = kd_session_state(s);
+    kr_forecast_request req = {0};
+    kr_series_request(st->series, &req);
+    kd_journal_record rec = {.type = KD_REC_CANDLES};
+    snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(s));
+    snprintf(rec.owner, sizeof rec.owner, "%s", owner);
+    record_form(&rec, &st->form);
+    memcpy(rec.mean, req.norm.mean, sizeof rec.mean);
+    memcpy(rec.std, req.norm.std, sizeof rec.std);
+    record_candles(&rec, &req.context);
+    return kd_journal_write(app->journal, &rec, msg, msglen);
+}
+
+static int journal_appended(kd_app *app, kd_session *s, const kr_candles *c,
+                            const kd_time_form *form, char *msg, size_t msglen) {
+    if (!app->journal) return 0;
+    kd_journal_record rec = {.type = KD_REC_APPEND};
+    snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(s));
+    record_form(&rec, form);
+    record_candles(&rec, c);
+    return kd_journal_write(app->journal, &rec, msg, msglen);
+}
+
+static kr_candles candles_of(const kd_journal_record *rec) {
+    kr_candles c = {.n = rec->n, .timestamps = rec->timestamps};
+    for (int k = 0; k < KR_D_IN; k++)
+        c.columns[k] = rec->columns[k];
+    return c;
+}
+
+static int replay_create(kd_app *app, const kd_journal_record *rec) {
+    const kr_candles c = candles_of(rec);
+    kr_norm norm = {.pinned = true};
+    memcpy(norm.mean, rec->mean, sizeof norm.mean);
+    memcpy(norm.std, rec->std, sizeof norm.std);
+    kr_error err = {0};
+    char msg[KD_MSG_MAX];
+    candle_state *st = calloc(1, sizeof *st);
+    if (!st || !(st->series = kr_series_create(app->model, app->pool, &c, &norm,
+                                               app->cfg.max_candles, &err))) {
+        kd_log("journal: session %s (%d candles) cannot come back: %s", rec->id, rec->n,
+               st ? err.msg : "out of memory");
+        free(st);
+        return -1;
+    }
+    st->form = (kd_time_form){rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
+    kd_session *s = NULL;
+    if (kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg,
+                            sizeof msg) != KD_SESSION_OK) {
+        kd_log("journal: session %s cannot come back: %s", rec->id, msg);
+        return -1;
+    }
+    kd_sessions_release(app->sessions, s);
+    return 0;
+}
+
+static int replay_append(kd_app *app, const kd_journal_record *rec) {
+    char msg[KD_MSG_MAX];
+    kd_session *s = NULL;
+    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
+        kd_log("journal: candles for session %s: %s", rec->id, msg);
+        return -1;
+    }
+    candle_state *st = kd_session_kind_of(s) == &candle_kind ? kd_session_state(s) : NULL;
+    const kr_candles c = candles_of(rec);
+    kr_error err = {0};
+    const int rc = st ? kr_series_append(st->series, &c, &err) : -1;
+    if (rc == 0) st->form = (kd_time_form){rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
+    kd_sessions_release(app->sessions, s);
+    if (rc) {
+        kd_log("journal: %d candles for session %s cannot be appended: %s", rec->n, rec->id,
+               st ? err.msg : "not a candle session");
+        kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
+    }
+    return rc;
+}
+
+int kd_replay_candle_record(kd_app *app, const kd_journal_record *rec) {
+    return rec->type == KD_REC_CANDLES ? replay_create(app, rec) : replay_append(app, rec);
+}
 
 /* The session of the path, busy for the caller, and a candle session; NULL after replying. */
 static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what) {
@@ -109,12 +213,32 @@ static void reply_created(kd_app *app, kd_request *r, const char *id) {
     kd_reply_json(r, 201, o);
 }
 
+/* A refusal for want of room or over a limit: the status with its Retry-After. */
+static void reply_refused(kd_request *r, kd_session_status st, const char *msg, int retry_after) {
+    kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
+    kd_reply_session_error(r, st, msg);
+}
+
 static void create_run(kd_work *w) {
     create_job *c = (create_job *)w;
     kd_app *app = w->app;
     kd_request *r = w->r;
     kr_error err = {0};
-    kd_with_room(app, create_series, c, &err);
+    char id[KD_SESSION_ID_LEN + 1], msg[KD_MSG_MAX];
+    char owner[KD_OWNER_MAX + 1];
+    int retry_after = 1;
+    kd_request_owner(r, owner, sizeof owner);
+    /* the bytes planned, room made, then the series encoded once */
+    size_t pool = 0;
+    const size_t heap = kr_series_bytes_for(app->model, c->view.n, &pool);
+    kd_session_status refused;
+    kd_with_planned_room(app, owner, heap, pool, true, create_series, c, &err, &refused, msg,
+                         sizeof msg, &retry_after);
+    if (refused != KD_SESSION_OK) {
+        create_discard(w);
+        reply_refused(r, refused, msg, retry_after);
+        return;
+    }
     kr_series *series = c->series;
     candle_state *st = series ? calloc(1, sizeof *st) : NULL;
     if (series && !st) {
@@ -124,22 +248,31 @@ static void create_run(kd_work *w) {
     const kd_time_form form = c->candles.time_form;
     create_discard(w);
     if (!st) {
+        kd_sessions_unreserve(app->sessions, heap);
         kd_work_fail(app, r, "session", &err);
         return;
     }
     st->series = series;
     st->form = form;
-    char id[KD_SESSION_ID_LEN + 1], msg[KD_MSG_MAX];
-    char owner[KD_OWNER_MAX + 1];
-    int retry_after = 1;
-    kd_request_owner(r, owner, sizeof owner);
-    kd_session_status ss = kd_sessions_new_with(app->sessions, &candle_kind, st, owner, id, msg,
-                                                sizeof msg, &retry_after);
-    if (ss != KD_SESSION_OK) { /* the table freed st */
-        kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
-        kd_reply_session_error(r, ss, msg);
+    kd_session *held = NULL;
+    kd_session_status ss = kd_sessions_new_with(app->sessions, &candle_kind, st, owner, id, &held,
+                                                msg, sizeof msg, &retry_after);
+    kd_sessions_unreserve(app->sessions, heap); /* counted as the session's now */
+    if (ss != KD_SESSION_OK) {                  /* the table freed st */
+        reply_refused(r, ss, msg, retry_after);
         return;
     }
+    /* held until its creation is written, so that nothing can end it before */
+    if (journal_created(app, held, owner, msg, sizeof msg) < 0) {
+        kd_sessions_discard(app->sessions, held);
+        kd_log("%s", msg);
+        kd_reply_error(r, 500, "journal_failed",
+                       "the session could not be written to the journal (state-dir), so it "
+                       "was not created: %s",
+                       msg);
+        return;
+    }
+    kd_sessions_release(app->sessions, held);
     reply_created(app, r, id);
 }
 
@@ -200,14 +333,50 @@ static void append_run(kd_work *w) {
     candle_state *st = kd_session_state(a->session);
     kr_error err = {0};
     kd_candles_link(&a->candles, &a->view);
-    const int rc = kd_with_room(app, append_candles, a, &err);
+    /* the growth planned: the arrays and encoder blocks, and the predictor's window (a new
+     * one, beside the old until it is swapped in, once it slides) */
+    char owner[KD_OWNER_MAX + 1], rmsg[KD_MSG_MAX];
+    kd_request_owner(r, owner, sizeof owner);
+    const int n_after = kr_series_length(st->series) + a->view.n;
+    size_t pool_after = 0;
+    const size_t heap_after = kr_series_bytes_for(app->model, n_after, &pool_after);
+    const size_t heap_now = kr_series_heap_bytes(st->series);
+    const size_t pool_now = kr_series_bytes(st->series) - heap_now;
+    const size_t heap = heap_after > heap_now ? heap_after - heap_now : 0;
+    const size_t pool = n_after > kr_model_max_context(app->model) ? pool_after
+                        : pool_after > pool_now                    ? pool_after - pool_now
+                                                                   : 0;
+    kd_session_status refused;
+    int retry_after = 1;
+    const int rc = kd_with_planned_room(app, owner, heap, pool, false, append_candles, a, &err,
+                                        &refused, rmsg, sizeof rmsg, &retry_after);
+    if (refused != KD_SESSION_OK) {
+        append_discard(w);
+        reply_refused(r, refused, rmsg, retry_after);
+        return;
+    }
     if (rc == 0) st->form = a->candles.time_form;
     const int appended = a->candles.n, length = kr_series_length(st->series);
     kd_session_extra e;
     state_describe(st, &e);
-    char id[KD_SESSION_ID_LEN + 9];
+    char id[KD_SESSION_ID_LEN + 9], msg[KD_MSG_MAX];
     kd_path_session_id(kd_request_path(r), id, sizeof id);
+    /* written while the session is held: the journal's order is the appends' order */
+    if (rc == 0 &&
+        journal_appended(app, a->session, &a->view, &a->candles.time_form, msg, sizeof msg) < 0) {
+        kd_sessions_discard(app->sessions, a->session);
+        a->session = NULL;
+        append_discard(w);
+        kd_sessions_unreserve(app->sessions, heap);
+        kd_log("%s", msg);
+        kd_reply_error(r, 500, "journal_failed",
+                       "the candles could not be written to the journal (state-dir); the "
+                       "session %s was ended, since a restart would not bring them back: %s",
+                       id, msg);
+        return;
+    }
     append_discard(w); /* releases the session before the client can see the answer */
+    kd_sessions_unreserve(app->sessions, heap); /* counted as the session's at its release */
     if (rc) {
         kd_work_fail(app, r, "append", &err);
         return;
