@@ -21,29 +21,112 @@
 
 /* ---- the session's state -------------------------------------------------------------- */
 
+/* A session restored from the journal holds its candles alone until its first append
+ * rebuilds the series, so that start-up encodes nothing; a forecast meanwhile runs on the
+ * same candles with the series' statistics pinned, which is the series' forecast to the bit
+ * (kronos.h). */
 typedef struct {
-    kr_series *series;
-    kd_time_form form; /* how the last candles' timestamps were written */
+    int n, cap;
+    bool has[KR_D_IN];
+    int64_t *timestamps;
+    double *columns[KR_D_IN];
+    float mean[KR_D_IN], std[KR_D_IN];
+} pending_candles;
+
+typedef struct {
+    kr_series *series;        /* NULL while pending */
+    pending_candles *pending; /* a restored session's candles, until the series is built */
+    kd_time_form form;        /* how the last candles' timestamps were written */
 } candle_state;
+
+static void pending_free(pending_candles *p) {
+    if (!p) return;
+    free(p->timestamps);
+    for (int c = 0; c < KR_D_IN; c++)
+        free(p->columns[c]);
+    free(p);
+}
+
+/* Candles after the pending ones (the same columns); -1 when out of memory or they do not
+ * fit (a journal that disagrees with itself). */
+static int pending_add(pending_candles *p, const kr_candles *c) {
+    for (int k = 0; k < KR_D_IN; k++)
+        if (p->n > 0 && p->has[k] != (c->columns[k] != NULL)) return -1;
+    if (p->n + c->n > p->cap) {
+        int cap = p->cap ? p->cap : 64;
+        while (cap < p->n + c->n)
+            cap *= 2;
+        int64_t *t = realloc(p->timestamps, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        p->timestamps = t;
+        for (int k = 0; k < KR_D_IN; k++) {
+            if (!c->columns[k]) continue;
+            double *col = realloc(p->columns[k], (size_t)cap * sizeof *col);
+            if (!col) return -1;
+            p->columns[k] = col;
+        }
+        p->cap = cap;
+    }
+    memcpy(p->timestamps + p->n, c->timestamps, (size_t)c->n * sizeof *c->timestamps);
+    for (int k = 0; k < KR_D_IN; k++) {
+        p->has[k] = c->columns[k] != NULL;
+        if (p->has[k]) memcpy(p->columns[k] + p->n, c->columns[k], (size_t)c->n * sizeof(double));
+    }
+    p->n += c->n;
+    return 0;
+}
 
 static void state_free(void *p) {
     candle_state *st = p;
     if (!st) return;
     kr_series_free(st->series);
+    pending_free(st->pending);
     free(st);
+}
+
+/* req's context and pinned statistics: the series', or the pending candles'. */
+static void state_request(const candle_state *st, kr_forecast_request *req) {
+    if (st->series) {
+        kr_series_request(st->series, req);
+        return;
+    }
+    const pending_candles *p = st->pending;
+    req->context.n = p->n;
+    req->context.timestamps = p->timestamps;
+    for (int c = 0; c < KR_D_IN; c++)
+        req->context.columns[c] = p->has[c] ? p->columns[c] : NULL;
+    req->norm.pinned = true;
+    memcpy(req->norm.mean, p->mean, sizeof p->mean);
+    memcpy(req->norm.std, p->std, sizeof p->std);
+}
+
+static int64_t state_last_timestamp(const candle_state *st) {
+    return st->series ? kr_series_last_timestamp(st->series)
+                      : st->pending->timestamps[st->pending->n - 1];
 }
 
 static void state_describe(const void *p, kd_session_extra *out) {
     const candle_state *st = p;
     memset(out, 0, sizeof *out);
-    out->length = kr_series_length(st->series);
-    out->bytes = kr_series_bytes(st->series);
-    out->heap_bytes = kr_series_heap_bytes(st->series);
-    out->last_timestamp = kr_series_last_timestamp(st->series);
+    if (st->series) {
+        out->length = kr_series_length(st->series);
+        out->bytes = kr_series_bytes(st->series);
+        out->heap_bytes = kr_series_heap_bytes(st->series);
+        kr_series_stats(st->series, out->mean, out->std);
+    } else {
+        const pending_candles *pc = st->pending;
+        int cols = 0;
+        for (int c = 0; c < KR_D_IN; c++)
+            cols += pc->has[c];
+        out->length = pc->n;
+        out->bytes = out->heap_bytes = (size_t)pc->cap * (sizeof(int64_t) + cols * sizeof(double));
+        memcpy(out->mean, pc->mean, sizeof out->mean);
+        memcpy(out->std, pc->std, sizeof out->std);
+    }
+    out->last_timestamp = state_last_timestamp(st);
     if (!st->form.unix_seconds)
         kd_format_timestamp(out->last_timestamp, st->form.tz_offset_min, st->form.has_tz,
                             out->last_timestamp_text, sizeof out->last_timestamp_text);
-    kr_series_stats(st->series, out->mean, out->std);
 }
 
 static const kd_session_kind candle_kind = {"candles", state_free, state_describe};
@@ -101,19 +184,16 @@ static kr_candles candles_of(const kd_journal_record *rec) {
 
 static int replay_create(kd_app *app, const kd_journal_record *rec) {
     const kr_candles c = candles_of(rec);
-    kr_norm norm = {.pinned = true};
-    memcpy(norm.mean, rec->mean, sizeof norm.mean);
-    memcpy(norm.std, rec->std, sizeof norm.std);
-    kr_error err = {0};
     char msg[KD_MSG_MAX];
     candle_state *st = calloc(1, sizeof *st);
-    if (!st || !(st->series = kr_series_create(app->model, app->pool, &c, &norm,
-                                               app->cfg.max_candles, &err))) {
-        kd_log("journal: session %s (%d candles) cannot come back: %s", rec->id, rec->n,
-               st ? err.msg : "out of memory");
-        free(st);
+    if (st) st->pending = calloc(1, sizeof *st->pending);
+    if (!st || !st->pending || pending_add(st->pending, &c) < 0) {
+        kd_log("journal: session %s (%d candles) cannot come back: out of memory", rec->id, rec->n);
+        state_free(st);
         return -1;
     }
+    memcpy(st->pending->mean, rec->mean, sizeof rec->mean);
+    memcpy(st->pending->std, rec->std, sizeof rec->std);
     st->form = (kd_time_form){rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
     kd_session *s = NULL;
     if (kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg,
@@ -134,13 +214,12 @@ static int replay_append(kd_app *app, const kd_journal_record *rec) {
     }
     candle_state *st = kd_session_kind_of(s) == &candle_kind ? kd_session_state(s) : NULL;
     const kr_candles c = candles_of(rec);
-    kr_error err = {0};
-    const int rc = st ? kr_series_append(st->series, &c, &err) : -1;
+    const int rc = st && st->pending ? pending_add(st->pending, &c) : -1;
     if (rc == 0) st->form = (kd_time_form){rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
     kd_sessions_release(app->sessions, s);
     if (rc) {
-        kd_log("journal: %d candles for session %s cannot be appended: %s", rec->n, rec->id,
-               st ? err.msg : "not a candle session");
+        kd_log("journal: %d candles for session %s do not fit it (or out of memory)", rec->n,
+               rec->id);
         kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
     }
     return rc;
@@ -320,6 +399,41 @@ static void append_discard(kd_work *w) {
     free(a);
 }
 
+/* A restored session's series, built from its pending candles on first append. */
+typedef struct {
+    kd_app *app;
+    candle_state *st;
+} build_call;
+
+static int build_series(void *ctx, kr_error *err) {
+    build_call *b = ctx;
+    kr_forecast_request req = {0};
+    state_request(b->st, &req);
+    kr_series *series = kr_series_create(b->app->model, b->app->pool, &req.context, &req.norm,
+                                         b->app->cfg.max_candles, err);
+    if (!series) return -1;
+    b->st->series = series;
+    pending_free(b->st->pending);
+    b->st->pending = NULL;
+    return 0;
+}
+
+/* Builds a pending session's series, its room planned; KD_SESSION_OK (rc the build's) or a
+ * refusal with msg and *retry_after. */
+static kd_session_status ensure_series(kd_app *app, candle_state *st, const char *owner, int *rc,
+                                       kr_error *err, char *msg, size_t msglen, int *retry_after) {
+    *rc = 0;
+    if (st->series) return KD_SESSION_OK;
+    size_t pool = 0;
+    const size_t heap = kr_series_bytes_for(app->model, st->pending->n, &pool);
+    build_call b = {app, st};
+    kd_session_status refused;
+    *rc = kd_with_planned_room(app, owner, heap, pool, false, build_series, &b, err, &refused, msg,
+                               msglen, retry_after);
+    if (refused == KD_SESSION_OK) kd_sessions_unreserve(app->sessions, heap);
+    return refused;
+}
+
 static int append_candles(void *ctx, kr_error *err) {
     append_job *a = ctx;
     candle_state *st = kd_session_state(a->session);
@@ -337,6 +451,17 @@ static void append_run(kd_work *w) {
      * one, beside the old until it is swapped in, once it slides) */
     char owner[KD_OWNER_MAX + 1], rmsg[KD_MSG_MAX];
     kd_request_owner(r, owner, sizeof owner);
+    int retry_after = 1, built = 0;
+    const kd_session_status unbuilt =
+        ensure_series(app, st, owner, &built, &err, rmsg, sizeof rmsg, &retry_after);
+    if (unbuilt != KD_SESSION_OK || built) {
+        append_discard(w);
+        if (unbuilt != KD_SESSION_OK)
+            reply_refused(r, unbuilt, rmsg, retry_after);
+        else
+            kd_work_fail(app, r, "append", &err);
+        return;
+    }
     const int n_after = kr_series_length(st->series) + a->view.n;
     size_t pool_after = 0;
     const size_t heap_after = kr_series_bytes_for(app->model, n_after, &pool_after);
@@ -347,7 +472,6 @@ static void append_run(kd_work *w) {
                         : pool_after > pool_now                    ? pool_after - pool_now
                                                                    : 0;
     kd_session_status refused;
-    int retry_after = 1;
     const int rc = kd_with_planned_room(app, owner, heap, pool, false, append_candles, a, &err,
                                         &refused, rmsg, sizeof rmsg, &retry_after);
     if (refused != KD_SESSION_OK) {
@@ -444,7 +568,7 @@ static int parse_session_forecast(kd_app *app, const json_t *body, const candle_
     if (!last.timestamps) {
         snprintf(msg, msglen, "out of memory");
     } else {
-        last.timestamps[0] = kr_series_last_timestamp(st->series);
+        last.timestamps[0] = state_last_timestamp(st);
         bad = kd_forecast_request_with_candles(body, &last, kr_model_max_context(app->model), &lim,
                                                in, msg, msglen);
     }
@@ -482,12 +606,12 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     /* the request's candles become the series' own */
-    kr_series_request(st->series, &in->req);
+    state_request(st, &in->req); /* a restored session not yet rebuilt: its candles */
     kd_forecast_job *f = kd_forecast_job_new(app, r, in, 1, KD_ANSWER_JSON);
     if (!f) {
         kd_sessions_release(app->sessions, session);
         return KD_REPLIED;
     }
-    kd_forecast_job_on_series(f, session, st->series);
+    kd_forecast_job_on_series(f, session, st->series); /* NULL: a stateless forecast */
     return kd_forecast_job_submit(f);
 }

@@ -72,7 +72,7 @@ echo "     B: $B_OK created, $B_LIMIT refused 429; C: $C_OK created, $C_ROOM ref
 [ "$B_OK" = 2 ] && [ "$B_LIMIT" = 2 ] \
     && pass "a key's sessions stop at max-session-bytes-per-key: 429 session_bytes_limit with Retry-After" \
     || fail "max-session-bytes-per-key" "B: $B_OK created, $B_LIMIT refused"
-[ "$C_ROOM" -ge 1 ] && [ "${RA:-0}" -ge 50 ] \
+[ "$C_ROOM" -ge 1 ] && [ "${RA:-0}" -ge 30 ] \
     && pass "a full pool of sessions used within min-idle: the creator gets 503 no_room, Retry-After ~min-idle" \
     || fail "a full pool: 503 no_room" "C: $C_OK created, $C_ROOM refused, Retry-After $RA"
 [ "$A_OK" = 3 ] && [ "$(metric "$U" kronosd_session_evictions_total)" = 0 ] \
@@ -121,9 +121,14 @@ echo "     30 creations of 1,500-candle sessions: $OK answered 201; session memo
 [ "$OK" = 30 ] && [ "$MAXMEM" -le $((4 << 20)) ] && [ "$MAXMEM" -gt 0 ] \
     && pass "30 creations of 1,500-candle sessions: session memory within session-memory-bytes" \
     || fail "session memory within its budget" "$OK created, at most $MAXMEM bytes"
-# peak RSS within what started + the pool + session memory + 64 MiB (request bodies, parsing)
-[ "$HWM" -le $((RSS0 + (16 + 4 + 64) * 1024)) ] \
-    && pass "peak RSS within the budgets plus a constant" \
-    || fail "peak RSS within the budgets plus a constant" "$HWM KiB peak, $RSS0 KiB after start"
+# peak RSS within what started + the pool + session memory + 64 MiB (request bodies, parsing);
+# not under AddressSanitizer, whose shadow memory and quarantine are no budget's
+if grep -q __asan_init "$KRONOSD"; then
+    echo "     (peak RSS not checked: an AddressSanitizer build)"
+elif [ "$HWM" -le $((RSS0 + (16 + 4 + 64) * 1024)) ]; then
+    pass "peak RSS within the budgets plus a constant"
+else
+    fail "peak RSS within the budgets plus a constant" "$HWM KiB peak, $RSS0 KiB after start"
+fi
 
 summary
