@@ -401,6 +401,13 @@ void kr_series_stats(const kr_series *s, float mean[KR_D_IN], float std[KR_D_IN]
 /* Memory held: the series' own (candles, tokens, encoder cache) and its predictor cache's
  * pool bytes. */
 size_t kr_series_bytes(const kr_series *s);
+/* Of that, the series' own memory, outside the pool: its candles, tokens and the tokenizer's
+ * encoder and decoder caches. */
+size_t kr_series_heap_bytes(const kr_series *s);
+/* What a series of n candles (every column) holds at most: its own memory, returned, and its
+ * predictor cache's pool bytes in *pool_bytes (either may be 0: n <= 0). A server plans room
+ * with it before the work. */
+size_t kr_series_bytes_for(const kr_model *m, int n, size_t *pool_bytes);
 /* Points req's context at the series' candles and pins its statistics: the stateless
  * request that a forecast from the series equals. The other fields are left. */
 void kr_series_request(const kr_series *s, kr_forecast_request *req);

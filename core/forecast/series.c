@@ -77,15 +77,39 @@ static void free_decoder(kr_series *s) {
     s->dec_len = -1;
 }
 
-size_t kr_series_bytes(const kr_series *s) {
+/* The arrays' bytes for cap candles of `cols` columns. */
+static size_t array_bytes(int cap, int cols) {
+    return (size_t)cap * (sizeof(int64_t) + (size_t)cols * sizeof(double) + sizeof(kr_stamp) +
+                          2 * sizeof(int32_t));
+}
+
+size_t kr_series_heap_bytes(const kr_series *s) {
     int cols = 0;
     for (int c = 0; c < KR_D_IN; c++)
         cols += s->has[c];
-    size_t per =
-        sizeof(int64_t) + (size_t)cols * sizeof(double) + sizeof(kr_stamp) + 2 * sizeof(int32_t);
-    return (size_t)s->cap * per + (size_t)s->enc_blocks * enc_block_floats(s->m) * sizeof(float) +
-           (size_t)s->dec_blocks * dec_block_floats(s->m) * sizeof(float) +
-           (s->pred ? kr_cache_bytes(s->pred) : 0);
+    return array_bytes(s->cap, cols) +
+           (size_t)s->enc_blocks * enc_block_floats(s->m) * sizeof(float) +
+           (size_t)s->dec_blocks * dec_block_floats(s->m) * sizeof(float);
+}
+
+size_t kr_series_bytes(const kr_series *s) {
+    return kr_series_heap_bytes(s) + (s->pred ? kr_cache_bytes(s->pred) : 0);
+}
+
+size_t kr_series_bytes_for(const kr_model *m, int n, size_t *pool_bytes) {
+    if (n <= 0) {
+        *pool_bytes = 0;
+        return 0;
+    }
+    int cap = 64; /* as reserve() grows it */
+    while (cap < n)
+        cap *= 2;
+    const int mc = m->max_context;
+    const size_t dblocks = n < mc ? (size_t)(n + DEC_BLOCK - 1) / DEC_BLOCK : 0;
+    *pool_bytes = kr_pool_bytes_for(m, n < mc ? n : mc);
+    return array_bytes(cap, KR_D_IN) +
+           (size_t)((n + ENC_BLOCK - 1) / ENC_BLOCK) * enc_block_floats(m) * sizeof(float) +
+           dblocks * dec_block_floats(m) * sizeof(float);
 }
 
 void kr_series_request(const kr_series *s, kr_forecast_request *req) {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "handlers.h"
 #include "http.h"
 #include "log.h"
 #include "model_dirs.h"
@@ -105,6 +106,63 @@ static bool make_room(void *ctx) {
     return kd_sessions_evict_lru(app->sessions);
 }
 
+/* ---- run ---------------------------------------------------------------------------------- */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A session ended (deleted, expired, evicted): the journal says so. */
+static void session_gone(void *ctx, const char *id) {
+    kd_app *app = ctx;
+    if (app->journal) kd_journal_gone(app->journal, id);
+}
+
+static int replay(void *ctx, const kd_journal_record *rec) {
+    kd_app *app = ctx;
+    switch (rec->type) {
+    case KD_REC_CANDLES:
+    case KD_REC_APPEND:
+        return kd_replay_candle_record(app, rec);
+    case KD_REC_TOKENS:
+    case KD_REC_GENERATED:
+        return kd_replay_token_record(app, rec);
+    case KD_REC_GONE:
+        break;
+    }
+    return 0;
+}
+
+/* state-dir: the journal opened and its sessions replayed, before any request. */
+static int open_journal(kd_app *app, char *err, size_t errlen) {
+    const kd_config *c = &app->cfg;
+    if (!c->state_dir) return 0;
+    kr_error ke = {0};
+    char desc[512];
+    const char *name = c->model ? c->model : c->predictor;
+    kd_journal_config jc = {.dir = c->state_dir,
+                            .fsync = (kd_fsync_policy)kd_fsync_policy_parse(c->journal_fsync),
+                            .rewrite_min = c->journal_rewrite_min,
+                            .model = desc};
+    if (kd_model_fingerprint(app->model, name, &jc.fingerprint, desc, sizeof desc, &ke) < 0) {
+        snprintf(err, errlen, "state-dir: the model's fingerprint: %s", ke.msg);
+        return -1;
+    }
+    const double t0 = now_s();
+    kd_journal *j = kd_journal_open(&jc, replay, app, err, errlen);
+    if (!j) return -1;
+    kd_journal_stats st;
+    kd_journal_stats_get(j, &st);
+    kd_log("journal %s/journal: %llu session%s restored (%llu could not be), %zu bytes, "
+           "journal-fsync %s, in %.2f s",
+           c->state_dir, st.restored, st.restored == 1 ? "" : "s", st.dropped, st.bytes,
+           c->journal_fsync, now_s() - t0);
+    app->journal = j;
+    return 0;
+}
+
 /* Model, pool, sessions, workers, scheduler: everything requests need. */
 static int load(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
@@ -121,11 +179,17 @@ static int load(kd_app *app, char *err, size_t errlen) {
                                    .ttl_seconds = c->session_ttl,
                                    .min_idle_seconds = c->session_min_idle,
                                    .max_per_owner = c->max_sessions_per_key,
-                                   .node_id = c->node_id};
+                                   .heap_budget = c->session_memory_bytes,
+                                   .pool_percent = c->session_pool_percent,
+                                   .max_bytes_per_owner = c->max_session_bytes_per_key,
+                                   .node_id = c->node_id,
+                                   .on_gone = session_gone,
+                                   .gone_ctx = app};
     if (!(app->sessions = kd_sessions_create(app->pool, &sl))) {
         snprintf(err, errlen, "sessions: out of memory for %d sessions", c->max_sessions);
         return -1;
     }
+    if (open_journal(app, err, errlen) < 0) return -1;
     if (!(app->workers = kd_workers_start(app->n_workers, c->queue_size, err, errlen))) return -1;
     kd_sched_config sc = {.step_tokens = c->step_tokens,
                           .max_rows = c->max_batch_rows,
@@ -139,6 +203,8 @@ static int load(kd_app *app, char *err, size_t errlen) {
 static void unload(kd_app *app) {
     kd_sched_stop(app->sched);
     kd_workers_stop(app->workers);
+    kd_journal_close(app->journal);
+    app->journal = NULL; /* the table's last frees are no sessions' ends */
     kd_sessions_free(app->sessions);
     kr_pool_free(app->pool);
     kr_model_free(app->model);
@@ -164,14 +230,6 @@ static void raise_fd_limit(const kd_config *c) {
     if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
         kd_log("open files limited to %llu, below max-connections %d + 256: raise LimitNOFILE",
                (unsigned long long)rl.rlim_cur, c->max_connections);
-}
-
-/* ---- run ---------------------------------------------------------------------------------- */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Serves until SIGTERM or SIGINT (SIGHUP reloads and goes on); then the housekeeping

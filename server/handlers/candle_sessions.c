@@ -12,6 +12,7 @@
 #include "forecast_job.h"
 #include "inputs.h"
 #include "json_fields.h"
+#include "log.h"
 #include "replies.h"
 #include "room.h"
 #include "series_json.h"
@@ -20,31 +21,222 @@
 
 /* ---- the session's state -------------------------------------------------------------- */
 
+/* A session restored from the journal holds its candles alone until its first append
+ * rebuilds the series, so that start-up encodes nothing; a forecast meanwhile runs on the
+ * same candles with the series' statistics pinned, which is the series' forecast to the bit
+ * (kronos.h). */
 typedef struct {
-    kr_series *series;
-    kd_time_form form; /* how the last candles' timestamps were written */
+    int n, cap;
+    bool has[KR_D_IN];
+    int64_t *timestamps;
+    double *columns[KR_D_IN];
+    float mean[KR_D_IN], std[KR_D_IN];
+} pending_candles;
+
+typedef struct {
+    kr_series *series;        /* NULL while pending */
+    pending_candles *pending; /* a restored session's candles, until the series is built */
+    kd_time_form form;        /* how the last candles' timestamps were written */
 } candle_state;
+
+static void pending_free(pending_candles *p) {
+    if (!p) return;
+    free(p->timestamps);
+    for (int c = 0; c < KR_D_IN; c++)
+        free(p->columns[c]);
+    free(p);
+}
+
+/* Candles after the pending ones (the same columns); -1 when out of memory or they do not
+ * fit (a journal that disagrees with itself). */
+static int pending_add(pending_candles *p, const kr_candles *c) {
+    for (int k = 0; k < KR_D_IN; k++)
+        if (p->n > 0 && p->has[k] != (c->columns[k] != NULL)) return -1;
+    if (p->n + c->n > p->cap) {
+        int cap = p->cap ? p->cap : 64;
+        while (cap < p->n + c->n)
+            cap *= 2;
+        int64_t *t = realloc(p->timestamps, (size_t)cap * sizeof *t);
+        if (!t) return -1;
+        p->timestamps = t;
+        for (int k = 0; k < KR_D_IN; k++) {
+            if (!c->columns[k]) continue;
+            double *col = realloc(p->columns[k], (size_t)cap * sizeof *col);
+            if (!col) return -1;
+            p->columns[k] = col;
+        }
+        p->cap = cap;
+    }
+    memcpy(p->timestamps + p->n, c->timestamps, (size_t)c->n * sizeof *c->timestamps);
+    for (int k = 0; k < KR_D_IN; k++) {
+        p->has[k] = c->columns[k] != NULL;
+        if (p->has[k]) memcpy(p->columns[k] + p->n, c->columns[k], (size_t)c->n * sizeof(double));
+    }
+    p->n += c->n;
+    return 0;
+}
 
 static void state_free(void *p) {
     candle_state *st = p;
     if (!st) return;
     kr_series_free(st->series);
+    pending_free(st->pending);
     free(st);
+}
+
+/* req's context and pinned statistics: the series', or the pending candles'. */
+static void state_request(const candle_state *st, kr_forecast_request *req) {
+    if (st->series) {
+        kr_series_request(st->series, req);
+        return;
+    }
+    const pending_candles *p = st->pending;
+    req->context.n = p->n;
+    req->context.timestamps = p->timestamps;
+    for (int c = 0; c < KR_D_IN; c++)
+        req->context.columns[c] = p->has[c] ? p->columns[c] : NULL;
+    req->norm.pinned = true;
+    memcpy(req->norm.mean, p->mean, sizeof p->mean);
+    memcpy(req->norm.std, p->std, sizeof p->std);
+}
+
+static int64_t state_last_timestamp(const candle_state *st) {
+    return st->series ? kr_series_last_timestamp(st->series)
+                      : st->pending->timestamps[st->pending->n - 1];
 }
 
 static void state_describe(const void *p, kd_session_extra *out) {
     const candle_state *st = p;
     memset(out, 0, sizeof *out);
-    out->length = kr_series_length(st->series);
-    out->bytes = kr_series_bytes(st->series);
-    out->last_timestamp = kr_series_last_timestamp(st->series);
+    if (st->series) {
+        out->length = kr_series_length(st->series);
+        out->bytes = kr_series_bytes(st->series);
+        out->heap_bytes = kr_series_heap_bytes(st->series);
+        kr_series_stats(st->series, out->mean, out->std);
+    } else {
+        const pending_candles *pc = st->pending;
+        int cols = 0;
+        for (int c = 0; c < KR_D_IN; c++)
+            cols += pc->has[c];
+        out->length = pc->n;
+        out->bytes = out->heap_bytes = (size_t)pc->cap * (sizeof(int64_t) + cols * sizeof(double));
+        memcpy(out->mean, pc->mean, sizeof out->mean);
+        memcpy(out->std, pc->std, sizeof out->std);
+    }
+    out->last_timestamp = state_last_timestamp(st);
     if (!st->form.unix_seconds)
         kd_format_timestamp(out->last_timestamp, st->form.tz_offset_min, st->form.has_tz,
                             out->last_timestamp_text, sizeof out->last_timestamp_text);
-    kr_series_stats(st->series, out->mean, out->std);
 }
 
 static const kd_session_kind candle_kind = {"candles", state_free, state_describe};
+
+/* ---- the journal (state-dir) ------------------------------------------------------------ */
+
+static void record_form(kd_journal_record *rec, const kd_time_form *form) {
+    rec->unix_seconds = form->unix_seconds;
+    rec->has_tz = form->has_tz;
+    rec->tz_offset_min = form->tz_offset_min;
+}
+
+static void record_candles(kd_journal_record *rec, const kr_candles *c) {
+    rec->n = c->n;
+    rec->timestamps = c->timestamps;
+    for (int k = 0; k < KR_D_IN; k++)
+        rec->columns[k] = c->columns[k];
+}
+
+/* The creation of session s as the journal keeps it: every candle of the series and the
+ * statistics it uses (pinned on replay, so that it is the same series). 0 without a
+ * journal; -1 with msg. */
+static int journal_created(kd_app *app, kd_session *s, const char *owner, char *msg,
+                           size_t msglen) {
+    if (!app->journal) return 0;
+    const candle_state *st = kd_session_state(s);
+    kr_forecast_request req = {0};
+    kr_series_request(st->series, &req);
+    kd_journal_record rec = {.type = KD_REC_CANDLES};
+    snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(s));
+    snprintf(rec.owner, sizeof rec.owner, "%s", owner);
+    record_form(&rec, &st->form);
+    memcpy(rec.mean, req.norm.mean, sizeof rec.mean);
+    memcpy(rec.std, req.norm.std, sizeof rec.std);
+    record_candles(&rec, &req.context);
+    return kd_journal_write(app->journal, &rec, msg, msglen);
+}
+
+static int journal_appended(kd_app *app, kd_session *s, const kr_candles *c,
+                            const kd_time_form *form, char *msg, size_t msglen) {
+    if (!app->journal) return 0;
+    kd_journal_record rec = {.type = KD_REC_APPEND};
+    snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(s));
+    record_form(&rec, form);
+    record_candles(&rec, c);
+    return kd_journal_write(app->journal, &rec, msg, msglen);
+}
+
+static kr_candles candles_of(const kd_journal_record *rec) {
+    kr_candles c = {.n = rec->n, .timestamps = rec->timestamps};
+    for (int k = 0; k < KR_D_IN; k++)
+        c.columns[k] = rec->columns[k];
+    return c;
+}
+
+static int replay_create(kd_app *app, const kd_journal_record *rec) {
+    const kr_candles c = candles_of(rec);
+    char msg[KD_MSG_MAX];
+    candle_state *st = calloc(1, sizeof *st);
+    if (st) st->pending = calloc(1, sizeof *st->pending);
+    if (!st || !st->pending || pending_add(st->pending, &c) < 0) {
+        kd_log("journal: session %s (%d candles) cannot come back: out of memory", rec->id, rec->n);
+        state_free(st);
+        return -1;
+    }
+    memcpy(st->pending->mean, rec->mean, sizeof rec->mean);
+    memcpy(st->pending->std, rec->std, sizeof rec->std);
+    st->form = (kd_time_form){rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
+    kd_session *s = NULL;
+    if (kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg,
+                            sizeof msg) != KD_SESSION_OK) {
+        kd_log("journal: session %s cannot come back: %s", rec->id, msg);
+        return -1;
+    }
+    kd_sessions_release(app->sessions, s);
+    return 0;
+}
+
+static int replay_append(kd_app *app, const kd_journal_record *rec) {
+    char msg[KD_MSG_MAX];
+    kd_session *s = NULL;
+    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
+        kd_log("journal: candles for session %s: %s", rec->id, msg);
+        return -1;
+    }
+    candle_state *st = kd_session_kind_of(s) == &candle_kind ? kd_session_state(s) : NULL;
+    const kr_candles c = candles_of(rec);
+    const kd_time_form form = {rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
+    int rc = -1;
+    if (st && st->pending) {
+        /* an append at a new offset moved the series to its clock (append_candles): the
+         * pending candles move with it, so the rebuilt series is the one before the crash */
+        const int64_t shift = (int64_t)(kd_form_offset(&form) - kd_form_offset(&st->form)) * 60;
+        for (int i = 0; i < st->pending->n; i++)
+            st->pending->timestamps[i] += shift;
+        rc = pending_add(st->pending, &c);
+        if (rc == 0) st->form = form;
+    }
+    kd_sessions_release(app->sessions, s);
+    if (rc) {
+        kd_log("journal: %d candles for session %s do not fit it (or out of memory)", rec->n,
+               rec->id);
+        kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
+    }
+    return rc;
+}
+
+int kd_replay_candle_record(kd_app *app, const kd_journal_record *rec) {
+    return rec->type == KD_REC_CANDLES ? replay_create(app, rec) : replay_append(app, rec);
+}
 
 /* The session of the path, busy for the caller, and a candle session; NULL after replying. */
 static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what) {
@@ -109,12 +301,32 @@ static void reply_created(kd_app *app, kd_request *r, const char *id) {
     kd_reply_json(r, 201, o);
 }
 
+/* A refusal for want of room or over a limit: the status with its Retry-After. */
+static void reply_refused(kd_request *r, kd_session_status st, const char *msg, int retry_after) {
+    kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
+    kd_reply_session_error(r, st, msg);
+}
+
 static void create_run(kd_work *w) {
     create_job *c = (create_job *)w;
     kd_app *app = w->app;
     kd_request *r = w->r;
     kr_error err = {0};
-    kd_with_room(app, create_series, c, &err);
+    char id[KD_SESSION_ID_LEN + 1], msg[KD_MSG_MAX];
+    char owner[KD_OWNER_MAX + 1];
+    int retry_after = 1;
+    kd_request_owner(r, owner, sizeof owner);
+    /* the bytes planned, room made, then the series encoded once */
+    size_t pool = 0;
+    const size_t heap = kr_series_bytes_for(app->model, c->view.n, &pool);
+    kd_session_status refused;
+    kd_with_planned_room(app, owner, heap, pool, true, create_series, c, &err, &refused, msg,
+                         sizeof msg, &retry_after);
+    if (refused != KD_SESSION_OK) {
+        create_discard(w);
+        reply_refused(r, refused, msg, retry_after);
+        return;
+    }
     kr_series *series = c->series;
     candle_state *st = series ? calloc(1, sizeof *st) : NULL;
     if (series && !st) {
@@ -124,22 +336,31 @@ static void create_run(kd_work *w) {
     const kd_time_form form = c->candles.time_form;
     create_discard(w);
     if (!st) {
+        kd_sessions_unreserve(app->sessions, heap);
         kd_work_fail(app, r, "session", &err);
         return;
     }
     st->series = series;
     st->form = form;
-    char id[KD_SESSION_ID_LEN + 1], msg[KD_MSG_MAX];
-    char owner[KD_OWNER_MAX + 1];
-    int retry_after = 1;
-    kd_request_owner(r, owner, sizeof owner);
-    kd_session_status ss = kd_sessions_new_with(app->sessions, &candle_kind, st, owner, id, msg,
-                                                sizeof msg, &retry_after);
-    if (ss != KD_SESSION_OK) { /* the table freed st */
-        kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
-        kd_reply_session_error(r, ss, msg);
+    kd_session *held = NULL;
+    kd_session_status ss = kd_sessions_new_with(app->sessions, &candle_kind, st, owner, id, &held,
+                                                msg, sizeof msg, &retry_after);
+    kd_sessions_unreserve(app->sessions, heap); /* counted as the session's now */
+    if (ss != KD_SESSION_OK) {                  /* the table freed st */
+        reply_refused(r, ss, msg, retry_after);
         return;
     }
+    /* held until its creation is written, so that nothing can end it before */
+    if (journal_created(app, held, owner, msg, sizeof msg) < 0) {
+        kd_sessions_discard(app->sessions, held);
+        kd_log("%s", msg);
+        kd_reply_error(r, 500, "journal_failed",
+                       "the session could not be written to the journal (state-dir), so it "
+                       "was not created: %s",
+                       msg);
+        return;
+    }
+    kd_sessions_release(app->sessions, held);
     reply_created(app, r, id);
 }
 
@@ -187,6 +408,41 @@ static void append_discard(kd_work *w) {
     free(a);
 }
 
+/* A restored session's series, built from its pending candles on first append. */
+typedef struct {
+    kd_app *app;
+    candle_state *st;
+} build_call;
+
+static int build_series(void *ctx, kr_error *err) {
+    build_call *b = ctx;
+    kr_forecast_request req = {0};
+    state_request(b->st, &req);
+    kr_series *series = kr_series_create(b->app->model, b->app->pool, &req.context, &req.norm,
+                                         b->app->cfg.max_candles, err);
+    if (!series) return -1;
+    b->st->series = series;
+    pending_free(b->st->pending);
+    b->st->pending = NULL;
+    return 0;
+}
+
+/* Builds a pending session's series, its room planned; KD_SESSION_OK (rc the build's) or a
+ * refusal with msg and *retry_after. */
+static kd_session_status ensure_series(kd_app *app, candle_state *st, const char *owner, int *rc,
+                                       kr_error *err, char *msg, size_t msglen, int *retry_after) {
+    *rc = 0;
+    if (st->series) return KD_SESSION_OK;
+    size_t pool = 0;
+    const size_t heap = kr_series_bytes_for(app->model, st->pending->n, &pool);
+    build_call b = {app, st};
+    kd_session_status refused;
+    *rc = kd_with_planned_room(app, owner, heap, pool, false, build_series, &b, err, &refused, msg,
+                               msglen, retry_after);
+    if (refused == KD_SESSION_OK) kd_sessions_unreserve(app->sessions, heap);
+    return refused;
+}
+
 /* Compared as instants, as a stateless request compares them: the new candles are on the
  * clock of their last timestamp's offset, and a stateless forecast of the whole series
  * would put every candle on that clock, so the series moves to it when it differs. */
@@ -206,14 +462,62 @@ static void append_run(kd_work *w) {
     candle_state *st = kd_session_state(a->session);
     kr_error err = {0};
     kd_candles_link(&a->candles, &a->view);
-    const int rc = kd_with_room(app, append_candles, a, &err);
+    /* the growth planned: the arrays and encoder blocks, and the predictor's window (a new
+     * one, beside the old until it is swapped in, once it slides) */
+    char owner[KD_OWNER_MAX + 1], rmsg[KD_MSG_MAX];
+    kd_request_owner(r, owner, sizeof owner);
+    int retry_after = 1, built = 0;
+    const kd_session_status unbuilt =
+        ensure_series(app, st, owner, &built, &err, rmsg, sizeof rmsg, &retry_after);
+    if (unbuilt != KD_SESSION_OK || built) {
+        append_discard(w);
+        if (unbuilt != KD_SESSION_OK)
+            reply_refused(r, unbuilt, rmsg, retry_after);
+        else
+            kd_work_fail(app, r, "append", &err);
+        return;
+    }
+    /* at a new offset the whole predictor window is refilled beside the old one */
+    const bool shifted = kd_form_offset(&a->candles.time_form) != kd_form_offset(&st->form);
+    const int n_after = kr_series_length(st->series) + a->view.n;
+    size_t pool_after = 0;
+    const size_t heap_after = kr_series_bytes_for(app->model, n_after, &pool_after);
+    const size_t heap_now = kr_series_heap_bytes(st->series);
+    const size_t pool_now = kr_series_bytes(st->series) - heap_now;
+    const size_t heap = heap_after > heap_now ? heap_after - heap_now : 0;
+    const size_t pool = shifted || n_after > kr_model_max_context(app->model) ? pool_after
+                        : pool_after > pool_now ? pool_after - pool_now
+                                                : 0;
+    kd_session_status refused;
+    const int rc = kd_with_planned_room(app, owner, heap, pool, false, append_candles, a, &err,
+                                        &refused, rmsg, sizeof rmsg, &retry_after);
+    if (refused != KD_SESSION_OK) {
+        append_discard(w);
+        reply_refused(r, refused, rmsg, retry_after);
+        return;
+    }
     if (rc == 0) st->form = a->candles.time_form;
     const int appended = a->candles.n, length = kr_series_length(st->series);
     kd_session_extra e;
     state_describe(st, &e);
-    char id[KD_SESSION_ID_LEN + 9];
+    char id[KD_SESSION_ID_LEN + 9], msg[KD_MSG_MAX];
     kd_path_session_id(kd_request_path(r), id, sizeof id);
+    /* written while the session is held: the journal's order is the appends' order */
+    if (rc == 0 &&
+        journal_appended(app, a->session, &a->view, &a->candles.time_form, msg, sizeof msg) < 0) {
+        kd_sessions_discard(app->sessions, a->session);
+        a->session = NULL;
+        append_discard(w);
+        kd_sessions_unreserve(app->sessions, heap);
+        kd_log("%s", msg);
+        kd_reply_error(r, 500, "journal_failed",
+                       "the candles could not be written to the journal (state-dir); the "
+                       "session %s was ended, since a restart would not bring them back: %s",
+                       id, msg);
+        return;
+    }
     append_discard(w); /* releases the session before the client can see the answer */
+    kd_sessions_unreserve(app->sessions, heap); /* counted as the session's at its release */
     if (rc) {
         kd_work_fail(app, r, "append", &err);
         return;
@@ -293,7 +597,7 @@ static int parse_session_forecast(kd_app *app, const json_t *body, const candle_
     if (!last.timestamps) {
         snprintf(msg, msglen, "out of memory");
     } else {
-        last.timestamps[0] = kr_series_last_timestamp(st->series);
+        last.timestamps[0] = state_last_timestamp(st);
         bad = kd_forecast_request_with_candles(body, &last, kr_model_max_context(app->model), &lim,
                                                in, msg, msglen);
     }
@@ -331,12 +635,12 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     /* the request's candles become the series' own */
-    kr_series_request(st->series, &in->req);
+    state_request(st, &in->req); /* a restored session not yet rebuilt: its candles */
     kd_forecast_job *f = kd_forecast_job_new(app, r, in, 1, KD_ANSWER_JSON);
     if (!f) {
         kd_sessions_release(app->sessions, session);
         return KD_REPLIED;
     }
-    kd_forecast_job_on_series(f, session, st->series);
+    kd_forecast_job_on_series(f, session, st->series); /* NULL: a stateless forecast */
     return kd_forecast_job_submit(f);
 }

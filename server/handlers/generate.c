@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "inputs.h"
+#include "log.h"
 #include "replies.h"
 #include "submit.h"
 #include "tokens_json.h"
@@ -20,6 +21,7 @@ typedef struct {
     kr_generate_request req;
     kr_cache *c, *tmp;
     int32_t *s1, *s2;
+    int length0; /* the session's cache length before */
     double t0;
 } generate_job;
 
@@ -99,13 +101,58 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     g->c = g->session ? kd_session_cache(g->session)
                       : (g->tmp = kr_cache_create(w->app->pool, 0, err));
     if (!g->c) return -1;
+    g->length0 = kr_cache_length(g->c);
     return kr_sched_add_generate(ks, g->c, &g->req, g->s1, g->s2, &w->sjob, err);
+}
+
+/* The pairs this generation put in the session's cache (all of them, or as far as it got
+ * before failing), in the journal; 0 when there is nothing to write. */
+static int journal_generated(generate_job *g, char *msg, size_t msglen) {
+    kd_app *app = g->work.app;
+    const int n = g->session && g->c ? kr_cache_length(g->c) - g->length0 : 0;
+    if (!app->journal || n <= 0) return 0;
+    kd_journal_record rec = {.type = KD_REC_GENERATED, .n = n};
+    snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(g->session));
+    int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
+    kr_stamp *stamps = malloc((size_t)n * sizeof *stamps);
+    int rc = -1;
+    if (!s1 || !s2 || !stamps) {
+        snprintf(msg, msglen, "journal: out of memory for %d token pairs", n);
+    } else {
+        for (int i = 0; i < n; i++) { /* the appended pairs, then the generated ones */
+            const bool app_part = i < g->in.n_append;
+            const int k = app_part ? i : i - g->in.n_append;
+            s1[i] = app_part ? g->in.s1[k] : g->s1[k];
+            s2[i] = app_part ? g->in.s2[k] : g->s2[k];
+            stamps[i] = app_part ? g->in.stamps[k] : g->in.new_stamps[k];
+        }
+        rec.s1 = s1;
+        rec.s2 = s2;
+        rec.stamps = stamps;
+        rc = kd_journal_write(app->journal, &rec, msg, msglen);
+    }
+    free(s1);
+    free(s2);
+    free(stamps);
+    return rc;
 }
 
 static void done(kd_work *w, const kr_error *err) {
     generate_job *g = (generate_job *)w;
     kd_app *app = w->app;
     kd_request *r = w->r;
+    char jmsg[KD_MSG_MAX];
+    if (journal_generated(g, jmsg, sizeof jmsg) < 0) { /* written while the session is held */
+        kd_log("%s", jmsg);
+        kd_sessions_discard(app->sessions, g->session);
+        g->session = NULL;
+        job_free(g);
+        kd_reply_error(r, 500, "journal_failed",
+                       "the tokens could not be written to the journal (state-dir); the "
+                       "session was ended, since a restart would not bring them back: %s",
+                       jmsg);
+        return;
+    }
     json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0) : NULL;
     if (err->code == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
     const kr_error e = *err;

@@ -56,6 +56,12 @@ kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *bo
 kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const json_t *body);
 kd_handler kd_handle_session_candles, kd_handle_session_forecast;
 
+/* Journal replay (state-dir): a candle session's creation or append record (candle_sessions.c),
+ * a token session's creation or generated pairs (token_sessions.c), applied at start before
+ * any request; 0, or -1 after logging why the session cannot come back. */
+int kd_replay_candle_record(kd_app *app, const kd_journal_record *rec);
+int kd_replay_token_record(kd_app *app, const kd_journal_record *rec);
+
 /* tokens.c: candles (JSON or text/csv) to token pairs and the statistics used, and token
  * pairs and statistics back to candles; both on a worker (tokens_json.h). */
 kd_handler kd_handle_tokenize, kd_handle_detokenize;

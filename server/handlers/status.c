@@ -89,6 +89,8 @@ static kd_gauges gauges(kd_app *app) {
     kd_sessions_stats_get(app->sessions, &ss);
     kd_workers_stats_get(app->workers, &ws);
     kd_sched_stats_get(app->sched, &st);
+    kd_journal_stats js = {0};
+    if (app->journal) kd_journal_stats_get(app->journal, &js);
     return (kd_gauges){.ready = state == KD_READY,
                        .pool_bytes_used = ps.bytes_used,
                        .pool_bytes_total = ps.bytes_total,
@@ -97,6 +99,19 @@ static kd_gauges gauges(kd_app *app) {
                        .sessions_created = ss.created,
                        .sessions_expired = ss.expired,
                        .sessions_evicted = ss.evicted,
+                       .session_memory_bytes = ss.heap_bytes,
+                       .session_memory_budget = ss.heap_budget,
+                       .session_pool_bytes = ss.pool_bytes,
+                       .session_pool_budget = ss.pool_budget,
+                       .sessions_refused_room = ss.refused_room,
+                       .sessions_refused_bytes = ss.refused_bytes,
+                       .journal = app->journal != NULL,
+                       .journal_bytes = js.bytes,
+                       .journal_live_bytes = js.live_bytes,
+                       .journal_records = js.records,
+                       .journal_syncs = js.syncs,
+                       .journal_rewrites = js.rewrites,
+                       .journal_errors = js.errors,
                        .queue_depth = ws.queued + st.waiting,
                        .queue_capacity = ws.capacity,
                        .workers_busy = ws.busy,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "json_fields.h"
+#include "log.h"
 #include "replies.h"
 
 /* POST /sessions takes no fields; a body, if any, must be an empty JSON object (the
@@ -26,12 +27,30 @@ kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *bo
     char owner[KD_OWNER_MAX + 1];
     int retry_after = 1;
     kd_request_owner(r, owner, sizeof owner);
-    kd_session_status st = kd_sessions_new(app->sessions, owner, id, msg, sizeof msg, &retry_after);
+    kd_session *held = NULL;
+    kd_session_status st =
+        kd_sessions_new(app->sessions, owner, id, &held, msg, sizeof msg, &retry_after);
     if (st != KD_SESSION_OK) {
         kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
+    if (app->journal) { /* held until its creation is written */
+        kd_journal_record rec = {.type = KD_REC_TOKENS};
+        snprintf(rec.id, sizeof rec.id, "%s", id);
+        snprintf(rec.owner, sizeof rec.owner, "%s", owner);
+        char jmsg[512];
+        if (kd_journal_write(app->journal, &rec, jmsg, sizeof jmsg) < 0) {
+            kd_sessions_discard(app->sessions, held);
+            kd_log("%s", jmsg);
+            kd_reply_error(r, 500, "journal_failed",
+                           "the session could not be written to the journal (state-dir), so "
+                           "it was not created: %s",
+                           jmsg);
+            return KD_REPLIED;
+        }
+    }
+    kd_sessions_release(app->sessions, held);
     kd_reply_json(r, 201,
                   json_pack("{s:s,s:i,s:i}", "session", id, "max_context",
                             kr_model_max_context(app->model), "ttl_seconds", app->cfg.session_ttl));
@@ -71,6 +90,46 @@ kd_outcome kd_handle_session_delete(kd_app *app, kd_request *r) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
+    /* the table wrote its end to the journal; on the disk before the answer */
+    if (app->journal && kd_journal_commit(app->journal, msg, sizeof msg) < 0) {
+        kd_log("%s", msg);
+        kd_reply_error(r, 500, "journal_failed",
+                       "the session was deleted, but the journal could not be synced: it may "
+                       "come back after a crash: %s",
+                       msg);
+        return KD_REPLIED;
+    }
     kd_reply_json(r, 200, json_pack("{s:s,s:b}", "session", session_id(r), "deleted", 1));
     return KD_REPLIED;
+}
+
+/* ---- journal replay ----------------------------------------------------------------------- */
+
+int kd_replay_token_record(kd_app *app, const kd_journal_record *rec) {
+    char msg[512];
+    kd_session *s = NULL;
+    if (rec->type == KD_REC_TOKENS) {
+        if (kd_sessions_restore(app->sessions, NULL, NULL, rec->owner, rec->id, &s, msg,
+                                sizeof msg) != KD_SESSION_OK) {
+            kd_log("journal: token session %s cannot come back: %s", rec->id, msg);
+            return -1;
+        }
+        kd_sessions_release(app->sessions, s);
+        return 0;
+    }
+    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
+        kd_log("journal: tokens for session %s: %s", rec->id, msg);
+        return -1;
+    }
+    kr_cache *c = kd_session_cache(s);
+    kr_error err = {0};
+    const int rc =
+        c ? kr_cache_append(&c, 1, rec->s1, rec->s2, rec->stamps, rec->n, NULL, &err) : -1;
+    kd_sessions_release(app->sessions, s);
+    if (rc) {
+        kd_log("journal: %d token pairs for session %s cannot be appended: %s", rec->n, rec->id,
+               c ? err.msg : "not a token session");
+        kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
+    }
+    return rc;
 }

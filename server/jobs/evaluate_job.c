@@ -35,6 +35,7 @@ typedef struct evaluate_job {
     int window;                /* the most origins in flight at once */
     int pending;               /* origins not ended (queued or not) */
     int done;                  /* origins ended */
+    bool hold; /* a hold on the request's place in the queue while origins remain to queue */
     double t0;
     kr_series *series; /* live mode: the first window, appended origin by origin */
     bool wants_stream;
@@ -177,6 +178,7 @@ static int admit(kd_work *w) {
         j->reqs[k].cancel = (kr_cancel){check, j};
         j->parts[k].owner = j;
         j->parts[k].index = k;
+        j->parts[k].sjob.request = &j->work.sjob; /* the evaluation counts as one request */
     }
     return 0;
 }
@@ -251,6 +253,7 @@ static void queue_more(evaluate_job *j) {
         const int k = j->next++;
         if (queue_origin(j, k) == 0) {
             j->in_flight++;
+            if (j->hold) j->work.sjob.core_jobs++; /* add's own are counted by the scheduler */
             continue;
         }
         j->pending--;
@@ -276,6 +279,10 @@ static void origin_done(kd_sched_job *sj, const kr_error *err) {
         give_up(j, k);
     else
         queue_more(j);
+    if (j->hold && j->next == j->plan.origins) {
+        j->hold = false;
+        kd_sched_release(j->work.app->sched, &j->work.sjob);
+    }
     if (j->pending == 0)
         finish(j);
     else if (j->stream)
@@ -308,6 +315,10 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     }
     j->in_flight = 1;
     queue_more(j);
+    if (j->next < j->plan.origins) { /* more to queue from origin_done: hold the place */
+        j->hold = true;
+        w->sjob.core_jobs = 1;
+    }
     return 0;
 }
 

@@ -221,7 +221,7 @@ kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_inp
     kd_work_init(&f->work, &ops, app, r, in[0].timeout_ms);
     for (int i = 0; i < n; i++) {
         f->in[i].req.cancel = f->work.cancel;
-        f->parts[i] = (forecast_part){{.done = part_done}, f, i};
+        f->parts[i] = (forecast_part){{.done = part_done, .request = &f->work.sjob}, f, i};
     }
     return f;
 }

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "config.h"
+#include "journal.h"
 #include "kronos.h"
 #include "metrics.h"
 #include "scheduler.h"
@@ -30,6 +31,7 @@ typedef struct {
     kr_model *model;
     kr_pool *pool;
     kd_sessions *sessions;
+    kd_journal *journal; /* NULL without state-dir */
     kd_workers *workers; /* tokenizer work, and the reference path (use_cache false) */
     kd_sched *sched;     /* forecasts and generations (NULL only while starting) */
     kd_metrics *metrics;

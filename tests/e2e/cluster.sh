@@ -5,8 +5,10 @@
 # dir) on loopback ports; the shipped nginx file is used as is, with its addresses, node
 # names and listen port replaced. Shows: 200 session requests over 20 sessions each land
 # on their node; a node killed under wrk load of /forecast loses no request; a rolling
-# restart (SIGTERM, drain, start) of all three nodes under load fails no request; a session
-# on a stopped node gets a JSON 503 node_unavailable. About 45 s; skipped (exit 77) without
+# restart (SIGTERM, drain, start) of all three nodes under load fails no request; candle
+# sessions on a node restarted (SIGTERM, then kill -9) answer through nginx the forecasts
+# they gave before (each node keeps a journal in its state-dir); a session on a stopped node
+# gets a JSON 503 node_unavailable. About 50 s; skipped (exit 77) without
 # nginx or wrk.
 set -u
 if [ $# -ne 2 ]; then
@@ -30,7 +32,8 @@ declare -A PORT PID
 node() {
     local n=$1 i
     "$KRONOSD" serve --model "$MODEL" --host 127.0.0.1 --port "${PORT[$n]}" --node-id "n$n" \
-        --workers 1 --shutdown-timeout 10 --max-connections-per-ip 512 >>"$WORK/n$n.log" 2>&1 &
+        --workers 1 --shutdown-timeout 10 --max-connections-per-ip 512 \
+        --state-dir "$WORK/state-n$n" >>"$WORK/n$n.log" 2>&1 &
     PID[$n]=$!
     BG_PIDS+=("${PID[$n]}")
     for i in $(seq 1 200); do
@@ -162,6 +165,56 @@ echo "     rolling restart of n1, n2, n3 in a 15 s wrk run: $(wrk_total "$WORK/w
 [ "$(wrk_failed "$WORK/wrk-roll.txt")" = 0 ] && pass "rolling restart under load: zero failed requests" \
     || fail "rolling restart under load: zero failed requests" "$(cat "$WORK/wrk-roll.txt")"
 grep -q "draining" "$WORK/n1.log" && pass "the nodes drained on SIGTERM" || fail "the nodes drained on SIGTERM"
+
+# ---- candle sessions survive their node's restarts ---------------------------------------------------
+"$PY" - "$N" "$GOLDEN" "$WORK" <<'EOF2' >"$WORK/candle-sessions.out"
+import http.client, json, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1]); w = sys.argv[3]
+g = json.load(open(sys.argv[2]))["cases"][0]["input"]
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+def post(path, body):
+    c.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    return r.status, json.loads(r.read())
+sids = []
+for i in range(40):  # until 3 sessions are on n1
+    st, d = post("/sessions", {"candles": {k: v[:40 + i] for k, v in g.items()}})
+    if st == 201 and d["session"].startswith("n1-"):
+        sids.append(d["session"])
+    if len(sids) == 3:
+        break
+fcs = {s: post(f"/sessions/{s}/forecast", {"horizon": 4, "samples": 2, "seed": 5})[1] for s in sids}
+for f in fcs.values():
+    f.pop("usage", None)
+json.dump(fcs, open(f"{w}/n1-forecasts.json", "w"))
+print(len(sids))
+EOF2
+# same_forecasts: the n1 sessions answer through nginx what they answered before
+same_forecasts() {
+    "$PY" - "$N" "$WORK/n1-forecasts.json" <<'EOF2'
+import http.client, json, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1]); before = json.load(open(sys.argv[2]))
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+same = 0
+for s, f in before.items():
+    c.request("POST", f"/sessions/{s}/forecast", body=json.dumps({"horizon": 4, "samples": 2, "seed": 5}),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse(); d = json.loads(r.read()); d.pop("usage", None)
+    same += r.status == 200 and d == f
+print(same)
+EOF2
+}
+kill -TERM "${PID[1]}"
+wait "${PID[1]}"
+node 1
+AFTER_TERM=$(same_forecasts)
+kill -KILL "${PID[1]}"
+wait "${PID[1]}" 2>/dev/null
+node 1
+AFTER_KILL=$(same_forecasts)
+[ "$(cat "$WORK/candle-sessions.out")" = 3 ] && [ "$AFTER_TERM" = 3 ] && [ "$AFTER_KILL" = 3 ] \
+    && pass "3 candle sessions of n1 answer the same forecasts through nginx after SIGTERM and after kill -9" \
+    || fail "candle sessions survive their node's restarts" "$(cat "$WORK/candle-sessions.out") sessions; same after SIGTERM: $AFTER_TERM, after kill -9: $AFTER_KILL"
 
 # ---- a session on a stopped node ---------------------------------------------------------------------
 sid=""

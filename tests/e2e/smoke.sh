@@ -347,7 +347,9 @@ pool-bytes = 245760
 max-sessions = 100
 workers = 2   # overridden by the flag
 EOF
-start_daemon C --config "$WORK/c.conf" --workers 1
+# session-min-idle 0: the pool's evictions may take any idle session (with the default 60 s,
+# none used within a minute is ever evicted: tests/e2e/room.sh)
+start_daemon C --config "$WORK/c.conf" --workers 1 --session-min-idle 0
 C=$URL_C
 http GET "$C/model"
 expect "config file read, flags override it" 200 'd["pool"]["blocks_total"] == 10 and d["sessions"]["max"] == 100 and d["threads"]["workers"] == 1'

@@ -72,6 +72,24 @@ static const key_def keys[] = {
      "seconds a session must be idle before a new one may evict it (429 until then)"},
     {"max-sessions-per-key", T_INT, AT(max_sessions_per_key), "1024", 1, 1 << 24,
      "sessions one API key (or, without a key, one client address) may hold (429 above)"},
+    {"session-memory-bytes", T_BYTES, AT(session_memory_bytes), "256M", 0, 1LL << 40,
+     "sessions' memory outside the KV pool (their candles, tokens and tokenizer encoder "
+     "caches), over all sessions (0: no limit)"},
+    {"session-pool-percent", T_INT, AT(session_pool_percent), "75", 1, 100,
+     "share of pool-bytes that sessions' KV caches may hold; the rest is kept for forecasts "
+     "and generations, so that sessions used within session-min-idle cannot starve them"},
+    {"max-session-bytes-per-key", T_BYTES, AT(max_session_bytes_per_key), "0", 0, 1LL << 40,
+     "bytes (KV pool and outside) that one API key's (or client address's) sessions may hold "
+     "(429 above; 0: no limit)"},
+    {"state-dir", T_STRING, AT(state_dir), NULL, 0, 0,
+     "directory of the session journal: sessions then survive a restart or a crash "
+     "(unset: sessions live in memory only)"},
+    {"journal-fsync", T_STRING, AT(journal_fsync), "always", 0, 0,
+     "when the journal reaches the disk: always (before each answer), everysec, or no (the "
+     "kernel's choice)"},
+    {"journal-rewrite-min", T_BYTES, AT(journal_rewrite_min), "64M", 4096, 1LL << 40,
+     "the journal is rewritten from the live sessions once it is twice their size and at "
+     "least this big"},
     {"max-candles", T_INT, AT(max_candles), "10000", 2, 1 << 24, "candles in one request"},
     {"max-horizon", T_INT, AT(max_horizon), "1024", 1, 1 << 20, "forecast steps in one request"},
     {"max-samples", T_INT, AT(max_samples), "1000", 1, 1 << 20, "sample paths in one forecast"},
@@ -303,6 +321,12 @@ static int check_node_id(kd_config *c, char *err, size_t errlen) {
 
 static int check(kd_config *c, char *err, size_t errlen) {
     if (check_node_id(c, err, errlen) < 0) return -1;
+    if (strcmp(c->journal_fsync, "always") != 0 && strcmp(c->journal_fsync, "everysec") != 0 &&
+        strcmp(c->journal_fsync, "no") != 0)
+        return fail(err, errlen, "journal-fsync '%s': expected always, everysec or no",
+                    c->journal_fsync);
+    if (c->state_dir && !*c->state_dir)
+        return fail(err, errlen, "state-dir: empty (leave it unset for no journal)");
     if (c->model && (c->tokenizer || c->predictor))
         return fail(err, errlen, "give model or tokenizer and predictor, not both");
     if (!c->model && (!c->tokenizer || !c->predictor))

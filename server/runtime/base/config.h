@@ -36,9 +36,16 @@ typedef struct {
     size_t pool_bytes;
     /* sessions */
     int max_sessions;
-    int session_ttl;          /* seconds */
-    int session_min_idle;     /* seconds */
-    int max_sessions_per_key; /* per API key, or per client address without one */
+    int session_ttl;                  /* seconds */
+    int session_min_idle;             /* seconds */
+    int max_sessions_per_key;         /* per API key, or per client address without one */
+    size_t session_memory_bytes;      /* sessions' memory outside the pool (0: no limit) */
+    int session_pool_percent;         /* of pool-bytes that sessions' caches may hold */
+    size_t max_session_bytes_per_key; /* one key's sessions, pool and outside (0: no limit) */
+    /* durable sessions */
+    char *state_dir;            /* NULL: sessions live in memory only */
+    char *journal_fsync;        /* "always", "everysec" or "no" */
+    size_t journal_rewrite_min; /* the journal is not rewritten below this size */
     /* request limits */
     int max_candles, max_horizon, max_samples;
     int max_request_cost; /* GFLOP */

@@ -54,14 +54,20 @@ const kd_error_kind kd_error_kinds[] = {
                                   "Retry-After"},
     {429, "session_limit",        "this API key (or client address) holds "
                                   "max-sessions-per-key sessions"},
+    {429, "session_bytes_limit",  "this API key's (or client address's) sessions hold "
+                                  "max-session-bytes-per-key bytes; Retry-After"},
     {499, "client_closed",        "the client left before the answer (logged, never received)"},
     {500, "internal",             "out of memory or a broken invariant"},
+    {500, "journal_failed",       "the session's change could not be written to the journal "
+                                  "(state-dir); a session it would have changed is ended"},
     {501, "unsupported_transfer_coding", "a Transfer-Encoding other than chunked"},
     {503, "starting",             "the model is loading; Retry-After"},
     {503, "draining",             "the server is shutting down (SIGTERM); Retry-After"},
     {503, "overloaded",           "queue-size requests already wait; Retry-After estimated from "
                                   "the work queued"},
     {503, "pool_exhausted",       "the KV pool is in use by requests in flight; retry"},
+    {503, "no_room",              "the session memory budgets are held by sessions used within "
+                                  "session-min-idle; Retry-After"},
     {503, "uploads_busy",         "the bodies being received hold upload-budget bytes; "
                                   "Retry-After"},
     {504, "deadline_exceeded",    "the request's deadline (timeout_ms or request-timeout) passed"},

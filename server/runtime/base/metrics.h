@@ -37,6 +37,12 @@ typedef struct {
     size_t pool_bytes_used, pool_bytes_total;
     int sessions, sessions_busy;
     unsigned long long sessions_created, sessions_expired, sessions_evicted;
+    size_t session_memory_bytes, session_memory_budget; /* outside the pool */
+    size_t session_pool_bytes, session_pool_budget;     /* in it */
+    unsigned long long sessions_refused_room, sessions_refused_bytes;
+    bool journal; /* state-dir set: the journal_ gauges */
+    size_t journal_bytes, journal_live_bytes;
+    unsigned long long journal_records, journal_syncs, journal_rewrites, journal_errors;
     int queue_depth, queue_capacity, workers_busy, workers;
     int running;    /* requests computing: in the scheduler's steps or on a worker */
     int step_rows;  /* rows of the scheduler's last step */

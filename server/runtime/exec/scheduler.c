@@ -16,8 +16,9 @@ struct kd_sched {
     pthread_cond_t wake;
     kd_sched_job *inbox, *inbox_tail;
     int reserved;     /* places held: reserved or in the inbox */
-    int core_waiting; /* jobs the core holds but has not started (as of the last step, plus
-                         those taken from the inbox since) */
+    int core_waiting; /* requests the core holds but has not started (at most: as of the last
+                         step, plus those taken from the inbox since) */
+    int requests;     /* requests with jobs in the core (the scheduler thread's) */
     bool stopping;
     kd_sched_stats stats;
     /* completions per second, smoothed: with the jobs waiting, when a place frees up */
@@ -31,11 +32,28 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* One of req's core jobs (or its hold) ended: the request leaves the core with its last. */
+static void count_down(kd_sched *s, kd_sched_job *req) {
+    if (--req->core_jobs == 0) {
+        s->requests--;
+        s->done_since++; /* the scheduler thread's own counters */
+    }
+}
+
+void kd_sched_release(kd_sched *s, kd_sched_job *req) {
+    count_down(s, req);
+}
+
 static void job_done(void *tag, const kr_error *err, void *ctx) {
     kd_sched *s = ctx;
     kd_sched_job *job = tag;
-    s->done_since++; /* the scheduler thread's own counter */
+    count_down(s, job->request ? job->request : job); /* before done, which may free it */
     job->done(job, err);
+}
+
+/* Waiting requests, at most: each has a job waiting in the core, and each is in the core. */
+static int waiting_requests(const kd_sched *s, int core_jobs_waiting) {
+    return core_jobs_waiting < s->requests ? core_jobs_waiting : s->requests;
 }
 
 static bool make_room(void *ctx) {
@@ -78,20 +96,29 @@ static void *run(void *arg) {
             kd_sched_job *j = in;
             in = in->next;
             kr_error err = {0};
-            if (j->add(s->ks, j, &err) < 0) j->done(j, &err);
+            kr_sched_stats before, after;
+            kr_sched_stats_get(s->ks, &before);
+            if (j->add(s->ks, j, &err) < 0) {
+                j->done(j, &err);
+                continue;
+            }
+            /* the core jobs it queued, counted down as they end */
+            kr_sched_stats_get(s->ks, &after);
+            j->core_jobs += after.waiting - before.waiting; /* beside a hold add took */
+            if (j->core_jobs > 0) s->requests++;
         }
         kr_sched_step(s->ks);
         kr_sched_stats_get(s->ks, &ks);
         update_rate(s, now_s());
         pthread_mutex_lock(&s->mu);
-        s->core_waiting = ks.waiting;
-        s->stats.waiting = ks.waiting + s->reserved;
+        s->core_waiting = waiting_requests(s, ks.waiting);
+        s->stats.waiting = s->core_waiting + s->reserved;
         s->stats.active = ks.active;
         if (ks.active > s->stats.active_max) s->stats.active_max = ks.active;
         s->stats.rows_last_step = ks.rows_last_step;
         s->stats.steps = ks.steps;
         s->stats.rows = ks.rows;
-        double ahead = ks.waiting + s->reserved + 1;
+        double ahead = s->core_waiting + s->reserved + 1;
         s->stats.retry_after_s = s->done_rate > 0 ? ahead / s->done_rate : 1.0;
         pthread_mutex_unlock(&s->mu);
     }

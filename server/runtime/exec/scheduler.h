@@ -23,6 +23,11 @@ struct kd_sched_job {
     /* the work ended (err->code 0: it succeeded); replies and frees the job */
     void (*done)(kd_sched_job *job, const kr_error *err);
     kd_sched_job *next;
+    /* A request's jobs in the core count as one request in the queue (queue-size), however
+     * many (a request of many series adds one per series): request is the job that was
+     * submitted (NULL: this one), whose core_jobs the scheduler counts down. */
+    kd_sched_job *request;
+    int core_jobs;
 };
 
 typedef struct kd_sched kd_sched;
@@ -38,13 +43,20 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
 /* Finishes every job held, then joins the thread and frees s. */
 void kd_sched_stop(kd_sched *s);
 
-/* 0 with a place held for one job, or -1 when queue-size jobs already wait. */
+/* 0 with a place held for one request, or -1 when queue-size requests already wait (a
+ * request waits while one of its core jobs does). */
 int kd_sched_reserve(kd_sched *s);
 /* Queues a job in a place reserved before; cannot fail. */
 void kd_sched_submit(kd_sched *s, kd_sched_job *job);
+/* For a request that adds core jobs later, from its jobs' done callbacks (an evaluation's
+ * origins): its add takes a hold (req->core_jobs = 1 before it returns), each job added
+ * later counts itself (req->core_jobs++), and the hold is released here once nothing more
+ * will be added, so that the request counts as waiting, and as one, until its last job
+ * ends. The scheduler thread's (a done callback's). */
+void kd_sched_release(kd_sched *s, kd_sched_job *req);
 
 typedef struct {
-    int waiting, active; /* jobs not yet started; jobs in the steps */
+    int waiting, active; /* requests not yet started (at most); jobs in the steps */
     int rows_last_step;  /* rows of the last step (decode + prefill) */
     int active_max;      /* the most jobs that ever shared a step */
     unsigned long long steps, rows;

@@ -24,6 +24,7 @@ struct kd_session {
     char owner[KD_OWNER_MAX + 1]; /* who created it: an API key's digest or an address */
     int length;              /* as of the last release: readable while a worker holds the cache */
     size_t bytes;            /* likewise */
+    size_t heap;             /* of which outside the pool: counted in the table's heap_used */
     kd_session *chain;       /* next in the hash bucket */
     kd_session *prev, *next; /* the idle LRU list, oldest first */
 
@@ -39,6 +40,13 @@ struct kd_sessions {
     char prefix[KD_NODE_ID_MAX + 2]; /* "node-" */
     kr_pool *pool;
     int max, ttl, min_idle, max_per_owner;
+    size_t heap_budget, max_bytes_owner;
+    size_t heap_used, heap_reserved; /* sessions' bytes outside the pool; planned for work */
+    int pool_percent;
+    size_t pool_used; /* sessions' bytes in the pool (shared blocks counted by each) */
+    unsigned long long refused_room, refused_bytes;
+    void (*on_gone)(void *ctx, const char *id);
+    void *gone_ctx;
     kd_session **buckets;
     size_t n_buckets; /* a power of two */
     kd_session *lru_head, *lru_tail;
@@ -103,6 +111,11 @@ kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim) {
     t->ttl = ttl_seconds;
     t->min_idle = lim->min_idle_seconds;
     t->max_per_owner = lim->max_per_owner > 0 ? lim->max_per_owner : max_sessions;
+    t->heap_budget = lim->heap_budget;
+    t->max_bytes_owner = lim->max_bytes_per_owner;
+    t->pool_percent = lim->pool_percent > 0 && lim->pool_percent < 100 ? lim->pool_percent : 100;
+    t->on_gone = lim->on_gone;
+    t->gone_ctx = lim->gone_ctx;
     return t;
 }
 
@@ -157,6 +170,9 @@ static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     t->gone[t->gone_next].why = why;
     t->gone_next = (t->gone_next + 1) % GONE_MAX;
     t->count--;
+    t->heap_used -= s->heap;
+    t->pool_used -= s->bytes - s->heap;
+    if (t->on_gone) t->on_gone(t->gone_ctx, s->id);
     free_session(s);
 }
 
@@ -202,9 +218,9 @@ static int owned(kd_sessions *t, const char *owner, kd_session **idlest) {
     return n;
 }
 
-kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, char *msg,
-                                  size_t msglen, int *retry_after) {
-    return kd_sessions_new_with(t, NULL, NULL, owner, id, msg, msglen, retry_after);
+kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, kd_session **held,
+                                  char *msg, size_t msglen, int *retry_after) {
+    return kd_sessions_new_with(t, NULL, NULL, owner, id, held, msg, msglen, retry_after);
 }
 
 const kd_session_kind *kd_session_kind_of(const kd_session *s) {
@@ -213,6 +229,133 @@ const kd_session_kind *kd_session_kind_of(const kd_session *s) {
 
 void *kd_session_state(kd_session *s) {
     return s->state;
+}
+
+/* The session to evict for owner's sake (t->mu held): its own least recently used one idle
+ * past min-idle, else anyone's; NULL when every idle session was used within min-idle. The
+ * idle list is in the order of last use, so the walk stops at the first one too recent. */
+static kd_session *victim(kd_sessions *t, const char *owner, double now, bool own_only) {
+    for (kd_session *s = t->lru_head; s && now - s->last_used >= t->min_idle; s = s->next)
+        if (strcmp(s->owner, owner) == 0) return s;
+    if (own_only) return NULL;
+    kd_session *h = t->lru_head;
+    return h && now - h->last_used >= t->min_idle ? h : NULL;
+}
+
+/* Seconds until some idle session (of owner, if given) is past min-idle; 1 when none is
+ * idle (the busy ones' requests end, and with them the forecasts' memory). */
+static int seconds_to_room(kd_sessions *t, const char *owner, double now) {
+    for (kd_session *s = t->lru_head; s; s = s->next)
+        if (!owner || strcmp(s->owner, owner) == 0) {
+            const double wait = t->min_idle - (now - s->last_used);
+            return wait > 0 ? (int)wait + 1 : 1;
+        }
+    return 1;
+}
+
+static size_t owner_bytes(kd_sessions *t, const char *owner) {
+    size_t n = 0;
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (kd_session *s = t->buckets[b]; s; s = s->chain)
+            if (strcmp(s->owner, owner) == 0) n += s->bytes;
+    return n;
+}
+
+static size_t pool_free(kd_sessions *t) {
+    kr_pool_stats ps;
+    kr_pool_stats_get(t->pool, &ps);
+    return ps.bytes_total - ps.bytes_used;
+}
+
+/* The pool bytes sessions may hold: session-pool-percent of it. */
+static size_t pool_share(kd_sessions *t) {
+    kr_pool_stats ps;
+    kr_pool_stats_get(t->pool, &ps);
+    return ps.bytes_total / 100 * (size_t)t->pool_percent;
+}
+
+static void evict(kd_sessions *t, kd_session *s) {
+    retire(t, s, GONE_EVICTED);
+    t->evicted++;
+}
+
+static kd_session_status room_for(kd_sessions *t, const char *owner, double now, char *msg,
+                                  size_t msglen, int *retry_after);
+
+kd_session_status kd_sessions_make_room(kd_sessions *t, const char *owner, size_t heap, size_t pool,
+                                        bool creating, char *msg, size_t msglen, int *retry_after) {
+    kd_session_status st = KD_SESSION_OK;
+    kd_session *v;
+    pthread_mutex_lock(&t->mu);
+    const double now = now_s();
+    kr_pool_stats ps;
+    kr_pool_stats_get(t->pool, &ps);
+    *retry_after = 1;
+    if (creating && (st = room_for(t, owner, now, msg, msglen, retry_after)) != KD_SESSION_OK)
+        goto out;
+    if (t->max_bytes_owner && heap + pool > t->max_bytes_owner) {
+        snprintf(msg, msglen,
+                 "this session would hold %zu bytes, more than one key's sessions may "
+                 "(max-session-bytes-per-key %zu)",
+                 heap + pool, t->max_bytes_owner);
+        st = KD_SESSION_BYTES_LIMIT;
+        goto out;
+    }
+    if ((t->heap_budget && heap > t->heap_budget) || pool > pool_share(t)) {
+        snprintf(msg, msglen,
+                 "this session would hold %zu bytes outside the pool and %zu in it: more than "
+                 "session-memory-bytes (%zu) or session-pool-percent (%d) of pool-bytes (%zu) "
+                 "hold",
+                 heap, pool, t->heap_budget, t->pool_percent, ps.bytes_total);
+        st = KD_SESSION_BYTES_LIMIT;
+        goto out;
+    }
+    /* the owner's own bytes: only its own sessions make room for them */
+    while (t->max_bytes_owner && owner_bytes(t, owner) + heap + pool > t->max_bytes_owner) {
+        if (!(v = victim(t, owner, now, true))) {
+            *retry_after = seconds_to_room(t, owner, now);
+            snprintf(msg, msglen,
+                     "%s's sessions hold %zu bytes; %zu more would pass "
+                     "max-session-bytes-per-key (%zu), and none of them has been idle for "
+                     "session-min-idle (%d s): delete one or retry after %d s",
+                     owner, owner_bytes(t, owner), heap + pool, t->max_bytes_owner, t->min_idle,
+                     *retry_after);
+            st = KD_SESSION_BYTES_LIMIT;
+            goto out;
+        }
+        evict(t, v);
+    }
+    for (;;) {
+        const bool heap_short =
+            t->heap_budget && t->heap_used + t->heap_reserved + heap > t->heap_budget;
+        const bool pool_short = pool_free(t) < pool || t->pool_used + pool > pool_share(t);
+        if (!heap_short && !pool_short) break;
+        if (!(v = victim(t, owner, now, false))) {
+            *retry_after = seconds_to_room(t, NULL, now);
+            snprintf(msg, msglen,
+                     "no room for %zu bytes of %s: the memory is held by sessions used within "
+                     "session-min-idle (%d s) and by requests in flight; retry after %d s",
+                     heap_short ? heap : pool,
+                     heap_short ? "session memory (session-memory-bytes)"
+                                : "KV pool (pool-bytes, session-pool-percent)",
+                     t->min_idle, *retry_after);
+            st = KD_SESSION_NO_ROOM;
+            goto out;
+        }
+        evict(t, v);
+    }
+    t->heap_reserved += heap;
+out:
+    if (st == KD_SESSION_NO_ROOM) t->refused_room++;
+    if (st == KD_SESSION_BYTES_LIMIT) t->refused_bytes++;
+    pthread_mutex_unlock(&t->mu);
+    return st;
+}
+
+void kd_sessions_unreserve(kd_sessions *t, size_t heap) {
+    pthread_mutex_lock(&t->mu);
+    t->heap_reserved -= heap < t->heap_reserved ? heap : t->heap_reserved;
+    pthread_mutex_unlock(&t->mu);
 }
 
 /* Whether a new session of owner may be added now (t->mu held); if the table is full, the
@@ -232,13 +375,14 @@ static kd_session_status room_for(kd_sessions *t, const char *owner, double now,
     }
     if (t->count < t->max) return KD_SESSION_OK;
     /* never a session created or used within session-min-idle: others' work is safe */
-    const kd_session *lru = t->lru_head;
-    const double idle = lru ? now - lru->last_used : 0;
-    if (lru && idle >= t->min_idle) {
-        retire(t, t->lru_head, GONE_EVICTED_SLOT);
+    kd_session *v = victim(t, owner, now, false);
+    if (v) {
+        retire(t, v, GONE_EVICTED_SLOT);
         t->evicted++;
         return KD_SESSION_OK;
     }
+    const kd_session *lru = t->lru_head;
+    const double idle = lru ? now - lru->last_used : 0;
     *retry_after = lru ? (int)(t->min_idle - idle) + 1 : t->min_idle;
     snprintf(msg, msglen,
              "all %d sessions are held and none has been idle for session-min-idle (%d s); "
@@ -247,23 +391,17 @@ static kd_session_status room_for(kd_sessions *t, const char *owner, double now,
     return KD_SESSION_FULL;
 }
 
-kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *kind, void *state,
-                                       const char *owner, char *id, char *msg, size_t msglen,
-                                       int *retry_after) {
-    *retry_after = 1;
-    unsigned char raw[KD_SESSION_RANDOM_LEN / 2];
-    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
-        snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
-        if (kind) kind->free(state);
-        return KD_SESSION_ERROR;
-    }
+/* A session of kind with state (owning it), or a token session with an empty cache; NULL
+ * with msg (state freed). */
+static kd_session *session_alloc(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                 const char *owner, char *msg, size_t msglen) {
     kd_session *s = calloc(1, sizeof *s);
     kr_error err = {0};
     if (!s || (!kind && !(s->cache = kr_cache_create(t->pool, 0, &err)))) {
         snprintf(msg, msglen, "sessions: %s", s ? err.msg : "out of memory");
         free(s);
         if (kind) kind->free(state);
-        return KD_SESSION_ERROR;
+        return NULL;
     }
     s->kind = kind;
     s->state = state;
@@ -271,12 +409,45 @@ kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *ki
         kind->describe(state, &s->extra);
         s->length = s->extra.length;
         s->bytes = s->extra.bytes;
+        s->heap = s->extra.heap_bytes;
     }
+    snprintf(s->owner, sizeof s->owner, "%s", owner);
+    return s;
+}
+
+/* Puts s in the table (t->mu held), idle or busy for the caller. */
+static void insert(kd_sessions *t, kd_session *s, double now, kd_session **held) {
+    s->created = s->last_used = now;
+    t->heap_used += s->heap;
+    t->pool_used += s->bytes - s->heap;
+    s->chain = t->buckets[bucket_of(t, s->id)];
+    t->buckets[bucket_of(t, s->id)] = s;
+    if (held) {
+        s->busy = true;
+        t->busy++;
+        *held = s;
+    } else {
+        lru_push(t, s);
+    }
+    t->count++;
+}
+
+kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                       const char *owner, char *id, kd_session **held, char *msg,
+                                       size_t msglen, int *retry_after) {
+    *retry_after = 1;
+    unsigned char raw[KD_SESSION_RANDOM_LEN / 2];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        snprintf(msg, msglen, "sessions: getrandom failed: %s", strerror(errno));
+        if (kind) kind->free(state);
+        return KD_SESSION_ERROR;
+    }
+    kd_session *s = session_alloc(t, kind, state, owner, msg, msglen);
+    if (!s) return KD_SESSION_ERROR;
     const size_t p = strlen(t->prefix);
     memcpy(s->id, t->prefix, p);
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(s->id + p + 2 * i, 3, "%02x", raw[i]);
-    snprintf(s->owner, sizeof s->owner, "%s", owner);
     pthread_mutex_lock(&t->mu);
     const double now = now_s();
     kd_session_status st = room_for(t, owner, now, msg, msglen, retry_after);
@@ -285,15 +456,40 @@ kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *ki
         free_session(s);
         return st;
     }
-    s->created = s->last_used = now;
-    s->chain = t->buckets[bucket_of(t, s->id)];
-    t->buckets[bucket_of(t, s->id)] = s;
-    lru_push(t, s);
-    t->count++;
+    insert(t, s, now, held);
     t->created++;
     memcpy(id, s->id, sizeof s->id);
     pthread_mutex_unlock(&t->mu);
     return KD_SESSION_OK;
+}
+
+kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                      const char *owner, const char *id, kd_session **held,
+                                      char *msg, size_t msglen) {
+    if (strlen(id) > KD_SESSION_ID_LEN || !valid_id(t, id)) {
+        snprintf(msg, msglen, "session %s is not of this node (node-id %.*s)", id,
+                 (int)strlen(t->prefix) - 1, t->prefix);
+        if (kind) kind->free(state);
+        return KD_SESSION_ERROR;
+    }
+    kd_session *s = session_alloc(t, kind, state, owner, msg, msglen);
+    if (!s) return KD_SESSION_ERROR;
+    snprintf(s->id, sizeof s->id, "%s", id);
+    kd_session_status st = KD_SESSION_OK;
+    pthread_mutex_lock(&t->mu);
+    if (find(t, id)) {
+        snprintf(msg, msglen, "session %s is restored already", id);
+        st = KD_SESSION_ERROR;
+    } else if (t->count >= t->max) {
+        snprintf(msg, msglen, "the table holds max-sessions (%d) already", t->max);
+        st = KD_SESSION_FULL;
+    } else {
+        insert(t, s, now_s(), held);
+        t->created++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (st != KD_SESSION_OK) free_session(s);
+    return st;
 }
 
 /* The session named id, with *st KD_SESSION_OK; or NULL with *st and msg saying why. Under
@@ -334,6 +530,9 @@ void kd_sessions_release(kd_sessions *t, kd_session *s) {
     const int length = s->kind ? extra.length : kr_cache_length(s->cache);
     const size_t bytes = s->kind ? extra.bytes : kr_cache_bytes(s->cache);
     pthread_mutex_lock(&t->mu);
+    t->heap_used += extra.heap_bytes - s->heap; /* unsigned: wraps back right */
+    t->pool_used += (bytes - extra.heap_bytes) - (s->bytes - s->heap);
+    s->heap = extra.heap_bytes;
     s->extra = extra;
     s->length = length;
     s->bytes = bytes;
@@ -342,6 +541,20 @@ void kd_sessions_release(kd_sessions *t, kd_session *s) {
     t->busy--;
     lru_push(t, s);
     pthread_mutex_unlock(&t->mu);
+}
+
+void kd_sessions_discard(kd_sessions *t, kd_session *s) {
+    pthread_mutex_lock(&t->mu);
+    s->busy = false;
+    t->busy--;
+    lru_push(t, s); /* retire takes it off the list */
+    retire(t, s, GONE_DELETED);
+    t->deleted++;
+    pthread_mutex_unlock(&t->mu);
+}
+
+const char *kd_session_id(const kd_session *s) {
+    return s->id;
 }
 
 kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
@@ -395,13 +608,10 @@ int kd_sessions_expire(kd_sessions *t) {
 
 bool kd_sessions_evict_lru(kd_sessions *t) {
     pthread_mutex_lock(&t->mu);
-    const bool any = t->lru_head != NULL;
-    if (any) {
-        retire(t, t->lru_head, GONE_EVICTED);
-        t->evicted++;
-    }
+    kd_session *v = victim(t, "", now_s(), false);
+    if (v) evict(t, v);
     pthread_mutex_unlock(&t->mu);
-    return any;
+    return v != NULL;
 }
 
 void kd_sessions_stats_get(kd_sessions *t, kd_sessions_stats *st) {
@@ -412,6 +622,12 @@ void kd_sessions_stats_get(kd_sessions *t, kd_sessions_stats *st) {
     st->expired = t->expired;
     st->evicted = t->evicted;
     st->deleted = t->deleted;
+    st->refused_room = t->refused_room;
+    st->refused_bytes = t->refused_bytes;
+    st->heap_bytes = t->heap_used;
+    st->heap_budget = t->heap_budget;
+    st->pool_bytes = t->pool_used;
+    st->pool_budget = pool_share(t);
     pthread_mutex_unlock(&t->mu);
 }
 

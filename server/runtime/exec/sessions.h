@@ -30,6 +30,9 @@ typedef enum {
     KD_SESSION_BUSY,        /* in use by another request: 409 */
     KD_SESSION_FULL,        /* max_sessions held, none idle past min-idle to evict: 429 */
     KD_SESSION_OWNER_LIMIT, /* the creator holds max-sessions-per-key already: 429 */
+    KD_SESSION_BYTES_LIMIT, /* the creator's sessions would outgrow max-session-bytes-per-key: 429
+                             */
+    KD_SESSION_NO_ROOM,     /* the memory is held by sessions used within min-idle: 503 */
     KD_SESSION_ERROR,       /* out of memory, no randomness: 500 */
 } kd_session_status;
 
@@ -38,8 +41,9 @@ typedef enum {
  * (at creation and each release), so that info never reads state a request is changing. */
 typedef struct {
     int length;
-    size_t bytes;
-    int64_t last_timestamp;       /* wall-clock seconds */
+    size_t bytes;           /* all it holds, its pool bytes included */
+    size_t heap_bytes;      /* of which outside the KV pool (candles, tokens, encoder caches) */
+    int64_t last_timestamp; /* wall-clock seconds */
     char last_timestamp_text[48]; /* as the client wrote such timestamps, "" for Unix seconds */
     float mean[KR_D_IN], std[KR_D_IN];
 } kd_session_extra;
@@ -55,27 +59,44 @@ typedef struct {
 typedef struct {
     int max_sessions;
     int ttl_seconds;
-    int min_idle_seconds; /* a session used more recently is never evicted for a new one */
-    int max_per_owner;    /* sessions one owner may hold (<= 0: max_sessions) */
-    const char *node_id;  /* this node's name (config.h's rules), the prefix of every id */
+    int min_idle_seconds;       /* a session used more recently is never evicted for a new one */
+    int max_per_owner;          /* sessions one owner may hold (<= 0: max_sessions) */
+    size_t heap_budget;         /* sessions' bytes outside the pool, over all (0: no limit) */
+    int pool_percent;           /* of the pool that sessions' caches may hold (<= 0: 100) */
+    size_t max_bytes_per_owner; /* bytes (pool and outside) one owner's sessions hold (0: none) */
+    const char *node_id;        /* this node's name (config.h's rules), the prefix of every id */
+    /* called (the table's lock held) for every session that ends: deleted, expired or
+     * evicted; NULL: nothing to tell (the journal's hook) */
+    void (*on_gone)(void *ctx, const char *id);
+    void *gone_ctx;
 } kd_sessions_limits;
 
 kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim);
 /* Frees every session; none may be busy. */
 void kd_sessions_free(kd_sessions *t);
 
-/* A new idle session of `owner` (an API key's digest or a client address); its id in
+/* A new session of `owner` (an API key's digest or a client address); its id in
  * id[KD_SESSION_ID_LEN + 1]. At max_sessions the least recently used session makes room if
  * it has been idle for min-idle; otherwise, or when the owner holds its limit already, the
- * creator is refused (msg says why, *retry_after when to try again). */
-kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, char *msg,
-                                  size_t msglen, int *retry_after);
+ * creator is refused (msg says why, *retry_after when to try again). With held, the
+ * session starts busy for the caller (*held), who releases it (after journaling it, so that
+ * nothing can end it before its creation is written); else it starts idle. */
+kd_session_status kd_sessions_new(kd_sessions *t, const char *owner, char *id, kd_session **held,
+                                  char *msg, size_t msglen, int *retry_after);
 
 /* kd_sessions_new for a session of `kind` holding `state`, which it then owns (freed with
  * kind->free when the session goes, or at once on failure). */
 kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *kind, void *state,
-                                       const char *owner, char *id, char *msg, size_t msglen,
-                                       int *retry_after);
+                                       const char *owner, char *id, kd_session **held, char *msg,
+                                       size_t msglen, int *retry_after);
+
+/* A session named id (one this node made, replayed from the journal) back in the table,
+ * busy for the caller (*held): of `kind` with `state` (owned, as kd_sessions_new_with), or a
+ * token session with an empty cache. Refused when the id is not this node's, is held
+ * already, or the table is full. */
+kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kind, void *state,
+                                      const char *owner, const char *id, kd_session **held,
+                                      char *msg, size_t msglen);
 /* NULL for a token session. */
 const kd_session_kind *kd_session_kind_of(const kd_session *s);
 void *kd_session_state(kd_session *s);
@@ -97,18 +118,39 @@ typedef struct {
     kd_session_extra extra;      /* a session of another kind: as of its last release */
 } kd_session_info;
 
+/* Ends a session the caller holds (its change could not be journaled: a restart would not
+ * bring back what it holds now), as deleted. */
+void kd_sessions_discard(kd_sessions *t, kd_session *s);
+/* The id of a session. */
+const char *kd_session_id(const kd_session *s);
+
 kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
                                    size_t msglen);
 kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen);
 
+/* Room, planned before the work, for `heap` bytes outside the pool and `pool` bytes of KV
+ * pool that owner's new session (or an append to one it holds) will take: the owner's own
+ * sessions idle past min-idle are evicted first (least recently used first), then others'
+ * idle past min-idle, never one used more recently. `creating`: a new session, so the
+ * owner's count limit and the table's slots are checked (a slot freed) now too, before the
+ * work rather than after it. The heap bytes stay reserved until
+ * kd_sessions_unreserve. KD_SESSION_OK, or the refusal with msg and *retry_after. */
+kd_session_status kd_sessions_make_room(kd_sessions *t, const char *owner, size_t heap, size_t pool,
+                                        bool creating, char *msg, size_t msglen, int *retry_after);
+void kd_sessions_unreserve(kd_sessions *t, size_t heap);
+
 /* Removes idle sessions past the TTL; returns how many. */
 int kd_sessions_expire(kd_sessions *t);
-/* Evicts the least recently used idle session; false when none is idle. */
+/* Evicts the least recently used session idle past min-idle (the pool ran dry under the
+ * scheduler); false when there is none. */
 bool kd_sessions_evict_lru(kd_sessions *t);
 
 typedef struct {
     int count, busy;
     unsigned long long created, expired, evicted, deleted;
+    unsigned long long refused_room, refused_bytes; /* KD_SESSION_NO_ROOM, _BYTES_LIMIT */
+    size_t heap_bytes, heap_budget;                 /* outside the pool: held, budget */
+    size_t pool_bytes, pool_budget;                 /* in the pool: held, their share */
 } kd_sessions_stats;
 
 void kd_sessions_stats_get(kd_sessions *t, kd_sessions_stats *st);

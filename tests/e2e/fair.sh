@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# fair.sh KRONOSD SRCDIR — a request counts as one in the queue, however many series it holds.
+#
+# Shows: while a request of 160 series (4 samples each: 640 decode rows, more than
+# max-batch-rows, so most of its forecasts wait in the scheduler) runs, other clients' small
+# forecasts are all admitted (200), with queue-size 4; before, its waiting series counted as
+# waiting requests and everyone else got 503 overloaded. About 10 s.
+set -u
+if [ $# -ne 2 ]; then
+    echo "usage: $0 KRONOSD SRCDIR" >&2
+    exit 2
+fi
+KRONOSD=$(realpath "$1")
+SRC=$(realpath "$2")
+# shellcheck source=lib.sh
+. "$SRC/tests/e2e/lib.sh"
+
+"$PY" - "$SRC/tests/data/kline_5min.csv" "$WORK" <<'PYEOF'
+import csv, json, sys
+rows = list(csv.reader(open(sys.argv[1])))
+hdr, rows = rows[0], rows[1:]
+def cand(r):
+    d = {"timestamps": [x[0] for x in r]}
+    for i, n in enumerate(hdr[1:], 1):
+        d[n] = [float(x[i]) for x in r]
+    return d
+json.dump({"series": [{"candles": cand(rows[i * 10:i * 10 + 200])} for i in range(160)],
+           "horizon": 16, "samples": 4, "seed": 1}, open(f"{sys.argv[2]}/series.json", "w"))
+json.dump({"candles": cand(rows[:64]), "horizon": 16, "seed": 2}, open(f"{sys.argv[2]}/small.json", "w"))
+PYEOF
+
+start_daemon a --queue-size 4
+U=$URL_a
+curl -sS -m 120 -o "$WORK/series.out" -w '%{http_code}' "$U/forecast" -d @"$WORK/series.json" >"$WORK/series.status" &
+SERIES=$!
+for _ in $(seq 1 100); do # until the series' forecasts are in the scheduler
+    [ "$(metric "$U" kronosd_requests_running)" -ge 1 ] 2>/dev/null && break
+    sleep 0.05
+done
+OK=0 CODES=""
+for i in $(seq 1 6); do
+    http POST "$U/forecast" -d @"$WORK/small.json" --interface 127.0.0.2
+    CODES="$CODES $STATUS"
+    [ "$STATUS" = 200 ] && OK=$((OK + 1))
+    sleep 0.2
+done
+wait "$SERIES"
+echo "     small forecasts beside the 160-series request:$CODES; the series request: $(cat "$WORK/series.status")"
+[ "$OK" = 6 ] && pass "a 160-series request in flight: other clients' small forecasts all get 200 (queue-size 4)" \
+    || fail "a large series request leaves room in the queue" "$CODES"
+[ "$(cat "$WORK/series.status")" = 200 ] && jq_ok 'len(d["series"]) == 160' "$WORK/series.out" \
+    && pass "the series request is answered" || fail "the series request is answered" "$(head -c 200 "$WORK/series.out")"
+summary
