@@ -391,6 +391,9 @@ int kr_series_append_shifted(kr_series *s, const kr_candles *candles, int64_t sh
  * max_context each append prefills the whole window again (positions start at 0 in every
  * window), so a one-candle append then costs a window's prefill. */
 double kr_series_append_flops(const kr_series *s, int k, bool reclock);
+/* The compute kr_series_create spends on n candles (an estimate from the shapes, as the
+ * plan's): what building a series held as its candles alone costs. */
+double kr_series_create_flops(const kr_model *m, int n);
 /* The most candles the series may hold from now on (0: no limit); it already holds what it
  * holds. A reloaded limit applies to a live series from its next append. */
 void kr_series_set_max_candles(kr_series *s, int max_candles);

@@ -327,6 +327,16 @@ int kr_series_append(kr_series *s, const kr_candles *r, kr_error *err) {
     return add_candles(s, r, false, err);
 }
 
+double kr_series_create_flops(const kr_model *m, int n) {
+    const kr_predictor_config *pc = &m->pc;
+    const kr_tokenizer_config *tc = &m->tc;
+    const int mc = m->max_context, w = n > mc ? mc : n;
+    /* every candle encoded (and decoded while the window has not slid), the window prefilled */
+    double f = kr_stack_flops(n, n, tc->n_enc_layers - 1, tc->d_model, tc->ff_dim);
+    if (n < mc) f += kr_stack_flops(n, n, tc->n_dec_layers - 1, tc->d_model, tc->ff_dim);
+    return f + kr_stack_flops(w, w, pc->n_layers, pc->d_model, pc->ff_dim);
+}
+
 double kr_series_append_flops(const kr_series *s, int k, bool reclock) {
     const kr_predictor_config *pc = &s->m->pc;
     const kr_tokenizer_config *tc = &s->m->tc;

@@ -136,7 +136,7 @@ static bool needs_model(const kd_route *rt) {
  * as /forecast refuses an unknown one. The GET routes ignore queries (cache busters). */
 static bool refuses_query(const kd_route *rt) {
     return strcmp(rt->method, "POST") == 0 && rt->run != kd_handle_forecast &&
-           rt->run != kd_handle_tokenize;
+           rt->run != kd_handle_evaluate && rt->run != kd_handle_tokenize;
 }
 
 static kd_outcome handle(const kd_route *rt, kd_app *app, kd_request *r) {

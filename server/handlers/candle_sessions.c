@@ -561,7 +561,11 @@ kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
     /* an append is model work too: past max_context even one candle prefills a window */
     const candle_state *st = kd_session_state(a->session);
     const bool reclock = kd_form_offset(&a->candles.time_form) != kd_form_offset(&st->form);
-    const double gflop = kr_series_append_flops(st->series, a->candles.n, reclock) / 1e9;
+    /* a session restored from the journal is built by its first append (ensure_series) */
+    const double gflop =
+        (st->series ? kr_series_append_flops(st->series, a->candles.n, reclock)
+                    : kr_series_create_flops(app->model, st->pending->n + a->candles.n)) /
+        1e9;
     if (gflop > (double)app->cfg.max_request_cost) {
         kd_refuse(app, r, KD_REFUSED_TOO_LARGE, 422, "too_large",
                   "append: %d candles need about %.0f GFLOP of model work; max-request-cost is "
