@@ -244,6 +244,15 @@ events = re.findall(r"^event: (\w+)\ndata: (.*)$", sse.decode(), re.M) if isinst
 report(len(events) >= 2 and events[0][0] == "progress" and events[-1][0] == "result" and
        not validate(json.loads(events[-1][1]), {"$ref": "#/components/schemas/EvaluateResponse"}),
        "POST /evaluate (event stream): progress, then the documented result", str(sse)[:300])
+# closes <= 0: the random walk's sigma, its CRPS and coverage cannot be computed (null)
+n = 40
+ev = check("POST /evaluate (scores that cannot be computed)", "POST", URL, "/evaluate", 200,
+           {"candles": {"timestamps": [1700000000 + 300 * i for i in range(n)],
+                        "open": [1] * n, "high": [1] * n, "low": [-1] * n,
+                        "close": [0 if i % 3 == 0 else -1 for i in range(n)]},
+            "lookback": 16, "horizon": 4, "stride": 8, "samples": 3})
+report(isinstance(ev, dict) and ev["random_walk"]["overall"]["crps"] is None,
+       "POST /evaluate: a score that cannot be computed is null", str(ev)[:300])
 check("POST /evaluate unknown field", "POST", URL, "/evaluate", 400,
       {**evaluation, "pred_len": 4})
 check("POST /evaluate lookback 1", "POST", URL, "/evaluate", 400, {**evaluation, "lookback": 1})
