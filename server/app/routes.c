@@ -133,7 +133,8 @@ static bool needs_model(const kd_route *rt) {
 
 /* The POST routes whose fields all come in the body: a query parameter there would be
  * silently ignored (/sessions/{id}/forecast?format=csv answering JSON), so it is refused
- * as /forecast refuses an unknown one. The GET routes ignore queries (cache busters). */
+ * as /forecast refuses an unknown one. The GET routes ignore queries (cache busters).
+ * /forecast, /evaluate and /tokenize read their own (a text/csv body's fields, format). */
 static bool refuses_query(const kd_route *rt) {
     return strcmp(rt->method, "POST") == 0 && rt->run != kd_handle_forecast &&
            rt->run != kd_handle_evaluate && rt->run != kd_handle_tokenize;

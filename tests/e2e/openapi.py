@@ -7,7 +7,8 @@ body checked against the document's response for that status (python3-jsonschema
 JSON Schema 2020-12); the request bodies that succeed are checked against the documented
 request schemas too. Also:
   - the fields each JSON route takes, as the daemon lists them when refusing an unknown one,
-    are the properties its request schema documents (and the query parameters of /forecast);
+    are the properties its request schema documents (and the query parameters of /forecast
+    and /evaluate);
   - every error code the server's sources answer with (kd_reply_error, kd_refuse, the
     session and core tables) is in the document, under its status;
   - a method a documented path does not take is 405 with the error object.
@@ -208,6 +209,66 @@ check("POST /forecast with the key", "POST", KEY_URL, "/forecast", 200, forecast
 check("POST /forecast badly framed", "POST", URL, "/forecast", 400,
       raw_text=bad_framing("POST", "/forecast"))
 
+# /evaluate: 120 candles of the example series (columns), origins every 20 from 32
+series = [line.rstrip("\n").split(",") for line in
+          open(f"{SRC}/tests/data/kline_5min.csv").readlines()[:121]]
+head, series = series[0], series[1:]
+evaluation_candles = {k: [r[head.index(k)] if k == "timestamps" else float(r[head.index(k)])
+                          for r in series]
+                      for k in ("timestamps", "open", "high", "low", "close", "volume", "amount")}
+evaluation = {"candles": evaluation_candles, "lookback": 32, "horizon": 4, "stride": 20,
+              "samples": 4, "seed": 1, "quantiles": [0.1, 0.25, 0.5, 0.75, 0.9]}
+ev = check("POST /evaluate", "POST", URL, "/evaluate", 200, evaluation)
+report(isinstance(ev, dict) and ev.get("origins") == 5 and "by_origin" not in ev and
+       "normalization" not in ev and set(ev["model"]["coverage"]) == {"0.1-0.9", "0.25-0.75"},
+       "POST /evaluate: 5 origins, the coverage pairs, no detail unasked", str(ev)[:300])
+ev = check("POST /evaluate (return_origins)", "POST", URL, "/evaluate", 200,
+           {**evaluation, "return_origins": True})
+report(isinstance(ev, dict) and [o["origin"] for o in ev.get("by_origin", [])] ==
+       [32, 52, 72, 92, 112] and all(len(o["close"]["paths"]) == 4 for o in ev["by_origin"]),
+       "POST /evaluate (return_origins): each origin's detail", str(ev)[:300])
+ev = check("POST /evaluate (live)", "POST", URL, "/evaluate", 200,
+           {**evaluation, "mode": "live", "stride": 40, "samples": 1, "return_origins": True})
+report(isinstance(ev, dict) and ev.get("mode") == "live" and "normalization" in ev and
+       all("paths" not in o["close"] for o in ev["by_origin"]),
+       "POST /evaluate (live): the pinned statistics, no paths of one sample", str(ev)[:300])
+ev = check("POST /evaluate (CSV, query)", "POST", URL,
+           "/evaluate?lookback=16&horizon=4&stride=8&samples=3&quantiles=0.1,0.5,0.9&seed=2"
+           "&return_origins=true&mode=window", 200, csv_text, "text/csv")
+report(isinstance(ev, dict) and ev.get("origins") == 3 and len(ev.get("by_origin", [])) == 3,
+       "POST /evaluate (CSV, query): the query's fields", str(ev)[:300])
+sse = check("POST /evaluate (event stream)", "POST", URL, "/evaluate", 200, evaluation,
+            headers={"Accept": "text/event-stream"})
+events = re.findall(r"^event: (\w+)\ndata: (.*)$", sse.decode(), re.M) if isinstance(
+    sse, bytes) else []
+report(len(events) >= 2 and events[0][0] == "progress" and events[-1][0] == "result" and
+       not validate(json.loads(events[-1][1]), {"$ref": "#/components/schemas/EvaluateResponse"}),
+       "POST /evaluate (event stream): progress, then the documented result", str(sse)[:300])
+# closes <= 0: the random walk's sigma, its CRPS and coverage cannot be computed (null)
+n = 40
+ev = check("POST /evaluate (scores that cannot be computed)", "POST", URL, "/evaluate", 200,
+           {"candles": {"timestamps": [1700000000 + 300 * i for i in range(n)],
+                        "open": [1] * n, "high": [1] * n, "low": [-1] * n,
+                        "close": [0 if i % 3 == 0 else -1 for i in range(n)]},
+            "lookback": 16, "horizon": 4, "stride": 8, "samples": 3})
+report(isinstance(ev, dict) and ev["random_walk"]["overall"]["crps"] is None,
+       "POST /evaluate: a score that cannot be computed is null", str(ev)[:300])
+check("POST /evaluate unknown field", "POST", URL, "/evaluate", 400,
+      {**evaluation, "pred_len": 4})
+check("POST /evaluate lookback 1", "POST", URL, "/evaluate", 400, {**evaluation, "lookback": 1})
+check("POST /evaluate format=csv", "POST", URL, "/evaluate?format=csv", 400, evaluation)
+# one origin whose 1000 paths' KV cache is over the whole pool (a small body: integer
+# timestamps and prices)
+n = 64 + 256
+check("POST /evaluate too large", "POST", URL, "/evaluate", 422,
+      {"candles": {"timestamps": [1700000000 + 300 * i for i in range(n)],
+                   "open": [10] * n, "high": [11] * n, "low": [9] * n,
+                   "close": [10 + i % 5 for i in range(n)]},
+       "lookback": 64, "horizon": 256, "samples": 1000})
+check("POST /evaluate past its deadline", "POST", URL, "/evaluate", 504,
+      {**evaluation, "horizon": 8, "stride": 1, "samples": 32, "timeout_ms": 1})
+check("POST /evaluate without the key", "POST", KEY_URL, "/evaluate", 401, evaluation)
+
 tok = check("POST /tokenize", "POST", URL, "/tokenize", 200, {"candles": candles})
 check("POST /tokenize (CSV)", "POST", URL, "/tokenize", 200, csv_text, "text/csv")
 check("POST /tokenize no candles", "POST", URL, "/tokenize", 400, {})
@@ -301,6 +362,7 @@ for name, path, body, documented in [
         ("TokenizeRequest", "/tokenize", {}, props("TokenizeRequest")),
         ("DetokenizeRequest", "/detokenize", {}, props("DetokenizeRequest")),
         ("CandleSessionRequest", "/sessions", {"candles": {}}, props("CandleSessionRequest")),
+        ("EvaluateRequest", "/evaluate", {}, props("EvaluateRequest")),
         ("CandleColumns", "/forecast", {"candles": {"zz_unknown": 1}, "horizon": 1},
          props("CandleColumns")),
 ]:
@@ -323,12 +385,13 @@ if isinstance(cs, dict):
         report(got == props(name), f"{name}: the daemon's fields are the documented ones",
                f"daemon {sorted(got or [])} vs document {sorted(props(name))}")
     call("DELETE", f"{URL}/sessions/{cs['session']}")
-status, _, data = call("POST", URL + "/forecast?zz_unknown=1", csv_text, "text/csv")
-got = listed(json.loads(data), "query parameters") if status == 400 else None
-query = {p.get("name") or p["$ref"].rsplit("/", 1)[1]
-         for p in DOC["paths"]["/forecast"]["post"]["parameters"]}
-report(got == query, "/forecast: the daemon's query parameters are the documented ones",
-       f"daemon {sorted(got or [])} vs document {sorted(query)}")
+for path in ("/forecast", "/evaluate"):
+    status, _, data = call("POST", URL + path + "?zz_unknown=1", csv_text, "text/csv")
+    got = listed(json.loads(data), "query parameters") if status == 400 else None
+    query = {p.get("name") or p["$ref"].rsplit("/", 1)[1]
+             for p in DOC["paths"][path]["post"]["parameters"]}
+    report(got == query, f"{path}: the daemon's query parameters are the documented ones",
+           f"daemon {sorted(got or [])} vs document {sorted(query)}")
 
 # ---- every error code in the sources is documented under its status ---------------------
 
