@@ -156,7 +156,8 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
         memcpy(o + 16 * c, &a[c], sizeof a[c]);
 }
 
-#define HEAD_GROUP 4 /* heads a row-path task takes together */
+#define HEAD_GROUP  4 /* heads a row-path task takes together */
+#define SERIAL_ROWS 4 /* rows attended on the calling thread alone (matmul.c says why) */
 
 /* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
  * s: nh * n_keys floats of scratch. */
@@ -432,5 +433,8 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     }
     int items = n_rows * (n_heads / head_group(n_heads));
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
-    kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
+    if (n_rows <= SERIAL_ROWS) /* a decode step of a few paths: not worth a fork-join */
+        kr_serial_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
+    else
+        kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }
