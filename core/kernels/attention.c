@@ -288,9 +288,12 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     float *sc = j->scratch + (size_t)worker * j->scratch_stride;
     float *qt = sc + (size_t)n_keys * T, *o = qt + (size_t)hd * T;
     float scale = (float)(1.0 / sqrt((double)hd));
-    for (int i = 0; i < hd; i++)
-        for (int r = 0; r < T; r++)
-            qt[(size_t)i * T + r] = r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
+    for (int r = 0; r < T; r++) { /* row by row: the rows are d floats apart, the same cache
+                                     sets for a power of two, read one at a time */
+        const float *qr = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
+        for (int i = 0; i < hd; i++)
+            qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
+    }
     /* shared keys four at a time, the tile's 32 rows in two 16-lane vectors: each load of
      * the transposed queries serves four keys, eight chains of adds in flight (the last
      * group repeats its last key, writing the same scores twice) */
@@ -318,11 +321,12 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         s2[0] = c0 * scale, s2[1] = c1 * scale;
         s3[0] = d0 * scale, s3[1] = d1 * scale;
     }
-    for (int key = shared; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
-            sc[(size_t)key * T + r] = r < R && key < j->rows[r0 + r].n_keys
-                                          ? own_at(j, r0 + r, h)[key - shared]
-                                          : -INFINITY;
+    for (int r = 0; r < T; r++) {
+        const float *own = r < R ? own_at(j, r0 + r, h) : NULL;
+        int end = r < R ? j->rows[r0 + r].n_keys : 0;
+        for (int key = shared; key < n_keys; key++)
+            sc[(size_t)key * T + r] = key < end ? own[key - shared] : -INFINITY;
+    }
     /* softmax down each column, all rows at once (a padded key's e is 0, adding nothing) */
     float mx[T], inv[T];
     for (int r = 0; r < T; r++)
