@@ -209,6 +209,9 @@ typedef struct {
     const kr_attn_row *rows;
     int n_rows, d, layer, n_heads, per_task, n_tiles, own_max;
     int *shared; /* [n_tiles]: keys [0, shared) that every row of the tile reads alike */
+    int *scored; /* [n_tiles]: keys [0, scored) the tile scores itself: all its rows' keys
+                  * when they read one cache (a key past a row's end is then masked), else
+                  * the shared ones (pass 1 scores the rest) */
     float *scratch;
     size_t scratch_stride;
     float *own; /* [n_rows][n_heads][own_max]: scores, then e, of each row's own keys */
@@ -234,9 +237,9 @@ static void attend_task(void *arg, int task, int worker) {
     }
 }
 
-/* The tile path in three passes: each row's own keys scored (pass 1), the shared keys and
- * the softmax for a tile of rows, head by head (pass 2), the own keys' values added and the
- * sums normalised (pass 3). */
+/* The tile path in three passes: each row's own keys scored (pass 1, for tiles over several
+ * caches), the shared keys and the softmax for a tile of rows, head by head (pass 2), the own
+ * keys' values added and the sums normalised (pass 3). */
 static float *own_at(const attend_job *j, int r, int h) {
     return j->own + ((size_t)r * j->n_heads + h) * j->own_max;
 }
@@ -246,6 +249,7 @@ static void own_scores(void *arg, int r, int worker) {
     const attend_job *j = arg;
     const kr_attn_row *row = &j->rows[r];
     int hd = j->d / j->n_heads, shared = j->shared[r / KR_ATTN_TILE];
+    if (j->scored[r / KR_ATTN_TILE] > shared) return; /* its tile scores them */
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int h = 0; h < j->n_heads; h++)
         head_scores(j->q + (size_t)r * j->d + (size_t)h * hd, row->kv, j->layer, h, hd, shared,
@@ -279,6 +283,7 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     int h = task % j->n_heads, r0 = task / j->n_heads * T;
     int R = j->n_rows - r0 < T ? j->n_rows - r0 : T;
     int d = j->d, hd = d / j->n_heads, shared = j->shared[r0 / T], n_keys = 0;
+    int scored = j->scored[r0 / T];
     const kr_kv_view *kv0 = j->rows[r0].kv;
     int B = kv0->block_len;
     for (int r = 0; r < R; r++)
@@ -297,11 +302,11 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     /* shared keys four at a time, the tile's 32 rows in two 16-lane vectors: each load of
      * the transposed queries serves four keys, eight chains of adds in flight (the last
      * group repeats its last key, writing the same scores twice) */
-    for (int key = 0; key < shared; key += 4) {
+    for (int key = 0; key < scored; key += 4) {
         const float *kc[4];
         int kk[4];
         for (int c = 0; c < 4; c++) {
-            kk[c] = key + c < shared ? key + c : shared - 1;
+            kk[c] = key + c < scored ? key + c : scored - 1;
             kc[c] = kr_kv_kcol(kv0, j->layer, kk[c]) + (size_t)h * hd * B;
         }
         v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
@@ -321,11 +326,14 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         s2[0] = c0 * scale, s2[1] = c1 * scale;
         s3[0] = d0 * scale, s3[1] = d1 * scale;
     }
-    for (int r = 0; r < T; r++) {
+    for (int r = 0; r < T; r++) { /* past the shared keys: pass 1's scores, or masked */
         const float *own = r < R ? own_at(j, r0 + r, h) : NULL;
         int end = r < R ? j->rows[r0 + r].n_keys : 0;
         for (int key = shared; key < n_keys; key++)
-            sc[(size_t)key * T + r] = key < end ? own[key - shared] : -INFINITY;
+            if (key >= end)
+                sc[(size_t)key * T + r] = -INFINITY;
+            else if (key >= scored)
+                sc[(size_t)key * T + r] = own[key - shared];
     }
     /* softmax down each column, all rows at once (a padded key's e is 0, adding nothing) */
     float mx[T], inv[T];
@@ -403,7 +411,7 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
  * every row's end when the rows share one cache (the rows of one sequence, such as a
  * prefill's), else the whole blocks they hold in common below every row's end (the sample
  * paths forked from one context). */
-static int shared_prefix(const kr_attn_row *rows, int n_rows) {
+static int shared_prefix(const kr_attn_row *rows, int n_rows, int *one_cache_out) {
     const kr_kv_view *kv0 = rows[0].kv;
     int B = kv0->block_len, n = rows[0].n_keys, one_cache = 1;
     for (int r = 1; r < n_rows; r++)
@@ -417,6 +425,7 @@ static int shared_prefix(const kr_attn_row *rows, int n_rows) {
         nb = b;
         one_cache = 0;
     }
+    *one_cache_out = one_cache;
     return one_cache ? n : nb * B;
 }
 
@@ -437,24 +446,29 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
                         kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
     /* tiles when some tile's rows share 64 keys or more: each tile's shared keys read once
      * for all its rows, the rest of each row's keys its own */
-    int most_shared = 0;
+    int most_shared = 0, own_scored = 0;
     if (n_rows > SERIAL_ROWS) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
-        j.shared = malloc((size_t)j.n_tiles * sizeof *j.shared);
+        j.shared = malloc((size_t)j.n_tiles * 2 * sizeof *j.shared);
+        j.scored = j.shared ? j.shared + j.n_tiles : NULL;
         for (int t = 0; j.shared && t < j.n_tiles; t++) {
             int r0 = t * KR_ATTN_TILE, R = n_rows - r0 < KR_ATTN_TILE ? n_rows - r0 : KR_ATTN_TILE;
-            j.shared[t] = shared_prefix(rows + r0, R);
+            int one_cache, own = 0;
+            j.shared[t] = j.scored[t] = shared_prefix(rows + r0, R, &one_cache);
             if (j.shared[t] > most_shared) most_shared = j.shared[t];
-            for (int r = r0; r < r0 + R; r++)
-                if (rows[r].n_keys - j.shared[t] > j.own_max)
-                    j.own_max = rows[r].n_keys - j.shared[t];
+            for (int r = r0; r < r0 + R; r++) {
+                if (rows[r].n_keys - j.shared[t] > own) own = rows[r].n_keys - j.shared[t];
+                if (one_cache && rows[r].n_keys > j.scored[t]) j.scored[t] = rows[r].n_keys;
+            }
+            if (own > j.own_max) j.own_max = own;
+            if (!one_cache && own > 0) own_scored = 1;
         }
     }
     if (most_shared >= 64) {
         j.own = malloc((size_t)n_rows * n_heads * (j.own_max > 0 ? j.own_max : 1) * sizeof(float));
         j.inv = malloc((size_t)n_rows * n_heads * sizeof(float));
         if (j.own && j.inv) { /* without them, the row-by-row path gives the same answer */
-            if (j.own_max > 0) kr_parallel_for(n_rows, own_scores, &j);
+            if (own_scored) kr_parallel_for(n_rows, own_scores, &j);
             kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
             kr_parallel_for(n_rows, own_values, &j);
             free(j.own);
