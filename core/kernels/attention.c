@@ -30,8 +30,10 @@ typedef float v16f __attribute__((vector_size(64), aligned(4)));
 /* ---- one row -------------------------------------------------------------------------------- */
 
 /* out[key - k0] for keys [k0, k1) of head h: the scaled dot products with qh[hd]. Full
- * groups of 16 keys go four at a time, so that four chains of adds are in flight (each
- * key's sum still runs over i in order). */
+ * groups of 16 keys go up to four at a time, so that four chains of adds are in flight
+ * (two or three groups repeat their last one; each key's sum still runs over i in order);
+ * a last partial group whose 16 lanes lie within its block is one vector too, its lanes
+ * past k1 computed and dropped (each lane is a key of its own). */
 KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd,
                                int k0, int k1, float scale, float *out) {
     int B = kv->block_len;
@@ -43,7 +45,9 @@ KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer,
             kt[n_full++] = kr_kv_kcol(kv, layer, at) + (size_t)h * hd * B;
             at += KEY_LANES;
         }
-        if (n_full == 4) {
+        if (n_full >= 2) {
+            for (int g = n_full; g < 4; g++)
+                kt[g] = kt[n_full - 1];
             v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
             for (int i = 0; i < hd; i++) {
                 float qi = qh[i];
@@ -55,21 +59,21 @@ KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer,
             a0 *= scale, a1 *= scale, a2 *= scale, a3 *= scale;
             memcpy(out + key - k0, &a0, sizeof a0);
             memcpy(out + key - k0 + 16, &a1, sizeof a1);
-            memcpy(out + key - k0 + 32, &a2, sizeof a2);
-            memcpy(out + key - k0 + 48, &a3, sizeof a3);
-            key += 4 * KEY_LANES;
+            if (n_full > 2) memcpy(out + key - k0 + 32, &a2, sizeof a2);
+            if (n_full > 3) memcpy(out + key - k0 + 48, &a3, sizeof a3);
+            key += n_full * KEY_LANES;
             continue;
         }
         int j0 = key % B, n = B - j0;
         if (n > k1 - key) n = k1 - key;
         if (n > KEY_LANES) n = KEY_LANES;
         const float *kc = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
-        if (n == KEY_LANES) {
+        if (n == KEY_LANES || j0 + KEY_LANES <= B) {
             v16f acc = {0};
             for (int i = 0; i < hd; i++)
                 acc += qh[i] * *(const v16f *)(kc + (size_t)i * B);
             acc *= scale;
-            memcpy(out + key - k0, &acc, sizeof acc);
+            memcpy(out + key - k0, &acc, (size_t)n * sizeof(float));
         } else {
             float acc[KEY_LANES] = {0};
             for (int i = 0; i < hd; i++)
