@@ -5,7 +5,7 @@
  * linear layer of Kronos-small and Kronos-base (and the tokenizer's), the row counts drawn
  * at random from 1 to 2048 and the rows taken at random offsets, so a row is checked at many
  * positions within its call, in calls of many sizes. The portable kernel (scalar fmaf) gets
- * calls of at most about 20 million multiply-adds, to keep the test short. */
+ * calls of at most about 4 million multiply-adds, to keep the test short. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +21,18 @@
 #include <string.h>
 
 #define MAX_ROWS 2048
+/* Under AddressSanitizer (CI's second pass) calls go up to 512 rows: every load is checked
+ * there, and the release pass already covers 2048. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MAX_CALL_ROWS 512
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MAX_CALL_ROWS 512
+#endif
+#endif
+#ifndef MAX_CALL_ROWS
+#define MAX_CALL_ROWS MAX_ROWS
+#endif
 
 static uint32_t lcg_state = 2026;
 static uint32_t lcg_u32(void) {
@@ -75,13 +87,13 @@ static void shape(const char *name, int in, int out, int with_bias, int calls) {
         /* sizes spread over 1 .. 2048 on a log scale, plus the decode step's 1 and 30 */
         int n = c == 0 ? 1 : c == 1 ? 30 : c == 2 ? MAX_ROWS : 1 + (int)(lcg_u32() % MAX_ROWS);
         if (c > 2 && c % 2) n = 1 + (int)(lcg_u32() % (1u << (1 + lcg_u32() % 11)));
-        if (n > MAX_ROWS) n = MAX_ROWS;
+        if (n > MAX_CALL_ROWS) n = MAX_CALL_ROWS;
         int r0 = (int)(lcg_u32() % (uint32_t)(MAX_ROWS - n + 1));
         const float *xs = x + (size_t)r0 * in;
         assert_int_equal(kr_simd_set(best), 0);
         kr_linear_forward(best_y, xs, n, &l);
         for (int s = KR_SIMD_GENERIC; s <= (int)best; s++) {
-            int rows = n, cap = 1 + 20000000 / (in * out);
+            int rows = n, cap = 1 + 4000000 / (in * out);
             if (s == KR_SIMD_GENERIC && rows > cap) rows = cap;
             assert_int_equal(kr_simd_set((kr_simd)s), 0);
             kr_linear_forward(y, xs, rows, &l);
@@ -100,8 +112,8 @@ static void shape(const char *name, int in, int out, int with_bias, int calls) {
 
 static void test_small_layers(void **state) {
     (void)state;
-    shape("small q|k|v", 512, 1536, 1, 8);
-    shape("small o, dependency q/k/v/o", 512, 512, 1, 8);
+    shape("small q|k|v", 512, 1536, 1, 6);
+    shape("small o, dependency q/k/v/o", 512, 512, 1, 6);
     shape("small w1|w3", 512, 2048, 0, 6);
     shape("small w2", 1024, 512, 0, 6);
     shape("small s1/s2 heads", 512, 1024, 1, 6);
@@ -110,8 +122,8 @@ static void test_small_layers(void **state) {
 
 static void test_base_layers(void **state) {
     (void)state;
-    shape("base q|k|v", 832, 2496, 1, 4);
-    shape("base o", 832, 832, 1, 4);
+    shape("base q|k|v", 832, 2496, 1, 3);
+    shape("base o", 832, 832, 1, 3);
     shape("base w1|w3", 832, 4096, 0, 3);
     shape("base w2", 2048, 832, 0, 3);
     shape("base s1/s2 heads", 832, 1024, 1, 3);
