@@ -160,8 +160,10 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
         memcpy(o + 16 * c, &a[c], sizeof a[c]);
 }
 
-#define HEAD_GROUP  4 /* heads a row-path task takes together */
-#define SERIAL_ROWS 4 /* rows attended on the calling thread alone (matmul.c says why) */
+#define HEAD_GROUP 4 /* heads a row-path task takes together */
+/* Rows attended on the calling thread alone: a few rows' attention takes microseconds,
+ * less than waking the pool. */
+#define SERIAL_ROWS 4
 
 /* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
  * s: nh * n_keys floats of scratch. */

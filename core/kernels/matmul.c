@@ -30,11 +30,6 @@
     128              /* at most this many rows per parallel task: rows split in equal tasks (a     \
                       * multiple of 8 rows each), so that the threads finish together */
 #define ROW_CHUNK 64 /* rows whose x stays in cache while a task's panels stream past */
-/* Products of at most this many rows run on the calling thread: they stream the weights
- * once for little arithmetic, so they are bound by memory bandwidth, which one thread
- * reaches, and a fork-join per product (dozens a decode step) costs more than a second
- * thread gains (1.7x at horizon 112 x 1 path on a 2-vCPU Zen 5). */
-#define SERIAL_ROWS 4
 
 /* Where output column o of row r goes: part[o / width] + r * width + o % width. One part
  * of width out is the plain y[T][out]; several let a stacked layer (q|k|v, w1|w3) write
@@ -390,10 +385,7 @@ static void forward(const y_map *y, const float *x, int T, const kr_linear *l) {
     per = (per + 7) / 8 * 8;
     row_tasks = (T + per - 1) / per;
     linear_job j = {y, x, T, (panels + TASK_PANELS - 1) / TASK_PANELS, per, l, kr_simd_level()};
-    if (T <= SERIAL_ROWS)
-        kr_serial_for(j.col_tasks * row_tasks, linear_task, &j);
-    else
-        kr_parallel_for(j.col_tasks * row_tasks, linear_task, &j);
+    kr_parallel_for(j.col_tasks * row_tasks, linear_task, &j);
 }
 
 void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
