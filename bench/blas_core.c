@@ -45,18 +45,47 @@ const char *kb_blas_better_core(const char *current, int cpu_avx512, int cpu_avx
     return cpu_amd ? "Zen" : "Haswell";
 }
 
-const char *kb_blas_better_core_here(void) {
+int kb_blas_yardstick_cores(int level, int cpu_avx512, int cpu_avx512bf16, int cpu_avx2,
+                            const char *cores[2]) {
+    int cpu = cpu_avx512 ? 2 : cpu_avx2 ? 1 : 0;
+    if (level == 0 || level > cpu) level = cpu;
+    if (level == 2) {
+        cores[0] = "SkylakeX";
+        if (!cpu_avx512bf16) return 1;
+        cores[1] = "Cooperlake"; /* SkylakeX's kernels with BF16 extras: either may win */
+        return 2;
+    }
+    if (level == 1) {
+        cores[0] = "Haswell";
+        cores[1] = "Zen"; /* Haswell's kernels with AMD's blocking */
+        return 2;
+    }
+    return 0; /* no vector core to ask for: the loaded one is the yardstick */
+}
+
+/* The CPU's features as blas_core.h's functions take them. */
+static void cpu_features(int *avx512, int *bf16, int *avx2, int *amd) {
+    *avx512 = *bf16 = *avx2 = *amd = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    int bf16 = 0;
+    *avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    *avx512 = *avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 #if defined(__GNUC__) && (__GNUC__ >= 12)
-    bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+    *bf16 = *avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
-    return kb_blas_better_core(kb_blas_core(), avx512, bf16, avx2, __builtin_cpu_is("amd"));
-#else
-    return NULL;
+    *amd = __builtin_cpu_is("amd");
 #endif
+}
+
+const char *kb_blas_better_core_here(void) {
+    int avx512, bf16, avx2, amd;
+    cpu_features(&avx512, &bf16, &avx2, &amd);
+    return kb_blas_better_core(kb_blas_core(), avx512, bf16, avx2, amd);
+}
+
+int kb_blas_yardstick_cores_here(int level, const char *cores[2]) {
+    int avx512, bf16, avx2, amd;
+    cpu_features(&avx512, &bf16, &avx2, &amd);
+    return kb_blas_yardstick_cores(level, avx512, bf16, avx2, cores);
 }

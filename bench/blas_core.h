@@ -13,4 +13,13 @@ const char *kb_blas_better_core(const char *current, int cpu_avx512, int cpu_avx
 /* kb_blas_better_core for this CPU and the loaded core. */
 const char *kb_blas_better_core_here(void);
 
+/* The OpenBLAS cores whose sgemm is the yardstick for kronosd's kernels at `level` (0
+ * portable, 1 AVX2, 2 AVX-512) on a CPU with these features: every core OpenBLAS has for
+ * that vector width (the bench measures each and keeps the fastest); the portable kernels
+ * are held to the widest the CPU has. Writes up to 2 names to cores; returns how many. */
+int kb_blas_yardstick_cores(int level, int cpu_avx512, int cpu_avx512bf16, int cpu_avx2,
+                            const char *cores[2]);
+/* kb_blas_yardstick_cores for this CPU. */
+int kb_blas_yardstick_cores_here(int level, const char *cores[2]);
+
 #endif

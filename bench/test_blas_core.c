@@ -26,6 +26,22 @@ int main(void) {
     expect("Zen, AVX2 AMD", kb_blas_better_core("Zen", 0, 0, 1, 1), NULL);
     expect("Prescott, SSE only", kb_blas_better_core("Prescott", 0, 0, 0, 0), NULL);
     expect("an unknown name", kb_blas_better_core("SomeFutureCore", 1, 1, 1, 0), NULL);
+    const char *c[2];
+    int n = kb_blas_yardstick_cores(2, 1, 1, 1, c);
+    expect("yardstick of AVX-512 kernels, BF16 CPU", n == 2 ? c[1] : NULL, "Cooperlake");
+    expect("... and the other AVX-512 core", n == 2 ? c[0] : NULL, "SkylakeX");
+    n = kb_blas_yardstick_cores(2, 1, 0, 1, c);
+    expect("yardstick of AVX-512 kernels, no BF16", n == 1 ? c[0] : NULL, "SkylakeX");
+    n = kb_blas_yardstick_cores(1, 1, 1, 1, c);
+    expect("yardstick of AVX2 kernels on an AVX-512 CPU", n == 2 ? c[0] : NULL, "Haswell");
+    expect("... and the other AVX2 core", n == 2 ? c[1] : NULL, "Zen");
+    n = kb_blas_yardstick_cores(0, 1, 1, 1, c);
+    expect("yardstick of the portable kernels: the CPU's widest", n == 2 ? c[1] : NULL,
+           "Cooperlake");
+    n = kb_blas_yardstick_cores(2, 0, 0, 1, c);
+    expect("AVX-512 kernels asked of an AVX2 CPU: its AVX2 cores", n == 2 ? c[0] : NULL, "Haswell");
+    n = kb_blas_yardstick_cores(1, 0, 0, 0, c);
+    expect("no vector unit: no core to ask for", n == 0 ? "none" : NULL, "none");
     printf("loaded core: %s\n", kb_blas_core());
     return failed ? 1 : 0;
 }

@@ -149,8 +149,39 @@ static void attend_row_path(int d, int n_heads, int block_len) {
     }
     kr_attend_rows(out, q, tile, TILE_ROWS, d, 0, n_heads, scratch, max_keys);
     assert_memory_equal(out, ref, (size_t)TILE_ROWS * d * sizeof(float));
+    /* a causal run of rows (a prefill: each row one key more), its first rows over one cache
+     * and the rest over a second one that holds the same first blocks and then its own: a
+     * tile of one cache shares every key below its rows' ends, wherever they fall in the
+     * blocks; a tile over both, the whole blocks they hold in common */
+    enum { RUN = 70, OWN_FROM = 40 };
+    float *blk2[BLOCKS], *own[2];
+    for (int b = 0; b < BLOCKS; b++)
+        blk2[b] = blk[b];
+    for (int i = 0; i < 2; i++) { /* the second cache's last two blocks are its own */
+        own[i] = malloc((size_t)2 * block_len * d * sizeof(float));
+        assert_non_null(own[i]);
+        for (size_t k = 0; k < (size_t)2 * block_len * d; k++)
+            own[i][k] = lcg();
+        blk2[BLOCKS - 2 + i] = own[i];
+    }
+    kr_kv_view kv2 = {blk2, block_len, d};
+    float *qr = malloc((size_t)RUN * d * sizeof(float)),
+          *rr = malloc((size_t)RUN * d * sizeof(float));
+    float *orr = malloc((size_t)RUN * d * sizeof(float));
+    assert_true(qr && rr && orr);
+    for (int i = 0; i < RUN * d; i++)
+        qr[i] = 2 * lcg();
+    kr_attn_row run[RUN];
+    for (int r = 0; r < RUN; r++) {
+        run[r] = (kr_attn_row){r < OWN_FROM ? &kv : &kv2, max_keys - RUN + r + 1};
+        kr_attend(rr + (size_t)r * d, qr + (size_t)r * d, run[r].kv, 0, run[r].n_keys, n_heads,
+                  scratch);
+    }
+    kr_attend_rows(orr, qr, run, RUN, d, 0, n_heads, scratch, max_keys);
+    assert_memory_equal(orr, rr, (size_t)RUN * d * sizeof(float));
     for (int b = 0; b < BLOCKS; b++)
         free(blk[b]);
+    free(own[0]), free(own[1]), free(qr), free(rr), free(orr);
     free(q), free(ref), free(out), free(scratch);
 }
 

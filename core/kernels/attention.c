@@ -30,8 +30,10 @@ typedef float v16f __attribute__((vector_size(64), aligned(4)));
 /* ---- one row -------------------------------------------------------------------------------- */
 
 /* out[key - k0] for keys [k0, k1) of head h: the scaled dot products with qh[hd]. Full
- * groups of 16 keys go four at a time, so that four chains of adds are in flight (each
- * key's sum still runs over i in order). */
+ * groups of 16 keys go up to four at a time, so that four chains of adds are in flight
+ * (two or three groups repeat their last one; each key's sum still runs over i in order);
+ * a last partial group whose 16 lanes lie within its block is one vector too, its lanes
+ * past k1 computed and dropped (each lane is a key of its own). */
 KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd,
                                int k0, int k1, float scale, float *out) {
     int B = kv->block_len;
@@ -43,7 +45,9 @@ KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer,
             kt[n_full++] = kr_kv_kcol(kv, layer, at) + (size_t)h * hd * B;
             at += KEY_LANES;
         }
-        if (n_full == 4) {
+        if (n_full >= 2) {
+            for (int g = n_full; g < 4; g++)
+                kt[g] = kt[n_full - 1];
             v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
             for (int i = 0; i < hd; i++) {
                 float qi = qh[i];
@@ -55,21 +59,21 @@ KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer,
             a0 *= scale, a1 *= scale, a2 *= scale, a3 *= scale;
             memcpy(out + key - k0, &a0, sizeof a0);
             memcpy(out + key - k0 + 16, &a1, sizeof a1);
-            memcpy(out + key - k0 + 32, &a2, sizeof a2);
-            memcpy(out + key - k0 + 48, &a3, sizeof a3);
-            key += 4 * KEY_LANES;
+            if (n_full > 2) memcpy(out + key - k0 + 32, &a2, sizeof a2);
+            if (n_full > 3) memcpy(out + key - k0 + 48, &a3, sizeof a3);
+            key += n_full * KEY_LANES;
             continue;
         }
         int j0 = key % B, n = B - j0;
         if (n > k1 - key) n = k1 - key;
         if (n > KEY_LANES) n = KEY_LANES;
         const float *kc = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
-        if (n == KEY_LANES) {
+        if (n == KEY_LANES || j0 + KEY_LANES <= B) {
             v16f acc = {0};
             for (int i = 0; i < hd; i++)
                 acc += qh[i] * *(const v16f *)(kc + (size_t)i * B);
             acc *= scale;
-            memcpy(out + key - k0, &acc, sizeof acc);
+            memcpy(out + key - k0, &acc, (size_t)n * sizeof(float));
         } else {
             float acc[KEY_LANES] = {0};
             for (int i = 0; i < hd; i++)
@@ -157,6 +161,9 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
 }
 
 #define HEAD_GROUP 4 /* heads a row-path task takes together */
+/* Rows attended on the calling thread alone: a few rows' attention takes microseconds,
+ * less than waking the pool. */
+#define SERIAL_ROWS 4
 
 /* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
  * s: nh * n_keys floats of scratch. */
@@ -206,7 +213,11 @@ typedef struct {
     float *out;
     const float *q;
     const kr_attn_row *rows;
-    int n_rows, d, layer, n_heads, per_task, shared, n_tiles, own_max;
+    int n_rows, d, layer, n_heads, per_task, n_tiles, own_max;
+    int *shared; /* [n_tiles]: keys [0, shared) that every row of the tile reads alike */
+    int *scored; /* [n_tiles]: keys [0, scored) the tile scores itself: all its rows' keys
+                  * when they read one cache (a key past a row's end is then masked), else
+                  * the shared ones (pass 1 scores the rest) */
     float *scratch;
     size_t scratch_stride;
     float *own; /* [n_rows][n_heads][own_max]: scores, then e, of each row's own keys */
@@ -232,9 +243,9 @@ static void attend_task(void *arg, int task, int worker) {
     }
 }
 
-/* The tile path in three passes: each row's own keys scored (pass 1), the shared keys and
- * the softmax for a tile of rows, head by head (pass 2), the own keys' values added and the
- * sums normalised (pass 3). */
+/* The tile path in three passes: each row's own keys scored (pass 1, for tiles over several
+ * caches), the shared keys and the softmax for a tile of rows, head by head (pass 2), the own
+ * keys' values added and the sums normalised (pass 3). */
 static float *own_at(const attend_job *j, int r, int h) {
     return j->own + ((size_t)r * j->n_heads + h) * j->own_max;
 }
@@ -243,10 +254,11 @@ static void own_scores(void *arg, int r, int worker) {
     (void)worker;
     const attend_job *j = arg;
     const kr_attn_row *row = &j->rows[r];
-    int hd = j->d / j->n_heads;
+    int hd = j->d / j->n_heads, shared = j->shared[r / KR_ATTN_TILE];
+    if (j->scored[r / KR_ATTN_TILE] > shared) return; /* its tile scores them */
     float scale = (float)(1.0 / sqrt((double)hd));
     for (int h = 0; h < j->n_heads; h++)
-        head_scores(j->q + (size_t)r * j->d + (size_t)h * hd, row->kv, j->layer, h, hd, j->shared,
+        head_scores(j->q + (size_t)r * j->d + (size_t)h * hd, row->kv, j->layer, h, hd, shared,
                     row->n_keys, scale, own_at(j, r, h));
 }
 
@@ -255,13 +267,14 @@ static void own_values(void *arg, int r, int worker) {
     const attend_job *j = arg;
     const kr_attn_row *row = &j->rows[r];
     int hd = j->d / j->n_heads, g = head_group(j->n_heads) == 4 && hd == 64 ? 4 : 1;
+    int shared = j->shared[r / KR_ATTN_TILE];
     for (int h = 0; h < j->n_heads; h += g) { /* the sums go on from the shared keys' */
         float *o = j->out + (size_t)r * j->d + (size_t)h * hd;
         if (g == 4)
-            values_4x64(o, own_at(j, r, h), (size_t)j->own_max, row->kv, j->layer, h, j->shared,
+            values_4x64(o, own_at(j, r, h), (size_t)j->own_max, row->kv, j->layer, h, shared,
                         row->n_keys);
         else
-            head_values(o, own_at(j, r, h), row->kv, j->layer, h, hd, j->shared, row->n_keys);
+            head_values(o, own_at(j, r, h), row->kv, j->layer, h, hd, shared, row->n_keys);
         for (int hh = 0; hh < g; hh++) {
             float inv = j->inv[r * j->n_heads + h + hh];
             for (int i = 0; i < hd; i++)
@@ -275,7 +288,8 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     enum { T = KR_ATTN_TILE };
     int h = task % j->n_heads, r0 = task / j->n_heads * T;
     int R = j->n_rows - r0 < T ? j->n_rows - r0 : T;
-    int d = j->d, hd = d / j->n_heads, shared = j->shared, n_keys = 0;
+    int d = j->d, hd = d / j->n_heads, shared = j->shared[r0 / T], n_keys = 0;
+    int scored = j->scored[r0 / T];
     const kr_kv_view *kv0 = j->rows[r0].kv;
     int B = kv0->block_len;
     for (int r = 0; r < R; r++)
@@ -285,31 +299,48 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     float *sc = j->scratch + (size_t)worker * j->scratch_stride;
     float *qt = sc + (size_t)n_keys * T, *o = qt + (size_t)hd * T;
     float scale = (float)(1.0 / sqrt((double)hd));
-    for (int i = 0; i < hd; i++)
-        for (int r = 0; r < T; r++)
-            qt[(size_t)i * T + r] = r < R ? j->q[(size_t)(r0 + r) * d + (size_t)h * hd + i] : 0.0f;
-    /* shared keys two at a time, the tile's 32 rows in two 16-lane vectors: each load of
-     * the transposed queries serves both keys */
-    for (int key = 0; key < shared; key += 2) {
-        int k2 = key + 1 < shared ? key + 1 : key;
-        const float *ka = kr_kv_kcol(kv0, j->layer, key) + (size_t)h * hd * B;
-        const float *kb = kr_kv_kcol(kv0, j->layer, k2) + (size_t)h * hd * B;
-        v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0};
+    for (int r = 0; r < T; r++) { /* row by row: the rows are d floats apart, the same cache
+                                     sets for a power of two, read one at a time */
+        const float *qr = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
+        for (int i = 0; i < hd; i++)
+            qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
+    }
+    /* shared keys four at a time, the tile's 32 rows in two 16-lane vectors: each load of
+     * the transposed queries serves four keys, eight chains of adds in flight (the last
+     * group repeats its last key, writing the same scores twice) */
+    for (int key = 0; key < scored; key += 4) {
+        const float *kc[4];
+        int kk[4];
+        for (int c = 0; c < 4; c++) {
+            kk[c] = key + c < scored ? key + c : scored - 1;
+            kc[c] = kr_kv_kcol(kv0, j->layer, kk[c]) + (size_t)h * hd * B;
+        }
+        v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
         for (int i = 0; i < hd; i++) {
             const v16f *qi = (const v16f *)(qt + (size_t)i * T);
-            float ai = ka[(size_t)i * B], bi = kb[(size_t)i * B];
+            float ai = kc[0][(size_t)i * B], bi = kc[1][(size_t)i * B];
+            float ci = kc[2][(size_t)i * B], di = kc[3][(size_t)i * B];
             a0 += qi[0] * ai, a1 += qi[1] * ai;
             b0 += qi[0] * bi, b1 += qi[1] * bi;
+            c0 += qi[0] * ci, c1 += qi[1] * ci;
+            d0 += qi[0] * di, d1 += qi[1] * di;
         }
-        v16f *sa = (v16f *)(sc + (size_t)key * T), *sb = (v16f *)(sc + (size_t)k2 * T);
-        sa[0] = a0 * scale, sa[1] = a1 * scale;
-        if (k2 != key) sb[0] = b0 * scale, sb[1] = b1 * scale;
+        v16f *s0 = (v16f *)(sc + (size_t)kk[0] * T), *s1 = (v16f *)(sc + (size_t)kk[1] * T);
+        v16f *s2 = (v16f *)(sc + (size_t)kk[2] * T), *s3 = (v16f *)(sc + (size_t)kk[3] * T);
+        s0[0] = a0 * scale, s0[1] = a1 * scale;
+        s1[0] = b0 * scale, s1[1] = b1 * scale;
+        s2[0] = c0 * scale, s2[1] = c1 * scale;
+        s3[0] = d0 * scale, s3[1] = d1 * scale;
     }
-    for (int key = shared; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
-            sc[(size_t)key * T + r] = r < R && key < j->rows[r0 + r].n_keys
-                                          ? own_at(j, r0 + r, h)[key - shared]
-                                          : -INFINITY;
+    for (int r = 0; r < T; r++) { /* past the shared keys: pass 1's scores, or masked */
+        const float *own = r < R ? own_at(j, r0 + r, h) : NULL;
+        int end = r < R ? j->rows[r0 + r].n_keys : 0;
+        for (int key = shared; key < n_keys; key++)
+            if (key >= end)
+                sc[(size_t)key * T + r] = -INFINITY;
+            else if (key >= scored)
+                sc[(size_t)key * T + r] = own[key - shared];
+    }
     /* softmax down each column, all rows at once (a padded key's e is 0, adding nothing) */
     float mx[T], inv[T];
     for (int r = 0; r < T; r++)
@@ -382,19 +413,26 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
     }
 }
 
-/* Keys [0, n) held in the same blocks by every row, in whole blocks below every row's end. */
-static int shared_prefix(const kr_attn_row *rows, int n_rows) {
+/* Keys [0, n) that every one of n_rows rows reads from the same memory: all the keys below
+ * every row's end when the rows share one cache (the rows of one sequence, such as a
+ * prefill's), else the whole blocks they hold in common below every row's end (the sample
+ * paths forked from one context). */
+static int shared_prefix(const kr_attn_row *rows, int n_rows, int *one_cache_out) {
     const kr_kv_view *kv0 = rows[0].kv;
-    int B = kv0->block_len, nb = rows[0].n_keys / B;
-    for (int r = 1; r < n_rows && nb > 0; r++) {
-        int lim = rows[r].n_keys / B, b = 0;
-        if (lim < nb) nb = lim;
-        if (rows[r].kv->blocks == kv0->blocks) continue;
+    int B = kv0->block_len, n = rows[0].n_keys, one_cache = 1;
+    for (int r = 1; r < n_rows; r++)
+        if (rows[r].n_keys < n) n = rows[r].n_keys;
+    int nb = n / B;
+    for (int r = 1; r < n_rows; r++) {
+        if (rows[r].kv == kv0 || rows[r].kv->blocks == kv0->blocks) continue;
+        int b = 0;
         while (b < nb && rows[r].kv->blocks[b] == kv0->blocks[b])
             b++;
         nb = b;
+        one_cache = 0;
     }
-    return nb * B;
+    *one_cache_out = one_cache;
+    return one_cache ? n : nb * B;
 }
 
 void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_rows, int d,
@@ -412,25 +450,46 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
                     .scratch = scratch,
                     .scratch_stride =
                         kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
-    j.shared = n_rows >= 4 ? shared_prefix(rows, n_rows) : 0;
-    if (j.shared >= 64) {
-        for (int r = 0; r < n_rows; r++)
-            if (rows[r].n_keys - j.shared > j.own_max) j.own_max = rows[r].n_keys - j.shared;
+    /* tiles when some tile's rows share 64 keys or more: each tile's shared keys read once
+     * for all its rows, the rest of each row's keys its own */
+    int most_shared = 0, own_scored = 0;
+    if (n_rows > SERIAL_ROWS) {
+        j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
+        j.shared = malloc((size_t)j.n_tiles * 2 * sizeof *j.shared);
+        j.scored = j.shared ? j.shared + j.n_tiles : NULL;
+        for (int t = 0; j.shared && t < j.n_tiles; t++) {
+            int r0 = t * KR_ATTN_TILE, R = n_rows - r0 < KR_ATTN_TILE ? n_rows - r0 : KR_ATTN_TILE;
+            int one_cache, own = 0;
+            j.shared[t] = j.scored[t] = shared_prefix(rows + r0, R, &one_cache);
+            if (j.shared[t] > most_shared) most_shared = j.shared[t];
+            for (int r = r0; r < r0 + R; r++) {
+                if (rows[r].n_keys - j.shared[t] > own) own = rows[r].n_keys - j.shared[t];
+                if (one_cache && rows[r].n_keys > j.scored[t]) j.scored[t] = rows[r].n_keys;
+            }
+            if (own > j.own_max) j.own_max = own;
+            if (!one_cache && own > 0) own_scored = 1;
+        }
+    }
+    if (most_shared >= 64) {
         j.own = malloc((size_t)n_rows * n_heads * (j.own_max > 0 ? j.own_max : 1) * sizeof(float));
         j.inv = malloc((size_t)n_rows * n_heads * sizeof(float));
         if (j.own && j.inv) { /* without them, the row-by-row path gives the same answer */
-            j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
-            if (j.own_max > 0) kr_parallel_for(n_rows, own_scores, &j);
+            if (own_scored) kr_parallel_for(n_rows, own_scores, &j);
             kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
             kr_parallel_for(n_rows, own_values, &j);
             free(j.own);
             free(j.inv);
+            free(j.shared);
             return;
         }
         free(j.own);
         free(j.inv);
     }
+    free(j.shared);
     int items = n_rows * (n_heads / head_group(n_heads));
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
-    kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
+    if (n_rows <= SERIAL_ROWS) /* a decode step of a few paths: not worth a fork-join */
+        kr_serial_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
+    else
+        kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }

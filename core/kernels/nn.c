@@ -170,13 +170,58 @@ KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
     }
 }
 
+/* The block's row-wise steps between its products, spread over the pool in chunks of rows
+ * when there are many rows (each row computed alone, the same way on any thread). */
+enum { ROWS_NORM, ROWS_ADD_NORM, ROWS_SILU_MUL, ROWS_ADD };
+#define ROWS_PER_TASK 16
+#define ROWS_PARALLEL 64 /* fewer rows run on the calling thread: not worth a fork-join */
+
+typedef struct {
+    int op, R, d, ff;
+    float *x, *xn, *h1;
+    const float *h3, *w;
+} rows_job;
+
+static void rows_task(void *arg, int t, int worker) {
+    (void)worker;
+    const rows_job *j = arg;
+    int r0 = t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < j->R ? r0 + ROWS_PER_TASK : j->R;
+    size_t a = (size_t)r0 * j->d, n = (size_t)(r1 - r0) * j->d;
+    switch (j->op) {
+    case ROWS_ADD_NORM: /* x += xn, then xn = rmsnorm(x) */
+        for (size_t i = a; i < a + n; i++)
+            j->x[i] += j->xn[i];
+        /* fall through */
+    case ROWS_NORM:
+        kr_rmsnorm(j->xn + a, j->x + a, j->w, r1 - r0, j->d);
+        break;
+    case ROWS_SILU_MUL:
+        silu_mul(j->h1 + (size_t)r0 * j->ff, j->h3 + (size_t)r0 * j->ff, (size_t)(r1 - r0) * j->ff);
+        break;
+    default: /* ROWS_ADD */
+        for (size_t i = a; i < a + n; i++)
+            j->x[i] += j->xn[i];
+        break;
+    }
+}
+
+static void for_rows(const kr_block *b, kr_block_scratch *s, float *x, int R, int op,
+                     const float *w) {
+    rows_job j = {op, R, b->d, b->ff, x, s->xn, s->h1, s->h3, w};
+    int n = (R + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
+    if (R >= ROWS_PARALLEL)
+        kr_parallel_for(n, rows_task, &j);
+    else
+        kr_serial_for(n, rows_task, &j);
+}
+
 void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_seq *seqs,
                       kr_block_scratch *s) {
     int d = b->d, R = 0;
     for (int i = 0; i < S; i++)
         R += seqs[i].n_rows;
 
-    kr_rmsnorm(s->xn, x, b->norm1, R, d);
+    for_rows(b, s, x, R, ROWS_NORM, b->norm1);
     float *qkv[3] = {s->q, s->k, s->v}, *w13[2] = {s->h1, s->h3};
     if ((b->qkv.w || b->qkv.wp) && kr_linear_forward_parts(qkv, 3, s->xn, R, &b->qkv) == 0) {
         /* one product, written straight into q, k and v */
@@ -204,10 +249,7 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
     }
     kr_attend_rows(s->attn, s->q, s->rows, R, d, layer, b->n_heads, s->scores, s->max_keys);
     kr_linear_forward(s->xn, s->attn, R, &b->o);
-    for (size_t i = 0; i < (size_t)R * d; i++)
-        x[i] += s->xn[i];
-
-    kr_rmsnorm(s->xn, x, b->norm2, R, d);
+    for_rows(b, s, x, R, ROWS_ADD_NORM, b->norm2); /* the residual, then the second norm */
     if ((b->w13.w || b->w13.wp) && kr_linear_forward_parts(w13, 2, s->xn, R, &b->w13) == 0) {
         /* one product, written straight into h1 and h3 */
     } else if (b->w13.w || b->w13.wp) {
@@ -221,8 +263,7 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
         kr_linear_forward(s->h1, s->xn, R, &b->w1);
         kr_linear_forward(s->h3, s->xn, R, &b->w3);
     }
-    silu_mul(s->h1, s->h3, (size_t)R * b->ff);
+    for_rows(b, s, x, R, ROWS_SILU_MUL, NULL);
     kr_linear_forward(s->xn, s->h1, R, &b->w2);
-    for (size_t i = 0; i < (size_t)R * d; i++)
-        x[i] += s->xn[i];
+    for_rows(b, s, x, R, ROWS_ADD, NULL);
 }

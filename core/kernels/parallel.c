@@ -111,6 +111,11 @@ int kr_parallel_threads(void) {
     return P.n_helpers + 1;
 }
 
+void kr_serial_for(int n, kr_task_fn fn, void *ctx) {
+    for (int i = 0; i < n; i++)
+        fn(ctx, i, 0);
+}
+
 void kr_parallel_for(int n, kr_task_fn fn, void *ctx) {
     if (n <= 0) return;
     pthread_once(&P.once, start);

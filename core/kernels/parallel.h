@@ -10,6 +10,10 @@ typedef void (*kr_task_fn)(void *ctx, int i, int worker);
  * another thread is already using the pool, the caller runs the loop alone rather than
  * wait. The split never changes a result: each i is computed the same way on any thread. */
 void kr_parallel_for(int n, kr_task_fn fn, void *ctx);
+/* The same loop on the calling thread alone (worker 0): for loops too small to repay waking
+ * the pool, such as a decode step of one path, which the weights' bandwidth bounds and one
+ * thread already reaches. */
+void kr_serial_for(int n, kr_task_fn fn, void *ctx);
 /* Threads a loop may run on (caller included): the bound on `worker`. */
 int kr_parallel_threads(void);
 
