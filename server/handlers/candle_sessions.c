@@ -353,11 +353,9 @@ static void create_run(kd_work *w) {
     /* held until its creation is written, so that nothing can end it before */
     if (journal_created(app, held, owner, msg, sizeof msg) < 0) {
         kd_sessions_discard(app->sessions, held);
-        kd_log("%s", msg);
-        kd_reply_error(r, 500, "journal_failed",
-                       "the session could not be written to the journal (state-dir), so it "
-                       "was not created: %s",
-                       msg);
+        kd_reply_journal_failed(
+            r, "the session could not be written to the journal (state-dir), so it was not created",
+            msg);
         return;
     }
     kd_sessions_release(app->sessions, held);
@@ -509,11 +507,12 @@ static void append_run(kd_work *w) {
         a->session = NULL;
         append_discard(w);
         kd_sessions_unreserve(app->sessions, heap);
-        kd_log("%s", msg);
-        kd_reply_error(r, 500, "journal_failed",
-                       "the candles could not be written to the journal (state-dir); the "
-                       "session %s was ended, since a restart would not bring them back: %s",
-                       id, msg);
+        char outcome[KD_MSG_MAX];
+        snprintf(outcome, sizeof outcome,
+                 "the candles could not be written to the journal (state-dir); the session %s "
+                 "was ended, since a restart would not bring them back",
+                 id);
+        kd_reply_journal_failed(r, outcome, msg);
         return;
     }
     append_discard(w); /* releases the session before the client can see the answer */

@@ -143,14 +143,13 @@ static void done(kd_work *w, const kr_error *err) {
     kd_request *r = w->r;
     char jmsg[KD_MSG_MAX];
     if (journal_generated(g, jmsg, sizeof jmsg) < 0) { /* written while the session is held */
-        kd_log("%s", jmsg);
         kd_sessions_discard(app->sessions, g->session);
         g->session = NULL;
         job_free(g);
-        kd_reply_error(r, 500, "journal_failed",
-                       "the tokens could not be written to the journal (state-dir); the "
-                       "session was ended, since a restart would not bring them back: %s",
-                       jmsg);
+        kd_reply_journal_failed(r,
+                                "the tokens could not be written to the journal (state-dir); the "
+                                "session was ended, since a restart would not bring them back",
+                                jmsg);
         return;
     }
     json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0) : NULL;

@@ -42,11 +42,10 @@ kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *bo
         char jmsg[512];
         if (kd_journal_write(app->journal, &rec, jmsg, sizeof jmsg) < 0) {
             kd_sessions_discard(app->sessions, held);
-            kd_log("%s", jmsg);
-            kd_reply_error(r, 500, "journal_failed",
-                           "the session could not be written to the journal (state-dir), so "
-                           "it was not created: %s",
-                           jmsg);
+            kd_reply_journal_failed(r,
+                                    "the session could not be written to the journal (state-dir), "
+                                    "so it was not created",
+                                    jmsg);
             return KD_REPLIED;
         }
     }
@@ -92,11 +91,10 @@ kd_outcome kd_handle_session_delete(kd_app *app, kd_request *r) {
     }
     /* the table wrote its end to the journal; on the disk before the answer */
     if (app->journal && kd_journal_commit(app->journal, msg, sizeof msg) < 0) {
-        kd_log("%s", msg);
-        kd_reply_error(r, 500, "journal_failed",
-                       "the session was deleted, but the journal could not be synced: it may "
-                       "come back after a crash: %s",
-                       msg);
+        kd_reply_journal_failed(r,
+                                "the session was deleted, but the journal could not be synced: it "
+                                "may come back after a crash",
+                                msg);
         return KD_REPLIED;
     }
     kd_reply_json(r, 200, json_pack("{s:s,s:b}", "session", session_id(r), "deleted", 1));

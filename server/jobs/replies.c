@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "forecast_json.h"
+#include "log.h"
 
 void kd_reply_core_error(kd_request *r, const char *what, const kr_error *e) {
     const kd_error_answer *a = kd_error_answer_of((int)e->code);
@@ -59,4 +60,9 @@ int kd_session_extra_json(json_t *o, const kd_session_info *info) {
                    json_object_set_new(o, "last_timestamp", kd_session_timestamp_json(e)) < 0
                ? -1
                : 0;
+}
+
+void kd_reply_journal_failed(kd_request *r, const char *outcome, const char *why) {
+    kd_log("%s", why);
+    kd_reply_error(r, 500, "journal_failed", "%s: %s", outcome, why);
 }

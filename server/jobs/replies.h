@@ -19,6 +19,10 @@ void kd_reply_core_error(kd_request *r, const char *what, const kr_error *e);
  * or 500, with msg. */
 void kd_reply_session_error(kd_request *r, kd_session_status st, const char *msg);
 
+/* A session change the journal (state-dir) could not take, why: logged, and answered 500
+ * journal_failed with what became of the session (outcome) and why. */
+void kd_reply_journal_failed(kd_request *r, const char *outcome, const char *why);
+
 /* For POST /sessions/{id}/generate: true with the id in id[n]. */
 bool kd_path_session(const char *path, char *id, size_t n);
 /* "/sessions/{id}/..." or "/sessions/{id}" -> id, cut to n - 1 bytes. */
