@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "candles_csv.h"
 #include "config.h"
 #include "evaluate_json.h"
 #include "forecast_json.h"
@@ -15,6 +16,7 @@
 #include "json_out.h"
 #include "kronos.h"
 #include "model_dirs.h"
+#include "query_params.h"
 #include "serve.h"
 
 #define EXIT_USAGE          2
@@ -32,13 +34,17 @@ static const char usage_text[] =
     "  --version    print the version\n"
     "\n"
     "kronosd forecast (--model DIR | --tokenizer DIR --predictor DIR)\n"
-    "                 [--max-context N] [--compact] [REQUEST.json | -]\n"
+    "                 [--max-context N] [--compact] [--field KEY=VALUE ...]\n"
+    "                 [REQUEST.json | CANDLES.csv | -]\n"
     "  --model DIR        a model directory holding tokenizer/ and predictor/\n"
     "  --tokenizer DIR    the tokenizer (config.json + model.safetensors)\n"
     "  --predictor DIR    the predictor (config.json + model.safetensors)\n"
     "  --max-context N    the model's context window (default 512)\n"
     "  --compact          print the response on one line\n"
     "  REQUEST.json       the request; '-' or nothing reads stdin\n"
+    "  CANDLES.csv        or the candles as CSV (as POST /forecast takes a text/csv body),\n"
+    "                     the other fields given as --field KEY=VALUE (as its query\n"
+    "                     parameters: --field horizon=24 --field quantiles=0.1,0.9)\n"
     "\n"
     "Request: {\"candles\": {\"timestamps\": [...], \"open\": [...], \"high\": [...],\n"
     "           \"low\": [...], \"close\": [...], \"volume\": [...], \"amount\": [...]},\n"
@@ -125,10 +131,14 @@ static kr_model *load_model(const model_opts *o) {
 
 /* ---- forecast ------------------------------------------------------------------------ */
 
+#define MAX_FIELDS 32
+
 typedef struct {
     model_opts model;
     const char *request; /* NULL or "-": stdin */
     bool compact;
+    const char *fields[MAX_FIELDS]; /* "KEY=VALUE": a CSV request's other fields */
+    int n_fields;
 } forecast_opts;
 
 /* 0 to run, 1 when help was printed, -1 on a usage error (message printed). */
@@ -156,6 +166,18 @@ static int parse_forecast_args(int argc, char **argv, const char *cmd, forecast_
                 complain("%s: --compact takes no value", cmd);
                 return -1;
             }
+            if (strcmp(name, "--field") == 0) {
+                if (!value || !strchr(value, '=') || value[0] == '=') {
+                    complain("%s: --field takes KEY=VALUE, got '%s'", cmd, value ? value : "");
+                    return -1;
+                }
+                if (o->n_fields == MAX_FIELDS) {
+                    complain("%s: more than %d --field options", cmd, MAX_FIELDS);
+                    return -1;
+                }
+                o->fields[o->n_fields++] = value;
+                continue;
+            }
             if (!is_model_option(name)) {
                 complain("%s: unknown option '%s' (see kronosd --help)", cmd, name);
                 return -1;
@@ -170,27 +192,88 @@ static int parse_forecast_args(int argc, char **argv, const char *cmd, forecast_
     return check_model_opts(&o->model, cmd);
 }
 
-/* Reads and decodes the request JSON; NULL after a message on stderr. */
-static json_t *read_request(const char *path) {
-    const bool from_stdin = !path || strcmp(path, "-") == 0;
-    const char *name = from_stdin ? "stdin" : path;
-    FILE *f = from_stdin ? stdin : fopen(path, "rb");
-    json_error_t je;
+/* A request as read: JSON, or candles as CSV with the --field options as a JSON object
+ * (the query parameters of a text/csv body). */
+typedef struct {
+    json_t *body; /* a JSON request, or NULL */
+    kd_candles candles;
+    json_t *options; /* with candles */
+} request_text;
 
+/* The whole of path (NULL or "-": stdin), NUL-terminated; NULL after a message. */
+static char *read_all(const char *path, const char *name, size_t *len) {
+    const bool from_stdin = !path || strcmp(path, "-") == 0;
+    FILE *f = from_stdin ? stdin : fopen(path, "rb");
     if (!f) {
         complain("%s: %s", name, strerror(errno));
         return NULL;
     }
-    json_t *body = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
-    const int read_errno = ferror(f) ? errno : 0; /* e.g. EISDIR: not a JSON problem */
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap), *grown;
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1) break;
+        buf = (grown = realloc(buf, cap *= 2)) ? grown : (free(buf), NULL);
+    }
+    const int read_errno = ferror(f) ? errno : 0; /* e.g. EISDIR */
     if (!from_stdin) fclose(f);
-    if (!body && read_errno)
-        complain("%s: %s", name, strerror(read_errno));
-    else if (!body && je.line > 0)
-        complain("%s: line %d column %d: %s", name, je.line, je.column, je.text);
-    else if (!body)
-        complain("%s: %s", name, je.text);
-    return body;
+    if (!buf || read_errno) {
+        complain("%s: %s", name, buf ? strerror(read_errno) : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Reads the request: JSON when it starts with '{', else CSV candles with o's fields (known:
+ * the command's field names). -1 after a message on stderr. */
+static int read_request(const forecast_opts *o, const char *const *known, request_text *out) {
+    const char *name = !o->request || strcmp(o->request, "-") == 0 ? "stdin" : o->request;
+    memset(out, 0, sizeof *out);
+    size_t len = 0;
+    char *text = read_all(o->request, name, &len);
+    if (!text) return -1;
+    size_t lead = strspn(text, " \t\r\n");
+    int rc = -1;
+    char msg[512];
+    if (text[lead] == '{') {
+        json_error_t je;
+        if (o->n_fields > 0)
+            complain("%s: --field is for a CSV request; a JSON request holds its fields", name);
+        else if (!(out->body = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je)))
+            complain("%s: line %d column %d: %s", name, je.line, je.column, je.text);
+        else
+            rc = 0;
+        free(text);
+        return rc;
+    }
+    if (!(out->options = json_object())) {
+        complain("out of memory reading the request");
+    } else if (kd_candles_csv_parse(text, len, 2, kd_forecast_default_limits.max_candles,
+                                    &out->candles, msg, sizeof msg) < 0) {
+        complain("%s: %s", name, msg);
+    } else {
+        rc = 0;
+        for (int i = 0; rc == 0 && i < o->n_fields; i++) {
+            char key[64];
+            const char *eq = strchr(o->fields[i], '=');
+            snprintf(key, sizeof key, "%.*s", (int)(eq - o->fields[i]), o->fields[i]);
+            if (kd_query_option(out->options, key, eq + 1, known, msg, sizeof msg) < 0) {
+                complain("--field %s: %s", o->fields[i], msg);
+                rc = -1;
+            }
+        }
+    }
+    free(text);
+    return rc;
+}
+
+static void request_text_free(request_text *t) {
+    json_decref(t->body);
+    json_decref(t->options);
+    kd_candles_free(&t->candles);
 }
 
 /* Prints the response with a trailing newline; -1 if stdout failed. */
@@ -266,7 +349,7 @@ out:
 }
 
 static int cmd_forecast(int argc, char **argv) {
-    forecast_opts o = {{NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}, NULL, false};
+    forecast_opts o = {.model = {NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}};
     const int parsed = parse_forecast_args(argc, argv, "forecast", &o);
     if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
     if (!o.request && isatty(STDIN_FILENO)) {
@@ -275,15 +358,18 @@ static int cmd_forecast(int argc, char **argv) {
     }
 
     /* The request is checked before the (slower) model load, against the same window. */
-    json_t *body = read_request(o.request);
-    if (!body) return EXIT_FAILURE;
+    request_text t;
+    if (read_request(&o, kd_forecast_option_names(), &t) < 0) {
+        request_text_free(&t);
+        return EXIT_FAILURE;
+    }
     char msg[512];
-    if (kd_is_series_request(body)) {
+    if (t.body && kd_is_series_request(t.body)) {
         kd_forecast_input *ins;
         int n;
         const int bad =
-            kd_series_request_parse(body, o.model.max_context, NULL, &ins, &n, msg, sizeof msg);
-        json_decref(body);
+            kd_series_request_parse(t.body, o.model.max_context, NULL, &ins, &n, msg, sizeof msg);
+        request_text_free(&t);
         if (bad) {
             complain("request: %s", msg);
             return EXIT_FAILURE;
@@ -296,8 +382,11 @@ static int cmd_forecast(int argc, char **argv) {
         return rc;
     }
     kd_forecast_input in;
-    const int bad = kd_forecast_request_parse(body, o.model.max_context, &in, msg, sizeof msg);
-    json_decref(body);
+    const int bad =
+        t.body ? kd_forecast_request_parse(t.body, o.model.max_context, &in, msg, sizeof msg)
+               : kd_forecast_request_with_candles(t.options, &t.candles, o.model.max_context, NULL,
+                                                  &in, msg, sizeof msg);
+    request_text_free(&t);
     if (bad) {
         complain("request: %s", msg);
         return EXIT_FAILURE;
@@ -315,19 +404,24 @@ static int cmd_forecast(int argc, char **argv) {
 /* A walk-forward evaluation (evaluate_json.h): every origin's forecast at once on one
  * scheduler (kr_evaluate), the scores printed as POST /evaluate answers them. */
 static int cmd_evaluate(int argc, char **argv) {
-    forecast_opts o = {{NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}, NULL, false};
+    forecast_opts o = {.model = {NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}};
     const int parsed = parse_forecast_args(argc, argv, "evaluate", &o);
     if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
     if (!o.request && isatty(STDIN_FILENO)) {
         complain("evaluate: no request given (a file, or '-' for stdin)");
         return EXIT_USAGE;
     }
-    json_t *body = read_request(o.request);
-    if (!body) return EXIT_FAILURE;
+    request_text t;
+    if (read_request(&o, kd_evaluate_option_names(), &t) < 0) {
+        request_text_free(&t);
+        return EXIT_FAILURE;
+    }
     char msg[512];
     kd_evaluate_input in;
-    const int bad = kd_evaluate_request_parse(body, NULL, &in, msg, sizeof msg);
-    json_decref(body);
+    const int bad = t.body ? kd_evaluate_request_parse(t.body, NULL, &in, msg, sizeof msg)
+                           : kd_evaluate_request_with_candles(t.options, &t.candles, NULL, &in, msg,
+                                                              sizeof msg);
+    request_text_free(&t);
     if (bad) {
         complain("request: %s", msg);
         return EXIT_FAILURE;

@@ -113,6 +113,17 @@ expect "233 origins over max-request-cost 1 together: 422 too_large" 422 \
 if "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); [d.pop(k, None) for d in (a, b) for k in ("usage", "by_origin")]; sys.exit(a != b)' \
     "$WORK/cli.out" "$WORK/window.out"; then pass "kronosd evaluate answers what POST /evaluate does"
 else fail "kronosd evaluate answers what POST /evaluate does" "$(head -c 300 "$WORK/cli.err" "$WORK/cli.out")"; fi
+# the same from the candles as CSV, the other fields as --field (a text/csv body's query)
+head -301 "$SRC/tests/data/kline_5min.csv" >"$WORK/cli.csv"
+"$KRONOSD" evaluate --model "$MODEL" --compact "$WORK/cli.csv" --field lookback=64 --field horizon=4 \
+    --field stride=40 --field samples=4 --field seed=3 --field quantiles=0.1,0.25,0.5,0.75,0.9 \
+    >"$WORK/cli_csv.out" 2>"$WORK/cli.err"
+if "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); [d.pop(k, None) for d in (a, b) for k in ("usage", "by_origin")]; sys.exit(a != b)' \
+    "$WORK/cli_csv.out" "$WORK/window.out"; then pass "kronosd evaluate CANDLES.csv --field ...: the same answer"
+else fail "kronosd evaluate CANDLES.csv --field ...: the same answer" "$(head -c 300 "$WORK/cli.err" "$WORK/cli_csv.out")"; fi
+"$KRONOSD" evaluate --model "$MODEL" "$WORK/cli.csv" --field lookbak=64 >/dev/null 2>"$WORK/cli.err"
+if [ $? -eq 1 ] && grep -q 'lookbak' "$WORK/cli.err"; then pass "kronosd evaluate: an unknown --field is exit 1 naming it"
+else fail "kronosd evaluate: an unknown --field is exit 1 naming it" "$(cat "$WORK/cli.err")"; fi
 echo '{"candles": {"timestamps": [1, 2], "open": [1, 1], "high": [1, 1], "low": [1, 1], "close": [1, 1]}, "horizon": 1}' >"$WORK/cli_bad.json"
 "$KRONOSD" evaluate --model "$MODEL" "$WORK/cli_bad.json" >/dev/null 2>"$WORK/cli.err"
 if [ $? -eq 1 ] && grep -q "lookback: missing" "$WORK/cli.err"; then pass "kronosd evaluate: a bad request is exit 1 naming the field"
