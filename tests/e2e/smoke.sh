@@ -164,6 +164,11 @@ http POST "$A/generate" -d "{\"session\": \"$SID\", \"tokens\": [[1, 2]], \"stam
 expect "/generate on a deleted session: 404" 404 'd["error"]["code"] == "session_not_found"'
 http GET "$A/sessions/0123456789abcdef0123456789abcdef"
 expect "GET an unknown session: 404" 404 '"unknown session" in d["error"]["message"]'
+# an id of this node's form that it does not hold (as after a restart without state-dir)
+FORMED="${SID%-*}-0123456789abcdef0123456789abcdef"
+http GET "$A/sessions/$FORMED"
+expect "GET a session this node does not hold: 404 naming state-dir" 404 \
+    '"does not hold it" in d["error"]["message"] and "state-dir" in d["error"]["message"]'
 
 # ---- errors -----------------------------------------------------------------------------
 

@@ -199,7 +199,13 @@ static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, si
                  id, node, (int)strlen(t->prefix) - 1, t->prefix);
         return KD_SESSION_NOT_FOUND;
     }
-    snprintf(msg, msglen, "unknown session '%.*s'", KD_SESSION_ID_LEN + 8, id);
+    if (valid_id(t, id)) /* this node's form: made here, maybe before a restart */
+        snprintf(msg, msglen,
+                 "unknown session %s: this node does not hold it (a session outlives a restart "
+                 "of its node only with state-dir)",
+                 id);
+    else
+        snprintf(msg, msglen, "unknown session '%.*s'", KD_SESSION_ID_LEN + 8, id);
     return KD_SESSION_NOT_FOUND;
 }
 
