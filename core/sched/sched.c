@@ -189,6 +189,7 @@ void kr_sched_free(kr_sched *s) {
         job_end(s, j);
     }
     step_batch_free(&s->batch);
+    free(s->order);
     free(s->s2_caches);
     free(s->s2_a);
     free(s->s2_l2);

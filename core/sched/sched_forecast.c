@@ -209,6 +209,14 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
     return 0;
 }
 
+static int fc_fill_left(const sched_job *jb) {
+    const fc_state *f = &jb->u.fc;
+    int S = f->job.samples;
+    if (f->phase == FC_PREFIX) return f->prefix_need - f->prefix_done + S * f->g;
+    if (f->phase == FC_PATHS) return S * (f->g - f->g_done);
+    return 0;
+}
+
 static int fc_appended(const kr_model *m, sched_job *jb, kr_error *err) {
     fc_state *f = &jb->u.fc;
     int S = f->job.samples, v1 = 1 << m->pc.s1_bits;

@@ -88,6 +88,11 @@ static int gen_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode
     return 0;
 }
 
+static int gen_fill_left(const sched_job *jb) {
+    const gen_state *g = &jb->u.gen;
+    return g->pending ? 0 : g->req->n_append - g->appended;
+}
+
 static int gen_appended(const kr_model *m, sched_job *jb, kr_error *err) {
     (void)m;
     (void)err;

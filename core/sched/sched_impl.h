@@ -25,6 +25,9 @@ typedef struct {
     /* Adds this step's rows: decode rows (decode = true) or window rows under *budget;
      * forgets the rows of the step before (a stalled step's rows are added again). */
     int (*rows)(const kr_model *m, sched_job *j, step_batch *b, bool decode, int *budget);
+    /* The window rows it still has to fill before its next draw (0: none): the cost by
+     * which the step's budget is shared, smallest first. */
+    int (*fill_left)(const sched_job *j);
     /* After the append: advances; sets j->ready when it has fresh s1 logits. 1 when the job
      * is complete, 0 to go on, -1 on error. */
     int (*appended)(const kr_model *m, sched_job *j, kr_error *err);
@@ -51,8 +54,9 @@ extern const sched_ops sched_forecast_ops, sched_series_ops, sched_generate_ops;
 /* The operations every kind has, named prefix_start, prefix_rows, …: a kind's table is
  * {SCHED_OPS("what", prefix), and what is its own}. */
 #define SCHED_OPS(name, prefix)                                                                    \
-    .what = name, .start = prefix##_start, .rows = prefix##_rows, .appended = prefix##_appended,   \
-    .draw_s1 = prefix##_draw_s1, .drawn = prefix##_drawn, .free = prefix##_free
+    .what = name, .start = prefix##_start, .rows = prefix##_rows, .fill_left = prefix##_fill_left, \
+    .appended = prefix##_appended, .draw_s1 = prefix##_draw_s1, .drawn = prefix##_drawn,           \
+    .free = prefix##_free
 
 /* A forecast's window is filled in two phases (its context part once into a prefix, then
  * each path's generated part), or served one cached token a path. FC_FORKED: the paths
@@ -97,6 +101,7 @@ struct sched_job {
     bool failed;  /* its rows could not run this step: it ends with err */
     bool stalled; /* no pool memory for its rows this step: it tries again at the next */
     int rows;     /* decode rows it holds while active */
+    int starved;  /* steps in a row it had window rows to fill and got no budget */
     double flops;
     size_t pool_bytes; /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
@@ -124,6 +129,8 @@ struct kr_sched {
     bool stalled;     /* the last step had jobs waiting for pool memory */
     size_t committed; /* the plans' pool bytes of the running forecasts */
     step_batch batch;
+    sched_job **order; /* this step's window-fill order: the aged, then the cheapest first */
+    int order_cap;
     /* the s2 call: every drawing row's cache and s1, and its logits */
     kr_cache **s2_caches;
     int32_t *s2_a;

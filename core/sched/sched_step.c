@@ -126,6 +126,39 @@ static bool ended_failed(kr_sched *s, sched_job *j) {
     return true;
 }
 
+/* A job that had window rows to fill and got none this many steps in a row goes first. */
+enum { AGE_STEPS = 8 };
+
+/* Whether a fills its window before b: the aged first, then the least left to fill; ties
+ * (and the aged among themselves) in admission order, which the insertion keeps. */
+static bool fills_before(const sched_job *a, const sched_job *b) {
+    bool aged_a = a->starved >= AGE_STEPS, aged_b = b->starved >= AGE_STEPS;
+    if (aged_a != aged_b) return aged_a;
+    return !aged_a && a->ops->fill_left(a) < b->ops->fill_left(b);
+}
+
+/* This step's window-fill order in s->order; how many jobs, or -1 when out of memory. */
+static int fill_order(kr_sched *s) {
+    int n = 0;
+    for (sched_job *j = s->active; j; j = j->next)
+        n++;
+    if (n > s->order_cap) {
+        int cap = sched_next_cap(s->order_cap, n);
+        if (sched_resize((void **)&s->order, cap, sizeof *s->order)) return -1;
+        s->order_cap = cap;
+    }
+    int k = 0;
+    for (sched_job *j = s->active; j; j = j->next) {
+        int at = k++;
+        while (at > 0 && fills_before(j, s->order[at - 1])) {
+            s->order[at] = s->order[at - 1];
+            at--;
+        }
+        s->order[at] = j;
+    }
+    return n;
+}
+
 int kr_sched_step(kr_sched *s) {
     sched_admit(s);
     step_batch *b = &s->batch;
@@ -135,24 +168,44 @@ int kr_sched_step(kr_sched *s) {
         next = j->next;
         if (sched_check_cancel(j)) sched_end_active(s, j);
     }
-    /* every decode row, then prefill chunks in admission order under the budget: the whole
-     * of step-tokens when one job runs alone, an eighth of it while other jobs decode, so
-     * that a long prefill or window recompute slows their tokens down little */
-    int budget = s->cfg.step_tokens, decode_rows = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) decode_rows = b->n_rows;
-        if (pass == 1 && decode_rows > 0 && s->stats.active > 1) {
-            int busy = s->cfg.step_tokens / 8;
-            budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
+    /* every decode row */
+    for (sched_job *j = s->active, *next; j; j = next) {
+        next = j->next;
+        int none = 0;
+        if (j->ops->rows(s->m, j, b, true, &none)) {
+            kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
+            sched_end_active(s, j);
         }
+    }
+    /* then prefill and window-recompute chunks under the budget: the whole of step-tokens
+     * when one job runs alone, an eighth of it while other jobs decode, so that a long
+     * prefill or window recompute slows their tokens down little; shared the cheapest fill
+     * first, so a short request's prefill never waits behind a long one's recompute, and a
+     * job passed over AGE_STEPS steps in a row first of all, so none starves */
+    int decode_rows = b->n_rows, budget = s->cfg.step_tokens;
+    if (decode_rows > 0 && s->stats.active > 1) {
+        int busy = s->cfg.step_tokens / 8;
+        budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
+    }
+    int n = fill_order(s);
+    for (int k = 0; k < n; k++) {
+        sched_job *j = s->order[k];
+        int before = b->n_rows, left = j->ops->fill_left(j);
+        if (j->ops->rows(s->m, j, b, false, &budget)) {
+            kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
+            sched_end_active(s, j);
+            continue;
+        }
+        j->starved = left > 0 && b->n_rows == before ? j->starved + 1 : 0;
+    }
+    if (n < 0) /* no order: admission order, as jobs come */
         for (sched_job *j = s->active, *next; j; j = next) {
             next = j->next;
-            if (j->ops->rows(s->m, j, &s->batch, pass == 0, &budget)) {
+            if (j->ops->rows(s->m, j, b, false, &budget)) {
                 kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
                 sched_end_active(s, j);
             }
         }
-    }
     s->stats.rows_last_step = b->n_rows;
     s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
     s->stats.rows += (unsigned long long)b->n_rows;

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# fair_bench.sh — a light forecast beside heavy ones (issue 16, fair steps): the light
+# request's p50/p99 alone and beside two heavy forecasts, and the heavy ones' time with and
+# without the light ones, against one daemon, in one run so the ratios hold on a shared
+# machine.
+#
+#   bench/fair_bench.sh [BUILD_DIR] [MODEL_DIR]
+#
+# Light: 64 candles, horizon 16, 1 path, sent N (default 12) times one after another.
+# Heavy: 400 candles, horizon 160, 8 paths, max_context 512 (its last steps recompute a slid
+# 512-token window for every path), two at once. Targets: light p99 <= 2x alone; heavy
+# <= 1.3x slower. The daemon listens on 127.0.0.1 and is stopped at the end.
+set -uo pipefail
+BUILD=${1:-build}
+MODEL=${2:-}
+N=${N:-12}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-fair.XXXXXX")
+PID=
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null
+    wait 2>/dev/null
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+if [ -z "$MODEL" ]; then
+    MODEL="$WORK/model"
+    "$BUILD/kronos-mkmodel" --out "$MODEL" --preset small --seed 1 >/dev/null || exit 1
+fi
+"$BUILD/kronosd" serve --model "$MODEL" --host 127.0.0.1 --port 0 --access-log false \
+    --queue-size 256 --request-timeout 600 --max-request-cost 1000000 ${FAIR_FLAGS:-} \
+    >"$WORK/d.log" 2>&1 &
+PID=$!
+for _ in $(seq 1 600); do
+    grep -q "kronosd: ready" "$WORK/d.log" && break
+    sleep 0.1
+done
+port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9]*\) .*|\1|p' "$WORK/d.log" | head -1)
+CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
+echo "CPU: $CPU, $(nproc) cores; model: $MODEL; flags: ${FAIR_FLAGS:-none}"
+python3 - "$SRC/tests/data/kline_5min.csv" "http://127.0.0.1:$port" "$N" <<'EOF'
+import csv, json, sys, threading, time, urllib.request
+rows = list(csv.DictReader(open(sys.argv[1])))
+url, n = sys.argv[2], int(sys.argv[3])
+def candles(k):
+    r = rows[-k:]
+    return {c: [x[c] if c == "timestamps" else float(x[c]) for x in r] for c in r[0]}
+def post(body):
+    t0 = time.monotonic()
+    req = urllib.request.Request(url + "/forecast", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=900) as r:
+        r.read()
+        assert r.status == 200
+    return time.monotonic() - t0
+light = {"candles": candles(64), "horizon": 16, "samples": 1}
+heavy = {"candles": candles(400), "horizon": 160, "samples": 8, "max_context": 512}
+def lights(k, stop=None):
+    out = []
+    for i in range(k):
+        if stop and stop.is_set(): break
+        out.append(post(dict(light, seed=i)))
+    return out
+def pct(xs, q):
+    xs = sorted(xs); return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] * 1e3
+def heavies(res):
+    ts = [threading.Thread(target=lambda i=i: res.append(post(dict(heavy, seed=10 + i))))
+          for i in range(2)]
+    for t in ts: t.start()
+    return ts
+lights(2)  # warm up
+alone = lights(n)
+res = []; t0 = time.monotonic(); ts = heavies(res)
+for t in ts: t.join()
+heavy_alone = max(res)
+res = []; ts = heavies(res); time.sleep(0.3)
+beside, stop = [], threading.Event()
+def loop():
+    while not stop.is_set() and len(beside) < 1000:
+        beside.extend(lights(1))
+lt = threading.Thread(target=loop); lt.start()
+for t in ts: t.join()
+stop.set(); lt.join()
+heavy_busy = max(res)
+print(f"light alone: p50 {pct(alone, .5):.0f} ms, p99 {pct(alone, .99):.0f} ms ({len(alone)} requests)")
+print(f"light beside two heavy: p50 {pct(beside, .5):.0f} ms, p99 {pct(beside, .99):.0f} ms "
+      f"({len(beside)} requests): p99 {pct(beside, .99) / pct(alone, .99):.2f}x alone (target <= 2x)")
+print(f"two heavy: {heavy_alone:.2f} s alone, {heavy_busy:.2f} s beside the light ones: "
+      f"{heavy_busy / heavy_alone:.2f}x (target <= 1.3x)")
+EOF
