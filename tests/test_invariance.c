@@ -544,6 +544,57 @@ static void test_scheduler_waits_for_memory(void **state) {
     json_decref(g);
 }
 
+/* A short generation added while a long prefill fills: the step's budget goes to the least
+ * left to fill first, so the short one is done within 3 steps (prefill and first draw, then a
+ * token a step) while the long one still fills, with the tokens it gets alone. */
+static void test_scheduler_cheapest_fill_first(void **state) {
+    (void)state;
+    kr_error err;
+    kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    kr_generate_request lr = {.s1 = tok1,
+                              .s2 = tok2,
+                              .stamps = stamps,
+                              .n_append = 96,
+                              .new_stamps = stamps + 96,
+                              .n_new = 1,
+                              .seed = 3,
+                              .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9}};
+    kr_generate_request sr = lr;
+    sr.n_append = 4;
+    sr.new_stamps = stamps + 4;
+    sr.n_new = 2;
+    kr_cache *lc = kr_cache_create(pool, 0, &err), *sc = kr_cache_create(pool, 0, &err), *solo;
+    assert_non_null(lc);
+    assert_non_null(sc);
+    int32_t l1[1], l2[1], s1[2], s2[2], w1[2], w2[2];
+    sched_log log = {0};
+    kr_sched_config cfg = {.step_tokens = 16, .done = log_done, .ctx = &log};
+    kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+    assert_non_null(s);
+    assert_int_equal(kr_sched_add_generate(s, lc, &lr, l1, l2, (void *)(intptr_t)0, &err), 0);
+    kr_sched_step(s); /* the long one takes the whole budget */
+    assert_int_equal(kr_sched_add_generate(s, sc, &sr, s1, s2, (void *)(intptr_t)1, &err), 0);
+    for (int k = 0; k < 3; k++)
+        kr_sched_step(s);
+    assert_int_equal(log.ended[1], 1); /* 16 rows a step: the long one needs 6 steps */
+    assert_int_equal(log.ended[0], 0);
+    while (kr_sched_step(s) > 0)
+        ;
+    kr_sched_free(s);
+    assert_int_equal(log.ended[0], 1);
+    assert_int_equal(log.errs[0].code, 0);
+    assert_int_equal(log.errs[1].code, 0);
+    assert_non_null(solo = kr_cache_create(pool, 0, &err));
+    assert_int_equal(kr_generate(solo, &sr, w1, w2, &err), 0);
+    assert_memory_equal(s1, w1, sizeof w1);
+    assert_memory_equal(s2, w2, sizeof w2);
+    kr_cache_free(solo);
+    kr_cache_free(sc);
+    kr_cache_free(lc);
+    kr_pool_free(pool);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
@@ -555,6 +606,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_forecast_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_join_leave, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_waits_for_memory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_cheapest_fill_first, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
