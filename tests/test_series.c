@@ -25,27 +25,11 @@ static kr_model *model;
 static int64_t ts[N];
 static double cols[KR_D_IN][N];
 
-static uint32_t lcg_state = 777;
-static double lcg(void) { /* uniform in [0, 1) */
-    lcg_state = lcg_state * 1664525u + 1013904223u;
-    return (lcg_state >> 8) * (1.0 / 16777216.0);
-}
-
 static int setup(void **state) {
     (void)state;
     if (!(model = tu_load_tiny(WINDOW))) return -1;
-    double close = 100.0;
-    for (int i = 0; i < N; i++) {
-        double open = close;
-        close = open * (1.0 + (lcg() - 0.5) * 0.02);
-        ts[i] = 1700000000 + 300 * (int64_t)i;
-        cols[KR_OPEN][i] = open;
-        cols[KR_HIGH][i] = fmax(open, close) * (1.0 + lcg() * 0.005);
-        cols[KR_LOW][i] = fmin(open, close) * (1.0 - lcg() * 0.005);
-        cols[KR_CLOSE][i] = close;
-        cols[KR_VOLUME][i] = 1000.0 + 500.0 * lcg();
-        cols[KR_AMOUNT][i] = cols[KR_VOLUME][i] * close;
-    }
+    double *const c[KR_D_IN] = {cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]};
+    tu_random_candles(777u, N, ts, c);
     return 0;
 }
 

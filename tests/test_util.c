@@ -131,3 +131,21 @@ double tu_max_rel_matrix(const float *a, json_t *b, int rows, int cols) {
     }
     return worst;
 }
+
+void tu_random_candles(uint32_t seed, int n, int64_t *ts, double *const cols[KR_D_IN]) {
+    uint32_t state = seed;
+#define LCG() (state = state * 1664525u + 1013904223u, (state >> 8) * (1.0 / 16777216.0))
+    double close = 100.0;
+    for (int i = 0; i < n; i++) {
+        const double open = close;
+        close = open * (1.0 + (LCG() - 0.5) * 0.02);
+        ts[i] = 1700000000 + 300 * (int64_t)i;
+        cols[KR_OPEN][i] = open;
+        cols[KR_HIGH][i] = fmax(open, close) * (1.0 + LCG() * 0.005);
+        cols[KR_LOW][i] = fmin(open, close) * (1.0 - LCG() * 0.005);
+        cols[KR_CLOSE][i] = close;
+        cols[KR_VOLUME][i] = 1000.0 + 500.0 * LCG();
+        cols[KR_AMOUNT][i] = cols[KR_VOLUME][i] * close;
+    }
+#undef LCG
+}

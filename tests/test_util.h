@@ -23,6 +23,9 @@ json_t *tu_load_golden(void);
 int tu_case_load(json_t *c, tu_case *tc);
 void tu_case_free(tu_case *tc);
 int64_t tu_wall(const char *iso); /* "YYYY-MM-DDTHH:MM:SS" -> wall-clock seconds */
+/* n five-minute candles of a random walk from 100 (the same for the same seed): ts[n], and
+ * cols[c][n] for every column. */
+void tu_random_candles(uint32_t seed, int n, int64_t *ts, double *const cols[KR_D_IN]);
 
 /* Largest |a - b| relative to the fixture's largest |b| (logits, normalised values: their
  * scale is the array's, and single entries may sit near zero). */

@@ -40,6 +40,7 @@ struct kd_route {
     const char *method;
     int endpoint;
     bool is_public, needs_model;
+    bool reads_query; /* its handler reads the query (a text/csv body's fields, format) */
     kd_handler *run;
     const char *operation; /* its part in openapi_parts.json, its operationId */
 };
@@ -65,24 +66,24 @@ static kd_outcome sessions_post(kd_app *app, kd_request *r) {
 
 static const kd_route routes[] = {
     /* clang-format off */
-    /* path                  method    endpoint       public model  handler                       operation */
-    {"/",                    "GET",    EP_PAGE,       true,  false, kd_handle_page,             "page"},
-    {"/example.csv",         "GET",    EP_PAGE,       true,  false, kd_handle_example_csv,      "exampleCsv"},
-    {"/health",              "GET",    EP_HEALTH,     true,  false, kd_handle_health,           "health"},
-    {"/openapi.json",        "GET",    EP_OPENAPI,    true,  false, kd_handle_openapi,          "openapi"},
-    {"/model",               "GET",    EP_MODEL,      false, true,  kd_handle_model,            "model"},
-    {"/metrics",             "GET",    EP_METRICS,    false, false, kd_handle_metrics,          "metrics"},
-    {"/forecast",            "POST",   EP_FORECAST,   false, true,  kd_handle_forecast,         "forecast"},
-    {"/generate",            "POST",   EP_GENERATE,   false, true,  kd_handle_generate,         "generate"},
-    {"/tokenize",            "POST",   EP_TOKENIZE,   false, true,  kd_handle_tokenize,         "tokenize"},
-    {"/detokenize",          "POST",   EP_DETOKENIZE, false, true,  kd_handle_detokenize,       "detokenize"},
-    {"/sessions",            "POST",   EP_SESSIONS,   false, true,  sessions_post,              "createSession"},
-    {"/sessions/",           "GET",    EP_SESSION,    false, true,  kd_handle_session_get,      "getSession"},
-    {"/sessions/",           "DELETE", EP_SESSION,    false, true,  kd_handle_session_delete,   "deleteSession"},
-    {"/sessions/*/generate", "POST",   EP_GENERATE,   false, true,  kd_handle_generate,         "sessionGenerate"},
-    {"/sessions/*/candles",  "POST",   EP_SESSION,    false, true,  kd_handle_session_candles,  "appendCandles"},
-    {"/sessions/*/forecast", "POST",   EP_SESSION,    false, true,  kd_handle_session_forecast, "sessionForecast"},
-    {"/evaluate",            "POST",   EP_EVALUATE,   false, true,  kd_handle_evaluate,         "evaluate"},
+    /* path                  method    endpoint       public model  query  handler                       operation */
+    {"/",                    "GET",    EP_PAGE,       true,  false, false, kd_handle_page,             "page"},
+    {"/example.csv",         "GET",    EP_PAGE,       true,  false, false, kd_handle_example_csv,      "exampleCsv"},
+    {"/health",              "GET",    EP_HEALTH,     true,  false, false, kd_handle_health,           "health"},
+    {"/openapi.json",        "GET",    EP_OPENAPI,    true,  false, false, kd_handle_openapi,          "openapi"},
+    {"/model",               "GET",    EP_MODEL,      false, true,  false, kd_handle_model,            "model"},
+    {"/metrics",             "GET",    EP_METRICS,    false, false, false, kd_handle_metrics,          "metrics"},
+    {"/forecast",            "POST",   EP_FORECAST,   false, true,  true,  kd_handle_forecast,         "forecast"},
+    {"/generate",            "POST",   EP_GENERATE,   false, true,  false, kd_handle_generate,         "generate"},
+    {"/tokenize",            "POST",   EP_TOKENIZE,   false, true,  true,  kd_handle_tokenize,         "tokenize"},
+    {"/detokenize",          "POST",   EP_DETOKENIZE, false, true,  false, kd_handle_detokenize,       "detokenize"},
+    {"/sessions",            "POST",   EP_SESSIONS,   false, true,  false, sessions_post,              "createSession"},
+    {"/sessions/",           "GET",    EP_SESSION,    false, true,  false, kd_handle_session_get,      "getSession"},
+    {"/sessions/",           "DELETE", EP_SESSION,    false, true,  false, kd_handle_session_delete,   "deleteSession"},
+    {"/sessions/*/generate", "POST",   EP_GENERATE,   false, true,  false, kd_handle_generate,         "sessionGenerate"},
+    {"/sessions/*/candles",  "POST",   EP_SESSION,    false, true,  false, kd_handle_session_candles,  "appendCandles"},
+    {"/sessions/*/forecast", "POST",   EP_SESSION,    false, true,  false, kd_handle_session_forecast, "sessionForecast"},
+    {"/evaluate",            "POST",   EP_EVALUATE,   false, true,  true,  kd_handle_evaluate,         "evaluate"},
     /* clang-format on */
 };
 
@@ -131,13 +132,12 @@ static bool needs_model(const kd_route *rt) {
     return rt->needs_model;
 }
 
-/* The POST routes whose fields all come in the body: a query parameter there would be
- * silently ignored (/sessions/{id}/forecast?format=csv answering JSON), so it is refused
- * as /forecast refuses an unknown one. The GET routes ignore queries (cache busters).
- * /forecast, /evaluate and /tokenize read their own (a text/csv body's fields, format). */
+/* A POST route whose handler reads no query takes all its fields in the body: a query
+ * parameter there would be silently ignored (/sessions/{id}/forecast?format=csv answering
+ * JSON), so it is refused as /forecast refuses an unknown one. The GET routes ignore
+ * queries (cache busters). */
 static bool refuses_query(const kd_route *rt) {
-    return strcmp(rt->method, "POST") == 0 && rt->run != kd_handle_forecast &&
-           rt->run != kd_handle_evaluate && rt->run != kd_handle_tokenize;
+    return strcmp(rt->method, "POST") == 0 && !rt->reads_query;
 }
 
 static kd_outcome handle(const kd_route *rt, kd_app *app, kd_request *r) {

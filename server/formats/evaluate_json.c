@@ -104,15 +104,10 @@ static int parse_options(const json_t *body, const kd_forecast_limits *lim, kd_e
 int kd_evaluate_request_parse(const json_t *body, const kd_forecast_limits *limits,
                               kd_evaluate_input *in, char *err, size_t errlen) {
     const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
-    char d[KD_DESC_LEN];
     memset(in, 0, sizeof *in);
     kr_evaluate_request_init(&in->req);
-    if (!json_is_object(body))
-        return kd_fail(err, errlen, "expected a JSON object, got %s",
-                       body ? kd_describe(body, d, sizeof d) : "nothing");
-    if (kd_check_fields(body, "", request_fields, err, errlen) < 0 ||
-        kd_candles_parse(kd_field(body, "candles"), 2, lim->max_candles, &in->candles, err,
-                         errlen) < 0)
+    if (kd_request_object_candles(body, request_fields, lim->max_candles, &in->candles, err,
+                                  errlen) < 0)
         return -1;
     return parse_options(body, lim, in, err, errlen);
 }

@@ -444,20 +444,26 @@ static int parse_options_of(const json_t *body, int model_max_context,
     return 0;
 }
 
+int kd_request_object_candles(const json_t *body, const char *const fields[], int max_candles,
+                              kd_candles *candles, char *err, size_t errlen) {
+    char d[KD_DESC_LEN];
+    if (!json_is_object(body))
+        return kd_fail(err, errlen, "expected a JSON object, got %s",
+                       body ? kd_describe(body, d, sizeof d) : "nothing");
+    if (kd_check_fields(body, "", fields, err, errlen) < 0 ||
+        kd_candles_parse(kd_field(body, "candles"), 2, max_candles, candles, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
 int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
                                       const kd_forecast_limits *limits, kd_forecast_input *in,
                                       char *err, size_t errlen) {
     const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
-    char d[KD_DESC_LEN];
-
     memset(in, 0, sizeof *in);
     set_defaults(&in->req);
-    if (!json_is_object(body))
-        return kd_fail(err, errlen, "expected a JSON object, got %s",
-                       body ? kd_describe(body, d, sizeof d) : "nothing");
-    if (kd_check_fields(body, "", request_fields, err, errlen) < 0 ||
-        kd_candles_parse(kd_field(body, "candles"), 2, lim->max_candles, &in->candles, err,
-                         errlen) < 0)
+    if (kd_request_object_candles(body, request_fields, lim->max_candles, &in->candles, err,
+                                  errlen) < 0)
         return -1;
     return parse_options_of(body, model_max_context, lim, in, err, errlen);
 }

@@ -80,6 +80,11 @@ typedef struct {
     long long timeout_ms;       /* the server's deadline for it; 0: request-timeout */
 } kd_forecast_input;
 
+/* A request body's common part: a JSON object with no field outside fields (NULL-ended)
+ * and its "candles" (at least 2, at most max_candles) parsed into *candles. 0, or -1 with
+ * a message. */
+int kd_request_object_candles(const json_t *body, const char *const fields[], int max_candles,
+                              kd_candles *candles, char *err, size_t errlen);
 /* Parses and validates a request with kd_forecast_default_limits. model_max_context bounds
  * "max_context" (<= 0: no bound). Returns 0, or -1 with a message in err that names the
  * field and what is wrong ("candles.close[12]: must be a number, got null"). On failure
