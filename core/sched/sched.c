@@ -10,8 +10,10 @@
 
 /* ---- the scheduler ------------------------------------------------------------------------ */
 
-#define DEFAULT_STEP_TOKENS 256
-#define DEFAULT_MAX_ROWS    512
+#define DEFAULT_STEP_TOKENS       256
+#define DEFAULT_MAX_ROWS          512
+#define DEFAULT_LIGHT_FLOPS       20e9
+#define DEFAULT_LIGHT_STEP_FACTOR 2.5
 
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err) {
@@ -22,6 +24,8 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     if (cfg) s->cfg = *cfg;
     if (s->cfg.step_tokens <= 0) s->cfg.step_tokens = DEFAULT_STEP_TOKENS;
     if (s->cfg.max_rows <= 0) s->cfg.max_rows = DEFAULT_MAX_ROWS;
+    if (s->cfg.light_flops <= 0) s->cfg.light_flops = DEFAULT_LIGHT_FLOPS;
+    if (s->cfg.light_step_factor <= 1) s->cfg.light_step_factor = DEFAULT_LIGHT_STEP_FACTOR;
     return s;
 }
 
@@ -52,6 +56,7 @@ static void job_end(kr_sched *s, sched_job *j) {
 
 void sched_enqueue(kr_sched *s, sched_job *j) {
     j->next = NULL;
+    j->light = j->flops <= s->cfg.light_flops;
     if (s->wait_tail)
         s->wait_tail->next = j;
     else
@@ -134,6 +139,8 @@ void sched_admit(kr_sched *s) {
         s->active_rows += j->rows;
         if (j->ops->plans_pool) s->committed += j->pool_bytes;
         s->stats.active++;
+        s->stats.light_active += j->light;
+        if (s->cfg.started) s->cfg.started(j->tag, j->light, s->cfg.ctx);
     }
 }
 
@@ -144,6 +151,7 @@ static void unlink_active(kr_sched *s, sched_job *j) {
             s->active_rows -= j->rows;
             if (j->ops->plans_pool) s->committed -= j->pool_bytes;
             s->stats.active--;
+            s->stats.light_active -= j->light;
             return;
         }
 }

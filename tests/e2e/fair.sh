@@ -4,7 +4,9 @@
 # Shows: while a request of 160 series (4 samples each: 640 decode rows, more than
 # max-batch-rows, so most of its forecasts wait in the scheduler) runs, other clients' small
 # forecasts are all admitted (200), with queue-size 4; before, its waiting series counted as
-# waiting requests and everyone else got 503 overloaded. About 10 s.
+# waiting requests and everyone else got 503 overloaded. /metrics counts each request's
+# queueing delay once, in its class (light-request-mflop 100: the small forecasts, about 35
+# MFLOP on the test model, are light; each series' forecast, about 280, is heavy). About 10 s.
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: $0 KRONOSD SRCDIR" >&2
@@ -29,7 +31,7 @@ json.dump({"series": [{"candles": cand(rows[i * 10:i * 10 + 200])} for i in rang
 json.dump({"candles": cand(rows[:64]), "horizon": 16, "seed": 2}, open(f"{sys.argv[2]}/small.json", "w"))
 PYEOF
 
-start_daemon a --queue-size 4
+start_daemon a --queue-size 4 --light-request-mflop 100
 U=$URL_a
 curl -sS -m 120 -o "$WORK/series.out" -w '%{http_code}' "$U/forecast" -d @"$WORK/series.json" >"$WORK/series.status" &
 SERIES=$!
@@ -50,4 +52,10 @@ echo "     small forecasts beside the 160-series request:$CODES; the series requ
     || fail "a large series request leaves room in the queue" "$CODES"
 [ "$(cat "$WORK/series.status")" = 200 ] && jq_ok 'len(d["series"]) == 160' "$WORK/series.out" \
     && pass "the series request is answered" || fail "the series request is answered" "$(head -c 200 "$WORK/series.out")"
+light=$(metric "$U" 'kronosd_queue_delay_seconds_count{class="light"}')
+heavy=$(metric "$U" 'kronosd_queue_delay_seconds_count{class="heavy"}')
+bucket=$(metric "$U" 'kronosd_queue_delay_seconds_bucket{class="light",le="+Inf"}')
+[ "$light" = 6 ] && [ "$heavy" = 1 ] && [ "$bucket" = 6 ] \
+    && pass "/metrics: queueing delay by class, once a request (6 light, 1 heavy)" \
+    || fail "/metrics: queueing delay by class" "light $light (+Inf bucket $bucket), heavy $heavy"
 summary

@@ -56,6 +56,16 @@ static int waiting_requests(const kd_sched *s, int core_jobs_waiting) {
     return core_jobs_waiting < s->requests ? core_jobs_waiting : s->requests;
 }
 
+/* A core job left the waiting line: its request's queueing delay, told once. */
+static void job_started(void *tag, bool light, void *ctx) {
+    kd_sched *s = ctx;
+    kd_sched_job *job = tag;
+    kd_sched_job *req = job->request ? job->request : job;
+    if (req->started) return;
+    req->started = true;
+    if (s->cfg.started) s->cfg.started(s->cfg.ctx, light, now_s() - req->submitted);
+}
+
 static bool make_room(void *ctx) {
     kd_sched *s = ctx;
     return s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
@@ -135,6 +145,9 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
     s->cfg = *cfg;
     kr_sched_config kc = {.step_tokens = cfg->step_tokens,
                           .max_rows = cfg->max_rows,
+                          .light_flops = cfg->light_flops,
+                          .light_step_factor = cfg->light_step_factor,
+                          .started = job_started,
                           .done = job_done,
                           .make_room = make_room,
                           .ctx = s};
@@ -178,6 +191,8 @@ int kd_sched_reserve(kd_sched *s) {
 
 void kd_sched_submit(kd_sched *s, kd_sched_job *job) {
     job->next = NULL;
+    job->submitted = now_s();
+    job->started = false;
     pthread_mutex_lock(&s->mu);
     if (s->inbox_tail)
         s->inbox_tail->next = job;

@@ -28,13 +28,19 @@ struct kd_sched_job {
      * submitted (NULL: this one), whose core_jobs the scheduler counts down. */
     kd_sched_job *request;
     int core_jobs;
+    double submitted; /* monotonic seconds: when kd_sched_submit took it */
+    bool started;     /* one of its core jobs has started (cfg.started was called) */
 };
 
 typedef struct kd_sched kd_sched;
 
 typedef struct {
     int step_tokens, max_rows, queue_size;
-    bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
+    double light_flops, light_step_factor; /* kr_sched_config's (0: its defaults) */
+    bool (*make_room)(void *ctx);          /* the pool ran dry: free an idle session */
+    /* a request's first core job started, waited_s after it was submitted (light: the core's
+     * class of that job); on the scheduler thread; NULL: not told */
+    void (*started)(void *ctx, bool light, double waited_s);
     void *ctx;
 } kd_sched_config;
 
