@@ -200,6 +200,7 @@ static int load(kd_app *app, char *err, size_t errlen) {
     kd_sched_config sc = {.step_tokens = c->step_tokens,
                           .max_rows = c->max_batch_rows,
                           .queue_size = c->queue_size,
+                          .owner_queue_percent = c->key_queue_percent,
                           .light_flops = c->light_request_mflop * 1e6,
                           .light_step_factor = c->light_step_percent / 100.0,
                           .make_room = make_room,

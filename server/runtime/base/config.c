@@ -71,6 +71,9 @@ static const key_def keys[] = {
      "most this percent of its time without them (by the measured step cost)"},
     {"queue-size", T_INT, AT(queue_size), "64", 1, 1 << 20,
      "requests waiting for a worker (503 + Retry-After above)"},
+    {"key-queue-percent", T_INT, AT(key_queue_percent), "50", 1, 100,
+     "share of queue-size that one API key's (or, without keys, one client address's) model "
+     "requests may hold waiting (429 queue_share + Retry-After above; at least one place)"},
     {"pool-bytes", T_BYTES, AT(pool_bytes), "256M", 1024, 1LL << 40,
      "KV cache pool shared by sessions and forecasts"},
     {"max-sessions", T_INT, AT(max_sessions), "4096", 1, 1 << 24, "sessions held at once"},
