@@ -6,14 +6,14 @@
 #
 #   bench/fair_bench.sh [BUILD_DIR] [MODEL_DIR]
 #
-# Light: 64 candles, horizon 16, 1 path, sent N (default 12) times one after another.
+# Light: 64 candles, horizon 16, 1 path, sent N (default 30) times one after another.
 # Heavy: 400 candles, horizon 160, 8 paths, max_context 512 (its last steps recompute a slid
 # 512-token window for every path), two at once. Targets: light p99 <= 2x alone; heavy
 # <= 1.3x slower. The daemon listens on 127.0.0.1 and is stopped at the end.
 set -uo pipefail
 BUILD=${1:-build}
 MODEL=${2:-}
-N=${N:-12}
+N=${N:-30}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-fair.XXXXXX")
 PID=
