@@ -552,7 +552,7 @@ typedef struct {
     int max_rows;    /* decode rows (paths, generating requests) active at once; 0: 512 */
     /* Light jobs (planned work at most light_flops; 0: 20 GFLOP) are latency-sensitive: they
      * fill their windows before the others, and while one is active a step's other window
-     * rows are bounded in time, so that the step takes at most light_step_factor (0: 2.5)
+     * rows are bounded in time, so that the step takes at most light_step_factor (0: 1.5)
      * times what it would take without them, by the step cost the scheduler measures
      * (milliseconds = fixed + per row x rows, fitted over the recent steps). */
     double light_flops, light_step_factor;

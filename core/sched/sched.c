@@ -13,7 +13,7 @@
 #define DEFAULT_STEP_TOKENS       256
 #define DEFAULT_MAX_ROWS          512
 #define DEFAULT_LIGHT_FLOPS       20e9
-#define DEFAULT_LIGHT_STEP_FACTOR 2.5
+#define DEFAULT_LIGHT_STEP_FACTOR 1.5
 
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err) {

@@ -33,7 +33,7 @@ bool sched_step_cost(const kr_sched *s, double *fixed, double *per_row) {
     if (s->cost_w < 8) return false; /* too few steps yet */
     double mn = s->cost_n / s->cost_w, mt = s->cost_t / s->cost_w;
     double var = s->cost_nn / s->cost_w - mn * mn, cov = s->cost_nt / s->cost_w - mn * mt;
-    if (var < 4) return false; /* steps of about one size: no slope to tell */
+    if (var < 64) return false; /* steps of about one size: no slope to tell */
     double b = cov / var, a = mt - b * mn;
     if (!(b > 0)) return false;
     *fixed = a > 0 ? a : 0;
@@ -43,12 +43,15 @@ bool sched_step_cost(const kr_sched *s, double *fixed, double *per_row) {
 
 /* The window rows that jobs other than the light ones may add to a step that holds `rows`
  * rows so far, so that it takes at most light_step_factor times as long as without them;
- * fallback when the step cost is not known yet. At least one. */
+ * fallback when the step cost is not known yet. At least one. A measured fixed cost counts
+ * as at most an eighth of step-tokens' rows: a fit thrown off by a noisy machine (a slope
+ * near zero) cannot give the heavy jobs whole steps. */
 static int others_rows(const kr_sched *s, int rows, int fallback) {
     double fixed_rows = s->cfg.step_fixed_rows, a, b;
     if (fixed_rows <= 0) {
         if (!sched_step_cost(s, &a, &b)) return fallback > 0 ? fallback : 1;
         fixed_rows = a / b;
+        if (fixed_rows > s->cfg.step_tokens / 8.0) fixed_rows = s->cfg.step_tokens / 8.0;
     }
     double n = (s->cfg.light_step_factor - 1) * (fixed_rows + rows);
     return n < 1 ? 1 : n > s->cfg.step_tokens ? s->cfg.step_tokens : (int)n;

@@ -66,7 +66,7 @@ static const key_def keys[] = {
      "a model job planning at most this many MFLOP (millions) is light (latency-sensitive): it "
      "fills its "
      "window first, and while one runs the others' rows are bounded by light-step-percent"},
-    {"light-step-percent", T_INT, AT(light_step_percent), "250", 101, 100000,
+    {"light-step-percent", T_INT, AT(light_step_percent), "150", 101, 100000,
      "while a light job runs, a step with the other jobs' prefill and recompute rows takes at "
      "most this percent of its time without them (by the measured step cost)"},
     {"queue-size", T_INT, AT(queue_size), "64", 1, 1 << 20,
