@@ -101,7 +101,7 @@ for mode in none always everysec no; do
     rm -rf "$STATE_DIR"
     if [ "$mode" = none ]; then up; else up --state-dir "$STATE_DIR" --journal-fsync "$mode"; fi
     read -r mean p50 p99 < <(client appends "$APPENDS")
-    echo "| ${mode/none/no journal} | $mean | $p50 | $p99 | $(awk -v m="$mean" 'BEGIN {printf "%.0f", m > 0 ? 1000 / m : 0}') |"
+    echo "| ${mode/none/no journal} | $mean | $p50 | $p99 | $(awk -v m="$mean" 'BEGIN {printf "%.0f", (m > 0 ? 1000 / m : 0)}') |"
     down
 done
 
