@@ -94,17 +94,18 @@ EOF
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) vCPUs; state-dir $STATE_DIR ($(df -T "$(dirname "$STATE_DIR")" | awk 'NR==2 {print $2}'))"
 echo
-[ "$APPENDS" -gt 0 ] && echo "| appends of 1 candle to a 400-candle session ($APPENDS) | mean ms | p50 ms | p99 ms |" \
-    && echo "|---|---|---|---|"
+[ "$APPENDS" -gt 0 ] && echo "| appends of 1 candle to a 400-candle session ($APPENDS) | mean ms | p50 ms | p99 ms | appends/s (one client) |" \
+    && echo "|---|---|---|---|---|"
 for mode in none always everysec no; do
     [ "$APPENDS" -gt 0 ] || break
     rm -rf "$STATE_DIR"
     if [ "$mode" = none ]; then up; else up --state-dir "$STATE_DIR" --journal-fsync "$mode"; fi
     read -r mean p50 p99 < <(client appends "$APPENDS")
-    echo "| ${mode/none/no journal} | $mean | $p50 | $p99 |"
+    echo "| ${mode/none/no journal} | $mean | $p50 | $p99 | $(awk -v m="$mean" 'BEGIN {printf "%.0f", (m > 0 ? 1000 / m : 0)}') |"
     down
 done
 
+[ "$SESSIONS" -gt 0 ] || exit 0
 rm -rf "$STATE_DIR"
 # room for every session's window (Kronos-small: 36 KiB a position) in the sessions' share,
 # and for their encoder caches (5.4 MiB for 400 candles of Kronos-small)

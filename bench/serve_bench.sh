@@ -18,7 +18,15 @@
 #   * the wall time of 16 such requests sent at once against one alone;
 #   * p99 of that short request with two long forecasts (30 samples, horizon 512) running,
 #     against its p99 alone;
-#   * RSS before and after each of RSS_ROUNDS rounds of RSS_DUR seconds of load.
+#   * RSS before and after each of RSS_ROUNDS rounds of RSS_DUR seconds of load;
+#   * fair serving (issue 16), by bench/fair_bench.sh on a daemon of its own (FAIR_N light
+#     requests alone, default 30; FAIR_FLAGS for its daemon): a light forecast's (64 candles,
+#     horizon 16, 1 path) p50/p99 alone and beside two heavy ones (400 candles, horizon 160,
+#     8 paths), and the heavy ones' time with and without the light ones;
+#   * appends of one candle with journal-fsync always/everysec/no and without a journal, by
+#     bench/journal_bench.sh (JOURNAL_APPENDS, default 100; STATE_DIR on the disk to count
+#     fsync).
+# FAIR=0 or JOURNAL=0 leaves those parts out.
 set -uo pipefail
 BUILD=${1:-build}
 MODEL=${2:-}
@@ -153,3 +161,16 @@ for r in $(seq 1 "$RSS_ROUNDS"); do
     after=$(rss_kb "$PID_batched")
     awk -v r="$r" -v b="$before" -v a="$after" 'BEGIN {printf "| %d | %.1f | %.1f |\n", r, b / 1024, a / 1024}'
 done
+
+kill "$PID_batched" 2>/dev/null # the parts below start daemons of their own
+wait "$PID_batched" 2>/dev/null
+if [ "${FAIR:-1}" != 0 ]; then
+    echo
+    echo "Fair serving (bench/fair_bench.sh):"
+    N=${FAIR_N:-30} "$SRC/bench/fair_bench.sh" "$BUILD" "$MODEL"
+fi
+if [ "${JOURNAL:-1}" != 0 ]; then
+    echo
+    echo "Appends with the session journal (bench/journal_bench.sh):"
+    APPENDS=${JOURNAL_APPENDS:-100} SESSIONS=0 "$SRC/bench/journal_bench.sh" "$BUILD" "$MODEL"
+fi

@@ -550,6 +550,18 @@ typedef struct kr_sched kr_sched;
 typedef struct {
     int step_tokens; /* prefill and recompute rows per step, over all jobs; 0: 256 */
     int max_rows;    /* decode rows (paths, generating requests) active at once; 0: 512 */
+    /* Light jobs (planned work at most light_flops; 0: 20 GFLOP) are latency-sensitive: they
+     * fill their windows before the others, and while one is active a step's other window
+     * rows are bounded in time, so that the step takes at most light_step_factor (0: 1.5)
+     * times what it would take without them, by the step cost the scheduler measures
+     * (milliseconds = fixed + per row x rows, fitted over the recent steps). */
+    double light_flops, light_step_factor;
+    /* a step's fixed cost counted in rows (its time with no rows over a row's time); 0: from
+     * the measured step cost (until measured, an eighth of step_tokens goes to the others) */
+    double step_fixed_rows;
+    /* a job left the waiting line and joins the next step (light: its class); called on the
+     * stepping thread; NULL: not told */
+    void (*started)(void *tag, bool light, void *ctx);
     /* a job ended, err->code KR_OK when it succeeded; called on the stepping thread, which
      * may add jobs from it (kr_sched_add_*: they join the end of the waiting line) */
     void (*done)(void *tag, const kr_error *err, void *ctx);
@@ -589,6 +601,9 @@ typedef struct {
     unsigned long long steps, rows;
     unsigned long long preempted; /* forecasts restarted to let the others finish (pool) */
     double waiting_flops;         /* planned compute of the jobs not yet started */
+    /* the measured step cost: ms = step_ms_fixed + step_ms_per_row x rows (0 until fitted) */
+    double step_ms_fixed, step_ms_per_row;
+    int light_active; /* light jobs in the steps */
 } kr_sched_stats;
 
 void kr_sched_stats_get(const kr_sched *s, kr_sched_stats *st);

@@ -595,6 +595,97 @@ static void test_scheduler_cheapest_fill_first(void **state) {
     kr_pool_free(pool);
 }
 
+/* A light generation (4 tokens in, 12 out) beside a heavy one (a 300-token prompt): while
+ * the light one runs, a step takes only the heavy one's rows that keep it within
+ * light_step_factor of its time without them (a step's fixed cost pinned to 8 rows here, so
+ * that the bound is exact: at most 2 x (8 + the light rows) rows a step), where before the
+ * heavy one took the rest of step_tokens (124 rows) in the light one's first step and an
+ * eighth of it (16) in each of its decode steps; the heavy one still advances at every
+ * step; both get the tokens they get alone. */
+static void test_scheduler_light_steps_bounded(void **state) {
+    (void)state;
+    enum { HEAVY = 300, N = HEAVY + 16 };
+    int32_t *t1 = malloc(N * sizeof *t1), *t2 = malloc(N * sizeof *t2);
+    kr_stamp *st = malloc(N * sizeof *st);
+    assert_true(t1 && t2 && st);
+    for (int i = 0; i < N; i++) {
+        t1[i] = (int32_t)(i * 53 % 1024);
+        t2[i] = (int32_t)(i * 29 % 1024);
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+    kr_error err;
+    kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    kr_generate_request hr = {.s1 = t1,
+                              .s2 = t2,
+                              .stamps = st,
+                              .n_append = HEAVY,
+                              .new_stamps = st + HEAVY,
+                              .n_new = 1,
+                              .seed = 5,
+                              .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9}};
+    kr_generate_request lr = hr;
+    lr.n_append = 4;
+    lr.new_stamps = st + 4;
+    lr.n_new = 12;
+    lr.seed = 6;
+    kr_cache *hc = kr_cache_create(pool, 0, &err), *lc = kr_cache_create(pool, 0, &err), *solo;
+    assert_non_null(hc);
+    assert_non_null(lc);
+    int32_t h1[1], h2[1], l1[12], l2[12], w1[12], w2[12];
+    sched_log log = {0};
+    /* light: at most 10 MFLOP planned (the light one plans about 3, the heavy one 95) */
+    kr_sched_config cfg = {.step_tokens = 128,
+                           .light_flops = 10e6,
+                           .light_step_factor = 2,
+                           .step_fixed_rows = 8,
+                           .done = log_done,
+                           .ctx = &log};
+    kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+    assert_non_null(s);
+    assert_int_equal(kr_sched_add_generate(s, hc, &hr, h1, h2, (void *)(intptr_t)0, &err), 0);
+    kr_sched_step(s); /* alone: the whole budget */
+    kr_sched_stats ks;
+    kr_sched_stats_get(s, &ks);
+    assert_int_equal(ks.rows_last_step, 128);
+    assert_int_equal(kr_sched_add_generate(s, lc, &lr, l1, l2, (void *)(intptr_t)1, &err), 0);
+    int steps = 0;
+    while (!log.ended[1]) {
+        kr_sched_step(s);
+        kr_sched_stats_get(s, &ks);
+        /* its prefill (4 rows) with 2 x (8 + 4) - 4 = 12 of the heavy one's, then its decode
+         * row with 2 x (8 + 1) - 1 = 9 */
+        int light_rows = steps == 0 ? 4 : 1, bound = steps == 0 ? 16 : 10;
+        if (!log.ended[0]) {
+            assert_true(ks.rows_last_step <= bound);
+            assert_true(ks.rows_last_step > light_rows); /* the heavy one advances too */
+        }
+        assert_true(++steps <= 13);
+    }
+    while (kr_sched_step(s) > 0)
+        assert_true(++steps < 1000);
+    kr_sched_free(s);
+    assert_int_equal(log.ended[0], 1);
+    assert_int_equal(log.errs[0].code, 0);
+    assert_int_equal(log.errs[1].code, 0);
+    assert_non_null(solo = kr_cache_create(pool, 0, &err));
+    assert_int_equal(kr_generate(solo, &lr, w1, w2, &err), 0);
+    assert_memory_equal(l1, w1, sizeof w1);
+    assert_memory_equal(l2, w2, sizeof w2);
+    kr_cache_free(solo);
+    assert_non_null(solo = kr_cache_create(pool, 0, &err));
+    assert_int_equal(kr_generate(solo, &hr, w1, w2, &err), 0);
+    assert_memory_equal(h1, w1, sizeof h1);
+    assert_memory_equal(h2, w2, sizeof h2);
+    kr_cache_free(solo);
+    kr_cache_free(lc);
+    kr_cache_free(hc);
+    kr_pool_free(pool);
+    free(t1);
+    free(t2);
+    free(st);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
@@ -607,6 +698,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scheduler_join_leave, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_waits_for_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_cheapest_fill_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_light_steps_bounded, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,8 +10,10 @@
 
 /* ---- the scheduler ------------------------------------------------------------------------ */
 
-#define DEFAULT_STEP_TOKENS 256
-#define DEFAULT_MAX_ROWS    512
+#define DEFAULT_STEP_TOKENS       256
+#define DEFAULT_MAX_ROWS          512
+#define DEFAULT_LIGHT_FLOPS       20e9
+#define DEFAULT_LIGHT_STEP_FACTOR 1.5
 
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err) {
@@ -22,6 +24,8 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     if (cfg) s->cfg = *cfg;
     if (s->cfg.step_tokens <= 0) s->cfg.step_tokens = DEFAULT_STEP_TOKENS;
     if (s->cfg.max_rows <= 0) s->cfg.max_rows = DEFAULT_MAX_ROWS;
+    if (s->cfg.light_flops <= 0) s->cfg.light_flops = DEFAULT_LIGHT_FLOPS;
+    if (s->cfg.light_step_factor <= 1) s->cfg.light_step_factor = DEFAULT_LIGHT_STEP_FACTOR;
     return s;
 }
 
@@ -52,6 +56,7 @@ static void job_end(kr_sched *s, sched_job *j) {
 
 void sched_enqueue(kr_sched *s, sched_job *j) {
     j->next = NULL;
+    j->light = j->flops <= s->cfg.light_flops;
     if (s->wait_tail)
         s->wait_tail->next = j;
     else
@@ -100,40 +105,64 @@ static bool pool_has_room(kr_sched *s, const sched_job *j) {
     return free_bytes >= s->committed && free_bytes - s->committed >= j->pool_bytes;
 }
 
-/* Waiting jobs start, first come first served, while their decode rows fit max_rows (one
- * always may, when none is active). */
+/* Starts j (already out of the waiting line): its state made ready (or it ends), then it
+ * joins the active jobs. */
+static void start_job(kr_sched *s, sched_job *j, bool cancelled) {
+    s->stats.waiting--;
+    s->stats.waiting_flops -= j->flops;
+    if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
+    int rc = cancelled ? -1 : j->ops->start(s->m, s->pool, j, &j->err);
+    /* a generation takes its blocks up front: room is made for it while it can be */
+    while (rc && j->ops->start_makes_room && j->err.code == KR_E_POOL_EXHAUSTED &&
+           s->cfg.make_room && s->cfg.make_room(s->cfg.ctx)) {
+        j->err = (kr_error){0}; /* a success leaves it as it is */
+        rc = j->ops->start(s->m, s->pool, j, &j->err);
+    }
+    if (rc) {
+        job_end(s, j);
+        return;
+    }
+    j->next = NULL;
+    sched_job **tail = &s->active;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = j;
+    s->active_rows += j->rows;
+    if (j->ops->plans_pool) s->committed += j->pool_bytes;
+    s->stats.active++;
+    s->stats.light_active += j->light;
+    if (s->cfg.started) s->cfg.started(j->tag, j->light, s->cfg.ctx);
+}
+
+/* Whether j fits beside the active jobs: its decode rows within max_rows and its plan in
+ * the pool (one always may, when none is active). */
+static bool fits(kr_sched *s, const sched_job *j) {
+    return !s->active || (s->active_rows + j->rows <= s->cfg.max_rows && pool_has_room(s, j));
+}
+
+/* Waiting jobs start, first come first served, while they fit (fits); when the first in
+ * line does not, light jobs behind it that fit start still (a short request never waits
+ * for a heavy one's rows; light jobs hold few rows and end soon, so the heavy one at the
+ * head starts as soon as the rows it needs are free). */
 void sched_admit(kr_sched *s) {
     drop_cancelled(s);
     /* while the pool has no room for the jobs already running, no new one starts */
-    while (s->wait_head && !(s->stalled && s->active)) {
-        sched_job *j = s->wait_head;
+    sched_job *prev = NULL;
+    bool blocked = false; /* a job ahead did not fit: only light ones pass it */
+    for (sched_job *j = s->wait_head, *next; j && !(s->stalled && s->active); j = next) {
+        next = j->next;
         bool cancelled = sched_check_cancel(j) != 0;
-        if (!cancelled && s->active && s->active_rows + j->rows > s->cfg.max_rows) break;
-        if (!cancelled && s->active && !pool_has_room(s, j)) break;
-        s->wait_head = j->next;
-        if (!s->wait_head) s->wait_tail = NULL;
-        s->stats.waiting--;
-        s->stats.waiting_flops -= j->flops;
-        if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
-        int rc = cancelled ? -1 : j->ops->start(s->m, s->pool, j, &j->err);
-        /* a generation takes its blocks up front: room is made for it while it can be */
-        while (rc && j->ops->start_makes_room && j->err.code == KR_E_POOL_EXHAUSTED &&
-               s->cfg.make_room && s->cfg.make_room(s->cfg.ctx)) {
-            j->err = (kr_error){0}; /* a success leaves it as it is */
-            rc = j->ops->start(s->m, s->pool, j, &j->err);
-        }
-        if (rc) {
-            job_end(s, j);
+        if (!cancelled && (!fits(s, j) || (blocked && !j->light))) {
+            blocked = true;
+            prev = j;
             continue;
         }
-        j->next = NULL;
-        sched_job **tail = &s->active;
-        while (*tail)
-            tail = &(*tail)->next;
-        *tail = j;
-        s->active_rows += j->rows;
-        if (j->ops->plans_pool) s->committed += j->pool_bytes;
-        s->stats.active++;
+        if (prev)
+            prev->next = next;
+        else
+            s->wait_head = next;
+        if (s->wait_tail == j) s->wait_tail = prev;
+        start_job(s, j, cancelled);
     }
 }
 
@@ -144,6 +173,7 @@ static void unlink_active(kr_sched *s, sched_job *j) {
             s->active_rows -= j->rows;
             if (j->ops->plans_pool) s->committed -= j->pool_bytes;
             s->stats.active--;
+            s->stats.light_active -= j->light;
             return;
         }
 }

@@ -139,6 +139,10 @@ int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *r
     sched_job *j = sched_job_new(&sched_generate_ops, tag, &req->cancel, err);
     if (!j) return -1;
     j->rows = 1;
+    /* its planned work, by which it is light or not: every appended and new token's row */
+    const kr_predictor_config *pc = &c->m->pc;
+    double rows = (double)req->n_append + req->n_new;
+    j->flops = kr_stack_flops(rows, c->len + rows, pc->n_layers, pc->d_model, pc->ff_dim);
     j->u.gen.c = c;
     j->u.gen.req = req;
     j->u.gen.out_s1 = out_s1;

@@ -102,6 +102,7 @@ struct sched_job {
     bool stalled; /* no pool memory for its rows this step: it tries again at the next */
     int rows;     /* decode rows it holds while active */
     int starved;  /* steps in a row it had window rows to fill and got no budget */
+    bool light;   /* planned work at most cfg.light_flops: latency-sensitive */
     double flops;
     size_t pool_bytes; /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
@@ -129,8 +130,13 @@ struct kr_sched {
     bool stalled;     /* the last step had jobs waiting for pool memory */
     size_t committed; /* the plans' pool bytes of the running forecasts */
     step_batch batch;
-    sched_job **order; /* this step's window-fill order: the aged, then the cheapest first */
+    sched_job **order; /* this step's window-fill order: light jobs first, and in each class
+                          the aged, then the cheapest first */
     int order_cap;
+    /* the step cost, ms = a + b x rows, fitted by least squares over the recent steps (each
+     * step's weight decays by COST_DECAY a step): the sums of weight, rows, ms, rows^2 and
+     * rows x ms */
+    double cost_w, cost_n, cost_t, cost_nn, cost_nt;
     /* the s2 call: every drawing row's cache and s1, and its logits */
     kr_cache **s2_caches;
     int32_t *s2_a;
@@ -154,5 +160,8 @@ void sched_end_active(kr_sched *s, sched_job *j);
 /* An active forecast back to the head of the waiting line, its memory returned and its work
  * forgotten (it starts again from scratch, with the same answer). */
 void sched_preempt(kr_sched *s, sched_job *j);
+/* The fitted step cost (ms = *fixed + *per_row x rows); false while too few steps of
+ * different sizes were measured to tell. */
+bool sched_step_cost(const kr_sched *s, double *fixed, double *per_row);
 
 #endif

@@ -7,6 +7,55 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- the step cost ------------------------------------------------------------------------ */
+
+/* A measured step's weight in the fit decays by this factor a step: about the last hundred
+ * steps count. */
+#define COST_DECAY 0.99
+
+static void cost_observe(kr_sched *s, int rows, double ms) {
+    s->cost_w = s->cost_w * COST_DECAY + 1;
+    s->cost_n = s->cost_n * COST_DECAY + rows;
+    s->cost_t = s->cost_t * COST_DECAY + ms;
+    s->cost_nn = s->cost_nn * COST_DECAY + (double)rows * rows;
+    s->cost_nt = s->cost_nt * COST_DECAY + rows * ms;
+}
+
+bool sched_step_cost(const kr_sched *s, double *fixed, double *per_row) {
+    if (s->cost_w < 8) return false; /* too few steps yet */
+    double mn = s->cost_n / s->cost_w, mt = s->cost_t / s->cost_w;
+    double var = s->cost_nn / s->cost_w - mn * mn, cov = s->cost_nt / s->cost_w - mn * mt;
+    if (var < 64) return false; /* steps of about one size: no slope to tell */
+    double b = cov / var, a = mt - b * mn;
+    if (!(b > 0)) return false;
+    *fixed = a > 0 ? a : 0;
+    *per_row = b;
+    return true;
+}
+
+/* The window rows that jobs other than the light ones may add to a step that holds `rows`
+ * rows so far, so that it takes at most light_step_factor times as long as without them;
+ * fallback when the step cost is not known yet. At least one. A measured fixed cost counts
+ * as at most an eighth of step-tokens' rows: a fit thrown off by a noisy machine (a slope
+ * near zero) cannot give the heavy jobs whole steps. */
+static int others_rows(const kr_sched *s, int rows, int fallback) {
+    double fixed_rows = s->cfg.step_fixed_rows, a, b;
+    if (fixed_rows <= 0) {
+        if (!sched_step_cost(s, &a, &b)) return fallback > 0 ? fallback : 1;
+        fixed_rows = a / b;
+        if (fixed_rows > s->cfg.step_tokens / 8.0) fixed_rows = s->cfg.step_tokens / 8.0;
+    }
+    double n = (s->cfg.light_step_factor - 1) * (fixed_rows + rows);
+    return n < 1 ? 1 : n > s->cfg.step_tokens ? s->cfg.step_tokens : (int)n;
+}
 
 /* ---- one step ----------------------------------------------------------------------------- */
 
@@ -129,9 +178,11 @@ static bool ended_failed(kr_sched *s, sched_job *j) {
 /* A job that had window rows to fill and got none this many steps in a row goes first. */
 enum { AGE_STEPS = 8 };
 
-/* Whether a fills its window before b: the aged first, then the least left to fill; ties
- * (and the aged among themselves) in admission order, which the insertion keeps. */
+/* Whether a fills its window before b: light jobs first; in each class the aged first,
+ * then the least left to fill; ties (and the aged among themselves) in admission order,
+ * which the insertion keeps. */
 static bool fills_before(const sched_job *a, const sched_job *b) {
+    if (a->light != b->light) return a->light;
     bool aged_a = a->starved >= AGE_STEPS, aged_b = b->starved >= AGE_STEPS;
     if (aged_a != aged_b) return aged_a;
     return !aged_a && a->ops->fill_left(a) < b->ops->fill_left(b);
@@ -181,17 +232,30 @@ int kr_sched_step(kr_sched *s) {
      * when one job runs alone, an eighth of it while other jobs decode, so that a long
      * prefill or window recompute slows their tokens down little; shared the cheapest fill
      * first, so a short request's prefill never waits behind a long one's recompute, and a
-     * job passed over AGE_STEPS steps in a row first of all, so none starves */
+     * job passed over AGE_STEPS steps in a row first of all, so none starves. While a light
+     * job runs, the light ones fill first under the whole of step-tokens, and the others
+     * add only the rows that keep the step within light_step_factor of its time without
+     * them (others_rows): a light job's every step stays short while the heavy ones still
+     * advance at every step. */
     int decode_rows = b->n_rows, budget = s->cfg.step_tokens;
     if (decode_rows > 0 && s->stats.active > 1) {
         int busy = s->cfg.step_tokens / 8;
         budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
     }
+    bool light_on = s->stats.light_active > 0;
+    int light_budget = s->cfg.step_tokens, others = -1; /* others: set at the first other job */
     int n = fill_order(s);
     for (int k = 0; k < n; k++) {
         sched_job *j = s->order[k];
+        int *bud = &budget;
+        if (light_on && j->light) {
+            bud = &light_budget;
+        } else if (light_on) {
+            if (others < 0) others = others_rows(s, b->n_rows, budget);
+            bud = &others;
+        }
         int before = b->n_rows, left = j->ops->fill_left(j);
-        if (j->ops->rows(s->m, j, b, false, &budget)) {
+        if (j->ops->rows(s->m, j, b, false, bud)) {
             kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
             sched_end_active(s, j);
             continue;
@@ -210,6 +274,7 @@ int kr_sched_step(kr_sched *s) {
     s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
     s->stats.rows += (unsigned long long)b->n_rows;
     s->stats.steps++;
+    double t0 = now_ms();
     run_append(s);
     /* what each job makes of its append: the next phase, fresh logits, or its end */
     for (sched_job *j = s->active, *next; j; j = next) {
@@ -225,6 +290,10 @@ int kr_sched_step(kr_sched *s) {
     for (sched_job *j = s->active; j; j = j->next)
         if (j->ready) j->ops->draw_s1(s->m, j);
     run_s2(s);
+    /* the step's cost without what a job does when it ends (a forecast's summary) */
+    if (b->n_rows > 0) cost_observe(s, b->n_rows, now_ms() - t0);
+    if (!sched_step_cost(s, &s->stats.step_ms_fixed, &s->stats.step_ms_per_row))
+        s->stats.step_ms_fixed = s->stats.step_ms_per_row = 0;
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
         if (ended_failed(s, j)) continue;

@@ -106,6 +106,12 @@ static bool make_room(void *ctx) {
     return kd_sessions_evict_lru(app->sessions);
 }
 
+/* A request's first model step is next: its queueing delay by class. */
+static void request_started(void *ctx, bool light, double waited_s) {
+    kd_app *app = ctx;
+    kd_metrics_observe_queue_delay(app->metrics, light ? KD_CLASS_LIGHT : KD_CLASS_HEAVY, waited_s);
+}
+
 /* ---- run ---------------------------------------------------------------------------------- */
 
 static double now_s(void) {
@@ -194,7 +200,11 @@ static int load(kd_app *app, char *err, size_t errlen) {
     kd_sched_config sc = {.step_tokens = c->step_tokens,
                           .max_rows = c->max_batch_rows,
                           .queue_size = c->queue_size,
+                          .owner_queue_percent = c->key_queue_percent,
+                          .light_flops = c->light_request_mflop * 1e6,
+                          .light_step_factor = c->light_step_percent / 100.0,
                           .make_room = make_room,
+                          .started = request_started,
                           .ctx = app};
     if (!(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen))) return -1;
     return 0;

@@ -60,8 +60,10 @@ static void done_on_scheduler(kd_sched_job *sj, const kr_error *err) {
     w->ops->done(w, err);
 }
 
-/* A place in the lane's queue; -1 after replying 503 overloaded. */
-static int reserve(kd_app *app, kd_request *r, kd_lane lane) {
+/* A place in the lane's queue; -1 after replying 503 overloaded, or 429 queue_share when
+ * the client's requests hold its share of the scheduler's places. */
+static int reserve(kd_app *app, kd_work *w, kd_lane lane) {
+    kd_request *r = w->r;
     if (lane == KD_ON_WORKER) {
         if (kd_workers_reserve(app->workers) == 0) return 0;
         kd_reply_error(r, 503, "overloaded",
@@ -69,11 +71,23 @@ static int reserve(kd_app *app, kd_request *r, kd_lane lane) {
                        app->cfg.queue_size);
         return -1;
     }
-    if (kd_sched_reserve(app->sched) == 0) return 0;
+    char owner[KD_SCHED_OWNER_MAX + 1];
+    kd_request_owner(r, owner, sizeof owner);
+    const int rc = kd_sched_reserve(app->sched, &w->sjob, owner);
+    if (rc == 0) return 0;
     kd_sched_stats st;
     kd_sched_stats_get(app->sched, &st);
     const int retry_after = st.retry_after_s < 1 ? 1 : (int)(st.retry_after_s + 0.999);
     kd_request_set_retry_after(r, retry_after);
+    if (rc == -2) {
+        kd_reply_error(r, 429, "queue_share",
+                       "this API key (or client address) has %d requests waiting, its share of "
+                       "the queue (key-queue-percent %d%% of queue-size %d); retry after about "
+                       "%d s",
+                       kd_sched_owner_share(app->sched), app->cfg.key_queue_percent,
+                       app->cfg.queue_size, retry_after);
+        return -1;
+    }
     kd_reply_error(r, 503, "overloaded",
                    "%d requests are waiting (queue-size %d); retry after about %d s", st.waiting,
                    app->cfg.queue_size, retry_after);
@@ -87,7 +101,7 @@ kd_outcome kd_submit(kd_work *w, kd_lane lane) {
         w->ops->discard(w);
         return KD_REPLIED;
     }
-    if (reserve(app, r, lane) < 0) {
+    if (reserve(app, w, lane) < 0) {
         kd_metrics_refuse(app->metrics, KD_REFUSED_BUSY);
         w->ops->discard(w);
         return KD_REPLIED;

@@ -62,8 +62,18 @@ static const key_def keys[] = {
      "while others decode)"},
     {"max-batch-rows", T_INT, AT(max_batch_rows), "512", 1, 1 << 20,
      "decode rows (paths, generations) in the scheduler's steps at once; more wait"},
+    {"light-request-mflop", T_INT, AT(light_request_mflop), "20000", 1, 1 << 30,
+     "a model job planning at most this many MFLOP (millions) is light (latency-sensitive): it "
+     "fills its "
+     "window first, and while one runs the others' rows are bounded by light-step-percent"},
+    {"light-step-percent", T_INT, AT(light_step_percent), "150", 101, 100000,
+     "while a light job runs, a step with the other jobs' prefill and recompute rows takes at "
+     "most this percent of its time without them (by the measured step cost)"},
     {"queue-size", T_INT, AT(queue_size), "64", 1, 1 << 20,
      "requests waiting for a worker (503 + Retry-After above)"},
+    {"key-queue-percent", T_INT, AT(key_queue_percent), "50", 1, 100,
+     "share of queue-size that one API key's (or, without keys, one client address's) model "
+     "requests may hold waiting (429 queue_share + Retry-After above; at least one place)"},
     {"pool-bytes", T_BYTES, AT(pool_bytes), "256M", 1024, 1LL << 40,
      "KV cache pool shared by sessions and forecasts"},
     {"max-sessions", T_INT, AT(max_sessions), "4096", 1, 1 << 24, "sessions held at once"},

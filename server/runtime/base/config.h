@@ -33,6 +33,8 @@ typedef struct {
     int compute_threads; /* the core's thread pool (0: one per online CPU) */
     int queue_size;      /* requests waiting for a worker or the scheduler */
     int step_tokens, max_batch_rows;
+    int light_request_mflop, light_step_percent; /* fair steps (operations.md, Admission) */
+    int key_queue_percent; /* of queue-size: the waiting places one key or address may hold */
     size_t pool_bytes;
     /* sessions */
     int max_sessions;

@@ -54,6 +54,9 @@ const kd_error_kind kd_error_kinds[] = {
                                   "Retry-After"},
     {429, "session_limit",        "this API key (or client address) holds "
                                   "max-sessions-per-key sessions"},
+    {429, "queue_share",          "this API key's (or client address's) model requests hold its "
+                                  "share of the queue (key-queue-percent of queue-size); "
+                                  "Retry-After"},
     {429, "session_bytes_limit",  "this API key's (or client address's) sessions hold "
                                   "max-session-bytes-per-key bytes; Retry-After"},
     {499, "client_closed",        "the client left before the answer (logged, never received)"},

@@ -14,10 +14,15 @@ static const double bucket_le[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                    0.25,  0.5,    1,     2.5,  5,     10,   30};
 #define N_BUCKETS (sizeof bucket_le / sizeof bucket_le[0])
 
+/* Observations in the buckets of bucket_le, their count and sum. */
 typedef struct {
-    atomic_ullong by_status[N_STATUS];
     atomic_ullong bucket[N_BUCKETS + 1]; /* the last is +Inf only */
     atomic_ullong count, sum_us;
+} histogram;
+
+typedef struct {
+    atomic_ullong by_status[N_STATUS];
+    histogram h;
 } endpoint_series;
 
 struct kd_metrics {
@@ -27,7 +32,10 @@ struct kd_metrics {
     atomic_ullong tokens;
     atomic_ullong counts[KD_N_COUNTS];
     atomic_ullong refused[KD_N_REFUSALS];
+    histogram queue_delay[KD_N_CLASSES];
 };
+
+static const char *const class_names[KD_N_CLASSES] = {"light", "heavy"};
 
 static const char *const refuse_reasons[KD_N_REFUSALS] = {"invalid", "too_large", "busy"};
 
@@ -51,18 +59,27 @@ void kd_metrics_free(kd_metrics *m) {
     free(m);
 }
 
+static void histogram_observe(histogram *h, double seconds) {
+    if (!(seconds >= 0)) seconds = 0;
+    size_t b = 0;
+    while (b < N_BUCKETS && seconds > bucket_le[b])
+        b++;
+    atomic_fetch_add_explicit(&h->bucket[b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&h->sum_us, (unsigned long long)(seconds * 1e6),
+                              memory_order_relaxed);
+}
+
 void kd_metrics_observe(kd_metrics *m, int endpoint, int status, double seconds) {
     if (endpoint < 0 || endpoint >= m->n) return;
     endpoint_series *e = &m->ep[endpoint];
     if (status >= STATUS_MIN && status < STATUS_MIN + N_STATUS)
         atomic_fetch_add_explicit(&e->by_status[status - STATUS_MIN], 1, memory_order_relaxed);
-    size_t b = 0;
-    while (b < N_BUCKETS && seconds > bucket_le[b])
-        b++;
-    atomic_fetch_add_explicit(&e->bucket[b], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&e->sum_us, (unsigned long long)(seconds * 1e6),
-                              memory_order_relaxed);
+    histogram_observe(&e->h, seconds);
+}
+
+void kd_metrics_observe_queue_delay(kd_metrics *m, kd_class c, double seconds) {
+    if (c >= 0 && c < KD_N_CLASSES) histogram_observe(&m->queue_delay[c], seconds);
 }
 
 void kd_metrics_add_tokens(kd_metrics *m, unsigned long long generated) {
@@ -87,6 +104,22 @@ static void header(FILE *f, const char *name, const char *type, const char *help
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* name_bucket{label="value",le=...}, name_sum and name_count of one histogram. */
+static void render_histogram(FILE *f, const char *name, const char *label, const char *value,
+                             histogram *h) {
+    unsigned long long cum = 0;
+    for (size_t b = 0; b <= N_BUCKETS; b++) {
+        cum += load(&h->bucket[b]);
+        if (b < N_BUCKETS)
+            fprintf(f, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, value, bucket_le[b],
+                    cum);
+        else
+            fprintf(f, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label, value, cum);
+    }
+    fprintf(f, "%s_sum{%s=\"%s\"} %.6f\n", name, label, value, (double)load(&h->sum_us) * 1e-6);
+    fprintf(f, "%s_count{%s=\"%s\"} %llu\n", name, label, value, load(&h->count));
+}
+
 static void render_requests(FILE *f, kd_metrics *m) {
     header(f, "kronosd_requests_total", "counter", "Requests answered, by endpoint and status.");
     for (int e = 0; e < m->n; e++)
@@ -98,26 +131,15 @@ static void render_requests(FILE *f, kd_metrics *m) {
         }
     header(f, "kronosd_request_duration_seconds", "histogram",
            "Time from the first byte of a request to its answer being queued.");
-    for (int e = 0; e < m->n; e++) {
-        endpoint_series *ep = &m->ep[e];
-        unsigned long long cum = 0;
-        for (size_t b = 0; b <= N_BUCKETS; b++) {
-            cum += load(&ep->bucket[b]);
-            if (b < N_BUCKETS)
-                fprintf(f,
-                        "kronosd_request_duration_seconds_bucket{endpoint=\"%s\",le=\"%g\"} %llu\n",
-                        m->names[e], bucket_le[b], cum);
-            else
-                fprintf(
-                    f,
-                    "kronosd_request_duration_seconds_bucket{endpoint=\"%s\",le=\"+Inf\"} %llu\n",
-                    m->names[e], cum);
-        }
-        fprintf(f, "kronosd_request_duration_seconds_sum{endpoint=\"%s\"} %.6f\n", m->names[e],
-                (double)load(&ep->sum_us) * 1e-6);
-        fprintf(f, "kronosd_request_duration_seconds_count{endpoint=\"%s\"} %llu\n", m->names[e],
-                load(&ep->count));
-    }
+    for (int e = 0; e < m->n; e++)
+        render_histogram(f, "kronosd_request_duration_seconds", "endpoint", m->names[e],
+                         &m->ep[e].h);
+    header(f, "kronosd_queue_delay_seconds", "histogram",
+           "Time from a model request's admission to the queue to its first model step, by "
+           "class (light: it plans at most light-request-mflop of work).");
+    for (int c = 0; c < KD_N_CLASSES; c++)
+        render_histogram(f, "kronosd_queue_delay_seconds", "class", class_names[c],
+                         &m->queue_delay[c]);
 }
 
 static void gauge(FILE *f, const char *name, const char *type, const char *help,

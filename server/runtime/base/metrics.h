@@ -16,6 +16,12 @@ void kd_metrics_free(kd_metrics *m);
 void kd_metrics_observe(kd_metrics *m, int endpoint, int status, double seconds);
 void kd_metrics_add_tokens(kd_metrics *m, unsigned long long generated);
 
+/* A model request's class: light when the core's job plans at most light-request-mflop of
+ * work (the label of the queueing-delay histogram). */
+typedef enum { KD_CLASS_LIGHT, KD_CLASS_HEAVY, KD_N_CLASSES } kd_class;
+/* One request's time from admission (its place in the queue) to its first model step. */
+void kd_metrics_observe_queue_delay(kd_metrics *m, kd_class c, double seconds);
+
 /* How model requests end up: admitted to the queue, stopped by their deadline, cancelled
  * by their client leaving. */
 typedef enum { KD_COUNT_ADMITTED, KD_COUNT_TIMED_OUT, KD_COUNT_CANCELLED, KD_N_COUNTS } kd_count;

@@ -19,6 +19,13 @@ struct kd_sched {
     int core_waiting; /* requests the core holds but has not started (at most: as of the last
                          step, plus those taken from the inbox since) */
     int requests;     /* requests with jobs in the core (the scheduler thread's) */
+    /* owners with requests waiting (reserved, in the inbox or not yet started in the core)
+     * and how many each: n_owners entries, those at 0 free for reuse */
+    struct owner_count {
+        char name[KD_SCHED_OWNER_MAX + 1];
+        int waiting;
+    } * owners;
+    int n_owners;
     bool stopping;
     kd_sched_stats stats;
     /* completions per second, smoothed: with the jobs waiting, when a place frees up */
@@ -32,9 +39,39 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The entry of an owner (a free one taken when it has none); NULL when out of memory. */
+static struct owner_count *owner_entry(kd_sched *s, const char *name) {
+    struct owner_count *free_one = NULL;
+    for (int i = 0; i < s->n_owners; i++) {
+        if (strcmp(s->owners[i].name, name) == 0) return &s->owners[i];
+        if (s->owners[i].waiting == 0 && !free_one) free_one = &s->owners[i];
+    }
+    if (!free_one) {
+        struct owner_count *grown = realloc(s->owners, (size_t)(s->n_owners + 1) * sizeof *grown);
+        if (!grown) return NULL;
+        s->owners = grown;
+        free_one = &s->owners[s->n_owners++];
+    }
+    snprintf(free_one->name, sizeof free_one->name, "%s", name);
+    free_one->waiting = 0;
+    return free_one;
+}
+
+/* req no longer waits (it started, or ended without starting): its owner's place is free. */
+static void owner_leaves(kd_sched *s, kd_sched_job *req) {
+    pthread_mutex_lock(&s->mu);
+    if (req->owner_waiting) {
+        req->owner_waiting = false;
+        struct owner_count *o = owner_entry(s, req->owner);
+        if (o && o->waiting > 0) o->waiting--;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* One of req's core jobs (or its hold) ended: the request leaves the core with its last. */
 static void count_down(kd_sched *s, kd_sched_job *req) {
     if (--req->core_jobs == 0) {
+        owner_leaves(s, req); /* ended without ever starting (cancelled while waiting) */
         s->requests--;
         s->done_since++; /* the scheduler thread's own counters */
     }
@@ -54,6 +91,17 @@ static void job_done(void *tag, const kr_error *err, void *ctx) {
 /* Waiting requests, at most: each has a job waiting in the core, and each is in the core. */
 static int waiting_requests(const kd_sched *s, int core_jobs_waiting) {
     return core_jobs_waiting < s->requests ? core_jobs_waiting : s->requests;
+}
+
+/* A core job left the waiting line: its request's queueing delay, told once. */
+static void job_started(void *tag, bool light, void *ctx) {
+    kd_sched *s = ctx;
+    kd_sched_job *job = tag;
+    kd_sched_job *req = job->request ? job->request : job;
+    if (req->started) return;
+    req->started = true;
+    owner_leaves(s, req);
+    if (s->cfg.started) s->cfg.started(s->cfg.ctx, light, now_s() - req->submitted);
 }
 
 static bool make_room(void *ctx) {
@@ -99,13 +147,17 @@ static void *run(void *arg) {
             kr_sched_stats before, after;
             kr_sched_stats_get(s->ks, &before);
             if (j->add(s->ks, j, &err) < 0) {
+                owner_leaves(s, j);
                 j->done(j, &err);
                 continue;
             }
             /* the core jobs it queued, counted down as they end */
             kr_sched_stats_get(s->ks, &after);
             j->core_jobs += after.waiting - before.waiting; /* beside a hold add took */
-            if (j->core_jobs > 0) s->requests++;
+            if (j->core_jobs > 0)
+                s->requests++;
+            else
+                owner_leaves(s, j);
         }
         kr_sched_step(s->ks);
         kr_sched_stats_get(s->ks, &ks);
@@ -135,6 +187,9 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
     s->cfg = *cfg;
     kr_sched_config kc = {.step_tokens = cfg->step_tokens,
                           .max_rows = cfg->max_rows,
+                          .light_flops = cfg->light_flops,
+                          .light_step_factor = cfg->light_step_factor,
+                          .started = job_started,
                           .done = job_done,
                           .make_room = make_room,
                           .ctx = s};
@@ -165,19 +220,37 @@ void kd_sched_stop(kd_sched *s) {
     kr_sched_free(s->ks);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->wake);
+    free(s->owners);
     free(s);
 }
 
-int kd_sched_reserve(kd_sched *s) {
+int kd_sched_owner_share(const kd_sched *s) {
+    long share = (long)s->cfg.queue_size * s->cfg.owner_queue_percent / 100;
+    return share < 1 ? 1 : (int)share;
+}
+
+int kd_sched_reserve(kd_sched *s, kd_sched_job *job, const char *owner) {
+    snprintf(job->owner, sizeof job->owner, "%s", owner);
+    job->owner_waiting = false;
     pthread_mutex_lock(&s->mu);
-    bool ok = !s->stopping && s->reserved + s->core_waiting < s->cfg.queue_size;
-    if (ok) s->reserved++;
+    int rc = !s->stopping && s->reserved + s->core_waiting < s->cfg.queue_size ? 0 : -1;
+    struct owner_count *o = rc == 0 ? owner_entry(s, owner) : NULL;
+    if (rc == 0 && o && o->waiting >= kd_sched_owner_share(s)) rc = -2;
+    if (rc == 0) {
+        s->reserved++;
+        if (o) { /* out of memory for the entry: the place is not counted, not refused */
+            o->waiting++;
+            job->owner_waiting = true;
+        }
+    }
     pthread_mutex_unlock(&s->mu);
-    return ok ? 0 : -1;
+    return rc;
 }
 
 void kd_sched_submit(kd_sched *s, kd_sched_job *job) {
     job->next = NULL;
+    job->submitted = now_s();
+    job->started = false;
     pthread_mutex_lock(&s->mu);
     if (s->inbox_tail)
         s->inbox_tail->next = job;

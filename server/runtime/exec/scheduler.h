@@ -15,6 +15,8 @@
 
 #include "kronos.h"
 
+#define KD_SCHED_OWNER_MAX 64 /* bytes of an owner's name (an API key's digest, an address) */
+
 typedef struct kd_sched_job kd_sched_job;
 struct kd_sched_job {
     /* queues the work on ks with tag = this job (kr_sched_add_*); -1 with err set when it
@@ -28,13 +30,25 @@ struct kd_sched_job {
      * submitted (NULL: this one), whose core_jobs the scheduler counts down. */
     kd_sched_job *request;
     int core_jobs;
+    double submitted; /* monotonic seconds: when kd_sched_submit took it */
+    bool started;     /* one of its core jobs has started (cfg.started was called) */
+    /* who sent it (kd_request_owner), and whether it still counts against that owner's
+     * share of the waiting places (until it starts or ends) */
+    char owner[KD_SCHED_OWNER_MAX + 1];
+    bool owner_waiting;
 };
 
 typedef struct kd_sched kd_sched;
 
 typedef struct {
     int step_tokens, max_rows, queue_size;
-    bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
+    /* the waiting places one owner may hold: this percent of queue_size (at least one) */
+    int owner_queue_percent;
+    double light_flops, light_step_factor; /* kr_sched_config's (0: its defaults) */
+    bool (*make_room)(void *ctx);          /* the pool ran dry: free an idle session */
+    /* a request's first core job started, waited_s after it was submitted (light: the core's
+     * class of that job); on the scheduler thread; NULL: not told */
+    void (*started)(void *ctx, bool light, double waited_s);
     void *ctx;
 } kd_sched_config;
 
@@ -43,11 +57,15 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
 /* Finishes every job held, then joins the thread and frees s. */
 void kd_sched_stop(kd_sched *s);
 
-/* 0 with a place held for one request, or -1 when queue-size requests already wait (a
- * request waits while one of its core jobs does). */
-int kd_sched_reserve(kd_sched *s);
+/* 0 with a place held for one request of owner, -1 when queue-size requests already wait (a
+ * request waits while one of its core jobs does), or -2 when owner's requests already hold
+ * its share of the places (owner_queue_percent of queue_size): one client's flood cannot
+ * take every place. owner is copied into job, which must then be submitted. */
+int kd_sched_reserve(kd_sched *s, kd_sched_job *job, const char *owner);
 /* Queues a job in a place reserved before; cannot fail. */
 void kd_sched_submit(kd_sched *s, kd_sched_job *job);
+/* The waiting places one owner may hold. */
+int kd_sched_owner_share(const kd_sched *s);
 /* For a request that adds core jobs later, from its jobs' done callbacks (an evaluation's
  * origins): its add takes a hold (req->core_jobs = 1 before it returns), each job added
  * later counts itself (req->core_jobs++), and the hold is released here once nothing more
