@@ -14,6 +14,7 @@
  * scores for 16 keys at once, one vector lane a key.
  */
 #include "attention.h"
+#include "base.h"
 #include "parallel.h"
 #include "vmath.h"
 
@@ -453,10 +454,17 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     /* tiles when some tile's rows share 64 keys or more: each tile's shared keys read once
      * for all its rows, the rest of each row's keys its own */
     int most_shared = 0, own_scored = 0;
+    kr_scratch tables = {0}; /* the tiles' shared and scored counts, 1 / Z, the own scores */
     if (n_rows > SERIAL_ROWS) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
-        j.shared = malloc((size_t)j.n_tiles * 2 * sizeof *j.shared);
+        size_t own_cap = (size_t)n_rows * n_heads * (size_t)(max_keys > 0 ? max_keys : 1);
+        size_t n_inv = (size_t)n_rows * n_heads, n_tab = (size_t)j.n_tiles * 2;
+        char *mem = kr_scratch_take(&tables, KR_SCRATCH_ATTENTION,
+                                    n_tab * sizeof(int) + (n_inv + own_cap) * sizeof(float));
+        j.shared = mem ? (int *)mem : NULL;
         j.scored = j.shared ? j.shared + j.n_tiles : NULL;
+        j.inv = mem ? (float *)(mem + n_tab * sizeof(int)) : NULL;
+        j.own = mem ? j.inv + n_inv : NULL;
         for (int t = 0; j.shared && t < j.n_tiles; t++) {
             int r0 = t * KR_ATTN_TILE, R = n_rows - r0 < KR_ATTN_TILE ? n_rows - r0 : KR_ATTN_TILE;
             int one_cache, own = 0;
@@ -469,23 +477,17 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
             if (own > j.own_max) j.own_max = own;
             if (!one_cache && own > 0) own_scored = 1;
         }
+        if (j.own_max < 1) j.own_max = 1;
     }
-    if (most_shared >= 64) {
-        j.own = malloc((size_t)n_rows * n_heads * (j.own_max > 0 ? j.own_max : 1) * sizeof(float));
-        j.inv = malloc((size_t)n_rows * n_heads * sizeof(float));
-        if (j.own && j.inv) { /* without them, the row-by-row path gives the same answer */
-            if (own_scored) kr_parallel_for(n_rows, own_scores, &j);
-            kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
-            kr_parallel_for(n_rows, own_values, &j);
-            free(j.own);
-            free(j.inv);
-            free(j.shared);
-            return;
-        }
-        free(j.own);
-        free(j.inv);
+    /* without the tables (out of memory) the row-by-row path gives the same answer */
+    if (most_shared >= 64 && j.shared && j.own_max <= (max_keys > 0 ? max_keys : 1)) {
+        if (own_scored) kr_parallel_for(n_rows, own_scores, &j);
+        kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
+        kr_parallel_for(n_rows, own_values, &j);
+        kr_scratch_release(&tables);
+        return;
     }
-    free(j.shared);
+    kr_scratch_release(&tables);
     int items = n_rows * (n_heads / head_group(n_heads));
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
     if (n_rows <= SERIAL_ROWS) /* a decode step of a few paths: not worth a fork-join */
