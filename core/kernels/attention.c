@@ -149,12 +149,17 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
     v16f a[16];
     for (int c = 0; c < 16; c++)
         memcpy(&a[c], o + 16 * c, sizeof a[c]);
-    for (int key = k0; key < k1; key++) {
-        const v16f *v = (const v16f *)(kr_kv_v(kv, layer, key) + (size_t)h0 * 64);
-        for (int hh = 0; hh < 4; hh++) {
-            float p = e[hh * e_stride + (size_t)(key - k0)];
-            for (int c = 0; c < 4; c++)
-                a[4 * hh + c] += p * v[4 * hh + c];
+    int B = kv->block_len;
+    for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block, rows d apart */
+        int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
+        const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h0 * 64;
+        for (int key = kb; key < kb1; key++, vb += kv->d) {
+            const v16f *v = (const v16f *)vb;
+            for (int hh = 0; hh < 4; hh++) {
+                float p = e[hh * e_stride + (size_t)(key - k0)];
+                for (int c = 0; c < 4; c++)
+                    a[4 * hh + c] += p * v[4 * hh + c];
+            }
         }
     }
     for (int c = 0; c < 16; c++)
@@ -369,15 +374,20 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         int i0 = 0;
         for (; i0 + 64 <= hd16; i0 += 64) {
             v16f c[4][4] = {{{0}}};
-            for (int key = 0; key < shared; key++) {
-                const v16f *v = (const v16f *)(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
-                v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
-                const float *p = sc + (size_t)key * T + ra;
-                for (int r = 0; r < 4; r++) {
-                    c[r][0] += p[r] * v0;
-                    c[r][1] += p[r] * v1;
-                    c[r][2] += p[r] * v2;
-                    c[r][3] += p[r] * v3;
+            for (int kb = 0; kb < shared; kb += B - kb % B) { /* block by block: the value
+                                                                  rows of a block are d apart */
+                int kb1 = kb + B - kb % B < shared ? kb + B - kb % B : shared;
+                const float *vb = kr_kv_v(kv0, j->layer, kb) + (size_t)h * hd + i0;
+                for (int key = kb; key < kb1; key++, vb += d) {
+                    const v16f *v = (const v16f *)vb;
+                    v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
+                    const float *p = sc + (size_t)key * T + ra;
+                    for (int r = 0; r < 4; r++) {
+                        c[r][0] += p[r] * v0;
+                        c[r][1] += p[r] * v1;
+                        c[r][2] += p[r] * v2;
+                        c[r][3] += p[r] * v3;
+                    }
                 }
             }
             for (int r = 0; r < 4 && ra + r < R; r++)
