@@ -321,7 +321,15 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             kk[c] = key + c < scored ? key + c : scored - 1;
             kc[c] = kr_kv_kcol(kv0, j->layer, kk[c]) + (size_t)h * hd * B;
         }
+        /* the first group of a block asks for the next block's keys of this head: blocks
+         * lie far apart in the pool, where the hardware's prefetch does not follow */
+        const float *next = NULL;
+        if (key % B == 0 && key + B < scored)
+            next = kr_kv_kcol(kv0, j->layer, key + B) + (size_t)h * hd * B;
         v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
+        if (next)
+            for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
+                __builtin_prefetch(next + (size_t)i * B);
         for (int i = 0; i < hd; i++) {
             const v16f *qi = (const v16f *)(qt + (size_t)i * T);
             float ai = kc[0][(size_t)i * B], bi = kc[1][(size_t)i * B];

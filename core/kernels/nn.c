@@ -76,6 +76,15 @@ void kr_rope_table(float *cs, int len, int hd, const float *inv_freq) {
         }
 }
 
+/* One head's pairs (j, j + half), cs[j] = (cos, sin): the same operations as rotate(). */
+KR_HOT static void rotate_head(float *xh, int half, const float *cs) {
+    for (int j = 0; j < half; j++) {
+        float a = xh[j], b = xh[j + half], c = cs[2 * j], s = cs[2 * j + 1];
+        xh[j] = a * c - b * s;
+        xh[j + half] = b * c + a * s;
+    }
+}
+
 /* kr_rope with the block's table where it reaches (the same numbers, computed once). */
 static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0) {
     int half = b->hd / 2;
@@ -86,8 +95,9 @@ static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0)
             continue;
         }
         const float *cs = b->rope_cs + (size_t)pos * half * 2;
-        for (int j = 0; j < half; j++)
-            rotate(x + (size_t)t * stride, b->n_heads, b->hd, j, cs[2 * j], cs[2 * j + 1]);
+        for (int h = 0; h < b->n_heads; h++) /* head by head: the pairs (j, j + half) in
+                                                 vectors, each rotated as rotate() does */
+            rotate_head(x + (size_t)t * stride + (size_t)h * b->hd, half, cs);
     }
 }
 
