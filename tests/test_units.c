@@ -13,6 +13,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -621,6 +622,48 @@ static void expect_stamp(int64_t wall, int minute, int hour, int weekday, int da
     assert_int_equal(kr_stamp_check(&s, &err), 0);
 }
 
+/* Run scratch (core/base/scratch.c): a slot's buffer is kept and handed out again on the
+ * same thread, grown when a call needs more; a nested take of a busy slot gets memory of its
+ * own; release of an all-zero kr_scratch does nothing. */
+static void *scratch_other_thread(void *arg) {
+    kr_scratch s = {0};
+    void *p = kr_scratch_take(&s, KR_SCRATCH_BLOCK, 1000);
+    *(void **)arg = p;
+    kr_scratch_release(&s);
+    return NULL; /* the thread's slots are freed as it exits (ASan checks) */
+}
+
+static void test_scratch_slots(void **state) {
+    (void)state;
+    kr_scratch a = {0}, b = {0}, none = {0};
+    kr_scratch_release(&none);
+    char *p = kr_scratch_take(&a, KR_SCRATCH_TOKENIZER, 1000);
+    assert_non_null(p);
+    assert_int_equal((uintptr_t)p % 64, 0);
+    memset(p, 7, 1000);
+    char *q = kr_scratch_take(&b, KR_SCRATCH_TOKENIZER, 1000); /* busy: its own memory */
+    assert_non_null(q);
+    assert_ptr_not_equal(p, q);
+    memset(q, 1, 1000);
+    kr_scratch_release(&b);
+    kr_scratch_release(&a);
+    char *r = kr_scratch_take(&a, KR_SCRATCH_TOKENIZER, 500); /* the kept buffer again */
+    assert_ptr_equal(r, p);
+    assert_int_equal(r[999], 7);
+    kr_scratch_release(&a);
+    char *big = kr_scratch_take(&a, KR_SCRATCH_TOKENIZER, 100000); /* grown */
+    assert_non_null(big);
+    memset(big, 0, 100000);
+    kr_scratch_release(&a);
+    assert_ptr_equal(kr_scratch_take(&a, KR_SCRATCH_TOKENIZER, 100000), big);
+    kr_scratch_release(&a);
+    void *other = NULL;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, scratch_other_thread, &other), 0);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    assert_non_null(other);
+}
+
 static void test_stamp_from_wall(void **state) {
     (void)state;
     /* 2024-06-18T11:15:00 = 19892 days · 86400 + 11·3600 + 15·60, a Tuesday */
@@ -838,6 +881,7 @@ int main(void) {
         cmocka_unit_test(test_block_chunking),
         cmocka_unit_test(test_block_chunking_kv_shift),
         cmocka_unit_test(test_block_batch),
+        cmocka_unit_test(test_scratch_slots),
         cmocka_unit_test(test_stamp_from_wall),
         cmocka_unit_test(test_stamp_check),
         cmocka_unit_test(test_bit_packing_handmade),

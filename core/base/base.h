@@ -37,6 +37,24 @@ void *kr_alloc_large(size_t bytes);
 /* calloc(1, bytes), or NULL with KR_E_NO_MEMORY and the message `what` in err. */
 void *kr_zalloc(size_t bytes, kr_error *err, const char *what);
 
+/* Run scratch kept per thread between calls (scratch.c): kr_scratch_take gives `bytes` of
+ * uninitialised memory, 64-byte aligned when it comes from the thread's slot, or NULL when
+ * out of memory; kr_scratch_release gives it back (to the slot, or to free() when the slot
+ * was busy or the request too large to keep). One use of a slot at a time per thread. */
+typedef enum {
+    KR_SCRATCH_BLOCK,     /* a transformer block's scratch (kernels/nn.c) */
+    KR_SCRATCH_ATTENTION, /* attention's per-call tile tables (kernels/attention.c) */
+    KR_SCRATCH_APPEND,    /* a cache append's rows (decode/decoder.c) */
+    KR_SCRATCH_TOKENIZER, /* the tokenizer's activations and keys (decode/tokenizer.c) */
+    KR_SCRATCH_SLOTS
+} kr_scratch_slot;
+typedef struct { /* all zero: holds nothing (release does nothing) */
+    void *p;
+    int slot, kept; /* kept: p is the thread's slot, else it came from malloc */
+} kr_scratch;
+void *kr_scratch_take(kr_scratch *s, kr_scratch_slot slot, size_t bytes);
+void kr_scratch_release(kr_scratch *s);
+
 /* The caller's cancel check (kr_cancel): 0 to go on, else -1 with KR_E_DEADLINE or
  * KR_E_CANCELLED and a message naming `what` ("forecast"). */
 int kr_check_cancel(const kr_cancel *c, const char *what, kr_error *err);

@@ -19,19 +19,34 @@ typedef struct {
     kr_stamp *gs;
     kr_kv_view *views;
     kr_seq *seqs;
+    kr_scratch mem; /* all but blk, one buffer */
 } append_scratch;
 
 static void append_scratch_free(append_scratch *a) {
     kr_block_scratch_free(&a->blk);
-    free(a->x);
-    free(a->pair);
-    free(a->last);
-    free(a->logits);
-    free(a->g1);
-    free(a->g2);
-    free(a->gs);
-    free(a->views);
-    free(a->seqs);
+    kr_scratch_release(&a->mem);
+}
+
+/* The arrays in 64-byte steps from base (NULL: only the size) */
+static size_t append_layout(append_scratch *a, char *base, const kr_model *m, int S, int rows) {
+    int d = m->pc.d_model;
+    size_t at = 0, sizes[9] = {(size_t)rows * d * sizeof(float),
+                               (size_t)rows * 2 * d * sizeof(float),
+                               (size_t)S * d * sizeof(float),
+                               (size_t)S * ((size_t)1 << m->pc.s1_bits) * sizeof(float),
+                               (size_t)rows * sizeof *a->g1,
+                               (size_t)rows * sizeof *a->g2,
+                               (size_t)rows * sizeof *a->gs,
+                               (size_t)S * sizeof *a->views,
+                               (size_t)S * sizeof *a->seqs};
+    void **at_ptr[9] = {(void **)&a->x,      (void **)&a->pair,  (void **)&a->last,
+                        (void **)&a->logits, (void **)&a->g1,    (void **)&a->g2,
+                        (void **)&a->gs,     (void **)&a->views, (void **)&a->seqs};
+    for (int i = 0; i < 9; i++) {
+        if (base) *at_ptr[i] = base + at;
+        at += (sizes[i] + 63) / 64 * 64;
+    }
+    return at;
 }
 
 static int append_scratch_init(append_scratch *a, const kr_model *m, int S, int rows, int max_keys,
@@ -40,21 +55,13 @@ static int append_scratch_init(append_scratch *a, const kr_model *m, int S, int 
     memset(a, 0, sizeof *a);
     if (kr_block_scratch_init(&a->blk, rows, max_keys, d, m->pc.ff_dim, m->pc.n_heads, err))
         return -1;
-    a->x = malloc((size_t)rows * d * sizeof(float));
-    a->pair = malloc((size_t)rows * 2 * d * sizeof(float));
-    a->last = malloc((size_t)S * d * sizeof(float));
-    a->logits = malloc((size_t)S * ((size_t)1 << m->pc.s1_bits) * sizeof(float));
-    a->g1 = malloc((size_t)rows * sizeof *a->g1);
-    a->g2 = malloc((size_t)rows * sizeof *a->g2);
-    a->gs = malloc((size_t)rows * sizeof *a->gs);
-    a->views = malloc((size_t)S * sizeof *a->views);
-    a->seqs = malloc((size_t)S * sizeof *a->seqs);
-    if (!a->x || !a->pair || !a->last || !a->logits || !a->g1 || !a->g2 || !a->gs || !a->views ||
-        !a->seqs) {
+    char *base = kr_scratch_take(&a->mem, KR_SCRATCH_APPEND, append_layout(a, NULL, m, S, rows));
+    if (!base) {
         append_scratch_free(a);
         return kr_fail_code(err, KR_E_NO_MEMORY, "decoder: out of memory for a batch of %d rows",
                             rows);
     }
+    append_layout(a, base, m, S, rows);
     return 0;
 }
 

@@ -7,23 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs `n_blocks` causal blocks over x[n][d] (positions 0..n-1) in place. */
+/* Runs `n_blocks` causal blocks over x[n][d] (positions 0..n-1) in place; kv: 2 n d floats
+ * of keys and values, reused by every block. */
 static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int d, int ff,
-                      kr_error *err) {
+                      float *kv, kr_error *err) {
     if (n_blocks == 0) return 0;
     kr_block_scratch s;
     if (kr_block_scratch_init(&s, n, n, d, ff, blocks[0].n_heads, err)) return -1;
-    float *kv = malloc((size_t)2 * n * d * sizeof(float)); /* reused by every block */
-    if (!kv) {
-        kr_block_scratch_free(&s);
-        return kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer: out of memory for %d candles", n);
-    }
     kr_kv_view view = {&kv, n, d};
     kr_seq seq = {&view, 0, NULL, n};
     for (int i = 0; i < n_blocks; i++)
         kr_block_forward(&blocks[i], 0, x, 1, &seq, &s);
-    free(kv);
     kr_block_scratch_free(&s);
+    return 0;
+}
+
+/* A whole-sequence pass's buffers: rows[n][d], small[n][nb] (token bits or quantiser
+ * outputs) and kv[2][n][d], from the thread's tokenizer scratch (kept between calls). */
+typedef struct {
+    float *rows, *small, *kv;
+    kr_scratch mem;
+} seq_mem;
+
+static int seq_mem_take(seq_mem *sm, int n, int d, int nb, const char *what, kr_error *err) {
+    size_t rows = ((size_t)n * d + 15) / 16 * 16, small = ((size_t)n * nb + 15) / 16 * 16;
+    memset(sm, 0, sizeof *sm);
+    float *p = kr_scratch_take(&sm->mem, KR_SCRATCH_TOKENIZER,
+                               (rows + small + 2 * (size_t)n * d) * sizeof(float));
+    if (!p) return kr_fail_code(err, KR_E_NO_MEMORY, "%s: out of memory for %d rows", what, n);
+    sm->rows = p;
+    sm->small = p + rows;
+    sm->kv = p + rows + small;
     return 0;
 }
 
@@ -49,20 +63,15 @@ int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, i
     const kr_tokenizer_config *c = &m->tc;
     int d = c->d_model, nb = c->s1_bits + c->s2_bits;
     if (n < 1) return kr_fail(err, "tokenizer encode: no candles");
-    float *z = malloc((size_t)n * d * sizeof(float));
-    float *q = malloc((size_t)n * nb * sizeof(float));
+    seq_mem sm;
+    if (seq_mem_take(&sm, n, d, nb, "tokenizer encode", err)) return -1;
     int rc = -1;
-    if (!z || !q) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer encode: out of memory for %d candles", n);
-        goto out;
-    }
-    kr_linear_forward(z, x, n, &m->tok.embed);
-    if (run_blocks(m->tok.enc, m->tok.n_enc, z, n, d, c->ff_dim, err)) goto out;
-    quantise(m, z, n, q, s1, s2);
+    kr_linear_forward(sm.rows, x, n, &m->tok.embed);
+    if (run_blocks(m->tok.enc, m->tok.n_enc, sm.rows, n, d, c->ff_dim, sm.kv, err)) goto out;
+    quantise(m, sm.rows, n, sm.small, s1, s2);
     rc = 0;
 out:
-    free(z);
-    free(q);
+    kr_scratch_release(&sm.mem);
     return rc;
 }
 
@@ -125,21 +134,16 @@ int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2,
     int d = c->d_model, nb = c->s1_bits + c->s2_bits;
     if (n < 1) return kr_fail(err, "tokenizer decode: no tokens");
     if (check_tokens(c, s1, s2, n, err)) return -1;
-    float *bits = malloc((size_t)n * nb * sizeof(float));
-    float *z = malloc((size_t)n * d * sizeof(float));
+    seq_mem sm;
+    if (seq_mem_take(&sm, n, d, nb, "tokenizer decode", err)) return -1;
     int rc = -1;
-    if (!bits || !z) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer decode: out of memory for %d tokens", n);
-        goto out;
-    }
-    token_bits(c, s1, s2, n, bits);
-    kr_linear_forward(z, bits, n, &m->tok.post_quant_embed);
-    if (run_blocks(m->tok.dec, m->tok.n_dec, z, n, d, c->ff_dim, err)) goto out;
-    kr_linear_forward(out, z, n, &m->tok.head);
+    token_bits(c, s1, s2, n, sm.small);
+    kr_linear_forward(sm.rows, sm.small, n, &m->tok.post_quant_embed);
+    if (run_blocks(m->tok.dec, m->tok.n_dec, sm.rows, n, d, c->ff_dim, sm.kv, err)) goto out;
+    kr_linear_forward(out, sm.rows, n, &m->tok.head);
     rc = 0;
 out:
-    free(bits);
-    free(z);
+    kr_scratch_release(&sm.mem);
     return rc;
 }
 

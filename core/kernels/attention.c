@@ -14,6 +14,7 @@
  * scores for 16 keys at once, one vector lane a key.
  */
 #include "attention.h"
+#include "base.h"
 #include "parallel.h"
 #include "vmath.h"
 
@@ -148,12 +149,17 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
     v16f a[16];
     for (int c = 0; c < 16; c++)
         memcpy(&a[c], o + 16 * c, sizeof a[c]);
-    for (int key = k0; key < k1; key++) {
-        const v16f *v = (const v16f *)(kr_kv_v(kv, layer, key) + (size_t)h0 * 64);
-        for (int hh = 0; hh < 4; hh++) {
-            float p = e[hh * e_stride + (size_t)(key - k0)];
-            for (int c = 0; c < 4; c++)
-                a[4 * hh + c] += p * v[4 * hh + c];
+    int B = kv->block_len;
+    for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block, rows d apart */
+        int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
+        const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h0 * 64;
+        for (int key = kb; key < kb1; key++, vb += kv->d) {
+            const v16f *v = (const v16f *)vb;
+            for (int hh = 0; hh < 4; hh++) {
+                float p = e[hh * e_stride + (size_t)(key - k0)];
+                for (int c = 0; c < 4; c++)
+                    a[4 * hh + c] += p * v[4 * hh + c];
+            }
         }
     }
     for (int c = 0; c < 16; c++)
@@ -315,7 +321,15 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             kk[c] = key + c < scored ? key + c : scored - 1;
             kc[c] = kr_kv_kcol(kv0, j->layer, kk[c]) + (size_t)h * hd * B;
         }
+        /* the first group of a block asks for the next block's keys of this head: blocks
+         * lie far apart in the pool, where the hardware's prefetch does not follow */
+        const float *next = NULL;
+        if (key % B == 0 && key + B < scored)
+            next = kr_kv_kcol(kv0, j->layer, key + B) + (size_t)h * hd * B;
         v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
+        if (next)
+            for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
+                __builtin_prefetch(next + (size_t)i * B);
         for (int i = 0; i < hd; i++) {
             const v16f *qi = (const v16f *)(qt + (size_t)i * T);
             float ai = kc[0][(size_t)i * B], bi = kc[1][(size_t)i * B];
@@ -368,15 +382,20 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         int i0 = 0;
         for (; i0 + 64 <= hd16; i0 += 64) {
             v16f c[4][4] = {{{0}}};
-            for (int key = 0; key < shared; key++) {
-                const v16f *v = (const v16f *)(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
-                v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
-                const float *p = sc + (size_t)key * T + ra;
-                for (int r = 0; r < 4; r++) {
-                    c[r][0] += p[r] * v0;
-                    c[r][1] += p[r] * v1;
-                    c[r][2] += p[r] * v2;
-                    c[r][3] += p[r] * v3;
+            for (int kb = 0; kb < shared; kb += B - kb % B) { /* block by block: the value
+                                                                  rows of a block are d apart */
+                int kb1 = kb + B - kb % B < shared ? kb + B - kb % B : shared;
+                const float *vb = kr_kv_v(kv0, j->layer, kb) + (size_t)h * hd + i0;
+                for (int key = kb; key < kb1; key++, vb += d) {
+                    const v16f *v = (const v16f *)vb;
+                    v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
+                    const float *p = sc + (size_t)key * T + ra;
+                    for (int r = 0; r < 4; r++) {
+                        c[r][0] += p[r] * v0;
+                        c[r][1] += p[r] * v1;
+                        c[r][2] += p[r] * v2;
+                        c[r][3] += p[r] * v3;
+                    }
                 }
             }
             for (int r = 0; r < 4 && ra + r < R; r++)
@@ -453,10 +472,17 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     /* tiles when some tile's rows share 64 keys or more: each tile's shared keys read once
      * for all its rows, the rest of each row's keys its own */
     int most_shared = 0, own_scored = 0;
+    kr_scratch tables = {0}; /* the tiles' shared and scored counts, 1 / Z, the own scores */
     if (n_rows > SERIAL_ROWS) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
-        j.shared = malloc((size_t)j.n_tiles * 2 * sizeof *j.shared);
+        size_t own_cap = (size_t)n_rows * n_heads * (size_t)(max_keys > 0 ? max_keys : 1);
+        size_t n_inv = (size_t)n_rows * n_heads, n_tab = (size_t)j.n_tiles * 2;
+        char *mem = kr_scratch_take(&tables, KR_SCRATCH_ATTENTION,
+                                    n_tab * sizeof(int) + (n_inv + own_cap) * sizeof(float));
+        j.shared = mem ? (int *)mem : NULL;
         j.scored = j.shared ? j.shared + j.n_tiles : NULL;
+        j.inv = mem ? (float *)(mem + n_tab * sizeof(int)) : NULL;
+        j.own = mem ? j.inv + n_inv : NULL;
         for (int t = 0; j.shared && t < j.n_tiles; t++) {
             int r0 = t * KR_ATTN_TILE, R = n_rows - r0 < KR_ATTN_TILE ? n_rows - r0 : KR_ATTN_TILE;
             int one_cache, own = 0;
@@ -469,23 +495,17 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
             if (own > j.own_max) j.own_max = own;
             if (!one_cache && own > 0) own_scored = 1;
         }
+        if (j.own_max < 1) j.own_max = 1;
     }
-    if (most_shared >= 64) {
-        j.own = malloc((size_t)n_rows * n_heads * (j.own_max > 0 ? j.own_max : 1) * sizeof(float));
-        j.inv = malloc((size_t)n_rows * n_heads * sizeof(float));
-        if (j.own && j.inv) { /* without them, the row-by-row path gives the same answer */
-            if (own_scored) kr_parallel_for(n_rows, own_scores, &j);
-            kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
-            kr_parallel_for(n_rows, own_values, &j);
-            free(j.own);
-            free(j.inv);
-            free(j.shared);
-            return;
-        }
-        free(j.own);
-        free(j.inv);
+    /* without the tables (out of memory) the row-by-row path gives the same answer */
+    if (most_shared >= 64 && j.shared && j.own_max <= (max_keys > 0 ? max_keys : 1)) {
+        if (own_scored) kr_parallel_for(n_rows, own_scores, &j);
+        kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
+        kr_parallel_for(n_rows, own_values, &j);
+        kr_scratch_release(&tables);
+        return;
     }
-    free(j.shared);
+    kr_scratch_release(&tables);
     int items = n_rows * (n_heads / head_group(n_heads));
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
     if (n_rows <= SERIAL_ROWS) /* a decode step of a few paths: not worth a fork-join */

@@ -12,16 +12,33 @@
 
 #include "vmath.h"
 
+/* One row's sum of squares is one chain of double adds over i in order; eight rows go
+ * side by side, so that eight chains are in flight instead of one waiting on the latency
+ * of each add (the same sums, the same bits). */
+#define NORM_ROWS 8
+
 void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * d;
-        float *yr = out + (size_t)r * d;
-        double ss = 0.0;
-        for (int i = 0; i < d; i++)
-            ss += (double)xr[i] * xr[i];
-        float scale = (float)(1.0 / sqrt(ss / d + 1e-5));
-        for (int i = 0; i < d; i++)
-            yr[i] = xr[i] * scale * w[i];
+    for (int r0 = 0; r0 < rows; r0 += NORM_ROWS) {
+        int n = rows - r0 < NORM_ROWS ? rows - r0 : NORM_ROWS;
+        double ss[NORM_ROWS] = {0};
+        const float *x0 = x + (size_t)r0 * d;
+        if (n == NORM_ROWS) {
+            for (int i = 0; i < d; i++)
+#pragma GCC unroll 8
+                for (int k = 0; k < NORM_ROWS; k++)
+                    ss[k] += (double)x0[(size_t)k * d + i] * x0[(size_t)k * d + i];
+        } else {
+            for (int k = 0; k < n; k++)
+                for (int i = 0; i < d; i++)
+                    ss[k] += (double)x0[(size_t)k * d + i] * x0[(size_t)k * d + i];
+        }
+        for (int k = 0; k < n; k++) {
+            const float *xr = x0 + (size_t)k * d;
+            float *yr = out + (size_t)(r0 + k) * d;
+            float scale = (float)(1.0 / sqrt(ss[k] / d + 1e-5));
+            for (int i = 0; i < d; i++)
+                yr[i] = xr[i] * scale * w[i];
+        }
     }
 }
 
@@ -59,6 +76,15 @@ void kr_rope_table(float *cs, int len, int hd, const float *inv_freq) {
         }
 }
 
+/* One head's pairs (j, j + half), cs[j] = (cos, sin): the same operations as rotate(). */
+KR_HOT static void rotate_head(float *xh, int half, const float *cs) {
+    for (int j = 0; j < half; j++) {
+        float a = xh[j], b = xh[j + half], c = cs[2 * j], s = cs[2 * j + 1];
+        xh[j] = a * c - b * s;
+        xh[j + half] = b * c + a * s;
+    }
+}
+
 /* kr_rope with the block's table where it reaches (the same numbers, computed once). */
 static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0) {
     int half = b->hd / 2;
@@ -69,9 +95,33 @@ static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0)
             continue;
         }
         const float *cs = b->rope_cs + (size_t)pos * half * 2;
-        for (int j = 0; j < half; j++)
-            rotate(x + (size_t)t * stride, b->n_heads, b->hd, j, cs[2 * j], cs[2 * j + 1]);
+        for (int h = 0; h < b->n_heads; h++) /* head by head: the pairs (j, j + half) in
+                                                 vectors, each rotated as rotate() does */
+            rotate_head(x + (size_t)t * stride + (size_t)h * b->hd, half, cs);
     }
+}
+
+/* The arrays of a block's scratch, carved from one buffer in 64-byte steps (the thread's
+ * KR_SCRATCH_BLOCK slot: its pages stay mapped from one call to the next). */
+static size_t carve(char *base, size_t at, void **out, size_t bytes) {
+    if (base) *out = base + at;
+    return at + (bytes + 63) / 64 * 64;
+}
+
+static size_t block_scratch_layout(kr_block_scratch *s, char *base, int n_heads) {
+    size_t Rd = (size_t)s->max_rows * s->d, Rf = (size_t)s->max_rows * s->ff, at = 0;
+    int stacked = 3 * s->d > 2 * s->ff ? 3 * s->d : 2 * s->ff;
+    float **rd[5] = {&s->xn, &s->q, &s->k, &s->v, &s->attn};
+    for (int i = 0; i < 5; i++)
+        at = carve(base, at, (void **)rd[i], Rd * sizeof(float));
+    at = carve(base, at, (void **)&s->h1, Rf * sizeof(float));
+    at = carve(base, at, (void **)&s->h3, Rf * sizeof(float));
+    at = carve(base, at, (void **)&s->stacked, (size_t)s->max_rows * stacked * sizeof(float));
+    at = carve(base, at, (void **)&s->scores,
+               kr_attend_scores_floats(s->max_keys, n_heads, s->d) * sizeof(float));
+    at = carve(base, at, (void **)&s->rows, (size_t)s->max_rows * sizeof *s->rows);
+    at = carve(base, at, (void **)&s->krow, (size_t)s->d * sizeof(float));
+    return at;
 }
 
 int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d, int ff,
@@ -81,40 +131,19 @@ int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d
     s->max_keys = max_keys;
     s->d = d;
     s->ff = ff;
-    size_t Rd = (size_t)max_rows * d, Rf = (size_t)max_rows * ff;
-    s->xn = malloc(Rd * sizeof(float));
-    s->q = malloc(Rd * sizeof(float));
-    s->k = malloc(Rd * sizeof(float));
-    s->v = malloc(Rd * sizeof(float));
-    s->attn = malloc(Rd * sizeof(float));
-    s->h1 = malloc(Rf * sizeof(float));
-    s->h3 = malloc(Rf * sizeof(float));
-    s->stacked = malloc((size_t)max_rows * (3 * d > 2 * ff ? 3 * d : 2 * ff) * sizeof(float));
-    s->scores = malloc(kr_attend_scores_floats(max_keys, n_heads, d) * sizeof(float));
-    s->rows = malloc((size_t)max_rows * sizeof *s->rows);
-    s->krow = malloc((size_t)d * sizeof(float));
-    if (!s->xn || !s->q || !s->k || !s->v || !s->attn || !s->h1 || !s->h3 || !s->stacked ||
-        !s->scores || !s->rows || !s->krow) {
+    char *base = kr_scratch_take(&s->mem, KR_SCRATCH_BLOCK, block_scratch_layout(s, NULL, n_heads));
+    if (!base) {
         kr_block_scratch_free(s);
         return kr_fail_code(err, KR_E_NO_MEMORY,
                             "block scratch: out of memory for %d rows of width %d/%d", max_rows, d,
                             ff);
     }
+    block_scratch_layout(s, base, n_heads);
     return 0;
 }
 
 void kr_block_scratch_free(kr_block_scratch *s) {
-    free(s->xn);
-    free(s->q);
-    free(s->k);
-    free(s->v);
-    free(s->attn);
-    free(s->h1);
-    free(s->h3);
-    free(s->stacked);
-    free(s->scores);
-    free(s->rows);
-    free(s->krow);
+    kr_scratch_release(&s->mem);
     memset(s, 0, sizeof *s);
 }
 

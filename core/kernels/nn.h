@@ -28,6 +28,7 @@ typedef struct {
     int max_rows, max_keys, d, ff;
     float *xn, *q, *k, *v, *attn, *h1, *h3, *stacked, *scores, *krow;
     kr_attn_row *rows;
+    kr_scratch mem; /* all of the above, one buffer */
 } kr_block_scratch;
 
 int kr_block_scratch_init(kr_block_scratch *s, int max_rows, int max_keys, int d, int ff,
