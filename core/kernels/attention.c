@@ -161,9 +161,9 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
 }
 
 #define HEAD_GROUP 4 /* heads a row-path task takes together */
-/* Rows attended on the calling thread alone: a few rows' attention takes microseconds,
- * less than waking the pool. */
-#define SERIAL_ROWS 4
+/* Rows that always take the row path (a decode step of a few paths), their (row, heads)
+ * items spread over the pool: the heads' keys are read by both threads at once. */
+#define ROW_PATH_ROWS 4
 
 /* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
  * s: nh * n_keys floats of scratch. */
@@ -453,7 +453,7 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     /* tiles when some tile's rows share 64 keys or more: each tile's shared keys read once
      * for all its rows, the rest of each row's keys its own */
     int most_shared = 0, own_scored = 0;
-    if (n_rows > SERIAL_ROWS) {
+    if (n_rows > ROW_PATH_ROWS) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
         j.shared = malloc((size_t)j.n_tiles * 2 * sizeof *j.shared);
         j.scored = j.shared ? j.shared + j.n_tiles : NULL;
@@ -488,8 +488,5 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     free(j.shared);
     int items = n_rows * (n_heads / head_group(n_heads));
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
-    if (n_rows <= SERIAL_ROWS) /* a decode step of a few paths: not worth a fork-join */
-        kr_serial_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
-    else
-        kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
+    kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }
