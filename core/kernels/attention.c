@@ -167,9 +167,9 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
 }
 
 #define HEAD_GROUP 4 /* heads a row-path task takes together */
-/* Rows attended on the calling thread alone: a few rows' attention takes microseconds,
- * less than waking the pool. */
-#define SERIAL_ROWS 4
+/* Rows that always take the row path (a decode step of a few paths), their (row, heads)
+ * items spread over the pool: the heads' keys are read by both threads at once. */
+#define ROW_PATH_ROWS 4
 
 /* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
  * s: nh * n_keys floats of scratch. */
@@ -473,7 +473,7 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
      * for all its rows, the rest of each row's keys its own */
     int most_shared = 0, own_scored = 0;
     kr_scratch tables = {0}; /* the tiles' shared and scored counts, 1 / Z, the own scores */
-    if (n_rows > SERIAL_ROWS) {
+    if (n_rows > ROW_PATH_ROWS) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
         size_t own_cap = (size_t)n_rows * n_heads * (size_t)(max_keys > 0 ? max_keys : 1);
         size_t n_inv = (size_t)n_rows * n_heads, n_tab = (size_t)j.n_tiles * 2;
@@ -508,8 +508,5 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     kr_scratch_release(&tables);
     int items = n_rows * (n_heads / head_group(n_heads));
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
-    if (n_rows <= SERIAL_ROWS) /* a decode step of a few paths: not worth a fork-join */
-        kr_serial_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
-    else
-        kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
+    kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }

@@ -1,5 +1,5 @@
-/* parallel.h — a small persistent thread pool for the loops OpenBLAS does not cover
- * (attention over many caches). Internal to core/. */
+/* parallel.h — the persistent thread pool the products, attention and row-wise steps split
+ * their loops over. Internal to core/. */
 #ifndef KR_PARALLEL_H
 #define KR_PARALLEL_H
 
@@ -10,9 +10,8 @@ typedef void (*kr_task_fn)(void *ctx, int i, int worker);
  * another thread is already using the pool, the caller runs the loop alone rather than
  * wait. The split never changes a result: each i is computed the same way on any thread. */
 void kr_parallel_for(int n, kr_task_fn fn, void *ctx);
-/* The same loop on the calling thread alone (worker 0): for loops too small to repay waking
- * the pool, such as a decode step of one path, which the weights' bandwidth bounds and one
- * thread already reaches. */
+/* The same loop on the calling thread alone (worker 0): for loops too small to repay even a
+ * lock-free start and join, such as the row-wise steps of a few rows. */
 void kr_serial_for(int n, kr_task_fn fn, void *ctx);
 /* Threads a loop may run on (caller included): the bound on `worker`. */
 int kr_parallel_threads(void);
