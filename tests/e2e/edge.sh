@@ -207,7 +207,7 @@ expect "after all that, /health" 200
 start_daemon G --workers 1 --shutdown-timeout 20
 G=$URL_G
 curl -sS -m 60 -o "$WORK/drain.out" -w '%{http_code}' -X POST "$G/forecast" \
-    --data-binary @"$WORK/long_forecast.json" >"$WORK/drain.status" 2>&1 &
+    --data-binary @"$WORK/drain_forecast.json" >"$WORK/drain.status" 2>&1 &
 DRAIN_REQ=$!
 BG_PIDS+=("$DRAIN_REQ")
 wait_metric "$G" kronosd_requests_running 1 || fail "the forecast before SIGTERM started"

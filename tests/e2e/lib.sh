@@ -132,5 +132,7 @@ dump("golden_forecast", {"candles": inp, "horizon": len(g["future_timestamps"]),
 dump("tokenize", {"candles": inp})
 # slow enough (about a second) to hold the only worker while other requests arrive
 dump("long_forecast", {"candles": inp, "horizon": 300, "samples": 32, "top_k": 1})
+# four times that: a drain's request must still run after SIGTERM and two more requests
+dump("drain_forecast", {"candles": inp, "horizon": 300, "samples": 128, "top_k": 1})
 EOF
 }
