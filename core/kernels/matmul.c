@@ -148,10 +148,10 @@ static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear
 
 /* RN rows x CB panels of accumulators, one chain each; the compiler unrolls both loops
  * for each constant (RN, CB) so the accumulators live in registers. Blocks of many rows
- * take 3 panels (24 accumulators); one or two rows (a decode step) take up to 8 panels, so
- * that 8 or 16 independent chains hide the FMA latency (each chain still runs over k in
- * order: the bits do not change). Software prefetch of the weight streams was measured
- * slower than the hardware's (AMD Zen 4, both kernels): there is none. */
+ * take 6 rows x 4 panels in a task's whole 8 panels, else 8 rows x 3 (24 accumulators); one or two
+ * rows (a decode step) take up to 8 panels, so that 8 or 16 independent chains hide the FMA latency
+ * (each chain still runs over k in order: the bits do not change). Software prefetch of the weight
+ * streams was measured slower than the hardware's (AMD Zen 4, both kernels): there is none. */
 #define AVX512_RB     8
 #define AVX512_CB     3
 #define AVX512_CB_MAX 8 /* panels for blocks of at most AVX512_NARROW rows */
@@ -211,8 +211,11 @@ M512_ROW(7)
 M512_ROW(8)
 M512_WIDE(1)
 M512_WIDE(2)
+M512(3, 4)
+M512(4, 4)
+M512(5, 4) M512(6, 4)
 
-typedef void (*micro_fn)(const y_map *, const float *, int, int, const kr_linear *);
+    typedef void (*micro_fn)(const y_map *, const float *, int, int, const kr_linear *);
 #define M512_ENTRY(RN)                                                                             \
     { micro512_##RN##_1, micro512_##RN##_2, micro512_##RN##_3 }
 static const micro_fn micro512_table[AVX512_RB][AVX512_CB] = {
@@ -223,6 +226,11 @@ static const micro_fn micro512_table[AVX512_RB][AVX512_CB] = {
         micro512_##RN##_1, micro512_##RN##_2, micro512_##RN##_3, micro512_##RN##_4,                \
             micro512_##RN##_5, micro512_##RN##_6, micro512_##RN##_7, micro512_##RN##_8             \
     }
+/* 6 rows x 4 panels (24 accumulators, 10 loads a step of k against 8 x 3's 11): a
+ * task's 8 panels split 4 + 4 instead of 3 + 3 + 2, and 30 rows (a decode step of 30
+ * paths) are 5 whole blocks instead of 8 + 8 + 8 + 6. */
+static const micro_fn micro512_6x4[6] = {micro512_1_4, micro512_2_4, micro512_3_4,
+                                         micro512_4_4, micro512_5_4, micro512_6_4};
 static const micro_fn micro512_narrow[AVX512_NARROW][AVX512_CB_MAX] = {M512_WIDE_ENTRY(1),
                                                                        M512_WIDE_ENTRY(2)};
 
@@ -341,6 +349,14 @@ static void linear_task(void *arg, int task, int worker) {
                     int cb = p1 - p < AVX512_CB_MAX ? p1 - p : AVX512_CB_MAX;
                     micro512_narrow[rc1 - rc - 1][cb - 1](j->y, j->x, rc, p, l);
                 }
+                break;
+            }
+            if (p1 - p0 == TASK_PANELS) { /* whole tasks: 6 x 4 blocks */
+                for (int p = p0; p < p1; p += 4)
+                    for (int r = rc; r < rc1; r += 6) {
+                        int rn = rc1 - r < 6 ? rc1 - r : 6;
+                        micro512_6x4[rn - 1](j->y, j->x, r, p, l);
+                    }
                 break;
             }
             for (int p = p0; p < p1; p += AVX512_CB) {
