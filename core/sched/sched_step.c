@@ -262,8 +262,9 @@ int kr_sched_step(kr_sched *s) {
      * job passed over AGE_STEPS steps in a row first of all, so none starves. While a light
      * job runs, the light ones fill first under the whole of step-tokens, and the others
      * add only the rows that keep the step within light_step_factor of its time without
-     * them (others_rows): a light job's every step stays short while the heavy ones still
-     * advance at every step. */
+     * them (others_rows), in the steps they do not sit out (sit_out): a light job's every
+     * step stays short while the heavy ones still advance. A job that sits out keeps its
+     * starved count: it was not passed over. */
     int decode_rows = b->n_rows, budget = s->cfg.step_tokens;
     if (decode_rows > 0 && s->stats.active > 1) {
         int busy = s->cfg.step_tokens / 8;
