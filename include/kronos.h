@@ -561,8 +561,8 @@ typedef struct {
     double step_fixed_rows;
     /* While a light job is active the other jobs sit steps out (no decode rows, no window
      * rows), so that the light job's steps cost about what they cost alone; each joins a step
-     * again once it has sat out sit_out_steps steps in a row (0: 3; negative: none sit out)
-     * or sit_out_ms milliseconds have passed since its last step (0: 10), so it still
+     * again once it has sat out sit_out_steps steps in a row (0: 8; negative: none sit out)
+     * or sit_out_ms milliseconds have passed since its last step (0: 40), so it still
      * advances. Nothing sits out while a job waits for pool memory. */
     int sit_out_steps;
     double sit_out_ms;

@@ -14,8 +14,8 @@
 #define DEFAULT_MAX_ROWS          512
 #define DEFAULT_LIGHT_FLOPS       20e9
 #define DEFAULT_LIGHT_STEP_FACTOR 1.5
-#define DEFAULT_SIT_OUT_STEPS     3
-#define DEFAULT_SIT_OUT_MS        10.0
+#define DEFAULT_SIT_OUT_STEPS     8
+#define DEFAULT_SIT_OUT_MS        40.0
 
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err) {
