@@ -559,6 +559,13 @@ typedef struct {
     /* a step's fixed cost counted in rows (its time with no rows over a row's time); 0: from
      * the measured step cost (until measured, an eighth of step_tokens goes to the others) */
     double step_fixed_rows;
+    /* While a light job is active the other jobs sit steps out (no decode rows, no window
+     * rows), so that the light job's steps cost about what they cost alone; each joins a step
+     * again once it has sat out sit_out_steps steps in a row (0: 8; negative: none sit out)
+     * or sit_out_ms milliseconds have passed since its last step (0: 40), so it still
+     * advances. Nothing sits out while a job waits for pool memory. */
+    int sit_out_steps;
+    double sit_out_ms;
     /* a job left the waiting line and joins the next step (light: its class); called on the
      * stepping thread; NULL: not told */
     void (*started)(void *tag, bool light, void *ctx);
@@ -603,7 +610,8 @@ typedef struct {
     double waiting_flops;         /* planned compute of the jobs not yet started */
     /* the measured step cost: ms = step_ms_fixed + step_ms_per_row x rows (0 until fitted) */
     double step_ms_fixed, step_ms_per_row;
-    int light_active; /* light jobs in the steps */
+    int light_active;           /* light jobs in the steps */
+    unsigned long long sat_out; /* steps that jobs sat out beside a light one (job-steps) */
 } kr_sched_stats;
 
 void kr_sched_stats_get(const kr_sched *s, kr_sched_stats *st);

@@ -602,8 +602,7 @@ static void test_scheduler_cheapest_fill_first(void **state) {
  * heavy one took the rest of step_tokens (124 rows) in the light one's first step and an
  * eighth of it (16) in each of its decode steps; the heavy one still advances at every
  * step; both get the tokens they get alone. */
-static void test_scheduler_light_steps_bounded(void **state) {
-    (void)state;
+static void light_beside_heavy(int sit_out_steps) {
     enum { HEAVY = 300, N = HEAVY + 16 };
     int32_t *t1 = malloc(N * sizeof *t1), *t2 = malloc(N * sizeof *t2);
     kr_stamp *st = malloc(N * sizeof *st);
@@ -639,6 +638,8 @@ static void test_scheduler_light_steps_bounded(void **state) {
                            .light_flops = 10e6,
                            .light_step_factor = 2,
                            .step_fixed_rows = 8,
+                           .sit_out_steps = sit_out_steps,
+                           .sit_out_ms = 1e9, /* by steps only: the test does not hang on time */
                            .done = log_done,
                            .ctx = &log};
     kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
@@ -649,7 +650,7 @@ static void test_scheduler_light_steps_bounded(void **state) {
     kr_sched_stats_get(s, &ks);
     assert_int_equal(ks.rows_last_step, 128);
     assert_int_equal(kr_sched_add_generate(s, lc, &lr, l1, l2, (void *)(intptr_t)1, &err), 0);
-    int steps = 0;
+    int steps = 0, out = 0, out_run = 0;
     while (!log.ended[1]) {
         kr_sched_step(s);
         kr_sched_stats_get(s, &ks);
@@ -658,9 +659,20 @@ static void test_scheduler_light_steps_bounded(void **state) {
         int light_rows = steps == 0 ? 4 : 1, bound = steps == 0 ? 16 : 10;
         if (!log.ended[0]) {
             assert_true(ks.rows_last_step <= bound);
-            assert_true(ks.rows_last_step > light_rows); /* the heavy one advances too */
+            if (sit_out_steps > 0 && ks.rows_last_step == light_rows) { /* the heavy one sat out */
+                out++;
+                assert_true(++out_run <= sit_out_steps);
+            } else {
+                assert_true(ks.rows_last_step > light_rows); /* the heavy one advances */
+                out_run = 0;
+            }
         }
         assert_true(++steps <= 13);
+    }
+    /* sitting out: the heavy one sat out sit_out_steps of every sit_out_steps + 1 steps */
+    if (sit_out_steps > 0) {
+        assert_true(out >= (steps - 1) * sit_out_steps / (sit_out_steps + 1));
+        assert_int_equal(ks.sat_out, (unsigned long long)out);
     }
     while (kr_sched_step(s) > 0)
         assert_true(++steps < 1000);
@@ -686,6 +698,19 @@ static void test_scheduler_light_steps_bounded(void **state) {
     free(st);
 }
 
+static void test_scheduler_light_steps_bounded(void **state) {
+    (void)state;
+    light_beside_heavy(-1); /* none sits out: the heavy one advances at every step */
+}
+
+/* The same, the heavy one sitting out 2 steps of every 3 while the light one runs (none of
+ * its rows in them: the light one's step costs what it costs alone), where before it
+ * joined every step; both still get the tokens they get alone. */
+static void test_scheduler_heavy_sits_out(void **state) {
+    (void)state;
+    light_beside_heavy(2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_rows),
@@ -699,6 +724,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scheduler_waits_for_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_cheapest_fill_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_light_steps_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_heavy_sits_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

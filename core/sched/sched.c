@@ -14,6 +14,8 @@
 #define DEFAULT_MAX_ROWS          512
 #define DEFAULT_LIGHT_FLOPS       20e9
 #define DEFAULT_LIGHT_STEP_FACTOR 1.5
+#define DEFAULT_SIT_OUT_STEPS     8
+#define DEFAULT_SIT_OUT_MS        40.0
 
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err) {
@@ -26,6 +28,8 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     if (s->cfg.max_rows <= 0) s->cfg.max_rows = DEFAULT_MAX_ROWS;
     if (s->cfg.light_flops <= 0) s->cfg.light_flops = DEFAULT_LIGHT_FLOPS;
     if (s->cfg.light_step_factor <= 1) s->cfg.light_step_factor = DEFAULT_LIGHT_STEP_FACTOR;
+    if (s->cfg.sit_out_steps == 0) s->cfg.sit_out_steps = DEFAULT_SIT_OUT_STEPS;
+    if (s->cfg.sit_out_ms <= 0) s->cfg.sit_out_ms = DEFAULT_SIT_OUT_MS;
     return s;
 }
 
@@ -190,7 +194,9 @@ void sched_preempt(kr_sched *s, sched_job *j) {
     unlink_active(s, j);
     j->ops->reset(j);
     j->err = (kr_error){0};
-    j->ready = j->failed = j->stalled = false;
+    j->ready = j->failed = j->stalled = j->out = false;
+    j->sat_out = 0;
+    j->last_ms = 0;
     j->next = s->wait_head;
     s->wait_head = j;
     if (!s->wait_tail) s->wait_tail = j;

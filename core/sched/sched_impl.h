@@ -97,12 +97,15 @@ struct sched_job {
     void *tag;
     const kr_cancel *cancel;
     kr_error err;
-    bool ready;   /* s1 logits fresh this step: draw */
-    bool failed;  /* its rows could not run this step: it ends with err */
-    bool stalled; /* no pool memory for its rows this step: it tries again at the next */
-    int rows;     /* decode rows it holds while active */
-    int starved;  /* steps in a row it had window rows to fill and got no budget */
-    bool light;   /* planned work at most cfg.light_flops: latency-sensitive */
+    bool ready;     /* s1 logits fresh this step: draw */
+    bool failed;    /* its rows could not run this step: it ends with err */
+    bool stalled;   /* no pool memory for its rows this step: it tries again at the next */
+    int rows;       /* decode rows it holds while active */
+    int starved;    /* steps in a row it had window rows to fill and got no budget */
+    bool out;       /* it sits this step out (beside a light job): no rows, nothing after */
+    int sat_out;    /* steps in a row it sat out */
+    double last_ms; /* when the last step it joined began (0: none yet) */
+    bool light;     /* planned work at most cfg.light_flops: latency-sensitive */
     double flops;
     size_t pool_bytes; /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
@@ -128,6 +131,8 @@ struct kr_sched {
     sched_job *active;                /* in admission order */
     int active_rows;
     bool stalled;     /* the last step had jobs waiting for pool memory */
+    bool short_pool;  /* a job waited for pool memory in the last step: none sits out */
+    int sitting_out;  /* jobs that sit this step out (beside a light one) */
     size_t committed; /* the plans' pool bytes of the running forecasts */
     step_batch batch;
     sched_job **order; /* this step's window-fill order: light jobs first, and in each class

@@ -114,7 +114,8 @@ static void run_append(kr_sched *s) {
         row0 += rows;
     }
     s->stalled = !progressed;
-    if (progressed) return;
+    /* jobs that sat this step out go on at the next, when nothing sits out (short_pool) */
+    if (progressed || s->sitting_out) return;
     /* every job that had rows is stalled: none will free memory, so the youngest forecast
      * gives its memory back and starts again later, from scratch (its answer is the same:
      * nothing in it depends on when it runs); with no forecast to preempt, it ends (503) */
@@ -210,6 +211,28 @@ static int fill_order(kr_sched *s) {
     return n;
 }
 
+/* Which jobs sit this step out (j->out): while a light job is active, the others, each
+ * until it has sat out sit_out_steps steps in a row or sit_out_ms have passed since its
+ * last step; none while a job waits for pool memory (the one waiting may need what a job
+ * that sits out would free by finishing). How many sit out. */
+static int sit_out(kr_sched *s, double t) {
+    bool light_on = s->stats.light_active > 0 && !s->short_pool && s->cfg.sit_out_steps > 0;
+    int n = 0;
+    for (sched_job *j = s->active; j; j = j->next) {
+        j->out = light_on && !j->light && j->last_ms > 0 && j->sat_out < s->cfg.sit_out_steps &&
+                 t - j->last_ms < s->cfg.sit_out_ms;
+        if (j->out) {
+            j->sat_out++;
+            n++;
+        } else {
+            j->sat_out = 0;
+            j->last_ms = t;
+        }
+    }
+    s->stats.sat_out += (unsigned long long)n;
+    return n;
+}
+
 int kr_sched_step(kr_sched *s) {
     sched_admit(s);
     step_batch *b = &s->batch;
@@ -219,9 +242,13 @@ int kr_sched_step(kr_sched *s) {
         next = j->next;
         if (sched_check_cancel(j)) sched_end_active(s, j);
     }
+    /* a job that sits out adds no rows and does nothing after the append: it takes the
+     * step after where it left off (its state is as its last appended/drawn left it) */
+    s->sitting_out = sit_out(s, now_ms());
     /* every decode row */
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
+        if (j->out) continue;
         int none = 0;
         if (j->ops->rows(s->m, j, b, true, &none)) {
             kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
@@ -235,8 +262,9 @@ int kr_sched_step(kr_sched *s) {
      * job passed over AGE_STEPS steps in a row first of all, so none starves. While a light
      * job runs, the light ones fill first under the whole of step-tokens, and the others
      * add only the rows that keep the step within light_step_factor of its time without
-     * them (others_rows): a light job's every step stays short while the heavy ones still
-     * advance at every step. */
+     * them (others_rows), in the steps they do not sit out (sit_out): a light job's every
+     * step stays short while the heavy ones still advance. A job that sits out keeps its
+     * starved count: it was not passed over. */
     int decode_rows = b->n_rows, budget = s->cfg.step_tokens;
     if (decode_rows > 0 && s->stats.active > 1) {
         int busy = s->cfg.step_tokens / 8;
@@ -247,6 +275,7 @@ int kr_sched_step(kr_sched *s) {
     int n = fill_order(s);
     for (int k = 0; k < n; k++) {
         sched_job *j = s->order[k];
+        if (j->out) continue;
         int *bud = &budget;
         if (light_on && j->light) {
             bud = &light_budget;
@@ -265,6 +294,7 @@ int kr_sched_step(kr_sched *s) {
     if (n < 0) /* no order: admission order, as jobs come */
         for (sched_job *j = s->active, *next; j; j = next) {
             next = j->next;
+            if (j->out) continue;
             if (j->ops->rows(s->m, j, b, false, &budget)) {
                 kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
                 sched_end_active(s, j);
@@ -277,11 +307,14 @@ int kr_sched_step(kr_sched *s) {
     double t0 = now_ms();
     run_append(s);
     /* what each job makes of its append: the next phase, fresh logits, or its end */
+    s->short_pool = false;
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
         if (ended_failed(s, j)) continue;
-        if (j->stalled) { /* nothing of it ran: its rows (ops->rows) again at the next step */
+        if (j->out) continue; /* it sat out: nothing of it ran */
+        if (j->stalled) {     /* nothing of it ran: its rows (ops->rows) again at the next step */
             j->stalled = false;
+            s->short_pool = true;
             continue;
         }
         int rc = j->ops->appended(s->m, j, &j->err);

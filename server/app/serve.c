@@ -203,6 +203,9 @@ static int load(kd_app *app, char *err, size_t errlen) {
                           .owner_queue_percent = c->key_queue_percent,
                           .light_flops = c->light_request_mflop * 1e6,
                           .light_step_factor = c->light_step_percent / 100.0,
+                          /* 0: none sits out (the core's 0 is its default) */
+                          .sit_out_steps = c->light_sit_out_steps ? c->light_sit_out_steps : -1,
+                          .sit_out_ms = c->light_sit_out_ms,
                           .make_room = make_room,
                           .started = request_started,
                           .ctx = app};

@@ -69,6 +69,12 @@ static const key_def keys[] = {
     {"light-step-percent", T_INT, AT(light_step_percent), "150", 101, 100000,
      "while a light job runs, a step with the other jobs' prefill and recompute rows takes at "
      "most this percent of its time without them (by the measured step cost)"},
+    {"light-sit-out-steps", T_INT, AT(light_sit_out_steps), "8", 0, 1 << 20,
+     "while a light job runs, the other jobs sit steps out (no rows), each joining again "
+     "after this many steps in a row (0: none sits out) or light-sit-out-ms"},
+    {"light-sit-out-ms", T_INT, AT(light_sit_out_ms), "40", 1, 1 << 20,
+     "while a light job runs, another job that sits steps out joins one again at the latest "
+     "this many milliseconds after its last"},
     {"queue-size", T_INT, AT(queue_size), "64", 1, 1 << 20,
      "requests waiting for a worker (503 + Retry-After above)"},
     {"key-queue-percent", T_INT, AT(key_queue_percent), "50", 1, 100,

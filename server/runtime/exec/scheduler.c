@@ -189,6 +189,8 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
                           .max_rows = cfg->max_rows,
                           .light_flops = cfg->light_flops,
                           .light_step_factor = cfg->light_step_factor,
+                          .sit_out_steps = cfg->sit_out_steps,
+                          .sit_out_ms = cfg->sit_out_ms,
                           .started = job_started,
                           .done = job_done,
                           .make_room = make_room,

@@ -45,7 +45,9 @@ typedef struct {
     /* the waiting places one owner may hold: this percent of queue_size (at least one) */
     int owner_queue_percent;
     double light_flops, light_step_factor; /* kr_sched_config's (0: its defaults) */
-    bool (*make_room)(void *ctx);          /* the pool ran dry: free an idle session */
+    int sit_out_steps;                     /* kr_sched_config's */
+    double sit_out_ms;
+    bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
     /* a request's first core job started, waited_s after it was submitted (light: the core's
      * class of that job); on the scheduler thread; NULL: not told */
     void (*started)(void *ctx, bool light, double waited_s);
