@@ -57,7 +57,7 @@ static const key_def keys[] = {
     {"workers", T_INT, AT(workers), "0", 0, 256, "inference threads (0: one per online CPU)"},
     {"compute-threads", T_INT, AT(compute_threads), "0", 0, 256,
      "threads of the core's pool, shared by the workers (0: one per online CPU)"},
-    {"step-tokens", T_INT, AT(step_tokens), "256", 1, 1 << 20,
+    {"step-tokens", T_INT, AT(step_tokens), "96", 1, 1 << 20,
      "prefill and recompute rows per scheduler step, over all requests (an eighth of it "
      "while others decode)"},
     {"max-batch-rows", T_INT, AT(max_batch_rows), "512", 1, 1 << 20,
