@@ -547,6 +547,18 @@ static void test_scheduler_waits_for_memory(void **state) {
 /* A short generation added while a long prefill fills: the step's budget goes to the least
  * left to fill first, so the short one is done within 3 steps (prefill and first draw, then a
  * token a step) while the long one still fills, with the tokens it gets alone. */
+/* A generation's tokens equal those of the same request run alone on a fresh cache. */
+static void same_as_alone(kr_pool *pool, const kr_generate_request *r, const int32_t *got1,
+                          const int32_t *got2, int32_t *w1, int32_t *w2) {
+    kr_error err;
+    kr_cache *solo = kr_cache_create(pool, 0, &err);
+    assert_non_null(solo);
+    assert_int_equal(kr_generate(solo, r, w1, w2, &err), 0);
+    assert_memory_equal(got1, w1, (size_t)r->n_new * sizeof *w1);
+    assert_memory_equal(got2, w2, (size_t)r->n_new * sizeof *w2);
+    kr_cache_free(solo);
+}
+
 static void test_scheduler_cheapest_fill_first(void **state) {
     (void)state;
     kr_error err;
@@ -564,7 +576,7 @@ static void test_scheduler_cheapest_fill_first(void **state) {
     sr.n_append = 4;
     sr.new_stamps = stamps + 4;
     sr.n_new = 2;
-    kr_cache *lc = kr_cache_create(pool, 0, &err), *sc = kr_cache_create(pool, 0, &err), *solo;
+    kr_cache *lc = kr_cache_create(pool, 0, &err), *sc = kr_cache_create(pool, 0, &err);
     assert_non_null(lc);
     assert_non_null(sc);
     int32_t l1[1], l2[1], s1[2], s2[2], w1[2], w2[2];
@@ -585,11 +597,7 @@ static void test_scheduler_cheapest_fill_first(void **state) {
     assert_int_equal(log.ended[0], 1);
     assert_int_equal(log.errs[0].code, 0);
     assert_int_equal(log.errs[1].code, 0);
-    assert_non_null(solo = kr_cache_create(pool, 0, &err));
-    assert_int_equal(kr_generate(solo, &sr, w1, w2, &err), 0);
-    assert_memory_equal(s1, w1, sizeof w1);
-    assert_memory_equal(s2, w2, sizeof w2);
-    kr_cache_free(solo);
+    same_as_alone(pool, &sr, s1, s2, w1, w2);
     kr_cache_free(sc);
     kr_cache_free(lc);
     kr_pool_free(pool);
@@ -628,7 +636,7 @@ static void light_beside_heavy(int sit_out_steps) {
     lr.new_stamps = st + 4;
     lr.n_new = 12;
     lr.seed = 6;
-    kr_cache *hc = kr_cache_create(pool, 0, &err), *lc = kr_cache_create(pool, 0, &err), *solo;
+    kr_cache *hc = kr_cache_create(pool, 0, &err), *lc = kr_cache_create(pool, 0, &err);
     assert_non_null(hc);
     assert_non_null(lc);
     int32_t h1[1], h2[1], l1[12], l2[12], w1[12], w2[12];
@@ -680,16 +688,8 @@ static void light_beside_heavy(int sit_out_steps) {
     assert_int_equal(log.ended[0], 1);
     assert_int_equal(log.errs[0].code, 0);
     assert_int_equal(log.errs[1].code, 0);
-    assert_non_null(solo = kr_cache_create(pool, 0, &err));
-    assert_int_equal(kr_generate(solo, &lr, w1, w2, &err), 0);
-    assert_memory_equal(l1, w1, sizeof w1);
-    assert_memory_equal(l2, w2, sizeof w2);
-    kr_cache_free(solo);
-    assert_non_null(solo = kr_cache_create(pool, 0, &err));
-    assert_int_equal(kr_generate(solo, &hr, w1, w2, &err), 0);
-    assert_memory_equal(h1, w1, sizeof h1);
-    assert_memory_equal(h2, w2, sizeof h2);
-    kr_cache_free(solo);
+    same_as_alone(pool, &lr, l1, l2, w1, w2);
+    same_as_alone(pool, &hr, h1, h2, w1, w2);
     kr_cache_free(lc);
     kr_cache_free(hc);
     kr_pool_free(pool);
