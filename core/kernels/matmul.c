@@ -213,7 +213,8 @@ M512_WIDE(1)
 M512_WIDE(2)
 M512(3, 4)
 M512(4, 4)
-M512(5, 4) M512(6, 4)
+M512(5, 4)
+M512(6, 4)
 
     typedef void (*micro_fn)(const y_map *, const float *, int, int, const kr_linear *);
 #define M512_ENTRY(RN)                                                                             \
