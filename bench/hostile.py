@@ -3,28 +3,21 @@ and whether that is the wanted answer; prints status counts. Usage: hostile.py U
 (Points 2 and 6, idle connections and upload memory, are tests/e2e/idle.py and uploads.py.)"""
 import collections
 import datetime
-import http.client
 import json
+import os
 import socket
 import sys
 import urllib.parse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+import http_call  # noqa: E402
 
 URL = urllib.parse.urlparse(sys.argv[1])
 results = []
 
 
 def call(method, path, body=None, csv=False):
-    c = http.client.HTTPConnection(URL.hostname, URL.port, timeout=60)
-    data = body if isinstance(body, (bytes, type(None))) else (
-        body.encode() if isinstance(body, str) else json.dumps(body).encode())
-    c.request(method, path, data, {"Content-Type": "text/csv" if csv else "application/json"})
-    r = c.getresponse()
-    raw = r.read()
-    c.close()
-    try:
-        return r.status, json.loads(raw)
-    except ValueError:
-        return r.status, raw
+    return http_call.call(URL, method, path, body, csv)
 
 
 def raw(req):

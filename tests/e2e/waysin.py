@@ -7,27 +7,18 @@ CSV cell; a session append compares instants (a new zone offset moves the sessio
 and then forecasts exactly what the stateless /forecast of the same candles does.
 Usage: waysin.py URL (a daemon serving the tiny model). Bounded: ~60 requests."""
 import datetime
-import http.client
 import json
 import sys
 import urllib.parse
+
+import http_call
 
 URL = urllib.parse.urlparse(sys.argv[1])
 passed = failed = 0
 
 
 def call(method, path, body=None, csv=False):
-    c = http.client.HTTPConnection(URL.hostname, URL.port, timeout=60)
-    data = body if isinstance(body, (bytes, type(None))) else (
-        body.encode() if isinstance(body, str) else json.dumps(body).encode())
-    c.request(method, path, data, {"Content-Type": "text/csv" if csv else "application/json"})
-    r = c.getresponse()
-    raw = r.read()
-    c.close()
-    try:
-        return r.status, json.loads(raw)
-    except ValueError:
-        return r.status, raw
+    return http_call.call(URL, method, path, body, csv)
 
 
 def check(name, ok, detail=""):
