@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,6 +341,20 @@ typedef struct {
     kr_simd simd;
 } linear_job;
 
+/* The n panels from `want` that a task's thread reads next (for pf, see micro512): `want`
+ * itself while it is below the task's end p1, else (after the task's last row chunk) the first
+ * of the task the thread likely claims next, task + threads (the threads claim in turn). *got:
+ * how many of the n exist (0: none). */
+static const char *next_panels(const linear_job *j, int task, int want, int n, int p1,
+                               bool last_chunk, int *got) {
+    int panels = (j->l->out + PANEL - 1) / PANEL, nt = task + j->threads;
+    int np = want < p1                     ? want
+             : last_chunk && nt < j->tasks ? nt % j->col_tasks * TASK_PANELS
+                                           : panels;
+    *got = panels - np < n ? panels - np : n;
+    return (const char *)(j->l->wp + (size_t)np * j->l->in * PANEL);
+}
+
 /* One task: rows [r0, r1) x panels [p0, p1), in row chunks so that a chunk of x stays in
  * cache while the task's panels stream past it. */
 static void linear_task(void *arg, int task, int worker) {
@@ -364,15 +379,8 @@ static void linear_task(void *arg, int task, int worker) {
             }
             if (p1 - p0 == TASK_PANELS) { /* whole tasks: 6 x 4 blocks */
                 for (int p = p0; p < p1; p += 4) {
-                    /* the next 4 panels this thread reads: the task's next ones, or after
-                     * its last row chunk those of the task it likely claims next (the
-                     * threads claim in turn); never past the last panel */
-                    int nt = task + j->threads;
-                    int np = p + 4 < p1                   ? p + 4
-                             : rc1 == r1 && nt < j->tasks ? nt % j->col_tasks * TASK_PANELS
-                                                          : panels;
-                    int np_n = panels - np < 4 ? panels - np : 4;
-                    const char *next = (const char *)(l->wp + (size_t)np * l->in * PANEL);
+                    int np_n;
+                    const char *next = next_panels(j, task, p + 4, 4, p1, rc1 == r1, &np_n);
                     for (int r = rc, b = 0; r < rc1; r += 6, b++) {
                         int rn = rc1 - r < 6 ? rc1 - r : 6;
                         const char *pf = b < np_n ? next + (size_t)b * l->in * 64 : NULL;
@@ -398,11 +406,14 @@ static void linear_task(void *arg, int task, int worker) {
                     micro256_1(j->y, j->x, rc, p, l, NULL);
                 break;
             }
-            for (int p = p0; p < p1; p++)
+            for (int p = p0; p < p1; p++) {
+                int np_n; /* the first row block fetches the next panel whole (in lines) */
+                const char *next = next_panels(j, task, p + 1, 1, p1, rc1 == r1, &np_n);
                 for (int r = rc; r < rc1; r += AVX2_RB) {
                     int rn = rc1 - r < AVX2_RB ? rc1 - r : AVX2_RB;
-                    micro256_table[rn - 1](j->y, j->x, r, p, l, NULL);
+                    micro256_table[rn - 1](j->y, j->x, r, p, l, r == rc && np_n ? next : NULL);
                 }
+            }
             break;
 #endif
         default:
