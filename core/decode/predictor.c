@@ -61,14 +61,15 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
     int d = m->pc.d_model, max_len = 0;
     for (int i = 0; i < S; i++)
         if (rows[i].n_keys > max_len) max_len = rows[i].n_keys;
-    float *in = malloc((size_t)S * d * sizeof(float)), *q = malloc((size_t)S * d * sizeof(float));
-    float *attn = malloc((size_t)S * d * sizeof(float));
-    float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS, d) * sizeof(float));
-    int rc = -1;
-    if (!in || !q || !attn || !scores) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d rows", S);
-        goto out;
-    }
+    /* in, q, attn [S][d] and attention's scores, from the thread's kept s2 scratch (one
+     * decode step after another: no allocation a step) */
+    size_t sd = ((size_t)S * d + 15) / 16 * 16;
+    kr_scratch mem;
+    float *in = kr_scratch_take(&mem, KR_SCRATCH_S2,
+                                (3 * sd + kr_attend_scores_floats(max_len, KR_DEP_HEADS, d)) *
+                                    sizeof(float));
+    if (!in) return kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d rows", S);
+    float *q = in + sd, *attn = q + sd, *scores = attn + sd;
     /* the query is the raw s1 embedding, not scaled by sqrt(d); RoPE is the identity here */
     for (int i = 0; i < S; i++)
         memcpy(in + (size_t)i * d, w->emb_s1 + (size_t)s1[i] * d, (size_t)d * sizeof(float));
@@ -80,13 +81,8 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
             in[(size_t)i * d + k] += h_last[i][k];
     kr_rmsnorm(in, in, w->dep_norm, S, d);
     kr_linear_forward(s2_logits, in, S, &w->proj_s2);
-    rc = 0;
-out:
-    free(in);
-    free(q);
-    free(attn);
-    free(scores);
-    return rc;
+    kr_scratch_release(&mem);
+    return 0;
 }
 
 int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
