@@ -92,8 +92,7 @@ static void append_chunk(kr_cache *const *caches, int S, const int *n, const int
     kr_rmsnorm(a->x, a->x, w->norm, R, d);
 
     /* the dependency layer's keys and values of the new positions (no RoPE there) */
-    kr_linear_forward(a->blk.k, a->x, R, &w->dep_k);
-    kr_linear_forward(a->blk.v, a->x, R, &w->dep_v);
+    kr_predictor_dep_kv(m, a->x, R, a->blk.k, a->blk.v, a->blk.stacked);
     int n_last = 0;
     for (int i = 0, row = 0; i < S; i++) {
         kr_cache *c = caches[i];

@@ -39,6 +39,19 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
     }
 }
 
+void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, float *v,
+                         float *stacked) {
+    const kr_linear *l = &m->pred.dep_kv;
+    int d = m->pc.d_model;
+    float *parts[2] = {k, v};
+    if (kr_linear_forward_parts(parts, 2, x, R, l) == 0) return;
+    kr_linear_forward(stacked, x, R, l); /* the same product, then split row by row */
+    for (size_t r = 0; r < (size_t)R; r++) {
+        memcpy(k + r * d, stacked + r * 2 * d, (size_t)d * sizeof(float));
+        memcpy(v + r * d, stacked + r * 2 * d + d, (size_t)d * sizeof(float));
+    }
+}
+
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
                               const kr_stamp *stamps, int n, kr_error *err) {
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
@@ -121,21 +134,21 @@ out:
 
 int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32_t s1,
                            float *s2_logits, kr_error *err) {
-    const kr_predictor_weights *w = &m->pred;
     int d = m->pc.d_model;
     if (n < 1) return kr_fail(err, "predictor: empty context");
     if (s1 < 0 || s1 >= (1 << m->pc.s1_bits))
         return kr_fail(err, "predictor: s1 = %d is outside [0, %d)", (int)s1, 1 << m->pc.s1_bits);
     size_t nd = (size_t)n * d;
     float *kv = malloc(2 * nd * sizeof(float)); /* the dependency layer's K then V */
-    float *k = malloc(nd * sizeof(float));
-    if (!kv || !k) {
+    float *k = malloc(nd * sizeof(float)), *stacked = malloc(2 * nd * sizeof(float));
+    if (!kv || !k || !stacked) {
         free(kv);
         free(k);
+        free(stacked);
         return kr_fail_code(err, KR_E_NO_MEMORY, "predictor: out of memory for a context of %d", n);
     }
-    kr_linear_forward(k, context, n, &w->dep_k);
-    kr_linear_forward(kv + nd, context, n, &w->dep_v);
+    kr_predictor_dep_kv(m, context, n, k, kv + nd, stacked);
+    free(stacked);
     kr_kv_view view = {&kv, n, d};
     for (int t = 0; t < n; t++)
         kr_kv_put_k(&view, 0, t, k + (size_t)t * d);

@@ -27,6 +27,8 @@ typedef struct {
     int n_layers;
     const float *norm;
     kr_linear dep_q, dep_k, dep_v, dep_o;
+    kr_linear dep_kv; /* dep_k and dep_v stacked (k's columns then v's): one product; after
+                       * packing the only form of the two */
     const float *dep_norm;
     kr_linear proj_s1, proj_s2;
 } kr_predictor_weights;
