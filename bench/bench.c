@@ -453,9 +453,10 @@ static double decode_step_ms(const kr_model *m, const series *s, int prefix, int
 
 /* The two timed parts of filling a window: `prefix` context tokens into one cache (what
  * every path then forks), then each of S paths appending its own g tokens in one batch and
- * drawing its s2 logits. prefill_ms and own_ms get their times (best of reps, after an
- * untimed round that first touches the pool blocks and the threads' scratch: the steady
- * state of a server, whose pool and scratch are warm after its first requests). */
+ * drawing its s2 logits. prefill_ms and own_ms get their times: the best of at least reps
+ * rounds and 0.3 s of them (as with the yardstick, the fastest is what the machine does when
+ * the neighbours let it), after an untimed round that first touches the pool blocks and the
+ * threads' scratch (the steady state of a server, warm after its first requests). */
 static void window_ms(const kr_model *m, const series *s, int prefix, int g, int S, int reps,
                       double *prefill_ms, double *own_ms) {
     kr_error err;
@@ -487,7 +488,8 @@ static void window_ms(const kr_model *m, const series *s, int prefix, int g, int
             gs[(size_t)p * g + t] = st[prefix + t];
         }
     *prefill_ms = *own_ms = INFINITY;
-    for (int k = -1; k < reps; k++) { /* k = -1: the untimed warm-up */
+    double start = wall_ms();
+    for (int k = -1; k < reps || wall_ms() - start < 300; k++) { /* k = -1: the warm-up */
         kr_cache *base = kr_cache_create(pool, 0, &err);
         if (!base) exit(1);
         double t0 = now_ms();
