@@ -83,10 +83,10 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
                                     sizeof(float));
     if (!in) return kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d rows", S);
     float *q = in + sd, *attn = q + sd, *scores = attn + sd;
-    /* the query is the raw s1 embedding, not scaled by sqrt(d); RoPE is the identity here */
+    /* the query is dep_q of the raw s1 embedding (not scaled by sqrt(d); RoPE is the
+     * identity here), looked up from the table of every token's */
     for (int i = 0; i < S; i++)
-        memcpy(in + (size_t)i * d, w->emb_s1 + (size_t)s1[i] * d, (size_t)d * sizeof(float));
-    kr_linear_forward(q, in, S, &w->dep_q);
+        memcpy(q + (size_t)i * d, w->dep_q_table + (size_t)s1[i] * d, (size_t)d * sizeof(float));
     kr_attend_rows(attn, q, rows, S, d, layer, KR_DEP_HEADS, scores, max_len);
     kr_linear_forward(in, attn, S, &w->dep_o);
     for (int i = 0; i < S; i++)

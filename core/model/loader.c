@@ -455,6 +455,19 @@ out:
     return rc;
 }
 
+/* The s2 head's query for every s1 token (model.h): dep_q over all rows of emb_s1. */
+static int dep_q_table(loader *L) {
+    kr_predictor_weights *w = &L->m->pred;
+    int v1 = 1 << L->m->pc.s1_bits;
+    float *t = track(L, (size_t)v1 * L->m->pc.d_model);
+    if (!t)
+        return kr_fail_code(L->err, KR_E_NO_MEMORY,
+                            "model load: out of memory for the s2 head's query table");
+    kr_linear_forward(t, w->emb_s1, v1, &w->dep_q);
+    w->dep_q_table = t;
+    return 0;
+}
+
 kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
     if (!paths || !paths->tokenizer_dir || !paths->predictor_dir) {
         kr_fail(err, "model load: both a tokenizer and a predictor folder are required");
@@ -482,7 +495,7 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
         goto fail;
     }
     if (load_tokenizer(&L, paths->tokenizer_dir) || load_predictor(&L, paths->predictor_dir) ||
-        pack_all(&L))
+        pack_all(&L) || dep_q_table(&L))
         goto fail;
     return m;
 fail:

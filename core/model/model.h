@@ -31,6 +31,10 @@ typedef struct {
                        * packing the only form of the two */
     const float *dep_norm;
     kr_linear proj_s1, proj_s2;
+    /* [2^s1_bits][d]: dep_q of every s1 embedding row, the s2 head's query for each s1
+     * token, computed at load by the same product (a row's bits depend on that row alone:
+     * the very numbers a step would compute, without streaming dep_q's weights each step) */
+    const float *dep_q_table;
 } kr_predictor_weights;
 
 struct kr_model {
