@@ -255,11 +255,13 @@ static double yardstick(void) {
 
 /* FLOPs of the predictor for one token whose attention sees `keys` positions: every weight
  * matrix of the trunk once (2 flops a weight), attention over the keys, and, when `heads`,
- * the s1 head, the dependency layer and the s2 head (computed once a step, at the last row). */
+ * the s1 head, the dependency layer and the s2 head (computed once a step, at the last row).
+ * The dependency layer's query projection is not counted: its output for each s1 token is a
+ * table computed at load, a step looks it up. */
 static double token_flops(const kr_predictor_config *c, int keys, bool heads) {
     double d = c->d_model, ff = c->ff_dim, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
     double trunk = c->n_layers * (4 * d * d + 3 * d * ff) + 2 * d * d /* fusion */;
-    double head = d * v1 + 4 * d * d /* dependency layer */ + d * v2;
+    double head = d * v1 + 3 * d * d /* dependency layer: k, v, o */ + d * v2;
     double attn = c->n_layers * 4.0 * keys * d + (heads ? 4.0 * keys * d : 0);
     return 2 * (trunk + (heads ? head : 0)) + attn;
 }
@@ -285,10 +287,12 @@ static double detok_flops(const kr_tokenizer_config *c, int n) {
     return n * per + blocks * 4.0 * d * (double)n * (n + 1) / 2;
 }
 
+/* Bytes of the weights a decode step streams: the trunk, the fusion, the s1 head, the
+ * dependency layer's k, v and o, the s2 head (not dep_q: a step looks its output up). */
 static double weight_bytes(const kr_predictor_config *c) {
     double d = c->d_model, ff = c->ff_dim, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
     double weights =
-        c->n_layers * (4 * d * d + 3 * d * ff) + 2 * d * d + d * v1 + 4 * d * d + d * v2;
+        c->n_layers * (4 * d * d + 3 * d * ff) + 2 * d * d + d * v1 + 3 * d * d + d * v2;
     return 4 * weights;
 }
 
