@@ -732,6 +732,9 @@ int main(int argc, char **argv) {
         printf("%s: %.3f ms (%s time, best of %d; steps: the median)\n", only, ms,
                phases_cpu ? "CPU" : "wall", reps);
         kr_model_free(m);
+        for (int k = 0; k < KR_D_IN; k++)
+            free(s.col[k]);
+        free(s.wall);
         return 0;
     }
 
