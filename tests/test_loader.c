@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "kronos.h"
+#include "matmul.h"
 #include "model.h"
 #include "test_util.h"
 
@@ -384,6 +385,27 @@ static int teardown(void **state) {
 }
 
 /* ---- positive cases ----------------------------------------------------------------------- */
+
+/* The s2 head's query table: every row the bits dep_q gives that token's embedding row
+ * alone, on every kernel level this CPU has (it is computed once, at load). */
+static void test_dep_q_table(void **state) {
+    (void)state;
+    const kr_predictor_weights *w = &g_ref->pred;
+    int d = g_ref->pc.d_model, v1 = 1 << g_ref->pc.s1_bits;
+    float *q = malloc((size_t)d * sizeof(float));
+    assert_non_null(q);
+    assert_non_null(w->dep_q_table);
+    kr_simd best = kr_simd_level();
+    for (int level = KR_SIMD_GENERIC; level <= (int)best; level++) {
+        assert_int_equal(kr_simd_set((kr_simd)level), 0);
+        for (int t = 0; t < v1; t += t < 8 ? 1 : 97) {
+            kr_linear_forward(q, w->emb_s1 + (size_t)t * d, 1, &w->dep_q);
+            assert_memory_equal(q, w->dep_q_table + (size_t)t * d, (size_t)d * sizeof(float));
+        }
+    }
+    kr_simd_set(best);
+    free(q);
+}
 
 static void test_fixture_loads(void **state) {
     (void)state;
@@ -920,6 +942,7 @@ static void test_non_finite(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_loads),
+        cmocka_unit_test(test_dep_q_table),
         cmocka_unit_test(test_rewrite_identity),
         cmocka_unit_test(test_f16),
         cmocka_unit_test(test_bf16),

@@ -130,6 +130,68 @@ static void test_top_p(void **state) {
 
 /* ---- draws ------------------------------------------------------------------------------- */
 
+/* The filter as written from its definition: tokens ranked by a comparison sort (logit
+ * descending, id ascending), top-p's cumulative mass in rank order with every exp taken
+ * afresh. The library's filter (radix ranking, exps reused, a cut that stops early) must
+ * leave the same logits, bit for bit. */
+static const float *plain_logits;
+static int plain_rank_cmp(const void *a, const void *b) {
+    int i = *(const int *)a, j = *(const int *)b;
+    float x = plain_logits[i], y = plain_logits[j];
+    if (x != y) return x > y ? -1 : 1;
+    return i - j;
+}
+
+static void plain_filter(float *l, int n, const kr_sampling *s, int *idx) {
+    for (int i = 0; i < n; i++)
+        l[i] /= (float)s->temperature;
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    plain_logits = l;
+    qsort(idx, (size_t)n, sizeof *idx, plain_rank_cmp);
+    if (s->top_k > 0 && s->top_k < n) {
+        float kth = l[idx[s->top_k - 1]];
+        for (int i = 0; i < n; i++)
+            if (l[i] < kth) l[i] = -INFINITY;
+        return;
+    }
+    if (s->top_k > 0 || !(s->top_p < 1.0)) return;
+    double mx = l[idx[0]], sum = 0.0, cum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += exp((double)l[i] - mx);
+    for (int r = 0; r < n; r++) {
+        double p = exp((double)l[idx[r]] - mx) / sum;
+        if (r > 0 && cum > s->top_p) l[idx[r]] = -INFINITY;
+        cum += p;
+    }
+}
+
+static void test_filter_as_defined(void **state) {
+    (void)state;
+    enum { N = 1024 };
+    static float a[N], b[N];
+    static int idx[N];
+    uint64_t x = 12345;
+    const double tops[] = {0.5, 0.9, 0.99};
+    for (int round = 0; round < 60; round++) {
+        int n = round % 3 == 0 ? N : 1 + (int)(x % N);
+        double spread = 0.5 + (round % 7) * (round % 7) * 4.0; /* flat to peaked */
+        for (int i = 0; i < n; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            a[i] = (float)((double)(x >> 40) / (double)(1 << 24) - 0.5) * (float)spread;
+            if (round % 5 == 0 && i % 9 == 0) a[i] = a[i / 2]; /* ties */
+        }
+        for (int k = 0; k < round % 4; k++) /* a few tokens well above the rest */
+            a[(x >> (8 * k)) % (uint64_t)n] += (float)(spread * (k + 1) / 2);
+        kr_sampling s =
+            sampling(round % 4 == 0 ? 0.7 : 1.0, round % 6 == 1 ? 1 + round : 0, tops[round % 3]);
+        memcpy(b, a, (size_t)n * sizeof(float));
+        kr_sampling_filter(a, n, &s);
+        plain_filter(b, n, &s, idx);
+        assert_memory_equal(a, b, (size_t)n * sizeof(float));
+    }
+}
+
 static void test_sample_greedy(void **state) {
     (void)state;
     enum { N = 100 };
@@ -323,6 +385,7 @@ int main(void) {
         cmocka_unit_test(test_temperature),
         cmocka_unit_test(test_top_k),
         cmocka_unit_test(test_top_p),
+        cmocka_unit_test(test_filter_as_defined),
         cmocka_unit_test(test_sample_greedy),
         cmocka_unit_test(test_sample_one_finite),
         cmocka_unit_test(test_sample_frequencies),

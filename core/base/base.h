@@ -46,6 +46,8 @@ typedef enum {
     KR_SCRATCH_ATTENTION, /* attention's per-call tile tables (kernels/attention.c) */
     KR_SCRATCH_APPEND,    /* a cache append's rows (decode/decoder.c) */
     KR_SCRATCH_TOKENIZER, /* the tokenizer's activations and keys (decode/tokenizer.c) */
+    KR_SCRATCH_PATHS,     /* the tokenizer's sample paths: their rows and own keys (same) */
+    KR_SCRATCH_S2,        /* the s2 head's rows (decode/predictor.c) */
     KR_SCRATCH_SLOTS
 } kr_scratch_slot;
 typedef struct { /* all zero: holds nothing (release does nothing) */

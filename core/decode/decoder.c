@@ -19,6 +19,8 @@ typedef struct {
     kr_stamp *gs;
     kr_kv_view *views;
     kr_seq *seqs;
+    int *left, *n;  /* per cache: rows still to append, rows in this chunk */
+    bool *want;     /* per cache: its last row is in this chunk */
     kr_scratch mem; /* all but blk, one buffer */
 } append_scratch;
 
@@ -30,19 +32,23 @@ static void append_scratch_free(append_scratch *a) {
 /* The arrays in 64-byte steps from base (NULL: only the size) */
 static size_t append_layout(append_scratch *a, char *base, const kr_model *m, int S, int rows) {
     int d = m->pc.d_model;
-    size_t at = 0, sizes[9] = {(size_t)rows * d * sizeof(float),
-                               (size_t)rows * 2 * d * sizeof(float),
-                               (size_t)S * d * sizeof(float),
-                               (size_t)S * ((size_t)1 << m->pc.s1_bits) * sizeof(float),
-                               (size_t)rows * sizeof *a->g1,
-                               (size_t)rows * sizeof *a->g2,
-                               (size_t)rows * sizeof *a->gs,
-                               (size_t)S * sizeof *a->views,
-                               (size_t)S * sizeof *a->seqs};
-    void **at_ptr[9] = {(void **)&a->x,      (void **)&a->pair,  (void **)&a->last,
-                        (void **)&a->logits, (void **)&a->g1,    (void **)&a->g2,
-                        (void **)&a->gs,     (void **)&a->views, (void **)&a->seqs};
-    for (int i = 0; i < 9; i++) {
+    size_t at = 0, sizes[12] = {(size_t)rows * d * sizeof(float),
+                                (size_t)rows * 2 * d * sizeof(float),
+                                (size_t)S * d * sizeof(float),
+                                (size_t)S * ((size_t)1 << m->pc.s1_bits) * sizeof(float),
+                                (size_t)rows * sizeof *a->g1,
+                                (size_t)rows * sizeof *a->g2,
+                                (size_t)rows * sizeof *a->gs,
+                                (size_t)S * sizeof *a->views,
+                                (size_t)S * sizeof *a->seqs,
+                                (size_t)S * sizeof *a->left,
+                                (size_t)S * sizeof *a->n,
+                                (size_t)S * sizeof *a->want};
+    void **at_ptr[12] = {(void **)&a->x,      (void **)&a->pair,  (void **)&a->last,
+                         (void **)&a->logits, (void **)&a->g1,    (void **)&a->g2,
+                         (void **)&a->gs,     (void **)&a->views, (void **)&a->seqs,
+                         (void **)&a->left,   (void **)&a->n,     (void **)&a->want};
+    for (int i = 0; i < 12; i++) {
         if (base) *at_ptr[i] = base + at;
         at += (sizes[i] + 63) / 64 * 64;
     }
@@ -86,8 +92,7 @@ static void append_chunk(kr_cache *const *caches, int S, const int *n, const int
     kr_rmsnorm(a->x, a->x, w->norm, R, d);
 
     /* the dependency layer's keys and values of the new positions (no RoPE there) */
-    kr_linear_forward(a->blk.k, a->x, R, &w->dep_k);
-    kr_linear_forward(a->blk.v, a->x, R, &w->dep_v);
+    kr_predictor_dep_kv(m, a->x, R, a->blk.k, a->blk.v, a->blk.stacked);
     int n_last = 0;
     for (int i = 0, row = 0; i < S; i++) {
         kr_cache *c = caches[i];
@@ -135,15 +140,10 @@ int kr_cache_append_ragged(kr_cache *const *caches, int S, const int *T, const i
     }
     int rows = total < KR_MAX_BATCH_ROWS ? (int)total : KR_MAX_BATCH_ROWS;
     append_scratch a;
-    int *left = malloc((size_t)S * sizeof *left), *n = malloc((size_t)S * sizeof *n);
-    bool *want = malloc((size_t)S * sizeof *want);
     int rc = -1;
-    if (!left || !n || !want) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "append: out of memory for %d caches", S);
-        memset(&a, 0, sizeof a);
-        goto out;
-    }
     if (append_scratch_init(&a, m, S, rows, max_len, err)) goto out;
+    int *left = a.left, *n = a.n;
+    bool *want = a.want;
     memcpy(left, T, (size_t)S * sizeof *left);
     /* chunks of at most `rows` rows, each cache's rows in order; s1, s2 and stamps advance
      * through the rows in the same order as the chunks take them */
@@ -174,9 +174,6 @@ out:
         for (int i = 0; i < S; i++)
             kr_cache_trim(caches[i]);
     append_scratch_free(&a);
-    free(left);
-    free(n);
-    free(want);
     return rc;
 }
 
@@ -208,22 +205,23 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
         if (s1[i] < 0 || s1[i] >= v1)
             return kr_fail(err, "s2 logits: s1 = %d is outside [0, %d)", (int)s1[i], v1);
     }
-    kr_kv_view *views = malloc((size_t)S * sizeof *views);
-    kr_attn_row *rows = malloc((size_t)S * sizeof *rows);
-    const float **h_last = malloc((size_t)S * sizeof *h_last);
-    int rc = -1;
-    if (!views || !rows || !h_last) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d caches", S);
-    } else {
-        for (int i = 0; i < S; i++) {
-            views[i] = kr_cache_view(caches[i]);
-            rows[i] = (kr_attn_row){&views[i], caches[i]->len};
-            h_last[i] = caches[i]->h_last;
-        }
-        rc = kr_predictor_s2_rows(m, rows, m->pc.n_layers, h_last, s1, S, s2_logits, err);
+    /* the views, rows and last states from the thread's append scratch (free between
+     * appends): no allocation a step */
+    size_t vb = ((size_t)S * sizeof(kr_kv_view) + 63) / 64 * 64,
+           rb = ((size_t)S * sizeof(kr_attn_row) + 63) / 64 * 64;
+    kr_scratch mem;
+    char *base = kr_scratch_take(&mem, KR_SCRATCH_APPEND, vb + rb + (size_t)S * sizeof(float *));
+    if (!base)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d caches", S);
+    kr_kv_view *views = (kr_kv_view *)(void *)base;
+    kr_attn_row *rows = (kr_attn_row *)(void *)(base + vb);
+    const float **h_last = (const float **)(void *)(base + vb + rb);
+    for (int i = 0; i < S; i++) {
+        views[i] = kr_cache_view(caches[i]);
+        rows[i] = (kr_attn_row){&views[i], caches[i]->len};
+        h_last[i] = caches[i]->h_last;
     }
-    free(views);
-    free(rows);
-    free(h_last);
+    int rc = kr_predictor_s2_rows(m, rows, m->pc.n_layers, h_last, s1, S, s2_logits, err);
+    kr_scratch_release(&mem);
     return rc;
 }

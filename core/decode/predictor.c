@@ -39,6 +39,19 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
     }
 }
 
+void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, float *v,
+                         float *stacked) {
+    const kr_linear *l = &m->pred.dep_kv;
+    int d = m->pc.d_model;
+    float *parts[2] = {k, v};
+    if (kr_linear_forward_parts(parts, 2, x, R, l) == 0) return;
+    kr_linear_forward(stacked, x, R, l); /* the same product, then split row by row */
+    for (size_t r = 0; r < (size_t)R; r++) {
+        memcpy(k + r * d, stacked + r * 2 * d, (size_t)d * sizeof(float));
+        memcpy(v + r * d, stacked + r * 2 * d + d, (size_t)d * sizeof(float));
+    }
+}
+
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
                               const kr_stamp *stamps, int n, kr_error *err) {
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
@@ -61,18 +74,19 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
     int d = m->pc.d_model, max_len = 0;
     for (int i = 0; i < S; i++)
         if (rows[i].n_keys > max_len) max_len = rows[i].n_keys;
-    float *in = malloc((size_t)S * d * sizeof(float)), *q = malloc((size_t)S * d * sizeof(float));
-    float *attn = malloc((size_t)S * d * sizeof(float));
-    float *scores = malloc(kr_attend_scores_floats(max_len, KR_DEP_HEADS, d) * sizeof(float));
-    int rc = -1;
-    if (!in || !q || !attn || !scores) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d rows", S);
-        goto out;
-    }
-    /* the query is the raw s1 embedding, not scaled by sqrt(d); RoPE is the identity here */
+    /* in, q, attn [S][d] and attention's scores, from the thread's kept s2 scratch (one
+     * decode step after another: no allocation a step) */
+    size_t sd = ((size_t)S * d + 15) / 16 * 16;
+    kr_scratch mem;
+    float *in = kr_scratch_take(&mem, KR_SCRATCH_S2,
+                                (3 * sd + kr_attend_scores_floats(max_len, KR_DEP_HEADS, d)) *
+                                    sizeof(float));
+    if (!in) return kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d rows", S);
+    float *q = in + sd, *attn = q + sd, *scores = attn + sd;
+    /* the query is dep_q of the raw s1 embedding (not scaled by sqrt(d); RoPE is the
+     * identity here), looked up from the table of every token's */
     for (int i = 0; i < S; i++)
-        memcpy(in + (size_t)i * d, w->emb_s1 + (size_t)s1[i] * d, (size_t)d * sizeof(float));
-    kr_linear_forward(q, in, S, &w->dep_q);
+        memcpy(q + (size_t)i * d, w->dep_q_table + (size_t)s1[i] * d, (size_t)d * sizeof(float));
     kr_attend_rows(attn, q, rows, S, d, layer, KR_DEP_HEADS, scores, max_len);
     kr_linear_forward(in, attn, S, &w->dep_o);
     for (int i = 0; i < S; i++)
@@ -80,13 +94,8 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
             in[(size_t)i * d + k] += h_last[i][k];
     kr_rmsnorm(in, in, w->dep_norm, S, d);
     kr_linear_forward(s2_logits, in, S, &w->proj_s2);
-    rc = 0;
-out:
-    free(in);
-    free(q);
-    free(attn);
-    free(scores);
-    return rc;
+    kr_scratch_release(&mem);
+    return 0;
 }
 
 int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
@@ -125,21 +134,21 @@ out:
 
 int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32_t s1,
                            float *s2_logits, kr_error *err) {
-    const kr_predictor_weights *w = &m->pred;
     int d = m->pc.d_model;
     if (n < 1) return kr_fail(err, "predictor: empty context");
     if (s1 < 0 || s1 >= (1 << m->pc.s1_bits))
         return kr_fail(err, "predictor: s1 = %d is outside [0, %d)", (int)s1, 1 << m->pc.s1_bits);
     size_t nd = (size_t)n * d;
     float *kv = malloc(2 * nd * sizeof(float)); /* the dependency layer's K then V */
-    float *k = malloc(nd * sizeof(float));
-    if (!kv || !k) {
+    float *k = malloc(nd * sizeof(float)), *stacked = malloc(2 * nd * sizeof(float));
+    if (!kv || !k || !stacked) {
         free(kv);
         free(k);
+        free(stacked);
         return kr_fail_code(err, KR_E_NO_MEMORY, "predictor: out of memory for a context of %d", n);
     }
-    kr_linear_forward(k, context, n, &w->dep_k);
-    kr_linear_forward(kv + nd, context, n, &w->dep_v);
+    kr_predictor_dep_kv(m, context, n, k, kv + nd, stacked);
+    free(stacked);
     kr_kv_view view = {&kv, n, d};
     for (int t = 0; t < n; t++)
         kr_kv_put_k(&view, 0, t, k + (size_t)t * d);

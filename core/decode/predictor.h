@@ -9,6 +9,11 @@
 /* out[n][d] = fusion_proj([emb_s1[s1]·√d, emb_s2[s2]·√d]) + the five time embeddings. */
 void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
                         const kr_stamp *stamps, int n, float *out, float *pair_scratch);
+/* The dependency layer's keys k[R][d] and values v[R][d] of x[R][d], one product of the
+ * stacked dep_kv; stacked: R * 2d floats of scratch, used only when d is not a whole number
+ * of the kernels' 16-column panels. */
+void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, float *v,
+                         float *stacked);
 /* Checks that tokens and stamps are in range. */
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
                               const kr_stamp *stamps, int n, kr_error *err);

@@ -57,21 +57,27 @@ static uint32_t sort_key(float f) {
 }
 
 /* idx[0..n) = token ids by descending logit, ties by ascending id: an LSD radix sort of
- * 11-bit digits, stable, so the order is the same on every run. tmp: 2n entries. */
+ * 11-bit digits, stable, so the order is the same on every run. tmp: 2n entries. The three
+ * digits' counts are taken in one pass over the keys; a digit that every key shares moves
+ * nothing and is skipped (the order is a total one, so it comes out the same). */
 static void rank_desc(const float *logits, int n, uint32_t *idx, uint32_t *tmp) {
     uint32_t *keys = tmp, *alt = tmp + n, *cur = idx;
+    uint32_t count[3][2049];
+    memset(count, 0, sizeof count);
     for (int i = 0; i < n; i++) {
         cur[i] = (uint32_t)i;
         keys[i] = ~sort_key(logits[i]); /* ascending in ~key is descending in the logit */
+        for (int d = 0; d < 3; d++)
+            count[d][((keys[i] >> (11 * d)) & 2047) + 1]++;
     }
-    for (int shift = 0; shift < 33; shift += 11) {
-        uint32_t count[2049] = {0};
-        for (int i = 0; i < n; i++)
-            count[((keys[cur[i]] >> shift) & 2047) + 1]++;
+    for (int d = 0; d < 3; d++) {
+        int shift = 11 * d;
+        uint32_t *c = count[d];
+        if (c[((keys[0] >> shift) & 2047) + 1] == (uint32_t)n) continue; /* one digit for all */
         for (int b = 0; b < 2048; b++)
-            count[b + 1] += count[b];
+            c[b + 1] += c[b];
         for (int i = 0; i < n; i++)
-            alt[count[(keys[cur[i]] >> shift) & 2047]++] = cur[i];
+            alt[c[(keys[cur[i]] >> shift) & 2047]++] = cur[i];
         uint32_t *t = cur;
         cur = alt;
         alt = t;
@@ -86,19 +92,24 @@ static void filter_top_k(float *logits, int n, int k, const uint32_t *idx) {
         if (logits[i] < kth) logits[i] = -INFINITY; /* ties with the k-th are kept */
 }
 
-static void filter_top_p(float *logits, int n, double top_p, const uint32_t *idx) {
+/* e: n doubles of scratch (each token's exp, computed once for the sum and the cut). */
+static void filter_top_p(float *logits, int n, double top_p, const uint32_t *idx, double *e) {
     double mx = logits[idx[0]], sum = 0.0;
-    for (int i = 0; i < n; i++)
-        sum += exp((double)logits[i] - mx);
-    /* drop where the cumulative probability *before* this token already exceeds top_p:
-     * upstream's mask shifted right by one, so the first token always stays */
-    double cum = 0.0;
-    for (int r = 0; r < n; r++) {
-        float *l = &logits[idx[r]];
-        double p = exp((double)*l - mx) / sum;
-        if (r > 0 && cum > top_p) *l = -INFINITY;
-        cum += p;
+    for (int i = 0; i < n; i++) {
+        e[i] = exp((double)logits[i] - mx);
+        sum += e[i];
     }
+    /* drop where the cumulative probability *before* this token already exceeds top_p:
+     * upstream's mask shifted right by one, so the first token always stays; cum only grows,
+     * so every token ranked after the first dropped one is dropped too */
+    double cum = 0.0;
+    int r = 0;
+    for (; r < n; r++) {
+        if (r > 0 && cum > top_p) break;
+        cum += e[idx[r]] / sum;
+    }
+    for (; r < n; r++)
+        logits[idx[r]] = -INFINITY;
 }
 
 void kr_sampling_filter(float *logits, int n, const kr_sampling *s) {
@@ -107,8 +118,12 @@ void kr_sampling_filter(float *logits, int n, const kr_sampling *s) {
         logits[i] /= t;
     bool top_k = s->top_k > 0 && s->top_k < n, top_p = s->top_k <= 0 && s->top_p < 1.0;
     if (!top_k && !top_p) return;
+    /* the ranking and its two sort buffers; each token's exp as a double (top-p) */
     uint32_t small[3 * 1024], *idx = n <= 1024 ? small : malloc((size_t)3 * n * sizeof *idx);
-    if (!idx) { /* no memory for a ranking: keep only the maximum, always a valid subset */
+    double e_small[1024], *e = n <= 1024 ? e_small : malloc((size_t)n * sizeof *e);
+    if (!idx || !e) { /* no memory for a ranking: keep only the maximum, always a valid subset */
+        if (idx != small) free(idx);
+        if (e != e_small) free(e);
         float mx = -INFINITY;
         for (int i = 0; i < n; i++)
             if (logits[i] > mx) mx = logits[i];
@@ -120,8 +135,9 @@ void kr_sampling_filter(float *logits, int n, const kr_sampling *s) {
     if (top_k)
         filter_top_k(logits, n, s->top_k, idx);
     else
-        filter_top_p(logits, n, s->top_p, idx);
+        filter_top_p(logits, n, s->top_p, idx, e);
     if (idx != small) free(idx);
+    if (e != e_small) free(e);
 }
 
 int32_t kr_sample(float *logits, int n, const kr_sampling *s, kr_rng *rng) {

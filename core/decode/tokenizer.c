@@ -149,46 +149,63 @@ out:
 
 /* ---- batched decode of sample paths --------------------------------------------------- */
 
-/* The buffers of a batched decode of paths: token bits and rows, the keys' and values'
- * memory, each path's block table, view and sequence, and the block scratch. */
+/* Positions per key block of a prefix run here (as the KV pool's): each path then copies
+ * at most one partly filled block of the prefix. */
+#define PREFIX_BLOCK 16
+
+/* The buffers of a batched decode of paths, carved from one buffer of the thread's
+ * KR_SCRATCH_PATHS slot (kept between calls: a forecast's tokenizer decode does not fault
+ * fresh pages in every time): token bits and rows, the paths' own keys and values, each
+ * path's block table, view and sequence; and the block scratch. */
 typedef struct {
     float *bits, *x, *mem;
     float **ptrs;
     kr_kv_view *views;
     kr_seq *seqs;
     kr_block_scratch sc;
+    kr_scratch buf;
 } paths_mem;
+
+static size_t carve(char *base, size_t at, void **out, size_t bytes) {
+    if (base) *out = base + at;
+    return at + (bytes + 63) / 64 * 64;
+}
+
+static size_t paths_layout(paths_mem *pm, char *base, const kr_tokenizer_config *c, int rows, int n,
+                           size_t mem_floats, size_t n_ptrs) {
+    size_t at = carve(base, 0, (void **)&pm->mem, mem_floats * sizeof(float));
+    at = carve(base, at, (void **)&pm->bits,
+               (size_t)rows * (c->s1_bits + c->s2_bits) * sizeof(float));
+    at = carve(base, at, (void **)&pm->x, (size_t)rows * c->d_model * sizeof(float));
+    at = carve(base, at, (void **)&pm->ptrs, n_ptrs * sizeof *pm->ptrs);
+    at = carve(base, at, (void **)&pm->views, (size_t)n * sizeof *pm->views);
+    return carve(base, at, (void **)&pm->seqs, (size_t)n * sizeof *pm->seqs);
+}
 
 static void paths_mem_free(paths_mem *pm) {
     kr_block_scratch_free(&pm->sc);
-    free(pm->bits);
-    free(pm->x);
-    free(pm->mem);
-    free(pm->ptrs);
-    free(pm->views);
-    free(pm->seqs);
+    kr_scratch_release(&pm->buf);
 }
 
 /* rows rows of up to max_keys keys, n paths (views), mem_floats of key/value memory and
- * n_ptrs block pointers; S and P for the message. */
-static int paths_mem_init(paths_mem *pm, const kr_tokenizer_config *c, int rows, int max_keys,
-                          int n, size_t mem_floats, size_t n_ptrs, int S, int P, kr_error *err) {
+ * n_ptrs block pointers, from `slot`; S and P for the message. */
+static int paths_mem_init(paths_mem *pm, const kr_tokenizer_config *c, kr_scratch_slot slot,
+                          int rows, int max_keys, int n, size_t mem_floats, size_t n_ptrs, int S,
+                          int P, kr_error *err) {
     memset(pm, 0, sizeof *pm);
-    pm->bits = malloc((size_t)rows * (c->s1_bits + c->s2_bits) * sizeof(float));
-    pm->x = malloc((size_t)rows * c->d_model * sizeof(float));
-    pm->mem = malloc(mem_floats * sizeof(float));
-    pm->ptrs = malloc(n_ptrs * sizeof *pm->ptrs);
-    pm->views = malloc((size_t)n * sizeof *pm->views);
-    pm->seqs = malloc((size_t)n * sizeof *pm->seqs);
-    if (!pm->bits || !pm->x || !pm->mem || !pm->ptrs || !pm->views || !pm->seqs)
+    char *base =
+        kr_scratch_take(&pm->buf, slot, paths_layout(pm, NULL, c, rows, n, mem_floats, n_ptrs));
+    if (!base)
         return kr_fail_code(err, KR_E_NO_MEMORY,
                             "tokenizer decode: out of memory for %d paths of %d tokens", S, P);
+    paths_layout(pm, base, c, rows, n, mem_floats, n_ptrs);
     return kr_block_scratch_init(&pm->sc, rows, max_keys, c->d_model, c->ff_dim, c->n_heads, err);
 }
 
 /* The decoder is causal, so rows after a common prefix see the prefix's keys and values
- * unchanged: the prefix runs once, then every path's own rows run in one batch over it.
- * Keys live in blocks of np positions: block 0 is the shared prefix, the rest a path's. */
+ * unchanged: the prefix runs once (its keys in blocks of PREFIX_BLOCK positions, in the
+ * thread's tokenizer scratch), then every path's own rows run in batches over it
+ * (kr_tokenizer_decode_paths_kv). */
 int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const int32_t *pre_s2,
                               int np, const int32_t *s1, const int32_t *s2, int S, int P,
                               float *out, kr_error *err) {
@@ -197,35 +214,23 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
     int d = c->d_model, L = w->n_dec > 0 ? w->n_dec : 1;
     if (np < 1 || S < 1 || P < 1) return kr_fail(err, "tokenizer decode: empty prefix or paths");
     if (check_tokens(c, pre_s1, pre_s2, np, err) || check_tokens(c, s1, s2, S * P, err)) return -1;
-    int own = (P + np - 1) / np, rows = np > S * P ? np : S * P; /* own blocks per path */
-    size_t block = (size_t)L * 2 * np * d;
-    paths_mem pm;
+    int n_blocks = (np + PREFIX_BLOCK - 1) / PREFIX_BLOCK;
+    size_t block = (size_t)L * 2 * PREFIX_BLOCK * d;
+    paths_mem pm; /* the prefix's: its rows, keys and block table */
     int rc = -1;
-    if (paths_mem_init(&pm, c, rows, np + P, S, block * (1 + (size_t)S * own),
-                       (size_t)S * (1 + own), S, P, err))
+    if (paths_mem_init(&pm, c, KR_SCRATCH_TOKENIZER, np, np, 0, block * n_blocks, (size_t)n_blocks,
+                       S, P, err))
         goto out;
-    float *bits = pm.bits, *x = pm.x, *mem = pm.mem, **ptrs = pm.ptrs;
-    kr_kv_view *views = pm.views;
-    kr_seq *seqs = pm.seqs;
-    for (int p = 0; p < S; p++) {
-        float **bp = ptrs + (size_t)p * (1 + own);
-        bp[0] = mem;
-        for (int b = 0; b < own; b++)
-            bp[1 + b] = mem + block * (1 + (size_t)p * own + b);
-        views[p] = (kr_kv_view){bp, np, d};
-        seqs[p] = (kr_seq){&views[p], np, NULL, P};
-    }
-    token_bits(c, pre_s1, pre_s2, np, bits);
-    kr_linear_forward(x, bits, np, &w->post_quant_embed);
-    kr_seq pre = {&views[0], 0, NULL, np};
+    for (int b = 0; b < n_blocks; b++)
+        pm.ptrs[b] = pm.mem + block * b;
+    kr_kv_view pre = {pm.ptrs, PREFIX_BLOCK, d};
+    token_bits(c, pre_s1, pre_s2, np, pm.bits);
+    kr_linear_forward(pm.x, pm.bits, np, &w->post_quant_embed);
+    kr_seq seq = {&pre, 0, NULL, np};
     for (int l = 0; l < w->n_dec; l++)
-        kr_block_forward(&w->dec[l], l, x, 1, &pre, &pm.sc);
-    token_bits(c, s1, s2, S * P, bits);
-    kr_linear_forward(x, bits, S * P, &w->post_quant_embed);
-    for (int l = 0; l < w->n_dec; l++)
-        kr_block_forward(&w->dec[l], l, x, S, seqs, &pm.sc);
-    kr_linear_forward(out, x, S * P, &w->head);
-    rc = 0;
+        kr_block_forward(&w->dec[l], l, pm.x, 1, &seq, &pm.sc);
+    kr_block_scratch_free(&pm.sc); /* the paths take the block scratch next */
+    rc = kr_tokenizer_decode_paths_kv(m, &pre, np, s1, s2, S, P, out, err);
 out:
     paths_mem_free(&pm);
     return rc;
@@ -278,8 +283,8 @@ int kr_tokenizer_decode_paths_kv(const kr_model *m, const kr_kv_view *pre, int n
     if (group > S) group = S;
     paths_mem pm;
     int rc = -1;
-    if (paths_mem_init(&pm, c, group * P, np + P, group, (size_t)group * own * block,
-                       (size_t)group * total, S, P, err))
+    if (paths_mem_init(&pm, c, KR_SCRATCH_PATHS, group * P, np + P, group,
+                       (size_t)group * own * block, (size_t)group * total, S, P, err))
         goto out;
     float *bits = pm.bits, *x = pm.x, *mem = pm.mem, **ptrs = pm.ptrs;
     kr_kv_view *views = pm.views;

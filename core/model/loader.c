@@ -339,10 +339,10 @@ static int pack_block(loader *L, kr_block *b) {
 static int pack_all(loader *L) {
     kr_tokenizer_weights *t = &L->m->tok;
     kr_predictor_weights *p = &L->m->pred;
-    kr_linear *single[] = {&t->embed,   &t->quant_embed, &t->post_quant_embed,
-                           &t->head,    &p->fusion,      &p->dep_q,
-                           &p->dep_k,   &p->dep_v,       &p->dep_o,
+    kr_linear *single[] = {&t->embed,   &t->quant_embed, &t->post_quant_embed, &t->head,
+                           &p->fusion,  &p->dep_q,       &p->dep_kv,           &p->dep_o,
                            &p->proj_s1, &p->proj_s2};
+    p->dep_k.w = p->dep_k.b = p->dep_v.w = p->dep_v.b = NULL; /* views into dep_kv's */
     for (size_t i = 0; i < sizeof single / sizeof *single; i++)
         if (pack(L, single[i])) return -1;
     for (int i = 0; i < t->n_enc; i++)
@@ -431,6 +431,8 @@ static int load_predictor(loader *L, const char *dir) {
     const kr_predictor_config *c = &m->pc;
     kr_predictor_weights *w = &m->pred;
     int d = c->d_model, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
+    kr_linear *dep_kv[] = {&w->dep_k, &w->dep_v};
+    const char *dep_kv_names[] = {"dep_layer.cross_attn.k_proj", "dep_layer.cross_attn.v_proj"};
     if (open_weights(L, dir)) return -1;
     w->n_layers = c->n_layers;
     int rc = -1;
@@ -441,8 +443,7 @@ static int load_predictor(loader *L, const char *dir) {
         check_no_extra_block(L, "transformer", w->n_layers, "n_layers") ||
         !(w->norm = tensor(L, "norm.weight", d, 0)) ||
         linear(L, &w->dep_q, "dep_layer.cross_attn.q_proj", d, d, true) ||
-        linear(L, &w->dep_k, "dep_layer.cross_attn.k_proj", d, d, true) ||
-        linear(L, &w->dep_v, "dep_layer.cross_attn.v_proj", d, d, true) ||
+        stacked(L, &w->dep_kv, dep_kv, dep_kv_names, 2, d, d, true) ||
         linear(L, &w->dep_o, "dep_layer.cross_attn.out_proj", d, d, true) ||
         !(w->dep_norm = tensor(L, "dep_layer.norm.weight", d, 0)) ||
         linear(L, &w->proj_s1, "head.proj_s1", v1, d, true) ||
@@ -452,6 +453,19 @@ static int load_predictor(loader *L, const char *dir) {
 out:
     st_close(&L->st);
     return rc;
+}
+
+/* The s2 head's query for every s1 token (model.h): dep_q over all rows of emb_s1. */
+static int dep_q_table(loader *L) {
+    kr_predictor_weights *w = &L->m->pred;
+    int v1 = 1 << L->m->pc.s1_bits;
+    float *t = track(L, (size_t)v1 * L->m->pc.d_model);
+    if (!t)
+        return kr_fail_code(L->err, KR_E_NO_MEMORY,
+                            "model load: out of memory for the s2 head's query table");
+    kr_linear_forward(t, w->emb_s1, v1, &w->dep_q);
+    w->dep_q_table = t;
+    return 0;
 }
 
 kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
@@ -481,7 +495,7 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
         goto fail;
     }
     if (load_tokenizer(&L, paths->tokenizer_dir) || load_predictor(&L, paths->predictor_dir) ||
-        pack_all(&L))
+        pack_all(&L) || dep_q_table(&L))
         goto fail;
     return m;
 fail:

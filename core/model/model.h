@@ -27,8 +27,14 @@ typedef struct {
     int n_layers;
     const float *norm;
     kr_linear dep_q, dep_k, dep_v, dep_o;
+    kr_linear dep_kv; /* dep_k and dep_v stacked (k's columns then v's): one product; after
+                       * packing the only form of the two */
     const float *dep_norm;
     kr_linear proj_s1, proj_s2;
+    /* [2^s1_bits][d]: dep_q of every s1 embedding row, the s2 head's query for each s1
+     * token, computed at load by the same product (a row's bits depend on that row alone:
+     * the very numbers a step would compute, without streaming dep_q's weights each step) */
+    const float *dep_q_table;
 } kr_predictor_weights;
 
 struct kr_model {
