@@ -461,32 +461,43 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         inv[r] = 1.0f / z0[r], inv[16 + r] = 1.0f / z1[r];
     /* sum of e_j v_j over the shared keys: chunks of keys held in the first-level cache,
      * register tiles of 6 rows x 64 columns (x 16 columns for the rest of a head, a scalar
-     * loop for the columns of a head size that is not a multiple of 16) */
+     * loop for the columns of a head size that is not a multiple of 16). Over one cache a
+     * register tile goes on to the last key all its rows read (a causal run's rows end a key
+     * apart); each row adds its keys past that on its own below. */
     memset(o, 0, (size_t)T * hd * sizeof *o);
-    int hd64 = hd / 64 * 64, hd16 = hd / 16 * 16;
-    for (int k0 = 0; k0 < shared && hd64 > 0; k0 += VALUE_CHUNK) {
-        int k1 = k0 + VALUE_CHUNK < shared ? k0 + VALUE_CHUNK : shared;
+    int hd64 = hd / 64 * 64, hd16 = hd / 16 * 16, group_end[(T + 5) / 6], tile_end = shared;
+    for (int ra = 0; ra < R; ra += 6) {
+        int e = n_keys;
+        for (int r = ra; r < R && r < ra + 6; r++)
+            if (j->rows[r0 + r].n_keys < e) e = j->rows[r0 + r].n_keys;
+        group_end[ra / 6] = scored > shared ? e : shared; /* one cache: all its keys scored */
+        if (group_end[ra / 6] > tile_end) tile_end = group_end[ra / 6];
+    }
+    for (int k0 = 0; k0 < tile_end && hd64 > 0; k0 += VALUE_CHUNK) {
+        int k1 = k0 + VALUE_CHUNK < tile_end ? k0 + VALUE_CHUNK : tile_end;
         for (int i0 = 0; i0 < hd64; i0 += 64)
             for (int ra = 0; ra < R; ra += 6) {
                 float *oa = o + (size_t)ra * hd + i0;
+                int ke = k1 < group_end[ra / 6] ? k1 : group_end[ra / 6];
+                if (ke <= k0) continue;
                 switch (R - ra < 6 ? R - ra : 6) {
                 case 6:
-                    values_rows(oa, 6, sc, ra, kv0, j->layer, h, hd, i0, k0, k1);
+                    values_rows(oa, 6, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
                     break;
                 case 5:
-                    values_rows(oa, 5, sc, ra, kv0, j->layer, h, hd, i0, k0, k1);
+                    values_rows(oa, 5, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
                     break;
                 case 4:
-                    values_rows(oa, 4, sc, ra, kv0, j->layer, h, hd, i0, k0, k1);
+                    values_rows(oa, 4, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
                     break;
                 case 3:
-                    values_rows(oa, 3, sc, ra, kv0, j->layer, h, hd, i0, k0, k1);
+                    values_rows(oa, 3, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
                     break;
                 case 2:
-                    values_rows(oa, 2, sc, ra, kv0, j->layer, h, hd, i0, k0, k1);
+                    values_rows(oa, 2, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
                     break;
                 default:
-                    values_rows(oa, 1, sc, ra, kv0, j->layer, h, hd, i0, k0, k1);
+                    values_rows(oa, 1, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
                     break;
                 }
             }
@@ -522,11 +533,14 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             memcpy(&a1, orow + i0 + 16, sizeof a1);
             memcpy(&a2, orow + i0 + 32, sizeof a2);
             memcpy(&a3, orow + i0 + 48, sizeof a3);
-            for (int key = shared; key < row->n_keys; key++) {
-                const v16f *v =
-                    (const v16f *)(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0);
-                float p = sc[(size_t)key * T + r];
-                a0 += p * v[0], a1 += p * v[1], a2 += p * v[2], a3 += p * v[3];
+            for (int key = hd64 > 0 ? group_end[r / 6] : shared; key < row->n_keys;) {
+                int kb1 = key + B - key % B < row->n_keys ? key + B - key % B : row->n_keys;
+                const float *vb = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0;
+                for (; key < kb1; key++, vb += d) { /* block by block: rows d apart */
+                    const v16f *v = (const v16f *)vb;
+                    float p = sc[(size_t)key * T + r];
+                    a0 += p * v[0], a1 += p * v[1], a2 += p * v[2], a3 += p * v[3];
+                }
             }
             a0 *= inv[r], a1 *= inv[r], a2 *= inv[r], a3 *= inv[r];
             memcpy(out + i0, &a0, sizeof a0);
