@@ -270,7 +270,7 @@ static inline __attribute__((always_inline)) void tile_scores(float *sc, const f
         }
         /* the first group of a block asks for the next block's keys of this head: blocks
          * lie far apart in the pool, where the hardware's prefetch does not follow */
-        if ((key - k0) % B < G && key - key % B + B < k1) {
+        if (key % B < G && key - key % B + B < k1) {
             const float *next = kr_kv_kcol(kv, layer, key - key % B + B) + (size_t)h * hd * B;
             for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
                 __builtin_prefetch(next + (size_t)i * B);
@@ -342,13 +342,15 @@ static inline __attribute__((always_inline)) void own_scores4(float *sc, const f
     }
 }
 
+#define VALUE_CHUNK 64 /* keys a value pass holds in the first-level cache for all rows */
+
 /* o[rt][64] (rows hd apart) += the products of keys [k0, k1) for rows [ra, ra + rt) of the
  * tile, columns [i0, i0 + 64) of head h: rt x 4 sums in registers while the keys go by; each
  * (row, column) adds its products in key order. */
 static inline __attribute__((always_inline)) void values_rows(float *o, int rt, const float *sc,
                                                               int ra, const kr_kv_view *kv,
                                                               int layer, int h, int hd, int i0,
-                                                              int k0, int k1) {
+                                                              int k0, int k1, int ahead) {
     enum { T = KR_ATTN_TILE };
     int B = kv->block_len, d = kv->d;
     v16f c[6][4];
@@ -358,8 +360,18 @@ static inline __attribute__((always_inline)) void values_rows(float *o, int rt, 
     for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block: rows d apart */
         int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
         const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h * hd + i0;
+        /* the first register tile asks for the rows VALUE_CHUNK keys on into the second-level
+         * cache, a key at a time (the chunk's other tiles find them in the first) */
+        const float *pf = kb + VALUE_CHUNK < ahead && VALUE_CHUNK % B == 0
+                              ? kr_kv_v(kv, layer, kb + VALUE_CHUNK) + (size_t)h * hd + i0
+                              : NULL;
         for (int key = kb; key < kb1; key++, vb += d) {
             const v16f *v = (const v16f *)vb;
+            if (pf) {
+                for (int x = 0; x < 64; x += 16)
+                    __builtin_prefetch(pf + x, 0, 2);
+                pf += d;
+            }
             v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
             const float *p = sc + (size_t)key * T + ra;
             for (int r = 0; r < rt; r++) {
@@ -374,8 +386,6 @@ static inline __attribute__((always_inline)) void values_rows(float *o, int rt, 
         for (int x = 0; x < 4; x++)
             memcpy(o + (size_t)r * hd + 16 * x, &c[r][x], sizeof c[r][x]);
 }
-
-#define VALUE_CHUNK 64 /* keys a value pass holds in the first-level cache for all rows */
 
 KR_HOT static void attend_tile(void *arg, int task, int worker) {
     const attend_job *j = arg;
@@ -407,7 +417,7 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
             for (int i = 0; i < hd; i += 16)
                 __builtin_prefetch(v + i, 0, 2);
-            if (key >= scored && (key % B) % 16 == 0) { /* a line of 16 keys per element */
+            if (key % B % 16 == 0) { /* a line holds 16 keys' element i */
                 const float *kc = kr_kv_kcol(row->kv, j->layer, key) + (size_t)h * hd * B;
                 for (int i = 0; i < hd; i++)
                     __builtin_prefetch(kc + (size_t)i * B, 0, 2);
@@ -482,22 +492,28 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
                 if (ke <= k0) continue;
                 switch (R - ra < 6 ? R - ra : 6) {
                 case 6:
-                    values_rows(oa, 6, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
+                    values_rows(oa, 6, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
                     break;
                 case 5:
-                    values_rows(oa, 5, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
+                    values_rows(oa, 5, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
                     break;
                 case 4:
-                    values_rows(oa, 4, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
+                    values_rows(oa, 4, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
                     break;
                 case 3:
-                    values_rows(oa, 3, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
+                    values_rows(oa, 3, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
                     break;
                 case 2:
-                    values_rows(oa, 2, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
+                    values_rows(oa, 2, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
                     break;
                 default:
-                    values_rows(oa, 1, sc, ra, kv0, j->layer, h, hd, i0, k0, ke);
+                    values_rows(oa, 1, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
                     break;
                 }
             }
