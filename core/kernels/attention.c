@@ -409,21 +409,6 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         for (int i = 0; i < hd; i++)
             qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
     }
-    /* each row's own keys and values (other memory, far from the shared blocks) asked for
-     * into the second-level cache while the shared keys are scored */
-    for (int r = 0; r < R && scored < n_keys; r++) {
-        const kr_attn_row *row = &j->rows[r0 + r];
-        for (int key = shared; key < row->n_keys; key++) {
-            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
-            for (int i = 0; i < hd; i += 16)
-                __builtin_prefetch(v + i, 0, 2);
-            if (key % B % 16 == 0) { /* a line holds 16 keys' element i */
-                const float *kc = kr_kv_kcol(row->kv, j->layer, key) + (size_t)h * hd * B;
-                for (int i = 0; i < hd; i++)
-                    __builtin_prefetch(kc + (size_t)i * B, 0, 2);
-            }
-        }
-    }
     tile_scores(sc, qt, kv0, j->layer, h, hd, 0, scored, scale);
     /* each row's own keys past the tile's (rows over caches of their own past the shared
      * blocks) */
