@@ -190,6 +190,7 @@ static void test_attention_row_path(void **state) {
     attend_row_path(256, 4, 16); /* four heads of 64: one group */
     attend_row_path(512, 8, 32); /* Kronos-small's heads: two groups */
     attend_row_path(96, 3, 16);  /* heads of 32, not a multiple of four: one at a time */
+    attend_row_path(256, 4, 24); /* blocks of 24: a row's own keys scored key by key */
 }
 
 /* ---- element-wise exp ------------------------------------------------------------------- */

@@ -219,15 +219,13 @@ typedef struct {
     float *out;
     const float *q;
     const kr_attn_row *rows;
-    int n_rows, d, layer, n_heads, per_task, n_tiles, own_max;
+    int n_rows, d, layer, n_heads, per_task, n_tiles;
     int *shared; /* [n_tiles]: keys [0, shared) that every row of the tile reads alike */
-    int *scored; /* [n_tiles]: keys [0, scored) the tile scores itself: all its rows' keys
-                  * when they read one cache (a key past a row's end is then masked), else
-                  * the shared ones (pass 1 scores the rest) */
+    int *scored; /* [n_tiles]: keys [0, scored) the tile scores for all its rows at once:
+                  * all its rows' keys when they read one cache (a key past a row's end is
+                  * then masked), else the shared ones (each row scores the rest) */
     float *scratch;
     size_t scratch_stride;
-    float *own; /* [n_rows][n_heads][own_max]: scores, then e, of each row's own keys */
-    float *inv; /* [n_rows][n_heads]: 1 / Z */
 } attend_job;
 
 /* The row path: items are (row, group of heads) pairs, row-major, per_task of them a task
@@ -249,44 +247,144 @@ static void attend_task(void *arg, int task, int worker) {
     }
 }
 
-/* The tile path in three passes: each row's own keys scored (pass 1, for tiles over several
- * caches), the shared keys and the softmax for a tile of rows, head by head (pass 2), the own
- * keys' values added and the sums normalised (pass 3). */
-static float *own_at(const attend_job *j, int r, int h) {
-    return j->own + ((size_t)r * j->n_heads + h) * j->own_max;
-}
+/* The tile path, one task a (tile, head): the tile's queries transposed; the keys every row
+ * reads alike scored for all rows at once; each row's own keys past them (tiles over several
+ * caches) scored row by row; the softmax down the columns; the shared keys' values summed
+ * for all rows in register tiles, then each row's own keys' values; the sums normalised. */
 
-static void own_scores(void *arg, int r, int worker) {
-    (void)worker;
-    const attend_job *j = arg;
-    const kr_attn_row *row = &j->rows[r];
-    int hd = j->d / j->n_heads, shared = j->shared[r / KR_ATTN_TILE];
-    if (j->scored[r / KR_ATTN_TILE] > shared) return; /* its tile scores them */
-    float scale = (float)(1.0 / sqrt((double)hd));
-    for (int h = 0; h < j->n_heads; h++)
-        head_scores(j->q + (size_t)r * j->d + (size_t)h * hd, row->kv, j->layer, h, hd, shared,
-                    row->n_keys, scale, own_at(j, r, h));
-}
-
-static void own_values(void *arg, int r, int worker) {
-    (void)worker;
-    const attend_job *j = arg;
-    const kr_attn_row *row = &j->rows[r];
-    int hd = j->d / j->n_heads, g = head_group(j->n_heads) == 4 && hd == 64 ? 4 : 1;
-    int shared = j->shared[r / KR_ATTN_TILE];
-    for (int h = 0; h < j->n_heads; h += g) { /* the sums go on from the shared keys' */
-        float *o = j->out + (size_t)r * j->d + (size_t)h * hd;
-        if (g == 4)
-            values_4x64(o, own_at(j, r, h), (size_t)j->own_max, row->kv, j->layer, h, shared,
-                        row->n_keys);
-        else
-            head_values(o, own_at(j, r, h), row->kv, j->layer, h, hd, shared, row->n_keys);
-        for (int hh = 0; hh < g; hh++) {
-            float inv = j->inv[r * j->n_heads + h + hh];
-            for (int i = 0; i < hd; i++)
-                o[(size_t)hh * hd + i] *= inv;
+/* Scores of keys [k0, k1) for the tile's 32 rows (the queries transposed in qt[hd][32]),
+ * eight keys at a time: a load of the queries serves eight keys, sixteen chains of adds in
+ * flight (the last group repeats its last key, writing the same scores twice). */
+static inline __attribute__((always_inline)) void tile_scores(float *sc, const float *qt,
+                                                              const kr_kv_view *kv, int layer,
+                                                              int h, int hd, int k0, int k1,
+                                                              float scale) {
+    enum { T = KR_ATTN_TILE, G = 8 };
+    int B = kv->block_len;
+    for (int key = k0; key < k1; key += G) {
+        const float *kc[G];
+        int kk[G];
+        for (int c = 0; c < G; c++) {
+            kk[c] = key + c < k1 ? key + c : k1 - 1;
+            kc[c] = kr_kv_kcol(kv, layer, kk[c]) + (size_t)h * hd * B;
+        }
+        /* the first group of a block asks for the next block's keys of this head: blocks
+         * lie far apart in the pool, where the hardware's prefetch does not follow */
+        if (key % B < G && key - key % B + B < k1) {
+            const float *next = kr_kv_kcol(kv, layer, key - key % B + B) + (size_t)h * hd * B;
+            for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
+                __builtin_prefetch(next + (size_t)i * B);
+        }
+        v16f a[G][2];
+        for (int c = 0; c < G; c++)
+            a[c][0] = a[c][1] = (v16f){0};
+        if (key + G <= k1 && key % B + G <= B) { /* one block: the keys side by side */
+            const float *kb = kc[0];
+            for (int i = 0; i < hd; i++, kb += B) {
+                const v16f *qi = (const v16f *)(qt + (size_t)i * T);
+                v16f q0 = qi[0], q1 = qi[1];
+                for (int c = 0; c < G; c++) {
+                    a[c][0] += q0 * kb[c];
+                    a[c][1] += q1 * kb[c];
+                }
+            }
+        } else {
+            for (int i = 0; i < hd; i++) {
+                const v16f *qi = (const v16f *)(qt + (size_t)i * T);
+                v16f q0 = qi[0], q1 = qi[1];
+                for (int c = 0; c < G; c++) {
+                    float ki = kc[c][(size_t)i * B];
+                    a[c][0] += q0 * ki;
+                    a[c][1] += q1 * ki;
+                }
+            }
+        }
+        for (int c = 0; c < G; c++) {
+            v16f *s = (v16f *)(sc + (size_t)kk[c] * T);
+            s[0] = a[c][0] * scale;
+            s[1] = a[c][1] * scale;
         }
     }
+}
+
+/* The own keys [k0, n_keys) of rows [r, r + nr) (nr <= 4) of the tile, one row's keys a
+ * 16-lane vector (k0 and the block length multiples of 16: each group lies in one block),
+ * the rows side by side so that four chains of adds are in flight; each key's sum runs over
+ * i in order, as in head_scores. */
+static inline __attribute__((always_inline)) void own_scores4(float *sc, const float *qt,
+                                                              const attend_job *j, int r0, int r,
+                                                              int nr, int h, int hd, int k0,
+                                                              float scale) {
+    enum { T = KR_ATTN_TILE };
+    int B = j->rows[r0].kv->block_len;
+    for (int at = k0;; at += KEY_LANES) {
+        const float *kc[4] = {NULL, NULL, NULL, NULL}, *any = NULL;
+        for (int g = 0; g < nr; g++)
+            if (j->rows[r0 + r + g].n_keys > at)
+                any = kc[g] = kr_kv_kcol(j->rows[r0 + r + g].kv, j->layer, at) + (size_t)h * hd * B;
+        if (!any) return;
+        for (int g = 0; g < 4; g++)
+            if (!kc[g]) kc[g] = any;
+        v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        const float *qr = qt + r;
+        for (int i = 0; i < hd; i++, qr += T) {
+            a0 += qr[0] * *(const v16f *)(kc[0] + (size_t)i * B);
+            a1 += qr[nr > 1] * *(const v16f *)(kc[1] + (size_t)i * B);
+            a2 += qr[nr > 2 ? 2 : 0] * *(const v16f *)(kc[2] + (size_t)i * B);
+            a3 += qr[nr > 3 ? 3 : 0] * *(const v16f *)(kc[3] + (size_t)i * B);
+        }
+        v16f *acc[4] = {&a0, &a1, &a2, &a3};
+        for (int g = 0; g < nr; g++) {
+            int n = j->rows[r0 + r + g].n_keys - at;
+            for (int l = 0; l < KEY_LANES && l < n; l++)
+                sc[(size_t)(at + l) * T + r + g] = (*acc[g])[l] * scale;
+        }
+    }
+}
+
+#define VALUE_CHUNK 64 /* keys a value pass holds in the first-level cache for all rows */
+
+/* o[rt][64] (rows hd apart) += the products of keys [k0, k1) for rows [ra, ra + rt) of the
+ * tile, columns [i0, i0 + 64) of head h: rt x 4 sums in registers while the keys go by; each
+ * (row, column) adds its products in key order. */
+static inline __attribute__((always_inline)) void values_rows(float *o, int rt, const float *sc,
+                                                              int ra, const kr_kv_view *kv,
+                                                              int layer, int h, int hd, int i0,
+                                                              int k0, int k1, int ahead) {
+    enum { T = KR_ATTN_TILE };
+    int B = kv->block_len, d = kv->d;
+    v16f c[6][4];
+    for (int r = 0; r < rt; r++)
+        for (int x = 0; x < 4; x++)
+            memcpy(&c[r][x], o + (size_t)r * hd + 16 * x, sizeof c[r][x]);
+    for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block: rows d apart */
+        int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
+        const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h * hd + i0;
+        /* the first register tile asks for the rows VALUE_CHUNK keys on into the second-level
+         * cache, a key at a time (the chunk's other tiles find them in the first) */
+        const float *pf = kb + VALUE_CHUNK < ahead && VALUE_CHUNK % B == 0
+                              ? kr_kv_v(kv, layer, kb + VALUE_CHUNK) + (size_t)h * hd + i0
+                              : NULL;
+        for (int key = kb; key < kb1; key++, vb += d) {
+            const v16f *v = (const v16f *)vb;
+            if (pf) {
+                for (int x = 0; x < 64; x += 16)
+                    __builtin_prefetch(pf + x, 0, 2);
+                pf += d;
+            }
+            v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
+            const float *p = sc + (size_t)key * T + ra;
+            for (int r = 0; r < rt; r++) {
+                c[r][0] += p[r] * v0;
+                c[r][1] += p[r] * v1;
+                c[r][2] += p[r] * v2;
+                c[r][3] += p[r] * v3;
+            }
+        }
+    }
+    for (int r = 0; r < rt; r++)
+        for (int x = 0; x < 4; x++)
+            memcpy(o + (size_t)r * hd + 16 * x, &c[r][x], sizeof c[r][x]);
 }
 
 KR_HOT static void attend_tile(void *arg, int task, int worker) {
@@ -311,97 +409,102 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
         for (int i = 0; i < hd; i++)
             qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
     }
-    /* shared keys four at a time, the tile's 32 rows in two 16-lane vectors: each load of
-     * the transposed queries serves four keys, eight chains of adds in flight (the last
-     * group repeats its last key, writing the same scores twice) */
-    for (int key = 0; key < scored; key += 4) {
-        const float *kc[4];
-        int kk[4];
-        for (int c = 0; c < 4; c++) {
-            kk[c] = key + c < scored ? key + c : scored - 1;
-            kc[c] = kr_kv_kcol(kv0, j->layer, kk[c]) + (size_t)h * hd * B;
+    tile_scores(sc, qt, kv0, j->layer, h, hd, 0, scored, scale);
+    /* each row's own keys past the tile's (rows over caches of their own past the shared
+     * blocks) */
+    if (scored < n_keys && B % KEY_LANES == 0 && scored % KEY_LANES == 0) {
+        for (int r = 0; r < R; r += 4)
+            own_scores4(sc, qt, j, r0, r, R - r < 4 ? R - r : 4, h, hd, scored, scale);
+    } else if (scored < n_keys) {
+        for (int r = 0; r < R; r++) {
+            const kr_attn_row *row = &j->rows[r0 + r];
+            for (int key = scored; key < row->n_keys; key++) {
+                const float *kc = kr_kv_kcol(row->kv, j->layer, key) + (size_t)h * hd * B;
+                float acc = 0.0f;
+                for (int i = 0; i < hd; i++)
+                    acc += qt[(size_t)i * T + r] * kc[(size_t)i * B];
+                sc[(size_t)key * T + r] = acc * scale;
+            }
         }
-        /* the first group of a block asks for the next block's keys of this head: blocks
-         * lie far apart in the pool, where the hardware's prefetch does not follow */
-        const float *next = NULL;
-        if (key % B == 0 && key + B < scored)
-            next = kr_kv_kcol(kv0, j->layer, key + B) + (size_t)h * hd * B;
-        v16f a0 = {0}, a1 = {0}, b0 = {0}, b1 = {0}, c0 = {0}, c1 = {0}, d0 = {0}, d1 = {0};
-        if (next)
-            for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
-                __builtin_prefetch(next + (size_t)i * B);
-        for (int i = 0; i < hd; i++) {
-            const v16f *qi = (const v16f *)(qt + (size_t)i * T);
-            float ai = kc[0][(size_t)i * B], bi = kc[1][(size_t)i * B];
-            float ci = kc[2][(size_t)i * B], di = kc[3][(size_t)i * B];
-            a0 += qi[0] * ai, a1 += qi[1] * ai;
-            b0 += qi[0] * bi, b1 += qi[1] * bi;
-            c0 += qi[0] * ci, c1 += qi[1] * ci;
-            d0 += qi[0] * di, d1 += qi[1] * di;
-        }
-        v16f *s0 = (v16f *)(sc + (size_t)kk[0] * T), *s1 = (v16f *)(sc + (size_t)kk[1] * T);
-        v16f *s2 = (v16f *)(sc + (size_t)kk[2] * T), *s3 = (v16f *)(sc + (size_t)kk[3] * T);
-        s0[0] = a0 * scale, s0[1] = a1 * scale;
-        s1[0] = b0 * scale, s1[1] = b1 * scale;
-        s2[0] = c0 * scale, s2[1] = c1 * scale;
-        s3[0] = d0 * scale, s3[1] = d1 * scale;
     }
-    for (int r = 0; r < T; r++) { /* past the shared keys: pass 1's scores, or masked */
-        const float *own = r < R ? own_at(j, r0 + r, h) : NULL;
+    for (int r = 0; r < T; r++) { /* past a row's end (or a padding row): masked */
         int end = r < R ? j->rows[r0 + r].n_keys : 0;
-        for (int key = shared; key < n_keys; key++)
-            if (key >= end)
-                sc[(size_t)key * T + r] = -INFINITY;
-            else if (key >= scored)
-                sc[(size_t)key * T + r] = own[key - shared];
+        for (int key = end > shared ? end : shared; key < n_keys; key++)
+            sc[(size_t)key * T + r] = -INFINITY;
     }
-    /* softmax down each column, all rows at once (a padded key's e is 0, adding nothing) */
-    float mx[T], inv[T];
-    for (int r = 0; r < T; r++)
-        mx[r] = sc[r];
-    for (int key = 1; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
-            mx[r] = sc[(size_t)key * T + r] > mx[r] ? sc[(size_t)key * T + r] : mx[r];
-    for (int key = 0; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
-            sc[(size_t)key * T + r] -= mx[r];
-    exp_array(sc, n_keys * T);
-    for (int r = 0; r < T; r++)
-        inv[r] = 0.0f;
-    for (int key = 0; key < n_keys; key++)
-        for (int r = 0; r < T; r++)
-            inv[r] += sc[(size_t)key * T + r];
-    for (int r = 0; r < T; r++)
-        inv[r] = 1.0f / inv[r];
-    /* sum of e_j v_j over the shared keys, in register tiles of 4 rows x 64 columns (x 16
-     * columns for the rest of a head, a scalar loop for the columns of a head size that is
-     * not a multiple of 16); each (row, column) adds its products in key order */
+    /* softmax down each column, all rows at once (a masked key's e is 0: its row never
+     * reads it) */
+    v16f mx0, mx1, z0 = {0}, z1 = {0};
+    memcpy(&mx0, sc, sizeof mx0);
+    memcpy(&mx1, sc + 16, sizeof mx1);
+    for (int key = 1; key < n_keys; key++) {
+        const v16f *s = (const v16f *)(sc + (size_t)key * T);
+        v16f s0 = s[0], s1 = s[1];
+        mx0 = KR_SELECT16(s0 > mx0, s0, mx0);
+        mx1 = KR_SELECT16(s1 > mx1, s1, mx1);
+    }
+    for (int key = 0; key < n_keys; key++) { /* e = exp(s - max), Z summed in key order */
+        v16f *s = (v16f *)(sc + (size_t)key * T);
+        s[0] -= mx0;
+        s[1] -= mx1;
+        exp_array(sc + (size_t)key * T, T);
+        z0 += s[0];
+        z1 += s[1];
+    }
+    float inv[T];
+    for (int r = 0; r < 16; r++)
+        inv[r] = 1.0f / z0[r], inv[16 + r] = 1.0f / z1[r];
+    /* sum of e_j v_j over the shared keys: chunks of keys held in the first-level cache,
+     * register tiles of 6 rows x 64 columns (x 16 columns for the rest of a head, a scalar
+     * loop for the columns of a head size that is not a multiple of 16). Over one cache a
+     * register tile goes on to the last key all its rows read (a causal run's rows end a key
+     * apart); each row adds its keys past that on its own below. */
     memset(o, 0, (size_t)T * hd * sizeof *o);
-    int hd16 = hd / 16 * 16;
-    for (int ra = 0; ra < R; ra += 4) {
-        int i0 = 0;
-        for (; i0 + 64 <= hd16; i0 += 64) {
-            v16f c[4][4] = {{{0}}};
-            for (int kb = 0; kb < shared; kb += B - kb % B) { /* block by block: the value
-                                                                  rows of a block are d apart */
-                int kb1 = kb + B - kb % B < shared ? kb + B - kb % B : shared;
-                const float *vb = kr_kv_v(kv0, j->layer, kb) + (size_t)h * hd + i0;
-                for (int key = kb; key < kb1; key++, vb += d) {
-                    const v16f *v = (const v16f *)vb;
-                    v16f v0 = v[0], v1 = v[1], v2 = v[2], v3 = v[3];
-                    const float *p = sc + (size_t)key * T + ra;
-                    for (int r = 0; r < 4; r++) {
-                        c[r][0] += p[r] * v0;
-                        c[r][1] += p[r] * v1;
-                        c[r][2] += p[r] * v2;
-                        c[r][3] += p[r] * v3;
-                    }
+    int hd64 = hd / 64 * 64, hd16 = hd / 16 * 16, group_end[(T + 5) / 6], tile_end = shared;
+    for (int ra = 0; ra < R; ra += 6) {
+        int e = n_keys;
+        for (int r = ra; r < R && r < ra + 6; r++)
+            if (j->rows[r0 + r].n_keys < e) e = j->rows[r0 + r].n_keys;
+        group_end[ra / 6] = scored > shared ? e : shared; /* one cache: all its keys scored */
+        if (group_end[ra / 6] > tile_end) tile_end = group_end[ra / 6];
+    }
+    for (int k0 = 0; k0 < tile_end && hd64 > 0; k0 += VALUE_CHUNK) {
+        int k1 = k0 + VALUE_CHUNK < tile_end ? k0 + VALUE_CHUNK : tile_end;
+        for (int i0 = 0; i0 < hd64; i0 += 64)
+            for (int ra = 0; ra < R; ra += 6) {
+                float *oa = o + (size_t)ra * hd + i0;
+                int ke = k1 < group_end[ra / 6] ? k1 : group_end[ra / 6];
+                if (ke <= k0) continue;
+                switch (R - ra < 6 ? R - ra : 6) {
+                case 6:
+                    values_rows(oa, 6, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
+                    break;
+                case 5:
+                    values_rows(oa, 5, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
+                    break;
+                case 4:
+                    values_rows(oa, 4, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
+                    break;
+                case 3:
+                    values_rows(oa, 3, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
+                    break;
+                case 2:
+                    values_rows(oa, 2, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
+                    break;
+                default:
+                    values_rows(oa, 1, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
+                                ra == 0 ? group_end[0] : 0);
+                    break;
                 }
             }
-            for (int r = 0; r < 4 && ra + r < R; r++)
-                memcpy(o + (size_t)(ra + r) * hd + i0, c[r], 64 * sizeof(float));
-        }
-        for (; i0 < hd16; i0 += 16) {
+    }
+    for (int ra = 0; ra < R && hd64 < hd16; ra += 4)
+        for (int i0 = hd64; i0 < hd16; i0 += 16) {
             v16f c[4] = {{0}};
             for (int key = 0; key < shared; key++) {
                 v16f v = *(const v16f *)(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
@@ -412,7 +515,6 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             for (int r = 0; r < 4 && ra + r < R; r++)
                 memcpy(o + (size_t)(ra + r) * hd + i0, &c[r], 16 * sizeof(float));
         }
-    }
     for (int key = 0; key < shared && hd16 < hd; key++) {
         const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd;
         for (int r = 0; r < R; r++) {
@@ -421,14 +523,49 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
                 orow[i] += pk * v[i];
         }
     }
-    /* unnormalised: the own keys' values are added to the same sums in pass 3 */
+    /* each row's keys past the shared ones, from its own cache, in key order; then 1 / Z */
     for (int r = 0; r < R; r++) {
         const kr_attn_row *row = &j->rows[r0 + r];
-        float *own = own_at(j, r0 + r, h), *out = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
-        for (int key = shared; key < row->n_keys; key++)
-            own[key - shared] = sc[(size_t)key * T + r];
-        memcpy(out, o + (size_t)r * hd, (size_t)hd * sizeof *out);
-        j->inv[(r0 + r) * j->n_heads + h] = inv[r];
+        float *orow = o + (size_t)r * hd, *out = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+        int i0 = 0;
+        for (; i0 < hd64; i0 += 64) { /* key by key, 64 columns in registers */
+            v16f a0, a1, a2, a3;
+            memcpy(&a0, orow + i0, sizeof a0);
+            memcpy(&a1, orow + i0 + 16, sizeof a1);
+            memcpy(&a2, orow + i0 + 32, sizeof a2);
+            memcpy(&a3, orow + i0 + 48, sizeof a3);
+            for (int key = hd64 > 0 ? group_end[r / 6] : shared; key < row->n_keys;) {
+                int kb1 = key + B - key % B < row->n_keys ? key + B - key % B : row->n_keys;
+                const float *vb = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0;
+                for (; key < kb1; key++, vb += d) { /* block by block: rows d apart */
+                    const v16f *v = (const v16f *)vb;
+                    float p = sc[(size_t)key * T + r];
+                    a0 += p * v[0], a1 += p * v[1], a2 += p * v[2], a3 += p * v[3];
+                }
+            }
+            a0 *= inv[r], a1 *= inv[r], a2 *= inv[r], a3 *= inv[r];
+            memcpy(out + i0, &a0, sizeof a0);
+            memcpy(out + i0 + 16, &a1, sizeof a1);
+            memcpy(out + i0 + 32, &a2, sizeof a2);
+            memcpy(out + i0 + 48, &a3, sizeof a3);
+        }
+        for (; i0 < hd16; i0 += 16) {
+            v16f a;
+            memcpy(&a, orow + i0, sizeof a);
+            for (int key = shared; key < row->n_keys; key++)
+                a += sc[(size_t)key * T + r] *
+                     *(const v16f *)(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0);
+            a *= inv[r];
+            memcpy(out + i0, &a, sizeof a);
+        }
+        for (int key = shared; key < row->n_keys && i0 < hd; key++) {
+            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
+            float p = sc[(size_t)key * T + r];
+            for (int i = i0; i < hd; i++)
+                orow[i] += p * v[i];
+        }
+        for (int i = i0; i < hd; i++)
+            out[i] = orow[i] * inv[r];
     }
 }
 
@@ -471,37 +608,25 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
                         kr_attend_scores_floats(max_keys, n_heads, d) / (size_t)threads};
     /* tiles when some tile's rows share 64 keys or more: each tile's shared keys read once
      * for all its rows, the rest of each row's keys its own */
-    int most_shared = 0, own_scored = 0;
-    kr_scratch tables = {0}; /* the tiles' shared and scored counts, 1 / Z, the own scores */
+    int most_shared = 0;
+    kr_scratch tables = {0}; /* the tiles' shared and scored counts */
     if (n_rows > ROW_PATH_ROWS) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
-        size_t own_cap = (size_t)n_rows * n_heads * (size_t)(max_keys > 0 ? max_keys : 1);
-        size_t n_inv = (size_t)n_rows * n_heads, n_tab = (size_t)j.n_tiles * 2;
-        char *mem = kr_scratch_take(&tables, KR_SCRATCH_ATTENTION,
-                                    n_tab * sizeof(int) + (n_inv + own_cap) * sizeof(float));
-        j.shared = mem ? (int *)mem : NULL;
+        j.shared =
+            kr_scratch_take(&tables, KR_SCRATCH_ATTENTION, (size_t)j.n_tiles * 2 * sizeof(int));
         j.scored = j.shared ? j.shared + j.n_tiles : NULL;
-        j.inv = mem ? (float *)(mem + n_tab * sizeof(int)) : NULL;
-        j.own = mem ? j.inv + n_inv : NULL;
         for (int t = 0; j.shared && t < j.n_tiles; t++) {
             int r0 = t * KR_ATTN_TILE, R = n_rows - r0 < KR_ATTN_TILE ? n_rows - r0 : KR_ATTN_TILE;
-            int one_cache, own = 0;
+            int one_cache;
             j.shared[t] = j.scored[t] = shared_prefix(rows + r0, R, &one_cache);
             if (j.shared[t] > most_shared) most_shared = j.shared[t];
-            for (int r = r0; r < r0 + R; r++) {
-                if (rows[r].n_keys - j.shared[t] > own) own = rows[r].n_keys - j.shared[t];
-                if (one_cache && rows[r].n_keys > j.scored[t]) j.scored[t] = rows[r].n_keys;
-            }
-            if (own > j.own_max) j.own_max = own;
-            if (!one_cache && own > 0) own_scored = 1;
+            for (int r = r0; one_cache && r < r0 + R; r++)
+                if (rows[r].n_keys > j.scored[t]) j.scored[t] = rows[r].n_keys;
         }
-        if (j.own_max < 1) j.own_max = 1;
     }
     /* without the tables (out of memory) the row-by-row path gives the same answer */
-    if (most_shared >= 64 && j.shared && j.own_max <= (max_keys > 0 ? max_keys : 1)) {
-        if (own_scored) kr_parallel_for(n_rows, own_scores, &j);
+    if (most_shared >= 64 && j.shared) {
         kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
-        kr_parallel_for(n_rows, own_values, &j);
         kr_scratch_release(&tables);
         return;
     }
