@@ -34,9 +34,12 @@
 /* One or two rows (a decode step of one path) stream the weights from memory at 2 flops a
  * float: the threads split the panels in NARROW_TASKS runs each, in whole 8-panel kernel
  * calls, instead of 8-panel tasks whose last one leaves the other thread idle (measured on
- * Zen 5, one-path step: 1.54-1.60 -> 1.46-1.52 ms). */
+ * Zen 5, one-path step: 1.54-1.60 -> 1.46-1.52 ms). One run a thread: each streams one
+ * contiguous half, two claims a product instead of four (in-process A/B on Zen 5, 2 threads,
+ * one-path step, three runs under load: medians 2.5-3% lower than two runs a thread; a helper
+ * that comes late still finds its run unclaimed or the caller has taken it). */
 #define NARROW_ROWS  2
-#define NARROW_TASKS 2
+#define NARROW_TASKS 1
 
 /* Where output column o of row r goes: part[o / width] + r * width + o % width. One part
  * of width out is the plain y[T][out]; several let a stacked layer (q|k|v, w1|w3) write
