@@ -32,14 +32,15 @@
                       * multiple of 8 rows each), so that the threads finish together */
 #define ROW_CHUNK 64 /* rows whose x stays in cache while a task's panels stream past */
 /* One or two rows (a decode step of one path) stream the weights from memory at 2 flops a
- * float: the threads split the panels in NARROW_TASKS runs each, in whole 8-panel kernel
- * calls, instead of 8-panel tasks whose last one leaves the other thread idle (measured on
- * Zen 5, one-path step: 1.54-1.60 -> 1.46-1.52 ms). One run a thread: each streams one
- * contiguous half, two claims a product instead of four (in-process A/B on Zen 5, 2 threads,
- * one-path step, three runs under load: medians 2.5-3% lower than two runs a thread; a helper
- * that comes late still finds its run unclaimed or the caller has taken it). */
+ * float: the threads split the panels in equal runs, in whole 8-panel kernel calls, instead
+ * of 8-panel tasks whose last one leaves the other thread idle (measured on Zen 5, one-path
+ * step: 1.54-1.60 -> 1.46-1.52 ms). On two threads one run each: each streams one contiguous
+ * half, two claims a product instead of four (in-process A/B on Zen 5, one-path step, three
+ * runs under load: medians 2.5-3% lower than two runs a thread; a helper that comes late
+ * finds its run unclaimed, or the caller has taken it). More threads take NARROW_TASKS runs
+ * each: with runs rounded up to 8 panels, one a thread would leave some threads without. */
 #define NARROW_ROWS  2
-#define NARROW_TASKS 1
+#define NARROW_TASKS 2
 
 /* Where output column o of row r goes: part[o / width] + r * width + o % width. One part
  * of width out is the plain y[T][out]; several let a stacked layer (q|k|v, w1|w3) write
@@ -443,8 +444,9 @@ static void forward(const y_map *y, const float *x, int T, const kr_linear *l) {
     per = (per + 7) / 8 * 8;
     row_tasks = (T + per - 1) / per;
     int threads = kr_parallel_threads(), tp = TASK_PANELS;
-    if (T <= NARROW_ROWS) { /* bandwidth-bound: NARROW_TASKS equal runs of panels per thread */
-        tp = (panels + threads * NARROW_TASKS - 1) / (threads * NARROW_TASKS);
+    if (T <= NARROW_ROWS) { /* bandwidth-bound: one or NARROW_TASKS runs a thread */
+        int runs = threads * (threads <= 2 ? 1 : NARROW_TASKS);
+        tp = (panels + runs - 1) / runs;
         tp = (tp + 7) / 8 * 8;
     }
     int col_tasks = (panels + tp - 1) / tp;
