@@ -227,8 +227,12 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
     token_bits(c, pre_s1, pre_s2, np, pm.bits);
     kr_linear_forward(pm.x, pm.bits, np, &w->post_quant_embed);
     kr_seq seq = {&pre, 0, NULL, np};
+    /* the paths read only the prefix's keys and values: its last block stops there */
     for (int l = 0; l < w->n_dec; l++)
-        kr_block_forward(&w->dec[l], l, pm.x, 1, &seq, &pm.sc);
+        if (l < w->n_dec - 1)
+            kr_block_forward(&w->dec[l], l, pm.x, 1, &seq, &pm.sc);
+        else
+            kr_block_forward_kv(&w->dec[l], l, pm.x, 1, &seq, &pm.sc);
     kr_block_scratch_free(&pm.sc); /* the paths take the block scratch next */
     rc = kr_tokenizer_decode_paths_kv(m, &pre, np, s1, s2, S, P, out, err);
 out:

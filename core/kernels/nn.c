@@ -244,14 +244,13 @@ static void for_rows(const kr_block *b, kr_block_scratch *s, float *x, int R, in
         kr_serial_for(n, rows_task, &j);
 }
 
-void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_seq *seqs,
+/* The block's first half up to its cache: x normed, the q|k|v product, each sequence's new
+ * keys and values stored (kr_block_forward and kr_block_forward_kv share it). R: the rows. */
+static void block_qkv(const kr_block *b, int layer, float *x, int R, int S, const kr_seq *seqs,
                       kr_block_scratch *s) {
-    int d = b->d, R = 0;
-    for (int i = 0; i < S; i++)
-        R += seqs[i].n_rows;
-
+    int d = b->d;
     for_rows(b, s, x, R, ROWS_NORM, b->norm1);
-    float *qkv[3] = {s->q, s->k, s->v}, *w13[2] = {s->h1, s->h3};
+    float *qkv[3] = {s->q, s->k, s->v};
     if ((b->qkv.w || b->qkv.wp) && kr_linear_forward_parts(qkv, 3, s->xn, R, &b->qkv) == 0) {
         /* one product, written straight into q, k and v */
     } else if (b->qkv.w || b->qkv.wp) { /* one product, then the rows split into q, k, v */
@@ -267,11 +266,32 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
         kr_linear_forward(s->k, s->xn, R, &b->k);
         kr_linear_forward(s->v, s->xn, R, &b->v);
     }
+    for (int i = 0, row0 = 0; i < S; row0 += seqs[i++].n_rows)
+        if (seqs[i].n_rows > 0)
+            store_kv(b, layer, &seqs[i], s->k + (size_t)row0 * d, s->v + (size_t)row0 * d,
+                     seqs[i].n_rows, s->krow);
+}
+
+void kr_block_forward_kv(const kr_block *b, int layer, const float *x, int S, const kr_seq *seqs,
+                         kr_block_scratch *s) {
+    int R = 0;
+    for (int i = 0; i < S; i++)
+        R += seqs[i].n_rows;
+    block_qkv(b, layer, (float *)x, R, S, seqs, s); /* ROWS_NORM only reads x */
+}
+
+void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_seq *seqs,
+                      kr_block_scratch *s) {
+    int d = b->d, R = 0;
+    for (int i = 0; i < S; i++)
+        R += seqs[i].n_rows;
+
+    block_qkv(b, layer, x, R, S, seqs, s);
+    float *w13[2] = {s->h1, s->h3};
     for (int i = 0, row0 = 0; i < S; row0 += seqs[i++].n_rows) {
         const kr_seq *sq = &seqs[i];
         int T = sq->n_rows;
         if (T == 0) continue;
-        store_kv(b, layer, sq, s->k + (size_t)row0 * d, s->v + (size_t)row0 * d, T, s->krow);
         rope_block(b, s->q + (size_t)row0 * d, T, d, sq->pos0);
         for (int t = 0; t < T; t++)
             s->rows[row0 + t] = (kr_attn_row){sq->kv, sq->pos0 + t + 1};

@@ -41,5 +41,10 @@ void kr_block_scratch_free(kr_block_scratch *s);
  * seqs[i].kv before attending causally. */
 void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_seq *seqs,
                       kr_block_scratch *s);
+/* Only what the block leaves in the caches: the keys and values of the new rows, the same
+ * bits as kr_block_forward writes (x is not changed). For a last block whose outputs nobody
+ * reads, such as a decoded prefix that only later rows attend to. */
+void kr_block_forward_kv(const kr_block *b, int layer, const float *x, int S, const kr_seq *seqs,
+                         kr_block_scratch *s);
 
 #endif
