@@ -258,8 +258,11 @@ int kr_tokenizer_decoder_extend(const kr_model *m, const kr_kv_view *kv, int pos
     token_bits(c, s1, s2, n, bits);
     kr_linear_forward(x, bits, n, &m->tok.post_quant_embed);
     kr_seq seq = {kv, pos0, NULL, n};
-    for (int l = 0; l < m->tok.n_dec; l++)
-        kr_block_forward(&m->tok.dec[l], l, x, 1, &seq, &sc);
+    for (int l = 0; l < m->tok.n_dec; l++) /* only the keys and values are kept */
+        if (l < m->tok.n_dec - 1)
+            kr_block_forward(&m->tok.dec[l], l, x, 1, &seq, &sc);
+        else
+            kr_block_forward_kv(&m->tok.dec[l], l, x, 1, &seq, &sc);
     rc = 0;
 out:
     kr_block_scratch_free(&sc);
