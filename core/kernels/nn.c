@@ -234,9 +234,7 @@ KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
  * when there are many rows (each row computed alone, the same way on any thread). */
 enum { ROWS_NORM, ROWS_ADD_NORM, ROWS_SILU_MUL, ROWS_ADD };
 #define ROWS_PER_TASK 16
-#define ROWS_PARALLEL                                                                              \
-    16 /* fewer rows run on the calling thread: not worth a fork-join (a                           \
-        * 30-path step's rows go on both threads: 2-3% a step on Zen 5) */
+#define ROWS_PARALLEL 64 /* fewer rows run on the calling thread: not worth a fork-join */
 
 typedef struct {
     int op, R, d, ff;
