@@ -120,7 +120,8 @@ static size_t block_scratch_layout(kr_block_scratch *s, char *base, int n_heads)
     at = carve(base, at, (void **)&s->scores,
                kr_attend_scores_floats(s->max_keys, n_heads, s->d) * sizeof(float));
     at = carve(base, at, (void **)&s->rows, (size_t)s->max_rows * sizeof *s->rows);
-    at = carve(base, at, (void **)&s->krow, (size_t)s->d * sizeof(float));
+    /* one key row per thread: the sequences' keys are stored in parallel (store_task) */
+    at = carve(base, at, (void **)&s->krow, (size_t)kr_parallel_threads() * s->d * sizeof(float));
     return at;
 }
 
@@ -186,6 +187,38 @@ static void store_kv(const kr_block *b, int layer, const kr_seq *sq, const float
     }
 }
 
+/* The new rows of a run of sequences into their caches (store_kv), RoPE on their queries
+ * and their attention rows. Each sequence's rows are its own: the runs go on any thread. */
+#define STORE_PARALLEL 4 /* fewer sequences are stored on the calling thread */
+typedef struct {
+    const kr_block *b;
+    int layer;
+    const kr_seq *seqs;
+    int S, per_task;
+    int queries; /* also rotate the queries and set the attention rows (not for forward_kv) */
+    kr_block_scratch *s;
+} store_job;
+
+static void store_task(void *arg, int task, int worker) {
+    const store_job *j = arg;
+    kr_block_scratch *s = j->s;
+    int d = j->b->d, i0 = task * j->per_task, row0 = 0;
+    int i1 = i0 + j->per_task < j->S ? i0 + j->per_task : j->S;
+    for (int i = 0; i < i0; i++)
+        row0 += j->seqs[i].n_rows;
+    for (int i = i0; i < i1; row0 += j->seqs[i++].n_rows) {
+        const kr_seq *sq = &j->seqs[i];
+        int T = sq->n_rows;
+        if (T == 0) continue;
+        store_kv(j->b, j->layer, sq, s->k + (size_t)row0 * d, s->v + (size_t)row0 * d, T,
+                 s->krow + (size_t)worker * d);
+        if (!j->queries) continue;
+        rope_block(j->b, s->q + (size_t)row0 * d, T, d, sq->pos0);
+        for (int t = 0; t < T; t++)
+            s->rows[row0 + t] = (kr_attn_row){sq->kv, sq->pos0 + t + 1};
+    }
+}
+
 /* h1 = silu(h1) * h3, with silu(a) = a / (1 + e^-a) */
 KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
     float e[256];
@@ -245,9 +278,10 @@ static void for_rows(const kr_block *b, kr_block_scratch *s, float *x, int R, in
 }
 
 /* The block's first half up to its cache: x normed, the q|k|v product, each sequence's new
- * keys and values stored (kr_block_forward and kr_block_forward_kv share it). R: the rows. */
+ * keys and values stored, and with `queries` the queries rotated and the attention rows set
+ * (kr_block_forward and kr_block_forward_kv share it). R: the rows. */
 static void block_qkv(const kr_block *b, int layer, float *x, int R, int S, const kr_seq *seqs,
-                      kr_block_scratch *s) {
+                      kr_block_scratch *s, int queries) {
     int d = b->d;
     for_rows(b, s, x, R, ROWS_NORM, b->norm1);
     float *qkv[3] = {s->q, s->k, s->v};
@@ -266,10 +300,15 @@ static void block_qkv(const kr_block *b, int layer, float *x, int R, int S, cons
         kr_linear_forward(s->k, s->xn, R, &b->k);
         kr_linear_forward(s->v, s->xn, R, &b->v);
     }
-    for (int i = 0, row0 = 0; i < S; row0 += seqs[i++].n_rows)
-        if (seqs[i].n_rows > 0)
-            store_kv(b, layer, &seqs[i], s->k + (size_t)row0 * d, s->v + (size_t)row0 * d,
-                     seqs[i].n_rows, s->krow);
+    /* S >= STORE_PARALLEL: runs of sequences in parallel, about four a thread */
+    int threads = kr_parallel_threads(), tasks = S < 4 * threads ? S : 4 * threads;
+    store_job sj = {b, layer, seqs, S, (S + tasks - 1) / tasks, queries, s};
+    if (S >= STORE_PARALLEL && threads > 1)
+        kr_parallel_for((S + sj.per_task - 1) / sj.per_task, store_task, &sj);
+    else {
+        sj.per_task = S;
+        kr_serial_for(1, store_task, &sj);
+    }
 }
 
 void kr_block_forward_kv(const kr_block *b, int layer, const float *x, int S, const kr_seq *seqs,
@@ -277,7 +316,7 @@ void kr_block_forward_kv(const kr_block *b, int layer, const float *x, int S, co
     int R = 0;
     for (int i = 0; i < S; i++)
         R += seqs[i].n_rows;
-    block_qkv(b, layer, (float *)x, R, S, seqs, s); /* ROWS_NORM only reads x */
+    block_qkv(b, layer, (float *)x, R, S, seqs, s, 0); /* ROWS_NORM only reads x */
 }
 
 void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_seq *seqs,
@@ -286,16 +325,8 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
     for (int i = 0; i < S; i++)
         R += seqs[i].n_rows;
 
-    block_qkv(b, layer, x, R, S, seqs, s);
+    block_qkv(b, layer, x, R, S, seqs, s, 1);
     float *w13[2] = {s->h1, s->h3};
-    for (int i = 0, row0 = 0; i < S; row0 += seqs[i++].n_rows) {
-        const kr_seq *sq = &seqs[i];
-        int T = sq->n_rows;
-        if (T == 0) continue;
-        rope_block(b, s->q + (size_t)row0 * d, T, d, sq->pos0);
-        for (int t = 0; t < T; t++)
-            s->rows[row0 + t] = (kr_attn_row){sq->kv, sq->pos0 + t + 1};
-    }
     kr_attend_rows(s->attn, s->q, s->rows, R, d, layer, b->n_heads, s->scores, s->max_keys);
     kr_linear_forward(s->xn, s->attn, R, &b->o);
     for_rows(b, s, x, R, ROWS_ADD_NORM, b->norm2); /* the residual, then the second norm */
