@@ -560,23 +560,27 @@ static void same_as_alone(kr_pool *pool, const kr_generate_request *r, const int
     kr_cache_free(solo);
 }
 
+/* A generation sampled at temperature 1, top-p 0.9: n_new pairs after the first n_append
+ * of (s1, s2, st), their stamps the ones that follow in st. */
+static kr_generate_request sampled_request(const int32_t *s1, const int32_t *s2, const kr_stamp *st,
+                                           int n_append, int n_new, uint64_t seed) {
+    return (kr_generate_request){.s1 = s1,
+                                 .s2 = s2,
+                                 .stamps = st,
+                                 .n_append = n_append,
+                                 .new_stamps = st + n_append,
+                                 .n_new = n_new,
+                                 .seed = seed,
+                                 .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9}};
+}
+
 static void test_scheduler_cheapest_fill_first(void **state) {
     (void)state;
     kr_error err;
     kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
     assert_non_null(pool);
-    kr_generate_request lr = {.s1 = tok1,
-                              .s2 = tok2,
-                              .stamps = stamps,
-                              .n_append = 96,
-                              .new_stamps = stamps + 96,
-                              .n_new = 1,
-                              .seed = 3,
-                              .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9}};
-    kr_generate_request sr = lr;
-    sr.n_append = 4;
-    sr.new_stamps = stamps + 4;
-    sr.n_new = 2;
+    kr_generate_request lr = sampled_request(tok1, tok2, stamps, 96, 1, 3);
+    kr_generate_request sr = sampled_request(tok1, tok2, stamps, 4, 2, 3);
     kr_cache *lc = kr_cache_create(pool, 0, &err), *sc = kr_cache_create(pool, 0, &err);
     assert_non_null(lc);
     assert_non_null(sc);
@@ -624,19 +628,8 @@ static void light_beside_heavy(int sit_out_steps) {
     kr_error err;
     kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
     assert_non_null(pool);
-    kr_generate_request hr = {.s1 = t1,
-                              .s2 = t2,
-                              .stamps = st,
-                              .n_append = HEAVY,
-                              .new_stamps = st + HEAVY,
-                              .n_new = 1,
-                              .seed = 5,
-                              .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9}};
-    kr_generate_request lr = hr;
-    lr.n_append = 4;
-    lr.new_stamps = st + 4;
-    lr.n_new = 12;
-    lr.seed = 6;
+    kr_generate_request hr = sampled_request(t1, t2, st, HEAVY, 1, 5);
+    kr_generate_request lr = sampled_request(t1, t2, st, 4, 12, 6);
     kr_cache *hc = kr_cache_create(pool, 0, &err), *lc = kr_cache_create(pool, 0, &err);
     assert_non_null(hc);
     assert_non_null(lc);

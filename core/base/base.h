@@ -56,6 +56,13 @@ typedef struct { /* all zero: holds nothing (release does nothing) */
 } kr_scratch;
 void *kr_scratch_take(kr_scratch *s, kr_scratch_slot slot, size_t bytes);
 void kr_scratch_release(kr_scratch *s);
+/* One array of `bytes` carved from a scratch buffer at offset `at`, arrays 64 bytes apart:
+ * *out = base + at (base NULL: nothing is set, only the size is summed). Returns the offset
+ * after it: a layout run once with NULL gives the bytes to take, once more the arrays. */
+static inline size_t kr_carve(char *base, size_t at, void **out, size_t bytes) {
+    if (base) *out = base + at;
+    return at + (bytes + 63) / 64 * 64;
+}
 
 /* The caller's cancel check (kr_cancel): 0 to go on, else -1 with KR_E_DEADLINE or
  * KR_E_CANCELLED and a message naming `what` ("forecast"). */

@@ -49,8 +49,7 @@ static size_t append_layout(append_scratch *a, char *base, const kr_model *m, in
                          (void **)&a->gs,     (void **)&a->views, (void **)&a->seqs,
                          (void **)&a->left,   (void **)&a->n,     (void **)&a->want};
     for (int i = 0; i < 12; i++) {
-        if (base) *at_ptr[i] = base + at;
-        at += (sizes[i] + 63) / 64 * 64;
+        at = kr_carve(base, at, at_ptr[i], sizes[i]);
     }
     return at;
 }
@@ -207,15 +206,21 @@ int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float 
     }
     /* the views, rows and last states from the thread's append scratch (free between
      * appends): no allocation a step */
-    size_t vb = ((size_t)S * sizeof(kr_kv_view) + 63) / 64 * 64,
-           rb = ((size_t)S * sizeof(kr_attn_row) + 63) / 64 * 64;
+    kr_kv_view *views;
+    kr_attn_row *rows;
+    const float **h_last;
+    void **arrays[3] = {(void **)&views, (void **)&rows, (void **)&h_last};
+    size_t sizes[3] = {(size_t)S * sizeof *views, (size_t)S * sizeof *rows,
+                       (size_t)S * sizeof *h_last},
+           bytes = 0;
+    for (int i = 0; i < 3; i++)
+        bytes = kr_carve(NULL, bytes, arrays[i], sizes[i]);
     kr_scratch mem;
-    char *base = kr_scratch_take(&mem, KR_SCRATCH_APPEND, vb + rb + (size_t)S * sizeof(float *));
+    char *base = kr_scratch_take(&mem, KR_SCRATCH_APPEND, bytes);
     if (!base)
         return kr_fail_code(err, KR_E_NO_MEMORY, "s2 logits: out of memory for %d caches", S);
-    kr_kv_view *views = (kr_kv_view *)(void *)base;
-    kr_attn_row *rows = (kr_attn_row *)(void *)(base + vb);
-    const float **h_last = (const float **)(void *)(base + vb + rb);
+    for (size_t i = 0, at = 0; i < 3; i++)
+        at = kr_carve(base, at, arrays[i], sizes[i]);
     for (int i = 0; i < S; i++) {
         views[i] = kr_cache_view(caches[i]);
         rows[i] = (kr_attn_row){&views[i], caches[i]->len};

@@ -166,20 +166,15 @@ typedef struct {
     kr_scratch buf;
 } paths_mem;
 
-static size_t carve(char *base, size_t at, void **out, size_t bytes) {
-    if (base) *out = base + at;
-    return at + (bytes + 63) / 64 * 64;
-}
-
 static size_t paths_layout(paths_mem *pm, char *base, const kr_tokenizer_config *c, int rows, int n,
                            size_t mem_floats, size_t n_ptrs) {
-    size_t at = carve(base, 0, (void **)&pm->mem, mem_floats * sizeof(float));
-    at = carve(base, at, (void **)&pm->bits,
-               (size_t)rows * (c->s1_bits + c->s2_bits) * sizeof(float));
-    at = carve(base, at, (void **)&pm->x, (size_t)rows * c->d_model * sizeof(float));
-    at = carve(base, at, (void **)&pm->ptrs, n_ptrs * sizeof *pm->ptrs);
-    at = carve(base, at, (void **)&pm->views, (size_t)n * sizeof *pm->views);
-    return carve(base, at, (void **)&pm->seqs, (size_t)n * sizeof *pm->seqs);
+    size_t at = kr_carve(base, 0, (void **)&pm->mem, mem_floats * sizeof(float));
+    at = kr_carve(base, at, (void **)&pm->bits,
+                  (size_t)rows * (c->s1_bits + c->s2_bits) * sizeof(float));
+    at = kr_carve(base, at, (void **)&pm->x, (size_t)rows * c->d_model * sizeof(float));
+    at = kr_carve(base, at, (void **)&pm->ptrs, n_ptrs * sizeof *pm->ptrs);
+    at = kr_carve(base, at, (void **)&pm->views, (size_t)n * sizeof *pm->views);
+    return kr_carve(base, at, (void **)&pm->seqs, (size_t)n * sizeof *pm->seqs);
 }
 
 static void paths_mem_free(paths_mem *pm) {

@@ -101,27 +101,23 @@ static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0)
     }
 }
 
-/* The arrays of a block's scratch, carved from one buffer in 64-byte steps (the thread's
- * KR_SCRATCH_BLOCK slot: its pages stay mapped from one call to the next). */
-static size_t carve(char *base, size_t at, void **out, size_t bytes) {
-    if (base) *out = base + at;
-    return at + (bytes + 63) / 64 * 64;
-}
-
+/* The arrays of a block's scratch, carved from one buffer (the thread's KR_SCRATCH_BLOCK slot:
+ * its pages stay mapped from one call to the next). */
 static size_t block_scratch_layout(kr_block_scratch *s, char *base, int n_heads) {
     size_t Rd = (size_t)s->max_rows * s->d, Rf = (size_t)s->max_rows * s->ff, at = 0;
     int stacked = 3 * s->d > 2 * s->ff ? 3 * s->d : 2 * s->ff;
     float **rd[5] = {&s->xn, &s->q, &s->k, &s->v, &s->attn};
     for (int i = 0; i < 5; i++)
-        at = carve(base, at, (void **)rd[i], Rd * sizeof(float));
-    at = carve(base, at, (void **)&s->h1, Rf * sizeof(float));
-    at = carve(base, at, (void **)&s->h3, Rf * sizeof(float));
-    at = carve(base, at, (void **)&s->stacked, (size_t)s->max_rows * stacked * sizeof(float));
-    at = carve(base, at, (void **)&s->scores,
-               kr_attend_scores_floats(s->max_keys, n_heads, s->d) * sizeof(float));
-    at = carve(base, at, (void **)&s->rows, (size_t)s->max_rows * sizeof *s->rows);
+        at = kr_carve(base, at, (void **)rd[i], Rd * sizeof(float));
+    at = kr_carve(base, at, (void **)&s->h1, Rf * sizeof(float));
+    at = kr_carve(base, at, (void **)&s->h3, Rf * sizeof(float));
+    at = kr_carve(base, at, (void **)&s->stacked, (size_t)s->max_rows * stacked * sizeof(float));
+    at = kr_carve(base, at, (void **)&s->scores,
+                  kr_attend_scores_floats(s->max_keys, n_heads, s->d) * sizeof(float));
+    at = kr_carve(base, at, (void **)&s->rows, (size_t)s->max_rows * sizeof *s->rows);
     /* one key row per thread: the sequences' keys are stored in parallel (store_task) */
-    at = carve(base, at, (void **)&s->krow, (size_t)kr_parallel_threads() * s->d * sizeof(float));
+    at =
+        kr_carve(base, at, (void **)&s->krow, (size_t)kr_parallel_threads() * s->d * sizeof(float));
     return at;
 }
 
