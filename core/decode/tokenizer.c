@@ -147,6 +147,15 @@ out:
     return rc;
 }
 
+/* The decoder's blocks over the rows of seq (x: their embeddings, overwritten) for their
+ * keys and values alone: the last block stops at its cache, as nothing reads its outputs. */
+static void decoder_keys(const kr_model *m, float *x, const kr_seq *seq, kr_block_scratch *sc) {
+    int n = m->tok.n_dec;
+    for (int l = 0; l < n - 1; l++)
+        kr_block_forward(&m->tok.dec[l], l, x, 1, seq, sc);
+    if (n > 0) kr_block_forward_kv(&m->tok.dec[n - 1], n - 1, x, 1, seq, sc);
+}
+
 /* ---- batched decode of sample paths --------------------------------------------------- */
 
 /* Positions per key block of a prefix run here (as the KV pool's): each path then copies
@@ -222,13 +231,8 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
     token_bits(c, pre_s1, pre_s2, np, pm.bits);
     kr_linear_forward(pm.x, pm.bits, np, &w->post_quant_embed);
     kr_seq seq = {&pre, 0, NULL, np};
-    /* the paths read only the prefix's keys and values: its last block stops there */
-    for (int l = 0; l < w->n_dec; l++)
-        if (l < w->n_dec - 1)
-            kr_block_forward(&w->dec[l], l, pm.x, 1, &seq, &pm.sc);
-        else
-            kr_block_forward_kv(&w->dec[l], l, pm.x, 1, &seq, &pm.sc);
-    kr_block_scratch_free(&pm.sc); /* the paths take the block scratch next */
+    decoder_keys(m, pm.x, &seq, &pm.sc); /* the paths read only its keys and values */
+    kr_block_scratch_free(&pm.sc);       /* the paths take the block scratch next */
     rc = kr_tokenizer_decode_paths_kv(m, &pre, np, s1, s2, S, P, out, err);
 out:
     paths_mem_free(&pm);
@@ -253,11 +257,7 @@ int kr_tokenizer_decoder_extend(const kr_model *m, const kr_kv_view *kv, int pos
     token_bits(c, s1, s2, n, bits);
     kr_linear_forward(x, bits, n, &m->tok.post_quant_embed);
     kr_seq seq = {kv, pos0, NULL, n};
-    for (int l = 0; l < m->tok.n_dec; l++) /* only the keys and values are kept */
-        if (l < m->tok.n_dec - 1)
-            kr_block_forward(&m->tok.dec[l], l, x, 1, &seq, &sc);
-        else
-            kr_block_forward_kv(&m->tok.dec[l], l, x, 1, &seq, &sc);
+    decoder_keys(m, x, &seq, &sc); /* only the keys and values are kept */
     rc = 0;
 out:
     kr_block_scratch_free(&sc);
