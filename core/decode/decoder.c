@@ -2,6 +2,7 @@
  * single-token decode are the same call) and s2 logits from the cached dependency-layer
  * keys. Token-level generation runs on the scheduler (sched/sched_generate.c). */
 #include "cache.h"
+#include "parallel.h"
 #include "predictor.h"
 
 #include <limits.h>
@@ -12,14 +13,21 @@
 /* Rows per GEMM batch: bounds the scratch of a long prefill over many caches. */
 #define KR_MAX_BATCH_ROWS 2048
 
+/* Rows of a chunk from which the caches' bookkeeping (the dependency layer's keys and
+ * values, the last state, the s1 logits) runs on the pool's threads: below it a loop's
+ * start and join would cost more than the copies. */
+#define KR_PARALLEL_STORE_ROWS 4
+
 typedef struct {
     kr_block_scratch blk;
     float *x, *pair, *last, *logits;
+    float *heads; /* [S][2d + 2^s1_bits]: dep_kv_s1 of a decode step's rows */
     int32_t *g1, *g2;
     kr_stamp *gs;
     kr_kv_view *views;
     kr_seq *seqs;
     int *left, *n;  /* per cache: rows still to append, rows in this chunk */
+    int *row0;      /* per cache: its first row in this chunk */
     bool *want;     /* per cache: its last row is in this chunk */
     kr_scratch mem; /* all but blk, one buffer */
 } append_scratch;
@@ -32,25 +40,22 @@ static void append_scratch_free(append_scratch *a) {
 /* The arrays in 64-byte steps from base (NULL: only the size) */
 static size_t append_layout(append_scratch *a, char *base, const kr_model *m, int S, int rows) {
     int d = m->pc.d_model;
-    size_t at = 0, sizes[12] = {(size_t)rows * d * sizeof(float),
-                                (size_t)rows * 2 * d * sizeof(float),
-                                (size_t)S * d * sizeof(float),
-                                (size_t)S * ((size_t)1 << m->pc.s1_bits) * sizeof(float),
-                                (size_t)rows * sizeof *a->g1,
-                                (size_t)rows * sizeof *a->g2,
-                                (size_t)rows * sizeof *a->gs,
-                                (size_t)S * sizeof *a->views,
-                                (size_t)S * sizeof *a->seqs,
-                                (size_t)S * sizeof *a->left,
-                                (size_t)S * sizeof *a->n,
-                                (size_t)S * sizeof *a->want};
-    void **at_ptr[12] = {(void **)&a->x,      (void **)&a->pair,  (void **)&a->last,
-                         (void **)&a->logits, (void **)&a->g1,    (void **)&a->g2,
-                         (void **)&a->gs,     (void **)&a->views, (void **)&a->seqs,
-                         (void **)&a->left,   (void **)&a->n,     (void **)&a->want};
-    for (int i = 0; i < 12; i++) {
+    size_t v1 = (size_t)1 << m->pc.s1_bits, heads = m->pred.dep_kv_s1.wp ? 2 * (size_t)d + v1 : 0;
+    size_t at = 0,
+           sizes[] = {(size_t)rows * d * sizeof(float),  (size_t)rows * 2 * d * sizeof(float),
+                      (size_t)S * d * sizeof(float),     (size_t)S * v1 * sizeof(float),
+                      (size_t)S * heads * sizeof(float), (size_t)rows * sizeof *a->g1,
+                      (size_t)rows * sizeof *a->g2,      (size_t)rows * sizeof *a->gs,
+                      (size_t)S * sizeof *a->views,      (size_t)S * sizeof *a->seqs,
+                      (size_t)S * sizeof *a->left,       (size_t)S * sizeof *a->n,
+                      (size_t)S * sizeof *a->row0,       (size_t)S * sizeof *a->want};
+    void **at_ptr[] = {(void **)&a->x,      (void **)&a->pair,  (void **)&a->last,
+                       (void **)&a->logits, (void **)&a->heads, (void **)&a->g1,
+                       (void **)&a->g2,     (void **)&a->gs,    (void **)&a->views,
+                       (void **)&a->seqs,   (void **)&a->left,  (void **)&a->n,
+                       (void **)&a->row0,   (void **)&a->want};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
         at = kr_carve(base, at, at_ptr[i], sizes[i]);
-    }
     return at;
 }
 
@@ -70,6 +75,41 @@ static int append_scratch_init(append_scratch *a, const kr_model *m, int S, int 
     return 0;
 }
 
+/* The bookkeeping of a chunk's new rows in their caches, cache by cache (one loop item a
+ * cache: items write disjoint memory, as each cache's block at its new positions is its
+ * own, kr_cache_reserve): the dependency layer's keys and values (row r's at k, v +
+ * r * stride), the last state, the length, and (logits not NULL) the s1 logits (row r's at
+ * logits + r * stride). */
+typedef struct {
+    kr_cache *const *caches;
+    const kr_kv_view *views;
+    const int *n, *row0;
+    const float *x, *k, *v, *logits;
+    size_t stride;
+    float *s1_logits;
+} store_job;
+
+static void store_cache(void *ctx, int i, int worker) {
+    (void)worker;
+    const store_job *j = ctx;
+    kr_cache *c = j->caches[i];
+    int n = j->n[i], d = c->m->pc.d_model, dep = c->m->pc.n_layers;
+    if (n == 0) return;
+    for (int t = 0; t < n; t++) {
+        size_t row = (size_t)(j->row0[i] + t);
+        kr_kv_put_k(&j->views[i], dep, c->len + t, j->k + row * j->stride);
+        memcpy(kr_kv_v(&j->views[i], dep, c->len + t), j->v + row * j->stride,
+               (size_t)d * sizeof(float));
+    }
+    size_t last = (size_t)(j->row0[i] + n - 1);
+    memcpy(c->h_last, j->x + last * d, (size_t)d * sizeof(float));
+    c->len += n;
+    if (j->logits) {
+        size_t v1 = (size_t)1 << c->m->pc.s1_bits;
+        memcpy(j->s1_logits + i * v1, j->logits + last * j->stride, v1 * sizeof(float));
+    }
+}
+
 /* One chunk: n[i] rows of cache i (concatenated in x order), blocks already reserved. The s1
  * logits of cache i are written when want[i] (its last row is in this chunk). */
 static void append_chunk(kr_cache *const *caches, int S, const int *n, const int32_t *s1,
@@ -77,9 +117,12 @@ static void append_chunk(kr_cache *const *caches, int S, const int *n, const int
                          float *s1_logits, append_scratch *a) {
     const kr_model *m = caches[0]->m;
     const kr_predictor_weights *w = &m->pred;
-    int d = m->pc.d_model, R = 0, dep = m->pc.n_layers, v1 = 1 << m->pc.s1_bits;
-    for (int i = 0; i < S; i++)
+    int d = m->pc.d_model, R = 0, n_want = 0, v1 = 1 << m->pc.s1_bits;
+    for (int i = 0; i < S; i++) {
+        a->row0[i] = R;
         R += n[i];
+        n_want += want[i];
+    }
 
     kr_predictor_embed(m, s1, s2, stamps, R, a->x, a->pair);
     for (int i = 0; i < S; i++) {
@@ -90,24 +133,31 @@ static void append_chunk(kr_cache *const *caches, int S, const int *n, const int
         kr_block_forward(&w->blocks[l], l, a->x, S, a->seqs, &a->blk);
     kr_rmsnorm(a->x, a->x, w->norm, R, d);
 
-    /* the dependency layer's keys and values of the new positions (no RoPE there) */
-    kr_predictor_dep_kv(m, a->x, R, a->blk.k, a->blk.v, a->blk.stacked);
-    int n_last = 0;
-    for (int i = 0, row = 0; i < S; i++) {
-        kr_cache *c = caches[i];
-        for (int t = 0; t < n[i]; t++, row++) {
-            kr_kv_put_k(&a->views[i], dep, c->len + t, a->blk.k + (size_t)row * d);
-            memcpy(kr_kv_v(&a->views[i], dep, c->len + t), a->blk.v + (size_t)row * d,
-                   (size_t)d * sizeof(float));
-        }
-        if (n[i] == 0) continue;
-        memcpy(c->h_last, a->x + (size_t)(row - 1) * d, (size_t)d * sizeof(float));
-        c->len += n[i];
-        if (want[i]) memcpy(a->last + (size_t)n_last++ * d, c->h_last, (size_t)d * sizeof(float));
+    /* the dependency layer's keys and values of the new positions (no RoPE there); a decode
+     * step (every row the last of its cache, each wanting its logits) takes them and the s1
+     * logits in one product */
+    store_job j = {caches, a->views, n, a->row0, a->x, a->blk.k, a->blk.v, NULL, (size_t)d, NULL};
+    bool fused = s1_logits && n_want == R && w->dep_kv_s1.wp;
+    if (fused) {
+        kr_linear_forward(a->heads, a->x, R, &w->dep_kv_s1);
+        j.k = a->heads;
+        j.v = a->heads + d;
+        j.logits = a->heads + 2 * d;
+        j.stride = 2 * (size_t)d + v1;
+        j.s1_logits = s1_logits;
+    } else {
+        kr_predictor_dep_kv(m, a->x, R, a->blk.k, a->blk.v, a->blk.stacked);
     }
+    if (R >= KR_PARALLEL_STORE_ROWS)
+        kr_parallel_for(S, store_cache, &j);
+    else
+        kr_serial_for(S, store_cache, &j);
     /* only the last position of each cache is projected to the vocabulary */
-    if (!s1_logits || n_last == 0) return;
-    kr_linear_forward(a->logits, a->last, n_last, &w->proj_s1);
+    if (fused || !s1_logits || n_want == 0) return;
+    for (int i = 0, k = 0; i < S; i++)
+        if (want[i])
+            memcpy(a->last + (size_t)k++ * d, caches[i]->h_last, (size_t)d * sizeof(float));
+    kr_linear_forward(a->logits, a->last, n_want, &w->proj_s1);
     for (int i = 0, k = 0; i < S; i++)
         if (want[i])
             memcpy(s1_logits + (size_t)i * v1, a->logits + (size_t)k++ * v1,

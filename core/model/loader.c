@@ -244,18 +244,29 @@ static int linear(loader *L, kr_linear *l, const char *prefix, int out, int in, 
     return linear_into(L, l, prefix, out, in, bias, NULL, NULL);
 }
 
-/* Loads n Linears of the same input size stacked into one (parts[i] their views). */
-static int stacked(loader *L, kr_linear *whole, kr_linear *const *parts, const char *const *names,
-                   int n, int out, int in, bool bias) {
-    float *w = track(L, (size_t)n * out * in), *b = bias ? track(L, (size_t)n * out) : NULL;
+/* Loads n Linears of the same input size, outs[i] rows each, stacked into one (parts[i]
+ * their views). */
+static int stacked_outs(loader *L, kr_linear *whole, kr_linear *const *parts,
+                        const char *const *names, int n, const int *outs, int in, bool bias) {
+    size_t rows = 0;
+    for (int i = 0; i < n; i++)
+        rows += (size_t)outs[i];
+    float *w = track(L, rows * in), *b = bias ? track(L, rows) : NULL;
     if (!w || (bias && !b))
         return kr_fail_code(L->err, KR_E_NO_MEMORY, "out of memory for %s", names[0]);
-    for (int i = 0; i < n; i++)
-        if (linear_into(L, parts[i], names[i], out, in, bias, w + (size_t)i * out * in,
-                        bias ? b + (size_t)i * out : NULL))
+    for (size_t i = 0, at = 0; i < (size_t)n; at += (size_t)outs[i++])
+        if (linear_into(L, parts[i], names[i], outs[i], in, bias, w + at * in,
+                        bias ? b + at : NULL))
             return -1;
-    *whole = (kr_linear){.w = w, .b = b, .out = n * out, .in = in};
+    *whole = (kr_linear){.w = w, .b = b, .out = (int)rows, .in = in};
     return 0;
+}
+
+/* Loads n Linears of the same shape stacked into one (parts[i] their views). */
+static int stacked(loader *L, kr_linear *whole, kr_linear *const *parts, const char *const *names,
+                   int n, int out, int in, bool bias) {
+    int outs[3] = {out, out, out};
+    return stacked_outs(L, whole, parts, names, n, outs, in, bias);
 }
 
 static int block(loader *L, kr_block *b, const char *prefix, int d, int n_heads, int ff,
@@ -336,13 +347,43 @@ static int pack_block(loader *L, kr_block *b) {
     return pack(L, &b->qkv) || pack(L, &b->o) || pack(L, &b->w13) || pack(L, &b->w2) ? -1 : 0;
 }
 
+/* dep_kv and proj_s1 are views into dep_kv_s1 (model.h). Packed whole when dep_kv's columns
+ * fill whole panels, so that the views' packed forms are its first and last panels; else
+ * each view packed on its own and the stacked product left unused (wp NULL). */
+static int pack_dep_s1(loader *L) {
+    kr_predictor_weights *p = &L->m->pred;
+    const float *whole = p->dep_kv_s1.w;
+    p->dep_k.w = p->dep_k.b = p->dep_v.w = p->dep_v.b = NULL; /* views into dep_kv's */
+    if (p->dep_kv.out % 16 == 0 && kr_linear_packed_floats(p->dep_kv.out, p->dep_kv.in) ==
+                                       (size_t)p->dep_kv.out * p->dep_kv.in) {
+        if (pack(L, &p->dep_kv_s1)) return -1;
+        p->dep_kv.wp = p->dep_kv_s1.wp;
+        p->proj_s1.wp = p->dep_kv_s1.wp + (size_t)p->dep_kv.out * p->dep_kv.in;
+        p->dep_kv.w = p->proj_s1.w = NULL;
+        return 0;
+    }
+    kr_linear *views[] = {&p->dep_kv, &p->proj_s1};
+    for (int i = 0; i < 2; i++) {
+        kr_linear *l = views[i];
+        float *wp = track(L, kr_linear_packed_floats(l->out, l->in));
+        if (!wp)
+            return kr_fail_code(L->err, KR_E_NO_MEMORY,
+                                "model load: out of memory packing a %dx%d weight", l->out, l->in);
+        kr_linear_pack(wp, l->w, l->out, l->in);
+        l->w = NULL;
+        l->wp = wp;
+    }
+    untrack(L, whole);
+    p->dep_kv_s1.w = p->dep_kv_s1.wp = NULL;
+    return 0;
+}
+
 static int pack_all(loader *L) {
     kr_tokenizer_weights *t = &L->m->tok;
     kr_predictor_weights *p = &L->m->pred;
-    kr_linear *single[] = {&t->embed,   &t->quant_embed, &t->post_quant_embed, &t->head,
-                           &p->fusion,  &p->dep_q,       &p->dep_kv,           &p->dep_o,
-                           &p->proj_s1, &p->proj_s2};
-    p->dep_k.w = p->dep_k.b = p->dep_v.w = p->dep_v.b = NULL; /* views into dep_kv's */
+    kr_linear *single[] = {&t->embed, &t->quant_embed, &t->post_quant_embed, &t->head, &p->fusion,
+                           &p->dep_q, &p->dep_o,       &p->proj_s2};
+    if (pack_dep_s1(L)) return -1;
     for (size_t i = 0; i < sizeof single / sizeof *single; i++)
         if (pack(L, single[i])) return -1;
     for (int i = 0; i < t->n_enc; i++)
@@ -431,8 +472,10 @@ static int load_predictor(loader *L, const char *dir) {
     const kr_predictor_config *c = &m->pc;
     kr_predictor_weights *w = &m->pred;
     int d = c->d_model, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
-    kr_linear *dep_kv[] = {&w->dep_k, &w->dep_v};
-    const char *dep_kv_names[] = {"dep_layer.cross_attn.k_proj", "dep_layer.cross_attn.v_proj"};
+    kr_linear *dep_kv_s1[] = {&w->dep_k, &w->dep_v, &w->proj_s1};
+    const char *dep_kv_s1_names[] = {"dep_layer.cross_attn.k_proj", "dep_layer.cross_attn.v_proj",
+                                     "head.proj_s1"};
+    int dep_kv_s1_outs[] = {d, d, v1};
     if (open_weights(L, dir)) return -1;
     w->n_layers = c->n_layers;
     int rc = -1;
@@ -443,12 +486,15 @@ static int load_predictor(loader *L, const char *dir) {
         check_no_extra_block(L, "transformer", w->n_layers, "n_layers") ||
         !(w->norm = tensor(L, "norm.weight", d, 0)) ||
         linear(L, &w->dep_q, "dep_layer.cross_attn.q_proj", d, d, true) ||
-        stacked(L, &w->dep_kv, dep_kv, dep_kv_names, 2, d, d, true) ||
+        stacked_outs(L, &w->dep_kv_s1, dep_kv_s1, dep_kv_s1_names, 3, dep_kv_s1_outs, d, true) ||
         linear(L, &w->dep_o, "dep_layer.cross_attn.out_proj", d, d, true) ||
         !(w->dep_norm = tensor(L, "dep_layer.norm.weight", d, 0)) ||
-        linear(L, &w->proj_s1, "head.proj_s1", v1, d, true) ||
         linear(L, &w->proj_s2, "head.proj_s2", v2, d, true))
         goto out;
+    /* dep_k and dep_v's columns then proj_s1's: views of the stacked rows */
+    w->dep_kv = (kr_linear){.w = w->dep_kv_s1.w, .b = w->dep_kv_s1.b, .out = 2 * d, .in = d};
+    w->proj_s1 = (kr_linear){
+        .w = w->dep_kv_s1.w + (size_t)2 * d * d, .b = w->dep_kv_s1.b + 2 * d, .out = v1, .in = d};
     rc = 0;
 out:
     st_close(&L->st);

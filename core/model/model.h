@@ -31,6 +31,11 @@ typedef struct {
                        * packing the only form of the two */
     const float *dep_norm;
     kr_linear proj_s1, proj_s2;
+    /* dep_kv's columns then proj_s1's, one matrix (dep_kv and proj_s1 are views of it): a
+     * decode step, whose every row is the last of its cache, takes the dependency layer's
+     * keys and values and the s1 logits in one product. wp NULL when the two could not
+     * share it (dep_kv's columns not whole panels): then they run apart. */
+    kr_linear dep_kv_s1;
     /* [2^s1_bits][d]: dep_q of every s1 embedding row, the s2 head's query for each s1
      * token, computed at load by the same product (a row's bits depend on that row alone:
      * the very numbers a step would compute, without streaming dep_q's weights each step) */
