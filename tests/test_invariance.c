@@ -262,9 +262,13 @@ static int teardown(void **state) {
     return 0;
 }
 
+enum fork_mode { FORK_BATCHED, FORK_ALONE, FORK_LOGITS_APART };
+
 /* s1 and s2 logits of PATHS forks of one prefix, each given its own token: all at once
- * (the tile path), or one fork at a time (the row path). */
-static void fork_logits(bool batched, float *l1, float *l2) {
+ * (the tile path; the caches' bookkeeping on the pool), one fork at a time (the row path;
+ * bookkeeping on the caller), or all at once with the s1 logits asked for apart
+ * (kr_cache_s1_logits: dep_kv and proj_s1 as two products rather than the stacked one). */
+static void fork_logits(enum fork_mode mode, float *l1, float *l2) {
     kr_error err;
     kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
     assert_non_null(pool);
@@ -279,8 +283,13 @@ static void fork_logits(bool batched, float *l1, float *l2) {
         chosen[p] = (int32_t)(7 * p);
         st[p] = stamps[PREFIX];
     }
-    if (batched) {
+    if (mode == FORK_BATCHED) {
         assert_int_equal(kr_cache_append(c, PATHS, a, bb, st, 1, l1, &err), 0);
+        assert_int_equal(kr_cache_s2_logits(c, PATHS, chosen, l2, &err), 0);
+    } else if (mode == FORK_LOGITS_APART) {
+        assert_int_equal(kr_cache_append(c, PATHS, a, bb, st, 1, NULL, &err), 0);
+        for (int p = 0; p < PATHS; p++)
+            assert_int_equal(kr_cache_s1_logits(c[p], l1 + p * 1024, &err), 0);
         assert_int_equal(kr_cache_s2_logits(c, PATHS, chosen, l2, &err), 0);
     } else {
         for (int p = 0; p < PATHS; p++) {
@@ -298,14 +307,20 @@ static void fork_logits(bool batched, float *l1, float *l2) {
 static void test_batch_equals_alone(void **state) {
     (void)state;
     static float a1[PATHS * 1024], a2[PATHS * 1024], b1[PATHS * 1024], b2[PATHS * 1024];
-    fork_logits(true, a1, a2);
-    fork_logits(false, b1, b2);
+    static float c1[PATHS * 1024], c2[PATHS * 1024];
+    fork_logits(FORK_BATCHED, a1, a2);
+    fork_logits(FORK_ALONE, b1, b2);
+    fork_logits(FORK_LOGITS_APART, c1, c2);
     assert_memory_equal(a1, b1, sizeof a1);
     assert_memory_equal(a2, b2, sizeof a2);
+    assert_memory_equal(a1, c1, sizeof a1);
+    assert_memory_equal(a2, c2, sizeof a2);
 }
 
-/* The logits after PREFIX + 24 tokens fed in the given chunks. */
-static void chunked_logits(const int *chunks, int n_chunks, float *l1) {
+/* The s1 logits after PREFIX + 24 tokens fed in the given chunks, and the s2 logits for
+ * three s1 tokens (the dependency layer's keys and values of every position: a chunk of
+ * one token writes them from the stacked product, a longer one from dep_kv alone). */
+static void chunked_logits(const int *chunks, int n_chunks, float *l1, float *l2) {
     kr_error err;
     kr_pool *pool = kr_pool_create(model, (size_t)16 << 20, &err);
     kr_cache *c = kr_cache_create(pool, 0, &err);
@@ -317,6 +332,9 @@ static void chunked_logits(const int *chunks, int n_chunks, float *l1) {
         at += chunks[i];
     }
     assert_int_equal(at, PREFIX + 24);
+    kr_cache *three[3] = {c, c, c};
+    int32_t chosen[3] = {0, 511, 1023};
+    assert_int_equal(kr_cache_s2_logits(three, 3, chosen, l2, &err), 0);
     kr_cache_free(c);
     kr_pool_free(pool);
 }
@@ -324,15 +342,18 @@ static void chunked_logits(const int *chunks, int n_chunks, float *l1) {
 static void test_chunking_changes_nothing(void **state) {
     (void)state;
     static float one[1024], split[1024], tokens[1024];
+    static float one2[3 * 1024], split2[3 * 1024], tokens2[3 * 1024];
     const int whole[] = {PREFIX + 24}, parts[] = {1, PREFIX - 1, 17, 7};
     int each[PREFIX + 24];
     for (int i = 0; i < PREFIX + 24; i++)
         each[i] = 1;
-    chunked_logits(whole, 1, one);
-    chunked_logits(parts, 4, split);
-    chunked_logits(each, PREFIX + 24, tokens);
+    chunked_logits(whole, 1, one, one2);
+    chunked_logits(parts, 4, split, split2);
+    chunked_logits(each, PREFIX + 24, tokens, tokens2);
     assert_memory_equal(one, split, sizeof one);
     assert_memory_equal(one, tokens, sizeof one);
+    assert_memory_equal(one2, split2, sizeof one2);
+    assert_memory_equal(one2, tokens2, sizeof one2);
 }
 
 /* ---- forecasts batched across requests ------------------------------------------------------ */
