@@ -21,21 +21,27 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
         }
     }
     kr_linear_forward(out, pair_scratch, n, &w->fusion);
+    /* the time embedding, summed once for a run of rows of one stamp (a decode step's
+     * paths) into the pair scratch, which the fusion has read */
+    float *te = pair_scratch;
     for (int t = 0; t < n; t++) {
-        const kr_stamp *st = &stamps[t];
-        const float *rows[KR_N_TIME] = {
-            w->time[KR_TIME_MINUTE] + (size_t)st->minute * d,
-            w->time[KR_TIME_HOUR] + (size_t)st->hour * d,
-            w->time[KR_TIME_WEEKDAY] + (size_t)st->weekday * d,
-            w->time[KR_TIME_DAY] + (size_t)st->day * d,
-            w->time[KR_TIME_MONTH] + (size_t)st->month * d,
-        };
-        float *o = out + (size_t)t * d;
-        for (int i = 0; i < d; i++) {
+        const kr_stamp *st = &stamps[t], *pr = t ? &stamps[t - 1] : NULL;
+        if (!pr || st->minute != pr->minute || st->hour != pr->hour || st->weekday != pr->weekday ||
+            st->day != pr->day || st->month != pr->month) {
+            const float *rows[KR_N_TIME] = {
+                w->time[KR_TIME_MINUTE] + (size_t)st->minute * d,
+                w->time[KR_TIME_HOUR] + (size_t)st->hour * d,
+                w->time[KR_TIME_WEEKDAY] + (size_t)st->weekday * d,
+                w->time[KR_TIME_DAY] + (size_t)st->day * d,
+                w->time[KR_TIME_MONTH] + (size_t)st->month * d,
+            };
             /* upstream's order: hour + weekday + day + month + minute */
-            float te = rows[1][i] + rows[2][i] + rows[3][i] + rows[4][i] + rows[0][i];
-            o[i] += te;
+            for (int i = 0; i < d; i++)
+                te[i] = rows[1][i] + rows[2][i] + rows[3][i] + rows[4][i] + rows[0][i];
         }
+        float *o = out + (size_t)t * d;
+        for (int i = 0; i < d; i++)
+            o[i] += te[i];
     }
 }
 

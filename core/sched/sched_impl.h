@@ -147,6 +147,8 @@ struct kr_sched {
     int32_t *s2_a;
     float *s2_l2;
     int s2_cap;
+    float *l1_buf; /* the append's s1 logits when they cannot go straight to their groups */
+    int l1_cap;    /* in groups */
     kr_sched_stats stats;
 };
 

@@ -59,17 +59,30 @@ static int others_rows(const kr_sched *s, int rows, int fallback) {
 
 /* ---- one step ----------------------------------------------------------------------------- */
 
-/* The append of groups [g0, g1) (rows from row0), with the logits copied where wanted. */
+/* The append of groups [g0, g1) (rows from row0), with the logits copied where wanted:
+ * written straight into the groups' arrays when these follow one another (a forecast's
+ * paths), else through the scheduler's kept buffer (an append writes nothing when it
+ * fails). */
 static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
     step_batch *b = &s->batch;
     int v1 = 1 << s->m->pc.s1_bits;
-    float *l1 = malloc((size_t)(g1 - g0) * v1 * sizeof(float));
-    if (!l1) return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for logits");
+    float *direct = b->l1[g0];
+    for (int g = g0; direct && g < g1; g++)
+        if (b->l1[g] != direct + (size_t)(g - g0) * v1) direct = NULL;
+    if (direct)
+        return kr_cache_append_ragged(b->caches + g0, g1 - g0, b->T + g0, b->s1 + row0,
+                                      b->s2 + row0, b->st + row0, direct, err);
+    if (g1 - g0 > s->l1_cap) {
+        int cap = sched_next_cap(s->l1_cap, g1 - g0);
+        if (sched_resize((void **)&s->l1_buf, cap * v1, sizeof *s->l1_buf))
+            return kr_fail_code(err, KR_E_NO_MEMORY, "scheduler: out of memory for logits");
+        s->l1_cap = cap;
+    }
+    float *l1 = s->l1_buf;
     int rc = kr_cache_append_ragged(b->caches + g0, g1 - g0, b->T + g0, b->s1 + row0, b->s2 + row0,
                                     b->st + row0, l1, err);
     for (int g = g0; rc == 0 && g < g1; g++)
         if (b->l1[g]) memcpy(b->l1[g], l1 + (size_t)(g - g0) * v1, (size_t)v1 * sizeof(float));
-    free(l1);
     return rc;
 }
 
@@ -130,9 +143,24 @@ static void run_append(kr_sched *s) {
         youngest->failed = true;
 }
 
-/* The s2 logits of every drawing row, in one call (one job at a time when it fails). */
+/* The s2 logits of every drawing row, in one call (one job at a time when it fails); a
+ * job that draws alone gets them straight into its array. */
 static void run_s2(kr_sched *s) {
-    int n = 0, v2 = 1 << s->m->pc.s2_bits;
+    int n = 0, v2 = 1 << s->m->pc.s2_bits, n_ready = 0;
+    sched_job *alone = NULL;
+    for (sched_job *j = s->active; j; j = j->next)
+        if (j->ready) {
+            n_ready++;
+            alone = j;
+        }
+    if (n_ready == 1) {
+        if (kr_cache_s2_logits(alone->draw_caches, alone->n_draw, alone->draw_s1, alone->draw_l2,
+                               &alone->err)) {
+            alone->ready = false;
+            alone->failed = true;
+        }
+        return;
+    }
     for (sched_job *j = s->active; j; j = j->next) {
         if (!j->ready) continue;
         int S = j->n_draw;
