@@ -2,32 +2,61 @@
  * reference that every faster path is checked against. */
 #include "predictor.h"
 #include "nn.h"
+#include "parallel.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
-                        const kr_stamp *stamps, int n, float *out, float *pair_scratch) {
-    const kr_predictor_weights *w = &m->pred;
-    int d = m->pc.d_model;
-    float scale = (float)sqrt((double)d);
-    for (int t = 0; t < n; t++) {
-        float *p = pair_scratch + (size_t)t * 2 * d;
-        const float *e1 = w->emb_s1 + (size_t)s1[t] * d, *e2 = w->emb_s2 + (size_t)s2[t] * d;
+/* Rows per item of the embedding's two row-wise loops, and the rows from which they run on
+ * the pool's threads (a decode step's paths, a prefill) */
+#define EMBED_ITEM_ROWS     4
+#define EMBED_PARALLEL_ROWS 8
+
+typedef struct {
+    const kr_predictor_weights *w;
+    const int32_t *s1, *s2;
+    const kr_stamp *stamps;
+    int n, d;
+    float scale;
+    float *out, *pair;
+} embed_job;
+
+/* pair rows of item i: [emb_s1[s1]·√d, emb_s2[s2]·√d] */
+static void embed_pairs(void *ctx, int item, int worker) {
+    (void)worker;
+    const embed_job *j = ctx;
+    int d = j->d, t1 = (item + 1) * EMBED_ITEM_ROWS < j->n ? (item + 1) * EMBED_ITEM_ROWS : j->n;
+    for (int t = item * EMBED_ITEM_ROWS; t < t1; t++) {
+        float *p = j->pair + (size_t)t * 2 * d;
+        const float *e1 = j->w->emb_s1 + (size_t)j->s1[t] * d;
+        const float *e2 = j->w->emb_s2 + (size_t)j->s2[t] * d;
         for (int i = 0; i < d; i++) {
-            p[i] = e1[i] * scale;
-            p[d + i] = e2[i] * scale;
+            p[i] = e1[i] * j->scale;
+            p[d + i] = e2[i] * j->scale;
         }
     }
-    kr_linear_forward(out, pair_scratch, n, &w->fusion);
-    /* the time embedding, summed once for a run of rows of one stamp (a decode step's
-     * paths) into the pair scratch, which the fusion has read */
-    float *te = pair_scratch;
-    for (int t = 0; t < n; t++) {
-        const kr_stamp *st = &stamps[t], *pr = t ? &stamps[t - 1] : NULL;
-        if (!pr || st->minute != pr->minute || st->hour != pr->hour || st->weekday != pr->weekday ||
-            st->day != pr->day || st->month != pr->month) {
+}
+
+static bool same_stamp(const kr_stamp *a, const kr_stamp *b) {
+    return a->minute == b->minute && a->hour == b->hour && a->weekday == b->weekday &&
+           a->day == b->day && a->month == b->month;
+}
+
+/* the time embeddings added to the rows of item i; the sum is made once for a run of rows
+ * of one stamp (a decode step's paths), in the item's own pair rows, which the fusion has
+ * read */
+static void embed_times(void *ctx, int item, int worker) {
+    (void)worker;
+    const embed_job *j = ctx;
+    const kr_predictor_weights *w = j->w;
+    int d = j->d, t0 = item * EMBED_ITEM_ROWS;
+    int t1 = t0 + EMBED_ITEM_ROWS < j->n ? t0 + EMBED_ITEM_ROWS : j->n;
+    float *te = j->pair + (size_t)t0 * 2 * d;
+    for (int t = t0; t < t1; t++) {
+        const kr_stamp *st = &j->stamps[t];
+        if (t == t0 || !same_stamp(st, &j->stamps[t - 1])) {
             const float *rows[KR_N_TIME] = {
                 w->time[KR_TIME_MINUTE] + (size_t)st->minute * d,
                 w->time[KR_TIME_HOUR] + (size_t)st->hour * d,
@@ -39,10 +68,22 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
             for (int i = 0; i < d; i++)
                 te[i] = rows[1][i] + rows[2][i] + rows[3][i] + rows[4][i] + rows[0][i];
         }
-        float *o = out + (size_t)t * d;
+        float *o = j->out + (size_t)t * d;
         for (int i = 0; i < d; i++)
             o[i] += te[i];
     }
+}
+
+void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
+                        const kr_stamp *stamps, int n, float *out, float *pair_scratch) {
+    const kr_predictor_weights *w = &m->pred;
+    int d = m->pc.d_model, items = (n + EMBED_ITEM_ROWS - 1) / EMBED_ITEM_ROWS;
+    embed_job j = {w, s1, s2, stamps, n, d, (float)sqrt((double)d), out, pair_scratch};
+    void (*loop)(int, kr_task_fn, void *) =
+        n >= EMBED_PARALLEL_ROWS ? kr_parallel_for : kr_serial_for;
+    loop(items, embed_pairs, &j);
+    kr_linear_forward(out, pair_scratch, n, &w->fusion);
+    loop(items, embed_times, &j);
 }
 
 void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, float *v,
