@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows per item of the embedding's two row-wise loops, and the rows from which they run on
- * the pool's threads (a decode step's paths, a prefill) */
+/* Rows per item of the row-wise loops (the embedding's two, the norms), and the rows from
+ * which they run on the pool's threads (a decode step's paths, a prefill) */
 #define EMBED_ITEM_ROWS     4
 #define EMBED_PARALLEL_ROWS 8
 
@@ -99,6 +99,35 @@ void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, flo
     }
 }
 
+typedef struct {
+    float *x;
+    const float *const *add;
+    const float *w;
+    int R, d;
+} norm_job;
+
+static void norm_item(void *ctx, int item, int worker) {
+    (void)worker;
+    const norm_job *j = ctx;
+    int d = j->d, r0 = item * EMBED_ITEM_ROWS;
+    int r1 = r0 + EMBED_ITEM_ROWS < j->R ? r0 + EMBED_ITEM_ROWS : j->R;
+    float *x = j->x + (size_t)r0 * d;
+    if (j->add)
+        for (int r = r0; r < r1; r++)
+            for (int k = 0; k < d; k++)
+                j->x[(size_t)r * d + k] += j->add[r][k];
+    kr_rmsnorm(x, x, j->w, r1 - r0, d);
+}
+
+void kr_predictor_norm_rows(float *x, const float *const *add, const float *w, int R, int d) {
+    norm_job j = {x, add, w, R, d};
+    int items = (R + EMBED_ITEM_ROWS - 1) / EMBED_ITEM_ROWS;
+    if (R >= EMBED_PARALLEL_ROWS)
+        kr_parallel_for(items, norm_item, &j);
+    else
+        kr_serial_for(items, norm_item, &j);
+}
+
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
                               const kr_stamp *stamps, int n, kr_error *err) {
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
@@ -136,10 +165,7 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
         memcpy(q + (size_t)i * d, w->dep_q_table + (size_t)s1[i] * d, (size_t)d * sizeof(float));
     kr_attend_rows(attn, q, rows, S, d, layer, KR_DEP_HEADS, scores, max_len);
     kr_linear_forward(in, attn, S, &w->dep_o);
-    for (int i = 0; i < S; i++)
-        for (int k = 0; k < d; k++)
-            in[(size_t)i * d + k] += h_last[i][k];
-    kr_rmsnorm(in, in, w->dep_norm, S, d);
+    kr_predictor_norm_rows(in, h_last, w->dep_norm, S, d);
     kr_linear_forward(s2_logits, in, S, &w->proj_s2);
     kr_scratch_release(&mem);
     return 0;
