@@ -131,7 +131,7 @@ static void append_chunk(kr_cache *const *caches, int S, const int *n, const int
     }
     for (int l = 0; l < w->n_layers; l++)
         kr_block_forward(&w->blocks[l], l, a->x, S, a->seqs, &a->blk);
-    kr_predictor_norm_rows(a->x, NULL, w->norm, R, d);
+    kr_rmsnorm(a->x, a->x, w->norm, R, d);
 
     /* the dependency layer's keys and values of the new positions (no RoPE there); a decode
      * step (every row the last of its cache, each wanting its logits) takes them and the s1

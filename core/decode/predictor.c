@@ -9,18 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Rows per item of the row-wise loops (the embedding's two, the norms), and the rows from
- * which they run on the pool's threads (a decode step's paths, a prefill) */
+/* Rows per item of the embedding's pair rows, and the rows from which they are gathered on
+ * the pool's threads (a decode step's paths, a prefill: rows of two cold tables) */
 #define EMBED_ITEM_ROWS     4
 #define EMBED_PARALLEL_ROWS 8
 
 typedef struct {
     const kr_predictor_weights *w;
     const int32_t *s1, *s2;
-    const kr_stamp *stamps;
     int n, d;
     float scale;
-    float *out, *pair;
+    float *pair;
 } embed_job;
 
 /* pair rows of item i: [emb_s1[s1]·√d, emb_s2[s2]·√d] */
@@ -44,19 +43,13 @@ static bool same_stamp(const kr_stamp *a, const kr_stamp *b) {
            a->day == b->day && a->month == b->month;
 }
 
-/* the time embeddings added to the rows of item i; the sum is made once for a run of rows
- * of one stamp (a decode step's paths), in the item's own pair rows, which the fusion has
- * read */
-static void embed_times(void *ctx, int item, int worker) {
-    (void)worker;
-    const embed_job *j = ctx;
-    const kr_predictor_weights *w = j->w;
-    int d = j->d, t0 = item * EMBED_ITEM_ROWS;
-    int t1 = t0 + EMBED_ITEM_ROWS < j->n ? t0 + EMBED_ITEM_ROWS : j->n;
-    float *te = j->pair + (size_t)t0 * 2 * d;
-    for (int t = t0; t < t1; t++) {
-        const kr_stamp *st = &j->stamps[t];
-        if (t == t0 || !same_stamp(st, &j->stamps[t - 1])) {
+/* out[t] += the time embedding of stamps[t], summed once for a run of rows of one stamp (a
+ * decode step's paths) into te[d] */
+static void embed_times(const kr_predictor_weights *w, const kr_stamp *stamps, int n, int d,
+                        float *out, float *te) {
+    for (int t = 0; t < n; t++) {
+        const kr_stamp *st = &stamps[t];
+        if (t == 0 || !same_stamp(st, &stamps[t - 1])) {
             const float *rows[KR_N_TIME] = {
                 w->time[KR_TIME_MINUTE] + (size_t)st->minute * d,
                 w->time[KR_TIME_HOUR] + (size_t)st->hour * d,
@@ -68,7 +61,7 @@ static void embed_times(void *ctx, int item, int worker) {
             for (int i = 0; i < d; i++)
                 te[i] = rows[1][i] + rows[2][i] + rows[3][i] + rows[4][i] + rows[0][i];
         }
-        float *o = j->out + (size_t)t * d;
+        float *o = out + (size_t)t * d;
         for (int i = 0; i < d; i++)
             o[i] += te[i];
     }
@@ -78,12 +71,13 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
                         const kr_stamp *stamps, int n, float *out, float *pair_scratch) {
     const kr_predictor_weights *w = &m->pred;
     int d = m->pc.d_model, items = (n + EMBED_ITEM_ROWS - 1) / EMBED_ITEM_ROWS;
-    embed_job j = {w, s1, s2, stamps, n, d, (float)sqrt((double)d), out, pair_scratch};
-    void (*loop)(int, kr_task_fn, void *) =
-        n >= EMBED_PARALLEL_ROWS ? kr_parallel_for : kr_serial_for;
-    loop(items, embed_pairs, &j);
+    embed_job j = {w, s1, s2, n, d, (float)sqrt((double)d), pair_scratch};
+    if (n >= EMBED_PARALLEL_ROWS)
+        kr_parallel_for(items, embed_pairs, &j);
+    else
+        kr_serial_for(items, embed_pairs, &j);
     kr_linear_forward(out, pair_scratch, n, &w->fusion);
-    loop(items, embed_times, &j);
+    embed_times(w, stamps, n, d, out, pair_scratch); /* the fusion has read the pairs */
 }
 
 void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, float *v,
@@ -97,35 +91,6 @@ void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, flo
         memcpy(k + r * d, stacked + r * 2 * d, (size_t)d * sizeof(float));
         memcpy(v + r * d, stacked + r * 2 * d + d, (size_t)d * sizeof(float));
     }
-}
-
-typedef struct {
-    float *x;
-    const float *const *add;
-    const float *w;
-    int R, d;
-} norm_job;
-
-static void norm_item(void *ctx, int item, int worker) {
-    (void)worker;
-    const norm_job *j = ctx;
-    int d = j->d, r0 = item * EMBED_ITEM_ROWS;
-    int r1 = r0 + EMBED_ITEM_ROWS < j->R ? r0 + EMBED_ITEM_ROWS : j->R;
-    float *x = j->x + (size_t)r0 * d;
-    if (j->add)
-        for (int r = r0; r < r1; r++)
-            for (int k = 0; k < d; k++)
-                j->x[(size_t)r * d + k] += j->add[r][k];
-    kr_rmsnorm(x, x, j->w, r1 - r0, d);
-}
-
-void kr_predictor_norm_rows(float *x, const float *const *add, const float *w, int R, int d) {
-    norm_job j = {x, add, w, R, d};
-    int items = (R + EMBED_ITEM_ROWS - 1) / EMBED_ITEM_ROWS;
-    if (R >= EMBED_PARALLEL_ROWS)
-        kr_parallel_for(items, norm_item, &j);
-    else
-        kr_serial_for(items, norm_item, &j);
 }
 
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
@@ -165,7 +130,10 @@ int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
         memcpy(q + (size_t)i * d, w->dep_q_table + (size_t)s1[i] * d, (size_t)d * sizeof(float));
     kr_attend_rows(attn, q, rows, S, d, layer, KR_DEP_HEADS, scores, max_len);
     kr_linear_forward(in, attn, S, &w->dep_o);
-    kr_predictor_norm_rows(in, h_last, w->dep_norm, S, d);
+    for (int i = 0; i < S; i++)
+        for (int k = 0; k < d; k++)
+            in[(size_t)i * d + k] += h_last[i][k];
+    kr_rmsnorm(in, in, w->dep_norm, S, d);
     kr_linear_forward(s2_logits, in, S, &w->proj_s2);
     kr_scratch_release(&mem);
     return 0;

@@ -14,9 +14,6 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
  * of the kernels' 16-column panels. */
 void kr_predictor_dep_kv(const kr_model *m, const float *x, int R, float *k, float *v,
                          float *stacked);
-/* x[R][d] (each row plus add[r][d] first, when add is not NULL) normed in place by w:
- * kr_rmsnorm's bits, in loops of a few rows, on the pool's threads for a step's paths. */
-void kr_predictor_norm_rows(float *x, const float *const *add, const float *w, int R, int d);
 /* Checks that tokens and stamps are in range. */
 int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_t *s2,
                               const kr_stamp *stamps, int n, kr_error *err);
