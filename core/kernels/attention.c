@@ -220,6 +220,7 @@ typedef struct {
     const float *q;
     const kr_attn_row *rows;
     int n_rows, d, layer, n_heads, per_task, n_tiles;
+    int group;   /* the row path's heads an item (HEAD_GROUP or 1) */
     int *shared; /* [n_tiles]: keys [0, shared) that every row of the tile reads alike */
     int *scored; /* [n_tiles]: keys [0, scored) the tile scores for all its rows at once:
                   * all its rows' keys when they read one cache (a key past a row's end is
@@ -229,14 +230,17 @@ typedef struct {
 } attend_job;
 
 /* The row path: items are (row, group of heads) pairs, row-major, per_task of them a task
- * (a decode step of one path still spreads its heads over the threads). */
-static int head_group(int n_heads) {
-    return n_heads % HEAD_GROUP == 0 ? HEAD_GROUP : 1;
+ * (a decode step of one path still spreads its heads over the threads): heads in groups of
+ * four, or one head an item when groups would leave a thread idle (the dependency layer's four
+ * heads of one path). A group's values are the same sums as its heads' one by one. */
+static int head_group(int n_heads, int n_rows, int threads) {
+    if (n_heads % HEAD_GROUP != 0) return 1;
+    return n_rows * (n_heads / HEAD_GROUP) < threads ? 1 : HEAD_GROUP;
 }
 
 static void attend_task(void *arg, int task, int worker) {
     const attend_job *j = arg;
-    int g = head_group(j->n_heads), groups = j->n_heads / g, hd = j->d / j->n_heads;
+    int g = j->group, groups = j->n_heads / g, hd = j->d / j->n_heads;
     int n = j->n_rows * groups;
     int i0 = task * j->per_task, i1 = i0 + j->per_task < n ? i0 + j->per_task : n;
     for (int i = i0; i < i1; i++) {
@@ -631,7 +635,8 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
         return;
     }
     kr_scratch_release(&tables);
-    int items = n_rows * (n_heads / head_group(n_heads));
+    j.group = head_group(n_heads, n_rows, threads);
+    int items = n_rows * (n_heads / j.group);
     j.per_task = (items + 4 * threads - 1) / (4 * threads);
     kr_parallel_for((items + j.per_task - 1) / j.per_task, attend_task, &j);
 }
