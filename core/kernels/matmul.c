@@ -367,24 +367,28 @@ static void run_range(const linear_job *j, int c, int run, int *p0, int *p1) {
 
 /* The n panels from `want` that a task's thread reads next (for pf, see micro512): `want`
  * itself while it is below its run's end p1, else the start of the task's next run, else
- * (after the task's last row chunk) the first of the task the thread likely claims next,
- * task + threads (the threads claim in turn). *got: how many of the n exist (0: none). */
+ * (after the task's last row chunk) the first of the task its thread runs next, claimed now
+ * (*next_task: -2 until then; a guess such as task + threads is wrong whenever one thread runs
+ * ahead of the other, and both then start their next task from memory). *got: how many of
+ * the n exist (0: none). */
 static const char *next_panels(const linear_job *j, int task, int run, int want, int n, int p1,
-                               bool last_chunk, int *got) {
-    int panels = (j->l->out + PANEL - 1) / PANEL, nt = task + j->threads, np = panels, e = panels;
+                               bool last_chunk, int *next_task, int *got) {
+    int panels = (j->l->out + PANEL - 1) / PANEL, np = panels, e = panels;
     if (want < p1)
         np = want, e = p1;
     else if (run + 1 < j->runs)
         run_range(j, task % j->col_tasks, run + 1, &np, &e);
-    else if (last_chunk && nt < j->tasks)
-        run_range(j, nt % j->col_tasks, 0, &np, &e);
+    else if (last_chunk) {
+        if (*next_task == -2) *next_task = kr_parallel_claim_next();
+        if (*next_task >= 0) run_range(j, *next_task % j->col_tasks, 0, &np, &e);
+    }
     *got = e - np < n ? e - np : n;
     return (const char *)(j->l->wp + (size_t)np * j->l->in * PANEL);
 }
 
 /* Rows [rc, rc1) x panels [p0, p1) of a task: the kernel level's blocks. */
 static void task_block(const linear_job *j, int task, int run, int rc, int rc1, int p0, int p1,
-                       bool last_chunk) {
+                       bool last_chunk, int *next_task) {
     const kr_linear *l = j->l;
     switch (j->simd) {
 #ifdef KR_X86
@@ -399,7 +403,8 @@ static void task_block(const linear_job *j, int task, int run, int rc, int rc1, 
         if ((p1 - p0) % 4 == 0) { /* whole groups of 4 panels: 6 x 4 blocks */
             for (int p = p0; p < p1; p += 4) {
                 int np_n;
-                const char *next = next_panels(j, task, run, p + 4, 4, p1, last_chunk, &np_n);
+                const char *next =
+                    next_panels(j, task, run, p + 4, 4, p1, last_chunk, next_task, &np_n);
                 for (int r = rc, b = 0; r < rc1; r += 6, b++) {
                     int rn = rc1 - r < 6 ? rc1 - r : 6;
                     const char *pf = b < np_n ? next + (size_t)b * l->in * 64 : NULL;
@@ -427,7 +432,8 @@ static void task_block(const linear_job *j, int task, int run, int rc, int rc1, 
         }
         for (int p = p0; p < p1; p++) {
             int np_n; /* the first row block fetches the next panel whole (in lines) */
-            const char *next = next_panels(j, task, run, p + 1, 1, p1, last_chunk, &np_n);
+            const char *next =
+                next_panels(j, task, run, p + 1, 1, p1, last_chunk, next_task, &np_n);
             for (int r = rc; r < rc1; r += AVX2_RB) {
                 int rn = rc1 - r < AVX2_RB ? rc1 - r : AVX2_RB;
                 micro256_table[rn - 1](j->y, j->x, r, p, l, r == rc && np_n ? next : NULL);
@@ -436,7 +442,7 @@ static void task_block(const linear_job *j, int task, int run, int rc, int rc1, 
         break;
 #endif
     default:
-        (void)task, (void)run, (void)last_chunk;
+        (void)task, (void)run, (void)last_chunk, (void)next_task;
         panels_generic(j->y, j->x, rc, rc1, p0, p1, l);
         break;
     }
@@ -449,13 +455,13 @@ static void linear_task(void *arg, int task, int worker) {
     (void)worker;
     const linear_job *j = arg;
     int c = task % j->col_tasks, r0 = task / j->col_tasks * j->task_rows;
-    int r1 = r0 + j->task_rows < j->T ? r0 + j->task_rows : j->T;
+    int r1 = r0 + j->task_rows < j->T ? r0 + j->task_rows : j->T, next = -2;
     for (int rc = r0; rc < r1; rc += ROW_CHUNK) {
         int rc1 = rc + ROW_CHUNK < r1 ? rc + ROW_CHUNK : r1;
         for (int run = 0; run < j->runs; run++) {
             int p0, p1;
             run_range(j, c, run, &p0, &p1);
-            task_block(j, task, run, rc, rc1, p0, p1, rc1 == r1);
+            task_block(j, task, run, rc, rc1, p0, p1, rc1 == r1, &next);
         }
     }
     if (j->epi) {
