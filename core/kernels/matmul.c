@@ -346,7 +346,7 @@ static const micro_fn micro256_table[AVX2_RB] = {micro256_1, micro256_2, micro25
 typedef struct {
     const y_map *y;
     const float *x;
-    int T, col_tasks, task_rows, tasks, threads;
+    int T, col_tasks, task_rows, tasks;
     /* A task holds `runs` runs of run_panels panels: one run (the plain product), or the same
      * columns of each of the n parts, run i in part i (part_panels apart), so that an epilogue
      * sees matching columns of every part (w1|w3: h1 and h3 side by side). */
@@ -493,9 +493,19 @@ static void forward(const y_map *y, int n, const float *x, int T, const kr_linea
         rp = (rp + 7) / 8 * 8;
     }
     int col_tasks = (part_panels + rp - 1) / rp;
-    linear_job j = {y,       x,      T,  col_tasks,   per, col_tasks * row_tasks,
-                    threads, runs,   rp, part_panels, l,   kr_simd_level(),
-                    epi,     epi_ctx};
+    linear_job j = {.y = y,
+                    .x = x,
+                    .T = T,
+                    .col_tasks = col_tasks,
+                    .task_rows = per,
+                    .tasks = col_tasks * row_tasks,
+                    .runs = runs,
+                    .run_panels = rp,
+                    .part_panels = part_panels,
+                    .l = l,
+                    .simd = kr_simd_level(),
+                    .epi = epi,
+                    .epi_ctx = epi_ctx};
     kr_parallel_for(j.tasks, linear_task, &j);
 }
 
