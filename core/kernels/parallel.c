@@ -131,7 +131,7 @@ static int claim(unsigned gen, int n) {
 
 int kr_parallel_claim_next(void) {
     if (!here.active || here.ahead >= 0) return -1;
-    if (here.serial) return here.cur + 1 < here.n ? here.cur + 1 : -1;
+    if (here.serial) return here.ahead = here.cur + 1 < here.n ? here.cur + 1 : -1;
     return here.ahead = claim(here.gen, here.n);
 }
 
