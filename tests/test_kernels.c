@@ -14,6 +14,9 @@
 
 #include "kronos.h"
 #include "matmul.h"
+#include "parallel.h"
+
+#include <stdatomic.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -141,11 +144,140 @@ static void test_tokenizer_layers(void **state) {
     shape("tokenizer head", 256, 6, 1, 6);
 }
 
+/* kr_linear_forward_then: the epilogue sees each (row, column) of the output once, in blocks
+ * that hold the same columns of every part, each block already equal to the plain product
+ * when the epilogue gets it. On the pool's threads (as many as the machine has). */
+typedef struct {
+    float *const *ys; /* what the product writes: n parts of [rows][width] */
+    float *seen;      /* [n][rows][width]: the blocks as the epilogue found them */
+    int *visits;      /* [rows][width] */
+    int n, rows, width;
+} epi_record;
+
+static void record(void *arg, int r0, int r1, int c0, int c1) {
+    const epi_record *e = arg;
+    for (int r = r0; r < r1; r++)
+        for (int c = c0; c < c1; c++) {
+            size_t at = (size_t)r * e->width + c;
+            e->visits[at]++; /* blocks are disjoint: no two threads touch one element */
+            for (int p = 0; p < e->n; p++)
+                e->seen[(size_t)p * e->rows * e->width + at] = e->ys[p][at];
+        }
+}
+
+static void epilogue_case(int in, int out, int n, int rows) {
+    int width = out / n;
+    float *w = malloc((size_t)out * in * sizeof(float));
+    float *wp = malloc(kr_linear_packed_floats(out, in) * sizeof(float));
+    float *b = malloc((size_t)out * sizeof(float)), *x = malloc((size_t)rows * in * sizeof(float));
+    float *plain = malloc((size_t)rows * out * sizeof(float));
+    float *y = malloc((size_t)rows * out * sizeof(float));
+    float *seen = malloc((size_t)rows * out * sizeof(float));
+    int *visits = malloc((size_t)rows * width * sizeof(int));
+    assert_true(w && wp && b && x && plain && y && seen && visits);
+    for (size_t i = 0; i < (size_t)out * in; i++)
+        w[i] = lcg();
+    for (int i = 0; i < out; i++)
+        b[i] = lcg();
+    for (size_t i = 0; i < (size_t)rows * in; i++)
+        x[i] = lcg();
+    kr_linear_pack(wp, w, out, in);
+    kr_linear l = {.b = b, .out = out, .in = in, .wp = wp};
+    float *ys[4], *plains[4];
+    for (int p = 0; p < n; p++) {
+        ys[p] = y + (size_t)p * rows * width;
+        plains[p] = plain + (size_t)p * rows * width;
+    }
+    kr_simd best = kr_simd_level();
+    for (int s = KR_SIMD_GENERIC; s <= (int)best; s++) {
+        if (s == KR_SIMD_GENERIC && (size_t)rows * in * out > 40000000u) continue;
+        assert_int_equal(kr_simd_set((kr_simd)s), 0);
+        if (n == 1)
+            kr_linear_forward(plain, x, rows, &l);
+        else
+            assert_int_equal(kr_linear_forward_parts(plains, n, x, rows, &l), 0);
+        memset(visits, 0, (size_t)rows * width * sizeof(int));
+        memset(seen, 0xff, (size_t)rows * out * sizeof(float));
+        epi_record e = {ys, seen, visits, n, rows, width};
+        assert_int_equal(kr_linear_forward_then(ys, n, x, rows, &l, record, &e), 0);
+        assert_memory_equal(y, plain, (size_t)rows * out * sizeof(float));
+        assert_memory_equal(seen, plain, (size_t)rows * out * sizeof(float));
+        for (size_t i = 0; i < (size_t)rows * width; i++)
+            assert_int_equal(visits[i], 1);
+    }
+    assert_int_equal(kr_simd_set(best), 0);
+    free(w), free(wp), free(b), free(x), free(plain), free(y), free(seen), free(visits);
+}
+
+static void test_epilogue_blocks(void **state) {
+    (void)state;
+    const int rows[] = {1, 2, 3, 30, 200};
+    for (int i = 0; i < 5; i++) {
+        epilogue_case(512, 2048, 2, rows[i]); /* w1|w3: h1 and h3 side by side */
+        epilogue_case(512, 512, 1, rows[i]);  /* o: a residual */
+        epilogue_case(64, 20, 1, rows[i]);    /* one part of any width, last panel partial */
+        epilogue_case(64, 96, 3, rows[i]);    /* three parts of two panels */
+    }
+    assert_int_equal(kr_linear_forward_then((float *const[]){NULL, NULL}, 2, NULL, 1,
+                                            &(kr_linear){.out = 40, .in = 8}, record, NULL),
+                     -1); /* 20-column parts straddle a panel */
+    print_message("# epilogues: every block once, complete, on every level\n");
+}
+
+/* kr_parallel_claim_next: a claimed item is the next one its thread runs, every item runs once. */
+enum { CLAIM_ITEMS = 4000, CLAIM_MAX_THREADS = 64 };
+typedef struct {
+    atomic_int runs[CLAIM_ITEMS];
+    int claimed[CLAIM_ITEMS], again[CLAIM_ITEMS];
+    int order[CLAIM_MAX_THREADS][CLAIM_ITEMS], count[CLAIM_MAX_THREADS];
+} claim_log;
+
+static void claim_item(void *arg, int i, int worker) {
+    claim_log *g = arg;
+    atomic_fetch_add(&g->runs[i], 1);
+    g->order[worker][g->count[worker]++] = i;
+    volatile double spin = 0; /* items of unequal length, so that threads overtake */
+    for (int k = 0; k < (i * 7919) % 300; k++)
+        spin += k;
+    g->claimed[i] = i % 3 ? kr_parallel_claim_next() : -3;
+    g->again[i] = i % 3 == 1 ? kr_parallel_claim_next() : -1; /* one claim an item: -1 */
+}
+
+static void test_claim_next(void **state) {
+    (void)state;
+    static claim_log g;
+    assert_true(kr_parallel_threads() <= CLAIM_MAX_THREADS);
+    for (int round = 0; round < 20; round++) {
+        memset(&g, 0, sizeof g);
+        kr_parallel_for(CLAIM_ITEMS, claim_item, &g);
+        for (int i = 0; i < CLAIM_ITEMS; i++) {
+            assert_int_equal(atomic_load(&g.runs[i]), 1);
+            assert_int_equal(g.again[i], -1);
+        }
+        for (int t = 0; t < kr_parallel_threads(); t++)
+            for (int k = 0; k < g.count[t]; k++) {
+                int c = g.claimed[g.order[t][k]];
+                if (c >= 0) {
+                    assert_true(k + 1 < g.count[t]);
+                    assert_int_equal(g.order[t][k + 1], c);
+                }
+            }
+    }
+    memset(&g, 0, sizeof g);
+    kr_serial_for(10, claim_item, &g); /* alone, the next item is the next index */
+    assert_int_equal(g.claimed[1], 2);
+    assert_int_equal(g.claimed[8], 9);
+    assert_int_equal(g.claimed[5], 6);
+    assert_int_equal(g.again[4], -1);
+    assert_int_equal(kr_parallel_claim_next(), -1); /* outside a loop */
+    print_message("# claim ahead: each item once, a claimed item next on its thread\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_small_layers),
-        cmocka_unit_test(test_base_layers),
-        cmocka_unit_test(test_tokenizer_layers),
+        cmocka_unit_test(test_small_layers),     cmocka_unit_test(test_base_layers),
+        cmocka_unit_test(test_tokenizer_layers), cmocka_unit_test(test_epilogue_blocks),
+        cmocka_unit_test(test_claim_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

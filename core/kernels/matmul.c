@@ -346,123 +346,193 @@ static const micro_fn micro256_table[AVX2_RB] = {micro256_1, micro256_2, micro25
 typedef struct {
     const y_map *y;
     const float *x;
-    int T, col_tasks, task_rows, tasks, threads, task_panels;
+    int T, col_tasks, task_rows, tasks;
+    /* A task holds `runs` runs of run_panels panels: one run (the plain product), or the same
+     * columns of each of the n parts, run i in part i (part_panels apart), so that an epilogue
+     * sees matching columns of every part (w1|w3: h1 and h3 side by side). */
+    int runs, run_panels, part_panels;
     const kr_linear *l;
     kr_simd simd;
+    kr_linear_epilogue epi;
+    void *epi_ctx;
 } linear_job;
 
+/* Panels [*p0, *p1) of run `run` of column task c. */
+static void run_range(const linear_job *j, int c, int run, int *p0, int *p1) {
+    int base = run * j->part_panels,
+        end = j->runs > 1 ? base + j->part_panels : (j->l->out + PANEL - 1) / PANEL;
+    *p0 = base + c * j->run_panels;
+    *p1 = *p0 + j->run_panels < end ? *p0 + j->run_panels : end;
+}
+
 /* The n panels from `want` that a task's thread reads next (for pf, see micro512): `want`
- * itself while it is below the task's end p1, else (after the task's last row chunk) the first
- * of the task the thread likely claims next, task + threads (the threads claim in turn). *got:
- * how many of the n exist (0: none). */
-static const char *next_panels(const linear_job *j, int task, int want, int n, int p1,
-                               bool last_chunk, int *got) {
-    int panels = (j->l->out + PANEL - 1) / PANEL, nt = task + j->threads;
-    int np = want < p1                     ? want
-             : last_chunk && nt < j->tasks ? nt % j->col_tasks * j->task_panels
-                                           : panels;
-    *got = panels - np < n ? panels - np : n;
+ * itself while it is below its run's end p1, else the start of the task's next run, else
+ * (after the task's last row chunk) the first of the task its thread runs next, claimed now
+ * (*next_task: -2 until then; a guess such as task + threads is wrong whenever one thread runs
+ * ahead of the other, and both then start their next task from memory). *got: how many of
+ * the n exist (0: none). */
+static const char *next_panels(const linear_job *j, int task, int run, int want, int n, int p1,
+                               bool last_chunk, int *next_task, int *got) {
+    int panels = (j->l->out + PANEL - 1) / PANEL, np = panels, e = panels;
+    if (want < p1)
+        np = want, e = p1;
+    else if (run + 1 < j->runs)
+        run_range(j, task % j->col_tasks, run + 1, &np, &e);
+    else if (last_chunk) {
+        if (*next_task == -2) *next_task = kr_parallel_claim_next();
+        if (*next_task >= 0) run_range(j, *next_task % j->col_tasks, 0, &np, &e);
+    }
+    *got = e - np < n ? e - np : n;
     return (const char *)(j->l->wp + (size_t)np * j->l->in * PANEL);
 }
 
-/* One task: rows [r0, r1) x panels [p0, p1), in row chunks so that a chunk of x stays in
- * cache while the task's panels stream past it. */
-static void linear_task(void *arg, int task, int worker) {
-    (void)worker;
-    const linear_job *j = arg;
+/* Rows [rc, rc1) x panels [p0, p1) of a task: the kernel level's blocks. */
+static void task_block(const linear_job *j, int task, int run, int rc, int rc1, int p0, int p1,
+                       bool last_chunk, int *next_task) {
     const kr_linear *l = j->l;
-    int panels = (l->out + PANEL - 1) / PANEL;
-    int p0 = task % j->col_tasks * j->task_panels, r0 = task / j->col_tasks * j->task_rows;
-    int p1 = p0 + j->task_panels < panels ? p0 + j->task_panels : panels;
-    int r1 = r0 + j->task_rows < j->T ? r0 + j->task_rows : j->T;
-    for (int rc = r0; rc < r1; rc += ROW_CHUNK) {
-        int rc1 = rc + ROW_CHUNK < r1 ? rc + ROW_CHUNK : r1;
-        switch (j->simd) {
+    switch (j->simd) {
 #ifdef KR_X86
-        case KR_SIMD_AVX512:
-            if (rc1 - rc <= AVX512_NARROW) { /* a decode step's rows: wide, streaming */
-                for (int p = p0; p < p1; p += AVX512_CB_MAX) {
-                    int cb = p1 - p < AVX512_CB_MAX ? p1 - p : AVX512_CB_MAX;
-                    micro512_narrow[rc1 - rc - 1][cb - 1](j->y, j->x, rc, p, l, NULL);
-                }
-                break;
+    case KR_SIMD_AVX512:
+        if (rc1 - rc <= AVX512_NARROW) { /* a decode step's rows: wide, streaming */
+            for (int p = p0; p < p1; p += AVX512_CB_MAX) {
+                int cb = p1 - p < AVX512_CB_MAX ? p1 - p : AVX512_CB_MAX;
+                micro512_narrow[rc1 - rc - 1][cb - 1](j->y, j->x, rc, p, l, NULL);
             }
-            if (p1 - p0 == TASK_PANELS) { /* whole tasks: 6 x 4 blocks */
-                for (int p = p0; p < p1; p += 4) {
-                    int np_n;
-                    const char *next = next_panels(j, task, p + 4, 4, p1, rc1 == r1, &np_n);
-                    for (int r = rc, b = 0; r < rc1; r += 6, b++) {
-                        int rn = rc1 - r < 6 ? rc1 - r : 6;
-                        const char *pf = b < np_n ? next + (size_t)b * l->in * 64 : NULL;
-                        micro512_6x4[rn - 1](j->y, j->x, r, p, l, pf);
-                    }
-                }
-                break;
-            }
-            for (int p = p0; p < p1; p += AVX512_CB) {
-                int cb = p1 - p < AVX512_CB ? p1 - p : AVX512_CB;
-                for (int r = rc; r < rc1; r += AVX512_RB) {
-                    int rn = rc1 - r < AVX512_RB ? rc1 - r : AVX512_RB;
-                    micro512_table[rn - 1][cb - 1](j->y, j->x, r, p, l, NULL);
-                }
-            }
-            break;
-        case KR_SIMD_AVX2:
-            if (rc1 - rc == 1) { /* one row: four panels at a time, then one */
-                int p = p0;
-                for (; p + 4 <= p1; p += 4)
-                    micro256_row4(j->y, j->x, rc, p, l, NULL);
-                for (; p < p1; p++)
-                    micro256_1(j->y, j->x, rc, p, l, NULL);
-                break;
-            }
-            for (int p = p0; p < p1; p++) {
-                int np_n; /* the first row block fetches the next panel whole (in lines) */
-                const char *next = next_panels(j, task, p + 1, 1, p1, rc1 == r1, &np_n);
-                for (int r = rc; r < rc1; r += AVX2_RB) {
-                    int rn = rc1 - r < AVX2_RB ? rc1 - r : AVX2_RB;
-                    micro256_table[rn - 1](j->y, j->x, r, p, l, r == rc && np_n ? next : NULL);
-                }
-            }
-            break;
-#endif
-        default:
-            panels_generic(j->y, j->x, rc, rc1, p0, p1, l);
             break;
         }
+        if ((p1 - p0) % 4 == 0) { /* whole groups of 4 panels: 6 x 4 blocks */
+            for (int p = p0; p < p1; p += 4) {
+                int np_n;
+                const char *next =
+                    next_panels(j, task, run, p + 4, 4, p1, last_chunk, next_task, &np_n);
+                for (int r = rc, b = 0; r < rc1; r += 6, b++) {
+                    int rn = rc1 - r < 6 ? rc1 - r : 6;
+                    const char *pf = b < np_n ? next + (size_t)b * l->in * 64 : NULL;
+                    micro512_6x4[rn - 1](j->y, j->x, r, p, l, pf);
+                }
+            }
+            break;
+        }
+        for (int p = p0; p < p1; p += AVX512_CB) {
+            int cb = p1 - p < AVX512_CB ? p1 - p : AVX512_CB;
+            for (int r = rc; r < rc1; r += AVX512_RB) {
+                int rn = rc1 - r < AVX512_RB ? rc1 - r : AVX512_RB;
+                micro512_table[rn - 1][cb - 1](j->y, j->x, r, p, l, NULL);
+            }
+        }
+        break;
+    case KR_SIMD_AVX2:
+        if (rc1 - rc == 1) { /* one row: four panels at a time, then one */
+            int p = p0;
+            for (; p + 4 <= p1; p += 4)
+                micro256_row4(j->y, j->x, rc, p, l, NULL);
+            for (; p < p1; p++)
+                micro256_1(j->y, j->x, rc, p, l, NULL);
+            break;
+        }
+        for (int p = p0; p < p1; p++) {
+            int np_n; /* the first row block fetches the next panel whole (in lines) */
+            const char *next =
+                next_panels(j, task, run, p + 1, 1, p1, last_chunk, next_task, &np_n);
+            for (int r = rc; r < rc1; r += AVX2_RB) {
+                int rn = rc1 - r < AVX2_RB ? rc1 - r : AVX2_RB;
+                micro256_table[rn - 1](j->y, j->x, r, p, l, r == rc && np_n ? next : NULL);
+            }
+        }
+        break;
+#endif
+    default:
+        (void)task, (void)run, (void)last_chunk, (void)next_task;
+        panels_generic(j->y, j->x, rc, rc1, p0, p1, l);
+        break;
     }
 }
 
-static void forward(const y_map *y, const float *x, int T, const kr_linear *l) {
+/* One task: rows [r0, r1) x its runs of panels, in row chunks so that a chunk of x stays in
+ * cache while the task's panels stream past it; then the epilogue on what it wrote, still in
+ * cache. */
+static void linear_task(void *arg, int task, int worker) {
+    (void)worker;
+    const linear_job *j = arg;
+    int c = task % j->col_tasks, r0 = task / j->col_tasks * j->task_rows;
+    int r1 = r0 + j->task_rows < j->T ? r0 + j->task_rows : j->T, next = -2;
+    for (int rc = r0; rc < r1; rc += ROW_CHUNK) {
+        int rc1 = rc + ROW_CHUNK < r1 ? rc + ROW_CHUNK : r1;
+        for (int run = 0; run < j->runs; run++) {
+            int p0, p1;
+            run_range(j, c, run, &p0, &p1);
+            task_block(j, task, run, rc, rc1, p0, p1, rc1 == r1, &next);
+        }
+    }
+    if (j->epi) {
+        int p0, p1, width = j->y->width;
+        run_range(j, c, 0, &p0, &p1);
+        j->epi(j->epi_ctx, r0, r1, p0 * PANEL, p1 * PANEL < width ? p1 * PANEL : width);
+    }
+}
+
+/* n parts of y (1: the plain product); with an epilogue, each task holds the same columns
+ * of every part (runs, above). */
+static void forward(const y_map *y, int n, const float *x, int T, const kr_linear *l,
+                    kr_linear_epilogue epi, void *epi_ctx) {
     if (T < 1) return;
     if (!l->wp) {
         rows_unpacked(y, x, T, l);
+        if (epi) epi(epi_ctx, 0, T, 0, y->width);
         return;
     }
-    int panels = (l->out + PANEL - 1) / PANEL;
+    if (epi && T <= NARROW_ROWS) { /* a decode step of one path: the plain product (each
+                                    * thread streams one contiguous run), then the epilogue of
+                                    * a row or two after the join (in-task epilogues on paired
+                                    * runs: one-path step 1-3% slower, A/B on Zen 5) */
+        forward(y, n, x, T, l, NULL, NULL);
+        epi(epi_ctx, 0, T, 0, y->width);
+        return;
+    }
+    int panels = (l->out + PANEL - 1) / PANEL, runs = epi ? n : 1;
+    int part_panels = runs > 1 ? panels / n : panels;
     int row_tasks = (T + TASK_ROWS - 1) / TASK_ROWS, per = (T + row_tasks - 1) / row_tasks;
     per = (per + 7) / 8 * 8;
     row_tasks = (T + per - 1) / per;
-    int threads = kr_parallel_threads(), tp = TASK_PANELS;
+    int threads = kr_parallel_threads(), rp = TASK_PANELS / runs > 0 ? TASK_PANELS / runs : 1;
     if (T <= NARROW_ROWS) { /* bandwidth-bound: one or NARROW_TASKS runs a thread */
-        int runs = threads * (threads <= 2 ? 1 : NARROW_TASKS);
-        tp = (panels + runs - 1) / runs;
-        tp = (tp + 7) / 8 * 8;
+        int tasks = threads * (threads <= 2 ? 1 : NARROW_TASKS);
+        rp = (part_panels + tasks - 1) / tasks;
+        rp = (rp + 7) / 8 * 8;
     }
-    int col_tasks = (panels + tp - 1) / tp;
-    linear_job j = {y,       x,  T, col_tasks,      per, col_tasks * row_tasks,
-                    threads, tp, l, kr_simd_level()};
+    int col_tasks = (part_panels + rp - 1) / rp;
+    linear_job j = {.y = y,
+                    .x = x,
+                    .T = T,
+                    .col_tasks = col_tasks,
+                    .task_rows = per,
+                    .tasks = col_tasks * row_tasks,
+                    .runs = runs,
+                    .run_panels = rp,
+                    .part_panels = part_panels,
+                    .l = l,
+                    .simd = kr_simd_level(),
+                    .epi = epi,
+                    .epi_ctx = epi_ctx};
     kr_parallel_for(j.tasks, linear_task, &j);
 }
 
 void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
     y_map m = {&y, l->out};
-    forward(&m, x, T, l);
+    forward(&m, 1, x, T, l, NULL, NULL);
 }
 
 int kr_linear_forward_parts(float *const *ys, int n, const float *x, int T, const kr_linear *l) {
     if (n < 1 || l->out % n || l->out / n % PANEL) return -1;
     y_map m = {ys, l->out / n};
-    forward(&m, x, T, l);
+    forward(&m, n, x, T, l, NULL, NULL);
+    return 0;
+}
+
+int kr_linear_forward_then(float *const *ys, int n, const float *x, int T, const kr_linear *l,
+                           kr_linear_epilogue epi, void *ctx) {
+    if (n < 1 || l->out % n || (n > 1 && l->out / n % PANEL)) return -1;
+    y_map m = {ys, l->out / n};
+    forward(&m, n, x, T, l, epi, ctx);
     return 0;
 }

@@ -13,6 +13,16 @@ void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l);
  * nothing, unless out / n is a whole number of 16-column panels. */
 int kr_linear_forward_parts(float *const *ys, int n, const float *x, int T, const kr_linear *l);
 
+/* Called by the task that wrote them, once they are all written: rows [r0, r1) and columns
+ * [c0, c1) of every part (the same columns of each), while they are still in its cache. Runs
+ * on any of the pool's threads, for disjoint blocks: a row-wise step on those columns alone
+ * (a residual add, SwiGLU's silu(h1) * h3) instead of a pass of its own over the rows. */
+typedef void (*kr_linear_epilogue)(void *ctx, int r0, int r1, int c0, int c1);
+/* kr_linear_forward_parts, then epi over all it wrote, block by block (epi NULL: none).
+ * One part (n = 1) takes any width. */
+int kr_linear_forward_then(float *const *ys, int n, const float *x, int T, const kr_linear *l,
+                           kr_linear_epilogue epi, void *ctx);
+
 /* The packed form the kernels read: panels of 16 output columns, [panel][in][16], the last
  * panel zero-padded. */
 size_t kr_linear_packed_floats(int out, int in);

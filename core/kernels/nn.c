@@ -228,9 +228,41 @@ KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
     }
 }
 
+/* Epilogues of the block's products (matmul.h): the row-wise steps that need only the columns
+ * a product's task wrote, done by that task while they are in its cache, instead of passes of
+ * their own over the rows on the calling thread. */
+typedef struct {
+    float *x;
+    const float *y;
+    int d;
+} residual_ctx;
+
+/* x += y on the block: the residual, rounded as x[i] += y[i] after y was stored */
+static void residual_add(void *arg, int r0, int r1, int c0, int c1) {
+    const residual_ctx *c = arg;
+    for (int r = r0; r < r1; r++) {
+        float *xr = c->x + (size_t)r * c->d;
+        const float *yr = c->y + (size_t)r * c->d;
+        for (int i = c0; i < c1; i++)
+            xr[i] += yr[i];
+    }
+}
+
+typedef struct {
+    float *h1;
+    const float *h3;
+    int ff;
+} swiglu_ctx;
+
+static void swiglu(void *arg, int r0, int r1, int c0, int c1) {
+    const swiglu_ctx *c = arg;
+    for (int r = r0; r < r1; r++)
+        silu_mul(c->h1 + (size_t)r * c->ff + c0, c->h3 + (size_t)r * c->ff + c0, (size_t)(c1 - c0));
+}
+
 /* The block's row-wise steps between its products, spread over the pool in chunks of rows
  * when there are many rows (each row computed alone, the same way on any thread). */
-enum { ROWS_NORM, ROWS_ADD_NORM, ROWS_SILU_MUL, ROWS_ADD };
+enum { ROWS_NORM, ROWS_SILU_MUL };
 #define ROWS_PER_TASK 16
 #define ROWS_PARALLEL 64 /* fewer rows run on the calling thread: not worth a fork-join */
 
@@ -244,23 +276,10 @@ static void rows_task(void *arg, int t, int worker) {
     (void)worker;
     const rows_job *j = arg;
     int r0 = t * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < j->R ? r0 + ROWS_PER_TASK : j->R;
-    size_t a = (size_t)r0 * j->d, n = (size_t)(r1 - r0) * j->d;
-    switch (j->op) {
-    case ROWS_ADD_NORM: /* x += xn, then xn = rmsnorm(x) */
-        for (size_t i = a; i < a + n; i++)
-            j->x[i] += j->xn[i];
-        /* fall through */
-    case ROWS_NORM:
-        kr_rmsnorm(j->xn + a, j->x + a, j->w, r1 - r0, j->d);
-        break;
-    case ROWS_SILU_MUL:
+    if (j->op == ROWS_NORM)
+        kr_rmsnorm(j->xn + (size_t)r0 * j->d, j->x + (size_t)r0 * j->d, j->w, r1 - r0, j->d);
+    else
         silu_mul(j->h1 + (size_t)r0 * j->ff, j->h3 + (size_t)r0 * j->ff, (size_t)(r1 - r0) * j->ff);
-        break;
-    default: /* ROWS_ADD */
-        for (size_t i = a; i < a + n; i++)
-            j->x[i] += j->xn[i];
-        break;
-    }
 }
 
 static void for_rows(const kr_block *b, kr_block_scratch *s, float *x, int R, int op,
@@ -324,22 +343,26 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
     block_qkv(b, layer, x, R, S, seqs, s, 1);
     float *w13[2] = {s->h1, s->h3};
     kr_attend_rows(s->attn, s->q, s->rows, R, d, layer, b->n_heads, s->scores, s->max_keys);
-    kr_linear_forward(s->xn, s->attn, R, &b->o);
-    for_rows(b, s, x, R, ROWS_ADD_NORM, b->norm2); /* the residual, then the second norm */
-    if ((b->w13.w || b->w13.wp) && kr_linear_forward_parts(w13, 2, s->xn, R, &b->w13) == 0) {
-        /* one product, written straight into h1 and h3 */
-    } else if (b->w13.w || b->w13.wp) {
-        kr_linear_forward(s->stacked, s->xn, R, &b->w13);
-        for (size_t r = 0; r < (size_t)R; r++) {
-            const float *row = s->stacked + r * 2 * b->ff;
-            memcpy(s->h1 + r * b->ff, row, (size_t)b->ff * sizeof(float));
-            memcpy(s->h3 + r * b->ff, row + b->ff, (size_t)b->ff * sizeof(float));
-        }
+    residual_ctx res = {x, s->xn, d};
+    kr_linear_forward_then(&s->xn, 1, s->attn, R, &b->o, residual_add, &res);
+    for_rows(b, s, x, R, ROWS_NORM, b->norm2);
+    swiglu_ctx sw = {s->h1, s->h3, b->ff};
+    if ((b->w13.w || b->w13.wp) &&
+        kr_linear_forward_then(w13, 2, s->xn, R, &b->w13, swiglu, &sw) == 0) {
+        /* one product into h1 and h3, each task's columns of h1 through silu(h1) * h3 */
     } else {
-        kr_linear_forward(s->h1, s->xn, R, &b->w1);
-        kr_linear_forward(s->h3, s->xn, R, &b->w3);
+        if (b->w13.w || b->w13.wp) {
+            kr_linear_forward(s->stacked, s->xn, R, &b->w13);
+            for (size_t r = 0; r < (size_t)R; r++) {
+                const float *row = s->stacked + r * 2 * b->ff;
+                memcpy(s->h1 + r * b->ff, row, (size_t)b->ff * sizeof(float));
+                memcpy(s->h3 + r * b->ff, row + b->ff, (size_t)b->ff * sizeof(float));
+            }
+        } else {
+            kr_linear_forward(s->h1, s->xn, R, &b->w1);
+            kr_linear_forward(s->h3, s->xn, R, &b->w3);
+        }
+        for_rows(b, s, x, R, ROWS_SILU_MUL, NULL);
     }
-    for_rows(b, s, x, R, ROWS_SILU_MUL, NULL);
-    kr_linear_forward(s->xn, s->h1, R, &b->w2);
-    for_rows(b, s, x, R, ROWS_ADD, NULL);
+    kr_linear_forward_then(&s->xn, 1, s->h1, R, &b->w2, residual_add, &res);
 }

@@ -12,6 +12,9 @@
  * machine whose other vCPU is taken does not lose it to spinning. Only items a helper has
  * claimed are waited for: a helper that was not scheduled in time claims nothing, and the
  * caller runs the whole loop alone instead of waiting for it to wake.
+ *
+ * An item may claim its thread's next item ahead (kr_parallel_claim_next): the thread runs
+ * it next, whoever else is faster, so the item can fetch what that one reads.
  */
 #include "parallel.h"
 #include "kronos.h"
@@ -108,18 +111,44 @@ static void word_wake(atomic_uint *w) {
 
 /* ---- the loop ---------------------------------------------------------------------------- */
 
+/* The loop this thread is running an item of, for kr_parallel_claim_next: on the pool (gen, n,
+ * and the item claimed ahead, or -1), or serial (items in order: the next is cur + 1). */
+typedef struct {
+    bool active, serial;
+    unsigned gen;
+    int n, cur, ahead;
+} running;
+static _Thread_local running here;
+
+/* One claim of loop gen's next item: -1 when none is left or another loop has started. */
+static int claim(unsigned gen, int n) {
+    uint64_t cur = atomic_load_explicit(&P.next, memory_order_relaxed);
+    for (;;) {
+        if ((unsigned)(cur >> 32) != gen || (int)(uint32_t)cur >= n) return -1;
+        if (atomic_compare_exchange_weak(&P.next, &cur, cur + 1)) return (int)(uint32_t)cur;
+    }
+}
+
+int kr_parallel_claim_next(void) {
+    if (!here.active || here.ahead >= 0) return -1;
+    if (here.serial) return here.ahead = here.cur + 1 < here.n ? here.cur + 1 : -1;
+    return here.ahead = claim(here.gen, here.n);
+}
+
 /* Claims and runs items of loop `gen` until none is left or another loop has started (a late
  * helper's claim then fails: it never runs an item of a loop it did not read). */
 static void drain(unsigned gen, kr_task_fn fn, void *ctx, int n, int worker) {
-    uint64_t cur = atomic_load_explicit(&P.next, memory_order_relaxed);
-    for (;;) {
-        if ((unsigned)(cur >> 32) != gen || (int)(uint32_t)cur >= n) return;
-        if (!atomic_compare_exchange_weak(&P.next, &cur, cur + 1)) continue;
-        fn(ctx, (int)(uint32_t)cur, worker);
+    running outer = here;
+    here = (running){true, false, gen, n, -1, -1};
+    for (int item = claim(gen, n); item >= 0;) {
+        here.cur = item;
+        fn(ctx, item, worker);
         unsigned finished = atomic_fetch_add(&P.done, 1) + 1;
         if ((int)finished == n && atomic_load(&P.joiner_sleeps)) word_wake(&P.done);
-        cur = atomic_load_explicit(&P.next, memory_order_relaxed);
+        item = here.ahead >= 0 ? here.ahead : claim(gen, n);
+        here.ahead = -1;
     }
+    here = outer;
 }
 
 static void *helper(void *arg) {
@@ -176,8 +205,14 @@ int kr_parallel_threads(void) {
 }
 
 void kr_serial_for(int n, kr_task_fn fn, void *ctx) {
-    for (int i = 0; i < n; i++)
+    running outer = here;
+    here = (running){true, true, 0, n, -1, -1};
+    for (int i = 0; i < n; i++) {
+        here.cur = i;
         fn(ctx, i, 0);
+        here.ahead = -1;
+    }
+    here = outer;
 }
 
 /* Waits until every item of the caller's loop of n has finished. */

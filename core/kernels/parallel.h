@@ -13,6 +13,10 @@ void kr_parallel_for(int n, kr_task_fn fn, void *ctx);
 /* The same loop on the calling thread alone (worker 0): for loops too small to repay even a
  * lock-free start and join, such as the row-wise steps of a few rows. */
 void kr_serial_for(int n, kr_task_fn fn, void *ctx);
+/* From inside an item: claims the item its thread runs next, now (-1: none left), so that the
+ * item can prepare it (a product's task fetches the weights of its next one). Without it a
+ * thread can only guess which item it gets next. At most one claim per item. */
+int kr_parallel_claim_next(void);
 /* Threads a loop may run on (caller included): the bound on `worker`. */
 int kr_parallel_threads(void);
 
