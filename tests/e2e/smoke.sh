@@ -230,8 +230,10 @@ expect "422 nothing to generate from" 422 'd["error"]["code"] == "no_context"'
 # queue again.
 http POST "$A/sessions"
 SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
+# the drain's forecast (a few seconds): the checks below run while it holds the worker, on a
+# fast machine too (the one-second forecast could end before the GET under load)
 curl -sS -m 60 -o "$WORK/long.out" -w '%{http_code}' -X POST "$A/forecast" \
-    --data-binary @"$WORK/long_forecast.json" >"$WORK/long.status" 2>&1 &
+    --data-binary @"$WORK/drain_forecast.json" >"$WORK/long.status" 2>&1 &
 LONG=$!
 BG_PIDS+=("$LONG")
 wait_metric "$A" kronosd_requests_running 1 || fail "the long forecast started"
