@@ -148,10 +148,7 @@ static void append_chunk(kr_cache *const *caches, int S, const int *n, const int
     } else {
         kr_predictor_dep_kv(m, a->x, R, a->blk.k, a->blk.v, a->blk.stacked);
     }
-    if (R >= KR_PARALLEL_STORE_ROWS)
-        kr_parallel_for(S, store_cache, &j);
-    else
-        kr_serial_for(S, store_cache, &j);
+    kr_parallel_for_if(R >= KR_PARALLEL_STORE_ROWS, S, store_cache, &j);
     /* only the last position of each cache is projected to the vocabulary */
     if (fused || !s1_logits || n_want == 0) return;
     for (int i = 0, k = 0; i < S; i++)

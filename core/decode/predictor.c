@@ -72,10 +72,7 @@ void kr_predictor_embed(const kr_model *m, const int32_t *s1, const int32_t *s2,
     const kr_predictor_weights *w = &m->pred;
     int d = m->pc.d_model, items = (n + EMBED_ITEM_ROWS - 1) / EMBED_ITEM_ROWS;
     embed_job j = {w, s1, s2, n, d, (float)sqrt((double)d), pair_scratch};
-    if (n >= EMBED_PARALLEL_ROWS)
-        kr_parallel_for(items, embed_pairs, &j);
-    else
-        kr_serial_for(items, embed_pairs, &j);
+    kr_parallel_for_if(n >= EMBED_PARALLEL_ROWS, items, embed_pairs, &j);
     kr_linear_forward(out, pair_scratch, n, &w->fusion);
     embed_times(w, stamps, n, d, out, pair_scratch); /* the fusion has read the pairs */
 }

@@ -479,32 +479,30 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
                 float *oa = o + (size_t)ra * hd + i0;
                 int ke = k1 < group_end[ra / 6] ? k1 : group_end[ra / 6];
                 if (ke <= k0) continue;
+                int ahead = ra == 0 ? group_end[0] : 0;
+                /* a constant row count a call: each inlined copy keeps its sums in registers */
+#define VALUES_ROWS(RT) values_rows(oa, RT, sc, ra, kv0, j->layer, h, hd, i0, k0, ke, ahead)
                 switch (R - ra < 6 ? R - ra : 6) {
                 case 6:
-                    values_rows(oa, 6, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
-                                ra == 0 ? group_end[0] : 0);
+                    VALUES_ROWS(6);
                     break;
                 case 5:
-                    values_rows(oa, 5, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
-                                ra == 0 ? group_end[0] : 0);
+                    VALUES_ROWS(5);
                     break;
                 case 4:
-                    values_rows(oa, 4, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
-                                ra == 0 ? group_end[0] : 0);
+                    VALUES_ROWS(4);
                     break;
                 case 3:
-                    values_rows(oa, 3, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
-                                ra == 0 ? group_end[0] : 0);
+                    VALUES_ROWS(3);
                     break;
                 case 2:
-                    values_rows(oa, 2, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
-                                ra == 0 ? group_end[0] : 0);
+                    VALUES_ROWS(2);
                     break;
                 default:
-                    values_rows(oa, 1, sc, ra, kv0, j->layer, h, hd, i0, k0, ke,
-                                ra == 0 ? group_end[0] : 0);
+                    VALUES_ROWS(1);
                     break;
                 }
+#undef VALUES_ROWS
             }
     }
     for (int ra = 0; ra < R && hd64 < hd16; ra += 4)

@@ -286,10 +286,7 @@ static void for_rows(const kr_block *b, kr_block_scratch *s, float *x, int R, in
                      const float *w) {
     rows_job j = {op, R, b->d, b->ff, x, s->xn, s->h1, s->h3, w};
     int n = (R + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
-    if (R >= ROWS_PARALLEL)
-        kr_parallel_for(n, rows_task, &j);
-    else
-        kr_serial_for(n, rows_task, &j);
+    kr_parallel_for_if(R >= ROWS_PARALLEL, n, rows_task, &j);
 }
 
 /* The block's first half up to its cache: x normed, the q|k|v product, each sequence's new

@@ -215,6 +215,13 @@ void kr_serial_for(int n, kr_task_fn fn, void *ctx) {
     here = outer;
 }
 
+void kr_parallel_for_if(bool worth_a_join, int n, kr_task_fn fn, void *ctx) {
+    if (worth_a_join)
+        kr_parallel_for(n, fn, ctx);
+    else
+        kr_serial_for(n, fn, ctx);
+}
+
 /* Waits until every item of the caller's loop of n has finished. */
 static void join(int n) {
     unsigned finished;

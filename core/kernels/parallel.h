@@ -3,6 +3,8 @@
 #ifndef KR_PARALLEL_H
 #define KR_PARALLEL_H
 
+#include <stdbool.h>
+
 /* worker: which thread runs the item, in [0, kr_parallel_threads()), for per-thread scratch */
 typedef void (*kr_task_fn)(void *ctx, int i, int worker);
 
@@ -13,6 +15,9 @@ void kr_parallel_for(int n, kr_task_fn fn, void *ctx);
 /* The same loop on the calling thread alone (worker 0): for loops too small to repay even a
  * lock-free start and join, such as the row-wise steps of a few rows. */
 void kr_serial_for(int n, kr_task_fn fn, void *ctx);
+/* kr_parallel_for when `worth_a_join` (the loop is large enough to repay its start and
+ * join), else kr_serial_for: the same items, the same bits either way. */
+void kr_parallel_for_if(bool worth_a_join, int n, kr_task_fn fn, void *ctx);
 /* From inside an item: claims the item its thread runs next, now (-1: none left), so that the
  * item can prepare it (a product's task fetches the weights of its next one). Without it a
  * thread can only guess which item it gets next. At most one claim per item. */
