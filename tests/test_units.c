@@ -51,6 +51,29 @@ static void test_rmsnorm(void **state) {
         NEAR(z[i], want[i], 1e-6);
 }
 
+/* Rows normed together (groups of eight, a last group of 1-7 with its last row repeated)
+ * get the bits of each row normed alone, in place or not, for every count up to three
+ * groups. */
+static void test_rmsnorm_rows_alone(void **state) {
+    (void)state;
+    enum { D = 67, MAX_ROWS = 24 };
+    float x[MAX_ROWS * D], w[D], y[MAX_ROWS * D], one[D], inplace[MAX_ROWS * D];
+    for (int i = 0; i < MAX_ROWS * D; i++)
+        x[i] = (float)((i * 7919) % 2003) / 997.0f - 1.0f;
+    for (int i = 0; i < D; i++)
+        w[i] = 0.5f + (float)i / D;
+    for (int rows = 1; rows <= MAX_ROWS; rows++) {
+        kr_rmsnorm(y, x, w, rows, D);
+        memcpy(inplace, x, sizeof(float) * rows * D);
+        kr_rmsnorm(inplace, inplace, w, rows, D);
+        for (int r = 0; r < rows; r++) {
+            kr_rmsnorm(one, x + r * D, w, 1, D);
+            if (memcmp(one, y + r * D, sizeof one) || memcmp(one, inplace + r * D, sizeof one))
+                fail_msg("%d rows: row %d differs from the row normed alone", rows, r);
+        }
+    }
+}
+
 /* ---- RoPE ----------------------------------------------------------------------------- */
 
 static void test_rope_halves(void **state) {
@@ -871,6 +894,7 @@ static void test_normalise_clip(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_rmsnorm_rows_alone),
         cmocka_unit_test(test_rope_halves),
         cmocka_unit_test(test_rope_pos0),
         cmocka_unit_test(test_attention_causal),

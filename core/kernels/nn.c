@@ -14,23 +14,25 @@
 
 /* One row's sum of squares is one chain of double adds over i in order; eight rows go
  * side by side, so that eight chains are in flight instead of one waiting on the latency
- * of each add (the same sums, the same bits). */
+ * of each add (the same sums, the same bits). A last group of 2-7 rows (30 paths: 6) runs
+ * as eight too, its last row repeated: one row at a time it took as long as 24 rows. */
 #define NORM_ROWS 8
 
 void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
     for (int r0 = 0; r0 < rows; r0 += NORM_ROWS) {
         int n = rows - r0 < NORM_ROWS ? rows - r0 : NORM_ROWS;
         double ss[NORM_ROWS] = {0};
-        const float *x0 = x + (size_t)r0 * d;
-        if (n == NORM_ROWS) {
+        const float *x0 = x + (size_t)r0 * d, *xk[NORM_ROWS];
+        for (int k = 0; k < NORM_ROWS; k++) /* a last group of fewer rows repeats its last */
+            xk[k] = x0 + (size_t)(k < n ? k : n - 1) * d;
+        if (n > 1) {
             for (int i = 0; i < d; i++)
 #pragma GCC unroll 8
                 for (int k = 0; k < NORM_ROWS; k++)
-                    ss[k] += (double)x0[(size_t)k * d + i] * x0[(size_t)k * d + i];
+                    ss[k] += (double)xk[k][i] * xk[k][i];
         } else {
-            for (int k = 0; k < n; k++)
-                for (int i = 0; i < d; i++)
-                    ss[k] += (double)x0[(size_t)k * d + i] * x0[(size_t)k * d + i];
+            for (int i = 0; i < d; i++)
+                ss[0] += (double)x0[i] * x0[i];
         }
         for (int k = 0; k < n; k++) {
             const float *xr = x0 + (size_t)k * d;
