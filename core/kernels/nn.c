@@ -13,10 +13,47 @@
 #include "vmath.h"
 
 /* One row's sum of squares is one chain of double adds over i in order; eight rows go
- * side by side, so that eight chains are in flight instead of one waiting on the latency
- * of each add (the same sums, the same bits). A last group of 2-7 rows (30 paths: 6) runs
- * as eight too, its last row repeated: one row at a time it took as long as 24 rows. */
+ * side by side, one vector lane each, so that eight chains are in flight instead of one
+ * waiting on the latency of each add (the same sums, the same bits). Eight elements of
+ * each row are loaded at a time and transposed, so that element i of the eight rows is one
+ * vector. A last group of 2-7 rows (30 paths: 6) runs as eight too, its last row repeated. */
 #define NORM_ROWS 8
+typedef float v8f __attribute__((vector_size(32), aligned(4)));
+typedef double v8d __attribute__((vector_size(64)));
+
+/* ss[k] += x[k][i]^2 for i in [0, d8) (a multiple of 8), k = the eight rows: lane k */
+KR_HOT static void sum_squares8(double *ss, const float *const *xk, int d8) {
+    v8d acc;
+    __builtin_memcpy(&acc, ss, sizeof acc);
+    for (int i0 = 0; i0 < d8; i0 += 8) {
+        v8f r[8], t[8], u[8];
+        for (int k = 0; k < 8; k++)
+            __builtin_memcpy(&r[k], xk[k] + i0, sizeof r[k]);
+        for (int k = 0; k < 8; k += 2) { /* pairs of rows interleaved */
+            t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+            t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+        }
+        for (int k = 0; k < 8; k += 4) /* then quads */
+            for (int h = 0; h < 2; h++) {
+                u[k + 2 * h] =
+                    __builtin_shufflevector(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+                u[k + 2 * h + 1] =
+                    __builtin_shufflevector(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+            }
+        /* then halves: element i0 + j of every row, j in order */
+        for (int j = 0; j < 4; j++) {
+            v8d a = __builtin_convertvector(
+                __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11), v8d);
+            acc += a * a;
+        }
+        for (int j = 0; j < 4; j++) {
+            v8d a = __builtin_convertvector(
+                __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15), v8d);
+            acc += a * a;
+        }
+    }
+    __builtin_memcpy(ss, &acc, sizeof acc);
+}
 
 void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
     for (int r0 = 0; r0 < rows; r0 += NORM_ROWS) {
@@ -26,8 +63,9 @@ void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
         for (int k = 0; k < NORM_ROWS; k++) /* a last group of fewer rows repeats its last */
             xk[k] = x0 + (size_t)(k < n ? k : n - 1) * d;
         if (n > 1) {
-            for (int i = 0; i < d; i++)
-#pragma GCC unroll 8
+            int d8 = d / 8 * 8;
+            sum_squares8(ss, xk, d8);
+            for (int i = d8; i < d; i++)
                 for (int k = 0; k < NORM_ROWS; k++)
                     ss[k] += (double)xk[k][i] * xk[k][i];
         } else {
