@@ -170,10 +170,11 @@ static double yardstick_here(void) {
     return gf;
 }
 
-/* The yardstick measured by this program run again with OPENBLAS_CORETYPE=core: the core
- * the child loaded (into got, which may differ when OpenBLAS ignores the variable) and its
- * GFLOP/s, or NAN when the child could not run. */
-static double yardstick_on(const char *core, char *got, size_t n) {
+/* A figure measured by this program run again with OPENBLAS_CORETYPE=core and `args` (its
+ * argv, NULL-terminated): the core the child loaded (into got, which may differ when OpenBLAS
+ * ignores the variable) and the number it printed after it, or NAN when the child could not
+ * run. */
+static double measured_on(const char *core, char *const args[], char *got, size_t n) {
     int fd[2];
     snprintf(got, n, "?");
     if (pipe(fd)) return NAN;
@@ -189,7 +190,6 @@ static double yardstick_on(const char *core, char *got, size_t n) {
         close(fd[0]);
         close(fd[1]);
         setenv("OPENBLAS_CORETYPE", core, 1);
-        char *args[] = {"kronos-bench", "--sgemm-yardstick", NULL};
         execv("/proc/self/exe", args);
         _exit(127);
     }
@@ -233,7 +233,8 @@ static double yardstick(void) {
             gf = here;
             snprintf(got, sizeof got, "%s", env_core);
         } else {
-            gf = yardstick_on(cores[i], got, sizeof got);
+            char *args[] = {"kronos-bench", "--sgemm-yardstick", NULL};
+            gf = measured_on(cores[i], args, got, sizeof got);
             if (isnan(gf)) {
                 printf("OpenBLAS sgemm 1024×1024×1024 on the %s core: could not be measured\n",
                        cores[i]);
@@ -295,6 +296,98 @@ static double weight_bytes(const kr_predictor_config *c) {
     double weights =
         c->n_layers * (4 * d * d + 3 * d * ff) + 2 * d * d + d * v1 + 3 * d * d + d * v2;
     return 4 * weights;
+}
+
+/* ---- OpenBLAS on a decode step's own products -------------------------------------------- */
+
+/* The weight matrices a decode step multiplies, [out][in] each, in the step's order: per
+ * layer q|k|v, o, w1|w3, w2; then the embedding fusion, the s1 head, the dependency layer's
+ * k, v, o and the s2 head (weight_bytes' matrices, one by one). Returns their count. */
+#define STEP_SHAPES_MAX 256
+static int step_shapes(int layers, int d, int ff, int v1, int v2, int shape[][2]) {
+    int n = 0;
+    for (int l = 0; l < layers && n + 8 <= STEP_SHAPES_MAX; l++) {
+        shape[n][0] = 3 * d, shape[n++][1] = d;
+        shape[n][0] = d, shape[n++][1] = d;
+        shape[n][0] = 2 * ff, shape[n++][1] = d;
+        shape[n][0] = d, shape[n++][1] = ff;
+    }
+    const int tail[6][2] = {{d, 2 * d}, {v1, d}, {d, d}, {d, d}, {d, d}, {v2, d}};
+    for (int i = 0; i < 6 && n < STEP_SHAPES_MAX; i++)
+        shape[n][0] = tail[i][0], shape[n++][1] = tail[i][1];
+    return n;
+}
+
+/* ms of OpenBLAS's sgemm over every product of a decode step of `rows` paths, each weight
+ * matrix its own (so that, as in a step, the weights come from memory): the fastest of at
+ * least 4 passes and 0.6 s, OpenBLAS's threads one per CPU. NAN when out of memory. */
+static double step_products_ms(int rows, int layers, int d, int ff, int v1, int v2) {
+    int shape[STEP_SHAPES_MAX][2], n = step_shapes(layers, d, ff, v1, v2, shape), widest = 0;
+    float *w[STEP_SHAPES_MAX] = {NULL};
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        size_t m = (size_t)shape[i][0] * shape[i][1];
+        ok = ok && (w[i] = malloc(m * sizeof(float)));
+        for (size_t k = 0; ok && k < m; k++)
+            w[i][k] = (float)(k % 13) * 0.01f;
+        if (shape[i][0] > widest) widest = shape[i][0];
+        if (shape[i][1] > widest) widest = shape[i][1];
+    }
+    float *x = malloc((size_t)rows * widest * sizeof(float));
+    float *y = malloc((size_t)rows * widest * sizeof(float));
+    double best = NAN;
+    if (ok && x && y) {
+        for (size_t k = 0; k < (size_t)rows * widest; k++)
+            x[k] = (float)(k % 7) * 0.1f;
+        openblas_set_num_threads(openblas_get_num_procs());
+        best = INFINITY;
+        double t0 = now_ms();
+        for (int pass = 0; pass < 4 || now_ms() - t0 < 600; pass++) {
+            double t1 = now_ms();
+            for (int i = 0; i < n; i++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, shape[i][0], shape[i][1],
+                            1.0f, x, shape[i][1], w[i], shape[i][1], 0.0f, y, shape[i][0]);
+            double dt = now_ms() - t1;
+            if (dt < best) best = dt;
+        }
+        openblas_set_num_threads(1);
+    }
+    for (int i = 0; i < n; i++)
+        free(w[i]);
+    free(x);
+    free(y);
+    return best;
+}
+
+/* OpenBLAS on a `rows`-path step's products, on the loaded core and on every core of the
+ * yardstick (each in a child): the fastest, printed beside kronosd's whole step. */
+static void step_products_line(const kr_predictor_config *c, int rows, double kronosd_ms) {
+    int layers = c->n_layers, d = c->d_model, ff = c->ff_dim, v1 = 1 << c->s1_bits,
+        v2 = 1 << c->s2_bits, shape[STEP_SHAPES_MAX][2];
+    int n = step_shapes(layers, d, ff, v1, v2, shape);
+    double flops = 0;
+    for (int i = 0; i < n; i++)
+        flops += 2.0 * rows * shape[i][0] * shape[i][1];
+    const char *cores[2], *best_core = kb_blas_core();
+    double best = step_products_ms(rows, layers, d, ff, v1, v2);
+    int k = kb_blas_yardstick_cores_here((int)kr_simd_level(), cores);
+    for (int i = 0; i < k; i++) {
+        if (strcasecmp(cores[i], kb_blas_core()) == 0) continue;
+        char a[6][16], got[64];
+        snprintf(a[0], sizeof a[0], "%d", rows);
+        snprintf(a[1], sizeof a[1], "%d", layers);
+        snprintf(a[2], sizeof a[2], "%d", d);
+        snprintf(a[3], sizeof a[3], "%d", ff);
+        snprintf(a[4], sizeof a[4], "%d", v1);
+        snprintf(a[5], sizeof a[5], "%d", v2);
+        char *args[] = {"kronos-bench", "--sgemm-step", a[0], a[1], a[2], a[3], a[4], a[5], NULL};
+        double ms = measured_on(cores[i], args, got, sizeof got);
+        if (ms < best || isnan(best)) best = ms, best_core = cores[i];
+    }
+    printf("OpenBLAS on a %d-path step's own products alone (%d products of the model's shapes, "
+           "%.1f MB of weights, each matrix its own as in a step): %.2f ms on the %s core, "
+           "%.1f GFLOP/s; kronosd's whole %d-path step: %.2f ms\n",
+           rows, n, weight_bytes(c) / 1e6, best, best_core, flops / (best * 1e6), rows, kronosd_ms);
 }
 
 /* Bytes of KV cache a decode step at `keys` cached positions reads: the keys and values of
@@ -619,10 +712,16 @@ int main(int argc, char **argv) {
     bool full = false, decode_only = false, cached_only = false, phases_cpu = false;
     const char *only = NULL;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
-    if (argc == 2 && !strcmp(argv[1], "--sgemm-yardstick")) { /* the child of yardstick_on */
+    if (argc == 2 && !strcmp(argv[1], "--sgemm-yardstick")) { /* a child of measured_on */
         double gf = yardstick_here();
         printf("%s %.3f\n", kb_blas_core(), gf);
         return 0;
+    }
+    if (argc == 8 && !strcmp(argv[1], "--sgemm-step")) { /* a child of step_products_line */
+        double ms = step_products_ms(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
+                                     atoi(argv[6]), atoi(argv[7]));
+        printf("%s %.4f\n", kb_blas_core(), ms);
+        return isnan(ms) ? 1 : 0;
     }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc)
@@ -810,6 +909,12 @@ int main(int argc, char **argv) {
     phase(name, rpre_ms + own30_ms, f_pre + 30 * f_own, peak);
     snprintf(name, sizeof name, "tokenizer decode, %d tokens", L + P);
     phase(name, det_ms, detok_flops(tc, L + P), peak);
+    /* the yardstick multiplies matrices that stay in the caches; a decode step's products
+     * stream their weights from memory at a few rows: OpenBLAS on those, for scale */
+    if (!phases_cpu) {
+        printf("\n");
+        step_products_line(c, 30, step30);
+    }
 
     int diff = parity_check(m, &s, mc);
     printf("\nparity: horizon 12 from lookback %d (the window slides for 6 steps), KV-cached vs "
