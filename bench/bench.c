@@ -9,7 +9,8 @@
  * max_context 512) and 120 (it slides for 8 steps), 1 and 30 sample paths; then each phase
  * (prefill, cached decode step at 1 and 30 paths, sliding-window recompute step, tokenizer
  * decode) with its time and GFLOP/s as a fraction of OpenBLAS's sgemm 1024³ measured in the
- * same run (before and after the phases, the better of the two), and single-path decode against
+ * same run (before and after the phases, the better of the two), OpenBLAS on a 30-path step's
+ * own products (weights from memory, at 30 rows) beside that step, and single-path decode against
  * weight bytes ÷ memory bandwidth in three rounds, each between two reads of memory (the median
  * round, and the same with the KV cache's bytes added); and a parity check, the
  * KV-cached forecast against the reference path, to the bit (the bench exits 1 if they differ). The
