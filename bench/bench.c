@@ -29,7 +29,8 @@
  * Haswell and Zen; the portable kernels: the CPU's widest), the fastest of them measured
  * here: OpenBLAS reads OPENBLAS_CORETYPE only when it is loaded, so the bench runs itself
  * again as a child with the variable set to each core (`kronos-bench --sgemm-yardstick`,
- * which prints "CORE GFLOPS"), prints every figure and says when the environment's core is
+ * which prints "CORE GFLOPS"; `--sgemm-step ROWS LAYERS D FF V1 V2` prints "CORE MS" for
+ * a step's products), prints every figure and says when the environment's core is
  * below the CPU's best; the table's percentages use the fastest.
  */
 #include "blas_core.h"

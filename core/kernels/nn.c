@@ -18,6 +18,7 @@
  * each row are loaded at a time and transposed, so that element i of the eight rows is one
  * vector. A last group of 2-7 rows (30 paths: 6) runs as eight too, its last row repeated. */
 #define NORM_ROWS 8
+_Static_assert(NORM_ROWS == 8, "sum_squares8 transposes eight rows by eight elements");
 typedef float v8f __attribute__((vector_size(32), aligned(4)));
 typedef double v8d __attribute__((vector_size(64)));
 
