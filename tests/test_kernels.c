@@ -46,6 +46,18 @@ static float lcg(void) { /* uniform in [-1, 1) */
     return (float)(lcg_u32() * (1.0 / 16777216.0) * 2.0 - 1.0);
 }
 
+/* A product's weights w[out][in], bias b[out] and rows x[rows][in], uniform in [-1, 1), drawn
+ * in that order, and w packed into wp. */
+static void random_linear(float *w, float *b, float *x, float *wp, int out, int in, int rows) {
+    for (size_t i = 0; i < (size_t)out * in; i++)
+        w[i] = lcg();
+    for (int i = 0; i < out; i++)
+        b[i] = lcg();
+    for (size_t i = 0; i < (size_t)rows * in; i++)
+        x[i] = lcg();
+    kr_linear_pack(wp, w, out, in);
+}
+
 /* The definition, one element at a time: fmaf rounds once, as the vector FMAs do. */
 static void reference_row(float *y, const float *x, const float *w, const float *b, int in,
                           int out) {
@@ -71,13 +83,7 @@ static void shape(const char *name, int in, int out, int with_bias, int calls) {
     float *best_y = malloc((size_t)MAX_ROWS * out * sizeof(float));
     float *ref = malloc((size_t)CHECKED * out * sizeof(float));
     assert_true(w && b && wp && x && y && best_y && ref);
-    for (size_t i = 0; i < (size_t)out * in; i++)
-        w[i] = lcg();
-    for (int i = 0; i < out; i++)
-        b[i] = lcg();
-    for (size_t i = 0; i < (size_t)MAX_ROWS * in; i++)
-        x[i] = lcg();
-    kr_linear_pack(wp, w, out, in);
+    random_linear(w, b, x, wp, out, in, MAX_ROWS);
     kr_linear l = {.b = with_bias ? b : NULL, .out = out, .in = in, .wp = wp};
     int checked[CHECKED] = {0, MAX_ROWS - 1};
     for (int i = 2; i < CHECKED; i++)
@@ -175,13 +181,7 @@ static void epilogue_case(int in, int out, int n, int rows) {
     float *seen = malloc((size_t)rows * out * sizeof(float));
     int *visits = malloc((size_t)rows * width * sizeof(int));
     assert_true(w && wp && b && x && plain && y && seen && visits);
-    for (size_t i = 0; i < (size_t)out * in; i++)
-        w[i] = lcg();
-    for (int i = 0; i < out; i++)
-        b[i] = lcg();
-    for (size_t i = 0; i < (size_t)rows * in; i++)
-        x[i] = lcg();
-    kr_linear_pack(wp, w, out, in);
+    random_linear(w, b, x, wp, out, in, rows);
     kr_linear l = {.b = b, .out = out, .in = in, .wp = wp};
     float *ys[4], *plains[4];
     for (int p = 0; p < n; p++) {

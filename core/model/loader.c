@@ -262,10 +262,14 @@ static int stacked_outs(loader *L, kr_linear *whole, kr_linear *const *parts,
     return 0;
 }
 
-/* Loads n Linears of the same shape stacked into one (parts[i] their views). */
+/* Loads n (at most 3: q, k, v) Linears of the same shape stacked into one (parts[i] their
+ * views). */
 static int stacked(loader *L, kr_linear *whole, kr_linear *const *parts, const char *const *names,
                    int n, int out, int in, bool bias) {
-    int outs[3] = {out, out, out};
+    int outs[3];
+    if (n > 3) return kr_fail(L->err, "model load: %d layers stacked, at most 3", n);
+    for (int i = 0; i < n; i++)
+        outs[i] = out;
     return stacked_outs(L, whole, parts, names, n, outs, in, bias);
 }
 
@@ -354,8 +358,8 @@ static int pack_dep_s1(loader *L) {
     kr_predictor_weights *p = &L->m->pred;
     const float *whole = p->dep_kv_s1.w;
     p->dep_k.w = p->dep_k.b = p->dep_v.w = p->dep_v.b = NULL; /* views into dep_kv's */
-    if (p->dep_kv.out % 16 == 0 && kr_linear_packed_floats(p->dep_kv.out, p->dep_kv.in) ==
-                                       (size_t)p->dep_kv.out * p->dep_kv.in) {
+    if (kr_linear_packed_floats(p->dep_kv.out, p->dep_kv.in) ==
+        (size_t)p->dep_kv.out * p->dep_kv.in) { /* no padding panel between the two */
         if (pack(L, &p->dep_kv_s1)) return -1;
         p->dep_kv.wp = p->dep_kv_s1.wp;
         p->proj_s1.wp = p->dep_kv_s1.wp + (size_t)p->dep_kv.out * p->dep_kv.in;
