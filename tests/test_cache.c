@@ -152,6 +152,56 @@ static void test_parity_kv_shift(void **state) {
     parity(&shifted);
 }
 
+/* Long appends, whose keys and values are stored in chunks of rows on the pool (each
+ * sequence's first row reading the last one of the append before it): the same bits as
+ * one token at a time, which stores on the calling thread. */
+#define N_LONG 300
+static void long_logits(const fixture *f, const int *chunks, int n_chunks, float *l1, float *l2) {
+    static int32_t s1[N_LONG], s2[N_LONG];
+    static kr_stamp st[N_LONG];
+    for (int i = 0; i < N_LONG; i++) {
+        s1[i] = f->s1[i % N_TOK] ^ (i / N_TOK);
+        s2[i] = f->s2[i % N_TOK];
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+    kr_error err = {0};
+    kr_pool *pool = kr_pool_create(f->m, kr_pool_bytes_for(f->m, 512), &err);
+    assert_non_null(pool);
+    kr_cache *c = kr_cache_create(pool, 0, &err);
+    assert_non_null(c);
+    int at = 0;
+    for (int k = 0; k < n_chunks; k++) {
+        assert_int_equal(kr_cache_append(&c, 1, s1 + at, s2 + at, st + at, chunks[k], l1, &err), 0);
+        at += chunks[k];
+    }
+    assert_int_equal(at, N_LONG);
+    int32_t next = 5;
+    assert_int_equal(kr_cache_s2_logits(&c, 1, &next, l2, &err), 0);
+    kr_cache_free(c);
+    kr_pool_free(pool);
+}
+
+static void long_chunks(const fixture *f) {
+    static float a1[V], a2[V], b1[V], b2[V], c1[V], c2[V];
+    static int each[N_LONG];
+    const int whole[] = {N_LONG}, parts[] = {40, 200, 60};
+    for (int i = 0; i < N_LONG; i++)
+        each[i] = 1;
+    long_logits(f, each, N_LONG, a1, a2);
+    long_logits(f, whole, 1, b1, b2);
+    long_logits(f, parts, 3, c1, c2);
+    assert_memory_equal(a1, b1, sizeof a1);
+    assert_memory_equal(a2, b2, sizeof a2);
+    assert_memory_equal(a1, c1, sizeof a1);
+    assert_memory_equal(a2, c2, sizeof a2);
+}
+
+static void test_long_chunks(void **state) {
+    (void)state;
+    long_chunks(&tiny);
+    long_chunks(&shifted);
+}
+
 /* Generation across separate calls equals one call over the concatenated input. */
 static void generate_split(const fixture *f) {
     kr_error err = {0};
@@ -508,7 +558,7 @@ int main(void) {
         cmocka_unit_test(test_generate_across_calls), cmocka_unit_test(test_generate_fails_closed),
         cmocka_unit_test(test_pool_accounting),       cmocka_unit_test(test_forecast_paths),
         cmocka_unit_test(test_seed_determinism),      cmocka_unit_test(test_horizon_limit),
-        cmocka_unit_test(test_generate_batch),
+        cmocka_unit_test(test_generate_batch),        cmocka_unit_test(test_long_chunks),
     };
     return cmocka_run_group_tests_name("cache", tests, setup, teardown);
 }

@@ -235,6 +235,27 @@ static void test_exp_lanes(void **state) {
     free(v), free(sc), free(plain);
 }
 
+/* kr_transpose16 (the grouped key stores, nn.c): r[i][l] becomes the old r[l][i], in the
+ * clone for this CPU and in the baseline build. */
+KR_HOT static void transpose_clone(kr_v16f *r) {
+    kr_transpose16(r);
+}
+
+static void test_transpose16(void **state) {
+    (void)state;
+    kr_v16f a[16], b[16];
+    for (int i = 0; i < 16; i++)
+        for (int l = 0; l < 16; l++)
+            a[i][l] = b[i][l] = (float)(i * 16 + l) + 0.5f;
+    transpose_clone(a);
+    kr_transpose16(b);
+    for (int i = 0; i < 16; i++)
+        for (int l = 0; l < 16; l++) {
+            assert_true(a[i][l] == (float)(l * 16 + i) + 0.5f);
+            assert_true(b[i][l] == (float)(l * 16 + i) + 0.5f);
+        }
+}
+
 /* ---- the decoder on KV caches ----------------------------------------------------------- */
 
 #define PREFIX 80 /* past 64 keys: forks attend over the shared prefix as a tile */
@@ -732,6 +753,7 @@ int main(void) {
         cmocka_unit_test(test_linear_parts),
         cmocka_unit_test(test_attention_row_path),
         cmocka_unit_test(test_exp_lanes),
+        cmocka_unit_test(test_transpose16),
         cmocka_unit_test_setup_teardown(test_batch_equals_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunking_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forecast_batch, setup, teardown),

@@ -225,6 +225,8 @@ typedef struct {
     int *scored; /* [n_tiles]: keys [0, scored) the tile scores for all its rows at once:
                   * all its rows' keys when they read one cache (a key past a row's end is
                   * then masked), else the shared ones (each row scores the rest) */
+    int *order;  /* [n_tiles]: the tiles by their work, the largest first (a causal run's
+                  * last tiles read the most keys: begun last, one would end the loop alone) */
     float *scratch;
     size_t scratch_stride;
 } attend_job;
@@ -394,7 +396,7 @@ static inline __attribute__((always_inline)) void values_rows(float *o, int rt, 
 KR_HOT static void attend_tile(void *arg, int task, int worker) {
     const attend_job *j = arg;
     enum { T = KR_ATTN_TILE };
-    int h = task % j->n_heads, r0 = task / j->n_heads * T;
+    int h = task % j->n_heads, r0 = j->order[task / j->n_heads] * T;
     int R = j->n_rows - r0 < T ? j->n_rows - r0 : T;
     int d = j->d, hd = d / j->n_heads, shared = j->shared[r0 / T], n_keys = 0;
     int scored = j->scored[r0 / T];
@@ -611,12 +613,13 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     /* tiles when some tile's rows share 64 keys or more: each tile's shared keys read once
      * for all its rows, the rest of each row's keys its own */
     int most_shared = 0;
-    kr_scratch tables = {0}; /* the tiles' shared and scored counts */
+    kr_scratch tables = {0}; /* the tiles' shared and scored counts, and their order */
     if (n_rows > ROW_PATH_ROWS) {
         j.n_tiles = (n_rows + KR_ATTN_TILE - 1) / KR_ATTN_TILE;
         j.shared =
-            kr_scratch_take(&tables, KR_SCRATCH_ATTENTION, (size_t)j.n_tiles * 2 * sizeof(int));
+            kr_scratch_take(&tables, KR_SCRATCH_ATTENTION, (size_t)j.n_tiles * 3 * sizeof(int));
         j.scored = j.shared ? j.shared + j.n_tiles : NULL;
+        j.order = j.shared ? j.scored + j.n_tiles : NULL;
         for (int t = 0; j.shared && t < j.n_tiles; t++) {
             int r0 = t * KR_ATTN_TILE, R = n_rows - r0 < KR_ATTN_TILE ? n_rows - r0 : KR_ATTN_TILE;
             int one_cache;
@@ -624,6 +627,11 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
             if (j.shared[t] > most_shared) most_shared = j.shared[t];
             for (int r = r0; one_cache && r < r0 + R; r++)
                 if (rows[r].n_keys > j.scored[t]) j.scored[t] = rows[r].n_keys;
+            /* by the keys scored for all rows, the most first (insertion: a few dozen tiles) */
+            int at = t;
+            for (; at > 0 && j.scored[j.order[at - 1]] < j.scored[t]; at--)
+                j.order[at] = j.order[at - 1];
+            j.order[at] = t;
         }
     }
     /* without the tables (out of memory) the row-by-row path gives the same answer */
