@@ -224,6 +224,46 @@ static void test_epilogue_blocks(void **state) {
     print_message("# epilogues: every block once, complete, on every level\n");
 }
 
+/* kr_linear_forward_add: y + the product, each element the stored product added to y's (a
+ * residual x += y), on every level, for a decode step's rows, a few paths' and a prefill's,
+ * with and without a bias and with a partial last panel. */
+static void add_case(int in, int out, int rows, int with_bias) {
+    float *w = malloc((size_t)out * in * sizeof(float));
+    float *wp = malloc(kr_linear_packed_floats(out, in) * sizeof(float));
+    float *b = malloc((size_t)out * sizeof(float)), *x = malloc((size_t)rows * in * sizeof(float));
+    float *base = malloc((size_t)rows * out * sizeof(float));
+    float *y = malloc((size_t)rows * out * sizeof(float));
+    float *want = malloc((size_t)rows * out * sizeof(float));
+    assert_true(w && wp && b && x && base && y && want);
+    random_linear(w, b, x, wp, out, in, rows);
+    for (size_t i = 0; i < (size_t)rows * out; i++)
+        base[i] = lcg() * 4.0f;
+    kr_linear l = {.b = with_bias ? b : NULL, .out = out, .in = in, .wp = wp};
+    kr_simd best = kr_simd_level();
+    for (int s = KR_SIMD_GENERIC; s <= (int)best; s++) {
+        assert_int_equal(kr_simd_set((kr_simd)s), 0);
+        kr_linear_forward(want, x, rows, &l);
+        for (size_t i = 0; i < (size_t)rows * out; i++)
+            want[i] = base[i] + want[i];
+        memcpy(y, base, (size_t)rows * out * sizeof(float));
+        kr_linear_forward_add(y, x, rows, &l);
+        assert_memory_equal(y, want, (size_t)rows * out * sizeof(float));
+    }
+    assert_int_equal(kr_simd_set(best), 0);
+    free(w), free(wp), free(b), free(x), free(base), free(y), free(want);
+}
+
+static void test_forward_add(void **state) {
+    (void)state;
+    const int rows[] = {1, 2, 3, 30, 200};
+    for (int i = 0; i < 5; i++) {
+        add_case(512, 512, rows[i], 1);  /* o */
+        add_case(1024, 512, rows[i], 0); /* w2 */
+        add_case(64, 20, rows[i], 1);    /* a partial panel */
+    }
+    print_message("# forward_add: the stored product added to y, on every level\n");
+}
+
 /* kr_parallel_claim_next: a claimed item is the next one its thread runs, every item runs once. */
 enum { CLAIM_ITEMS = 4000, CLAIM_MAX_THREADS = 64 };
 typedef struct {
@@ -277,7 +317,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_layers),     cmocka_unit_test(test_base_layers),
         cmocka_unit_test(test_tokenizer_layers), cmocka_unit_test(test_epilogue_blocks),
-        cmocka_unit_test(test_claim_next),
+        cmocka_unit_test(test_forward_add),      cmocka_unit_test(test_claim_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

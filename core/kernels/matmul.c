@@ -48,6 +48,8 @@
 typedef struct {
     float *const *part;
     int width;
+    bool add; /* y += the product: y[o] + v, v = the chain + bias rounded first (the sum a
+               * residual x += y of the stored product gives) */
 } y_map;
 
 static inline float *y_at(const y_map *y, int r, int o) {
@@ -136,7 +138,8 @@ static void panels_generic(const y_map *y, const float *x, int r0, int r1, int p
                     acc[c] = fmaf(xr[k], wp[(size_t)k * PANEL + c], acc[c]);
             for (int c = 0; c < PANEL && p * PANEL + c < out; c++) {
                 int o = p * PANEL + c;
-                *y_at(y, r, o) = l->b ? acc[c] + l->b[o] : acc[c];
+                float v = l->b ? acc[c] + l->b[o] : acc[c], *yo = y_at(y, r, o);
+                *yo = y->add ? *yo + v : v;
             }
         }
     }
@@ -150,7 +153,8 @@ static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear
             float acc = 0.0f;
             for (int k = 0; k < l->in; k++)
                 acc = fmaf(xr[k], wr[k], acc);
-            *y_at(y, r, o) = l->b ? acc + l->b[o] : acc;
+            float v = l->b ? acc + l->b[o] : acc, *yo = y_at(y, r, o);
+            *yo = y->add ? *yo + v : v;
         }
 }
 
@@ -184,8 +188,11 @@ micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_
 #pragma GCC unroll 8
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
-        for (int c = 0; c < CB; c++)
+        for (int c = 0; c < CB; c++) {
             acc[i][c] = _mm512_setzero_ps();
+            /* the sums it adds to: often last written on another core, here by the end */
+            if (y->add) _mm_prefetch((const char *)y_at(y, r + i, (p + c) * PANEL), _MM_HINT_T0);
+        }
     for (int k = 0; k < in; k++) {
         if (pf) _mm_prefetch(pf + (size_t)k * 64, _MM_HINT_T1);
         __m512 w[AVX512_CB_MAX];
@@ -208,7 +215,9 @@ micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512 v = l->b ? _mm512_add_ps(acc[i][c], b) : acc[i][c];
-            _mm512_mask_storeu_ps(y_at(y, r + i, o), mask, v);
+            float *yo = y_at(y, r + i, o);
+            if (y->add) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, yo), v);
+            _mm512_mask_storeu_ps(yo, mask, v);
         }
     }
 }
@@ -288,8 +297,10 @@ micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *
         _mm256_storeu_ps(tmp, lo[i]);
         _mm256_storeu_ps(tmp + 8, hi[i]);
         float *yr = y_at(y, r + i, o);
-        for (int c = 0; c < n; c++)
-            yr[c] = l->b ? tmp[c] + l->b[o + c] : tmp[c];
+        for (int c = 0; c < n; c++) {
+            float v = l->b ? tmp[c] + l->b[o + c] : tmp[c];
+            yr[c] = y->add ? yr[c] + v : v;
+        }
     }
 }
 
@@ -321,8 +332,10 @@ micro256_row4(const y_map *y, const float *x, int r, int p, const kr_linear *l, 
         _mm256_storeu_ps(tmp, a[2 * c]);
         _mm256_storeu_ps(tmp + 8, a[2 * c + 1]);
         float *yr = y_at(y, r, o);
-        for (int i = 0; i < n; i++)
-            yr[i] = l->b ? tmp[i] + l->b[o + i] : tmp[i];
+        for (int i = 0; i < n; i++) {
+            float v = l->b ? tmp[i] + l->b[o + i] : tmp[i];
+            yr[i] = y->add ? yr[i] + v : v;
+        }
     }
 }
 
@@ -518,13 +531,18 @@ static void forward(const y_map *y, int n, const float *x, int T, const kr_linea
 }
 
 void kr_linear_forward(float *y, const float *x, int T, const kr_linear *l) {
-    y_map m = {&y, l->out};
+    y_map m = {&y, l->out, false};
+    forward(&m, 1, x, T, l, NULL, NULL);
+}
+
+void kr_linear_forward_add(float *y, const float *x, int T, const kr_linear *l) {
+    y_map m = {&y, l->out, true};
     forward(&m, 1, x, T, l, NULL, NULL);
 }
 
 int kr_linear_forward_parts(float *const *ys, int n, const float *x, int T, const kr_linear *l) {
     if (n < 1 || l->out % n || l->out / n % PANEL) return -1;
-    y_map m = {ys, l->out / n};
+    y_map m = {ys, l->out / n, false};
     forward(&m, n, x, T, l, NULL, NULL);
     return 0;
 }
@@ -532,7 +550,7 @@ int kr_linear_forward_parts(float *const *ys, int n, const float *x, int T, cons
 int kr_linear_forward_then(float *const *ys, int n, const float *x, int T, const kr_linear *l,
                            kr_linear_epilogue epi, void *ctx) {
     if (n < 1 || l->out % n || (n > 1 && l->out / n % PANEL)) return -1;
-    y_map m = {ys, l->out / n};
+    y_map m = {ys, l->out / n, false};
     forward(&m, n, x, T, l, epi, ctx);
     return 0;
 }

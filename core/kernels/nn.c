@@ -367,23 +367,6 @@ KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
  * a product's task wrote, done by that task while they are in its cache, instead of passes of
  * their own over the rows on the calling thread. */
 typedef struct {
-    float *x;
-    const float *y;
-    int d;
-} residual_ctx;
-
-/* x += y on the block: the residual, rounded as x[i] += y[i] after y was stored */
-static void residual_add(void *arg, int r0, int r1, int c0, int c1) {
-    const residual_ctx *c = arg;
-    for (int r = r0; r < r1; r++) {
-        float *xr = c->x + (size_t)r * c->d;
-        const float *yr = c->y + (size_t)r * c->d;
-        for (int i = c0; i < c1; i++)
-            xr[i] += yr[i];
-    }
-}
-
-typedef struct {
     float *h1;
     const float *h3;
     int ff;
@@ -467,8 +450,7 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
     block_qkv(b, layer, x, R, S, seqs, s, 1);
     float *w13[2] = {s->h1, s->h3};
     kr_attend_rows(s->attn, s->q, s->rows, R, d, layer, b->n_heads, s->scores, s->max_keys);
-    residual_ctx res = {x, s->xn, d};
-    kr_linear_forward_then(&s->xn, 1, s->attn, R, &b->o, residual_add, &res);
+    kr_linear_forward_add(x, s->attn, R, &b->o); /* residual connection */
     for_rows(b, s, x, R, ROWS_NORM, b->norm2);
     swiglu_ctx sw = {s->h1, s->h3, b->ff};
     if ((b->w13.w || b->w13.wp) &&
@@ -488,5 +470,5 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
         }
         for_rows(b, s, x, R, ROWS_SILU_MUL, NULL);
     }
-    kr_linear_forward_then(&s->xn, 1, s->h1, R, &b->w2, residual_add, &res);
+    kr_linear_forward_add(x, s->h1, R, &b->w2); /* residual connection */
 }
