@@ -279,6 +279,7 @@ static void claim_item(void *arg, int i, int worker) {
     volatile double spin = 0; /* items of unequal length, so that threads overtake */
     for (int k = 0; k < (i * 7919) % 300; k++)
         spin += k;
+    (void)spin;
     g->claimed[i] = i % 3 ? kr_parallel_claim_next() : -3;
     g->again[i] = i % 3 == 1 ? kr_parallel_claim_next() : -1; /* one claim an item: -1 */
 }

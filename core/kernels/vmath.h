@@ -12,43 +12,6 @@
 #define KR_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define KR_HOT
-/* r[16] (16 rows of 16 floats) transposed in place: r[i][l] becomes the old r[l][i]. Four
- * rounds of two-source shuffles (32-bit, 64-bit, 128-bit, 256-bit), 64 in all; only moves,
- * no arithmetic. A macro-free inline: the clone built for each instruction set keeps the
- * rows in its own registers. */
-#define KR_SHUF16 __builtin_shufflevector
-static inline __attribute__((always_inline)) void kr_transpose16(kr_v16f r[16]) {
-    kr_v16f t[16], u[16];
-    for (int k = 0; k < 16; k += 2) { /* rows 2k, 2k+1 interleaved within 128-bit lanes */
-        t[k] = KR_SHUF16(r[k], r[k + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
-        t[k + 1] =
-            KR_SHUF16(r[k], r[k + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
-    }
-    for (int k = 0; k < 16; k += 4) /* u[k + e]: rows k..k+3, elements e, e+4, e+8, e+12 */
-        for (int h = 0; h < 2; h++) {
-            u[k + 2 * h] = KR_SHUF16(t[k + h], t[k + h + 2], 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24,
-                                     25, 12, 13, 28, 29);
-            u[k + 2 * h + 1] = KR_SHUF16(t[k + h], t[k + h + 2], 2, 3, 18, 19, 6, 7, 22, 23, 10, 11,
-                                         26, 27, 14, 15, 30, 31);
-        }
-    for (int e = 0; e < 4; e++) {
-        /* rows 0-7 and 8-15: elements e, e+4 (a) and e+8, e+12 (b) */
-        kr_v16f a0 =
-            KR_SHUF16(u[e], u[4 + e], 0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-        kr_v16f b0 =
-            KR_SHUF16(u[e], u[4 + e], 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-        kr_v16f a1 =
-            KR_SHUF16(u[8 + e], u[12 + e], 0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-        kr_v16f b1 = KR_SHUF16(u[8 + e], u[12 + e], 8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15,
-                               28, 29, 30, 31);
-        r[e] = KR_SHUF16(a0, a1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-        r[e + 4] = KR_SHUF16(a0, a1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-        r[e + 8] = KR_SHUF16(b0, b1, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-        r[e + 12] = KR_SHUF16(b0, b1, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    }
-}
-#undef KR_SHUF16
-
 #endif
 
 /* Sixteen lanes as one value (GCC/clang vector extensions): the clone built for each
