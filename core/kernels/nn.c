@@ -271,7 +271,7 @@ static void save_raw_kv(const kr_block *b, int layer, const kr_seq *sq, const fl
  * (on the calling thread, a 520-row window's stores took 0.9 of the tokenizer's 9.8 ms). */
 #define STORE_PARALLEL 4   /* fewer sequences are stored by rows, or on the calling thread */
 #define STORE_CHUNK    32  /* rows a task when the rows are split */
-#define STORE_ROWS     128 /* fewer rows in all: stored on the calling thread */
+#define STORE_ROWS     64  /* fewer rows in all: stored on the calling thread */
 typedef struct {
     const kr_block *b;
     int layer;
