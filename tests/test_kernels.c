@@ -58,6 +58,29 @@ static void random_linear(float *w, float *b, float *x, float *wp, int out, int 
     kr_linear_pack(wp, w, out, in);
 }
 
+/* A random product (random_linear) in buffers of its own, with its packed layer. */
+typedef struct {
+    float *w, *b, *x, *wp;
+    kr_linear l;
+} test_linear;
+
+static test_linear new_linear(int in, int out, int rows, int with_bias) {
+    test_linear t = {malloc((size_t)out * in * sizeof(float)),
+                     malloc((size_t)out * sizeof(float)),
+                     malloc((size_t)rows * in * sizeof(float)),
+                     malloc(kr_linear_packed_floats(out, in) * sizeof(float)),
+                     {.out = out, .in = in}};
+    assert_true(t.w && t.b && t.x && t.wp);
+    random_linear(t.w, t.b, t.x, t.wp, out, in, rows);
+    t.l.b = with_bias ? t.b : NULL;
+    t.l.wp = t.wp;
+    return t;
+}
+
+static void free_linear(test_linear *t) {
+    free(t->w), free(t->b), free(t->x), free(t->wp);
+}
+
 /* The definition, one element at a time: fmaf rounds once, as the vector FMAs do. */
 static void reference_row(float *y, const float *x, const float *w, const float *b, int in,
                           int out) {
@@ -173,16 +196,14 @@ static void record(void *arg, int r0, int r1, int c0, int c1) {
 
 static void epilogue_case(int in, int out, int n, int rows) {
     int width = out / n;
-    float *w = malloc((size_t)out * in * sizeof(float));
-    float *wp = malloc(kr_linear_packed_floats(out, in) * sizeof(float));
-    float *b = malloc((size_t)out * sizeof(float)), *x = malloc((size_t)rows * in * sizeof(float));
+    test_linear t = new_linear(in, out, rows, 1);
+    const float *x = t.x;
+    const kr_linear l = t.l;
     float *plain = malloc((size_t)rows * out * sizeof(float));
     float *y = malloc((size_t)rows * out * sizeof(float));
     float *seen = malloc((size_t)rows * out * sizeof(float));
     int *visits = malloc((size_t)rows * width * sizeof(int));
-    assert_true(w && wp && b && x && plain && y && seen && visits);
-    random_linear(w, b, x, wp, out, in, rows);
-    kr_linear l = {.b = b, .out = out, .in = in, .wp = wp};
+    assert_true(plain && y && seen && visits);
     float *ys[4], *plains[4];
     for (int p = 0; p < n; p++) {
         ys[p] = y + (size_t)p * rows * width;
@@ -206,7 +227,8 @@ static void epilogue_case(int in, int out, int n, int rows) {
             assert_int_equal(visits[i], 1);
     }
     assert_int_equal(kr_simd_set(best), 0);
-    free(w), free(wp), free(b), free(x), free(plain), free(y), free(seen), free(visits);
+    free_linear(&t);
+    free(plain), free(y), free(seen), free(visits);
 }
 
 static void test_epilogue_blocks(void **state) {
@@ -228,17 +250,15 @@ static void test_epilogue_blocks(void **state) {
  * residual x += y), on every level, for a decode step's rows, a few paths' and a prefill's,
  * with and without a bias and with a partial last panel. */
 static void add_case(int in, int out, int rows, int with_bias) {
-    float *w = malloc((size_t)out * in * sizeof(float));
-    float *wp = malloc(kr_linear_packed_floats(out, in) * sizeof(float));
-    float *b = malloc((size_t)out * sizeof(float)), *x = malloc((size_t)rows * in * sizeof(float));
+    test_linear t = new_linear(in, out, rows, with_bias);
+    const float *x = t.x;
+    const kr_linear l = t.l;
     float *base = malloc((size_t)rows * out * sizeof(float));
     float *y = malloc((size_t)rows * out * sizeof(float));
     float *want = malloc((size_t)rows * out * sizeof(float));
-    assert_true(w && wp && b && x && base && y && want);
-    random_linear(w, b, x, wp, out, in, rows);
+    assert_true(base && y && want);
     for (size_t i = 0; i < (size_t)rows * out; i++)
         base[i] = lcg() * 4.0f;
-    kr_linear l = {.b = with_bias ? b : NULL, .out = out, .in = in, .wp = wp};
     kr_simd best = kr_simd_level();
     for (int s = KR_SIMD_GENERIC; s <= (int)best; s++) {
         assert_int_equal(kr_simd_set((kr_simd)s), 0);
@@ -250,7 +270,8 @@ static void add_case(int in, int out, int rows, int with_bias) {
         assert_memory_equal(y, want, (size_t)rows * out * sizeof(float));
     }
     assert_int_equal(kr_simd_set(best), 0);
-    free(w), free(wp), free(b), free(x), free(base), free(y), free(want);
+    free_linear(&t);
+    free(base), free(y), free(want);
 }
 
 static void test_forward_add(void **state) {
