@@ -399,6 +399,7 @@ static double kv_bytes(const kr_predictor_config *c, int keys) {
 }
 
 #define SINGLE_ROUNDS 3 /* single-path step rounds, each between two reads of memory */
+_Static_assert(SINGLE_ROUNDS == 3, "median3 and the single-path line print three rounds");
 static double median3(const double x[3]) {
     double a = x[0], b = x[1], c = x[2];
     return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));

@@ -269,9 +269,9 @@ static void save_raw_kv(const kr_block *b, int layer, const kr_seq *sq, const fl
  * their attention rows. Many sequences: a task a run of whole sequences. A few with many rows
  * (a prefill, the tokenizer's whole window): a task a run of STORE_CHUNK rows of one sequence
  * (on the calling thread, a 520-row window's stores took 0.9 of the tokenizer's 9.8 ms). */
-#define STORE_PARALLEL 4   /* fewer sequences are stored by rows, or on the calling thread */
-#define STORE_CHUNK    32  /* rows a task when the rows are split */
-#define STORE_ROWS     64  /* fewer rows in all: stored on the calling thread */
+#define STORE_PARALLEL 4  /* fewer sequences are stored by rows, or on the calling thread */
+#define STORE_CHUNK    32 /* rows a task when the rows are split */
+#define STORE_ROWS     64 /* fewer rows in all: stored on the calling thread */
 typedef struct {
     const kr_block *b;
     int layer;
@@ -306,13 +306,13 @@ static void store_task(void *arg, int task, int worker) {
     int row0 = 0;
     if (j->by_rows) { /* task: the sequence and the chunk it falls in */
         for (int i = 0; i < j->S; row0 += j->seqs[i++].n_rows) {
-            int T = j->seqs[i].n_rows, lead = j->seqs[i].pos0 % STORE_CHUNK;
-            if (task < chunks_of(&j->seqs[i])) {
-                int t0 = task * STORE_CHUNK - lead, t1 = t0 + STORE_CHUNK;
+            int T = j->seqs[i].n_rows, chunks = chunks_of(&j->seqs[i]);
+            if (task < chunks) {
+                int t0 = task * STORE_CHUNK - j->seqs[i].pos0 % STORE_CHUNK, t1 = t0 + STORE_CHUNK;
                 store_rows(j, i, row0, t0 > 0 ? t0 : 0, t1 < T ? t1 : T, worker);
                 return;
             }
-            task -= chunks_of(&j->seqs[i]);
+            task -= chunks;
         }
         return;
     }
