@@ -202,6 +202,61 @@ static void test_long_chunks(void **state) {
     long_chunks(&shifted);
 }
 
+/* A decode step of many paths, each cache one new row, stores their keys and values in runs
+ * of whole sequences on the pool (nn.c's store_task: a kv_shift model's raw k, v saved in the
+ * same task); one cache alone stores on the calling thread. The same logits, bit for bit,
+ * step after step: paths forked from a prefix of 40 tokens (attention row by row) and of 100
+ * (tiles over 96 shared keys). It alone fails when the runs skip the raw k, v. */
+#define N_PATHS 6
+static void many_paths(const fixture *f, int prefix) {
+    static int32_t s1[128], s2[128];
+    static kr_stamp st[128];
+    for (int i = 0; i < 128; i++) {
+        s1[i] = f->s1[i % N_TOK] ^ (i / N_TOK);
+        s2[i] = f->s2[i % N_TOK];
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+    kr_error err = {0};
+    kr_pool *pool = kr_pool_create(f->m, kr_pool_bytes_for(f->m, 512) * (2 * N_PATHS + 1), &err);
+    assert_non_null(pool);
+    kr_cache *base = kr_cache_create(pool, 0, &err), *batch[N_PATHS], *alone[N_PATHS];
+    assert_non_null(base);
+    assert_int_equal(kr_cache_append(&base, 1, s1, s2, st, prefix, NULL, &err), 0);
+    for (int p = 0; p < N_PATHS; p++) {
+        assert_non_null(batch[p] = kr_cache_fork(base, &err));
+        assert_non_null(alone[p] = kr_cache_fork(base, &err));
+    }
+    static float lb[N_PATHS][V], la[V];
+    for (int step = 0; step < 20; step++) {
+        int32_t t1[N_PATHS], t2[N_PATHS];
+        kr_stamp ts[N_PATHS];
+        for (int p = 0; p < N_PATHS; p++) { /* each path its own tokens */
+            t1[p] = s1[(7 * p + step) % 128];
+            t2[p] = s2[(3 * p + step) % 128];
+            ts[p] = st[prefix + step];
+        }
+        assert_int_equal(kr_cache_append(batch, N_PATHS, t1, t2, ts, 1, &lb[0][0], &err), 0);
+        for (int p = 0; p < N_PATHS; p++) {
+            assert_int_equal(kr_cache_append(&alone[p], 1, &t1[p], &t2[p], &ts[p], 1, la, &err), 0);
+            assert_memory_equal(la, lb[p], sizeof la);
+        }
+    }
+    for (int p = 0; p < N_PATHS; p++) {
+        kr_cache_free(batch[p]);
+        kr_cache_free(alone[p]);
+    }
+    kr_cache_free(base);
+    kr_pool_free(pool);
+}
+
+static void test_many_paths_step(void **state) {
+    (void)state;
+    many_paths(&tiny, 40);
+    many_paths(&tiny, 100);
+    many_paths(&shifted, 40);
+    many_paths(&shifted, 100);
+}
+
 /* Generation across separate calls equals one call over the concatenated input. */
 static void generate_split(const fixture *f) {
     kr_error err = {0};
@@ -559,6 +614,7 @@ int main(void) {
         cmocka_unit_test(test_pool_accounting),       cmocka_unit_test(test_forecast_paths),
         cmocka_unit_test(test_seed_determinism),      cmocka_unit_test(test_horizon_limit),
         cmocka_unit_test(test_generate_batch),        cmocka_unit_test(test_long_chunks),
+        cmocka_unit_test(test_many_paths_step),
     };
     return cmocka_run_group_tests_name("cache", tests, setup, teardown);
 }
