@@ -156,14 +156,20 @@ static void test_parity_kv_shift(void **state) {
  * sequence's first row reading the last one of the append before it): the same bits as
  * one token at a time, which stores on the calling thread. */
 #define N_LONG 300
-static void long_logits(const fixture *f, const int *chunks, int n_chunks, float *l1, float *l2) {
-    static int32_t s1[N_LONG], s2[N_LONG];
-    static kr_stamp st[N_LONG];
-    for (int i = 0; i < N_LONG; i++) {
+
+/* n tokens from the fixture's N_TOK, each repeat of them with other s1 bits, 5 minutes apart */
+static void spread_tokens(const fixture *f, int n, int32_t *s1, int32_t *s2, kr_stamp *st) {
+    for (int i = 0; i < n; i++) {
         s1[i] = f->s1[i % N_TOK] ^ (i / N_TOK);
         s2[i] = f->s2[i % N_TOK];
         st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
     }
+}
+
+static void long_logits(const fixture *f, const int *chunks, int n_chunks, float *l1, float *l2) {
+    static int32_t s1[N_LONG], s2[N_LONG];
+    static kr_stamp st[N_LONG];
+    spread_tokens(f, N_LONG, s1, s2, st);
     kr_error err = {0};
     kr_pool *pool = kr_pool_create(f->m, kr_pool_bytes_for(f->m, 512), &err);
     assert_non_null(pool);
@@ -211,11 +217,7 @@ static void test_long_chunks(void **state) {
 static void many_paths(const fixture *f, int prefix) {
     static int32_t s1[128], s2[128];
     static kr_stamp st[128];
-    for (int i = 0; i < 128; i++) {
-        s1[i] = f->s1[i % N_TOK] ^ (i / N_TOK);
-        s2[i] = f->s2[i % N_TOK];
-        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
-    }
+    spread_tokens(f, 128, s1, s2, st);
     kr_error err = {0};
     kr_pool *pool = kr_pool_create(f->m, kr_pool_bytes_for(f->m, 512) * (2 * N_PATHS + 1), &err);
     assert_non_null(pool);

@@ -56,6 +56,11 @@ static inline float *y_at(const y_map *y, int r, int o) {
     return y->part[o / y->width] + (size_t)r * y->width + o % y->width;
 }
 
+/* One finished element v (the chain + bias) into *yo: stored, or added (y->add). */
+static inline void y_put(const y_map *y, float *yo, float v) {
+    *yo = y->add ? *yo + v : v;
+}
+
 /* ---- packing ------------------------------------------------------------------------------ */
 
 size_t kr_linear_packed_floats(int out, int in) {
@@ -138,8 +143,7 @@ static void panels_generic(const y_map *y, const float *x, int r0, int r1, int p
                     acc[c] = fmaf(xr[k], wp[(size_t)k * PANEL + c], acc[c]);
             for (int c = 0; c < PANEL && p * PANEL + c < out; c++) {
                 int o = p * PANEL + c;
-                float v = l->b ? acc[c] + l->b[o] : acc[c], *yo = y_at(y, r, o);
-                *yo = y->add ? *yo + v : v;
+                y_put(y, y_at(y, r, o), l->b ? acc[c] + l->b[o] : acc[c]);
             }
         }
     }
@@ -153,8 +157,7 @@ static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear
             float acc = 0.0f;
             for (int k = 0; k < l->in; k++)
                 acc = fmaf(xr[k], wr[k], acc);
-            float v = l->b ? acc + l->b[o] : acc, *yo = y_at(y, r, o);
-            *yo = y->add ? *yo + v : v;
+            y_put(y, y_at(y, r, o), l->b ? acc + l->b[o] : acc);
         }
 }
 
@@ -297,10 +300,8 @@ micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *
         _mm256_storeu_ps(tmp, lo[i]);
         _mm256_storeu_ps(tmp + 8, hi[i]);
         float *yr = y_at(y, r + i, o);
-        for (int c = 0; c < n; c++) {
-            float v = l->b ? tmp[c] + l->b[o + c] : tmp[c];
-            yr[c] = y->add ? yr[c] + v : v;
-        }
+        for (int c = 0; c < n; c++)
+            y_put(y, yr + c, l->b ? tmp[c] + l->b[o + c] : tmp[c]);
     }
 }
 
@@ -332,10 +333,8 @@ micro256_row4(const y_map *y, const float *x, int r, int p, const kr_linear *l, 
         _mm256_storeu_ps(tmp, a[2 * c]);
         _mm256_storeu_ps(tmp + 8, a[2 * c + 1]);
         float *yr = y_at(y, r, o);
-        for (int i = 0; i < n; i++) {
-            float v = l->b ? tmp[i] + l->b[o + i] : tmp[i];
-            yr[i] = y->add ? yr[i] + v : v;
-        }
+        for (int i = 0; i < n; i++)
+            y_put(y, yr + i, l->b ? tmp[i] + l->b[o + i] : tmp[i]);
     }
 }
 
