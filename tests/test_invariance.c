@@ -196,20 +196,22 @@ static void test_attention_row_path(void **state) {
 /* ---- element-wise exp ------------------------------------------------------------------- */
 
 /* exp_array's 16-lane vectors give each element the bits of its scalar tail (the code the
- * kernels had before), on every instruction set this file's clones are built for: a sweep
- * of bit patterns over [-100, 88] plus the edges. */
-KR_HOT static void exp_sweep(float *v, float *s, int n) {
+ * kernels had before), in the build for every level this CPU runs (KR_LEVELS): a sweep of
+ * bit patterns over [-100, 88] plus the edges. */
+KR_INLINE void exp_sweep_body(float *v, float *s, int n) {
     exp_array(v, n);
     for (int i = 0; i < n; i++)
         s[i] = exp1(s[i]);
 }
+KR_LEVELS(exp_sweep, (float *v, float *s, int n), (v, s, n))
 
 static void test_exp_lanes(void **state) {
     (void)state;
     enum { N = 1 << 16 };
     float *v = malloc(N * sizeof(float)), *sc = malloc(N * sizeof(float));
-    float *plain = malloc(N * sizeof(float));
-    assert_true(v && sc && plain);
+    float *plain = malloc(N * sizeof(float)), *in = malloc(N * sizeof(float));
+    assert_true(v && sc && plain && in);
+    kr_simd best = kr_simd_level();
     uint32_t lo = 0x3f800000u; /* walk |x| from 1e-38-ish upwards on both signs */
     for (int pass = 0; pass < 64; pass++) {
         for (int i = 0; i < N; i++) {
@@ -219,41 +221,55 @@ static void test_exp_lanes(void **state) {
                 float f;
             } c = {.u = (u & 0x7fffffffu) % 0x42c80000u}; /* |x| < 100 */
             float x = (i & 1) ? -c.f : c.f;
-            v[i] = sc[i] = x > 88.0f ? 88.0f : x;
+            plain[i] = x > 88.0f ? 88.0f : x;
         }
-        v[0] = sc[0] = -87.3f;
-        v[1] = sc[1] = -87.29f;
-        v[2] = sc[2] = 0.0f;
-        v[3] = sc[3] = -0.0f;
-        v[4] = sc[4] = 88.0f;
-        memcpy(plain, v, N * sizeof(float));
-        exp_sweep(v, sc, N); /* the clone for this CPU */
-        exp_array(plain, N); /* built for the baseline instruction set */
-        assert_memory_equal(v, sc, N * sizeof(float));
-        assert_memory_equal(plain, sc, N * sizeof(float));
+        plain[0] = -87.3f;
+        plain[1] = -87.29f;
+        plain[2] = 0.0f;
+        plain[3] = -0.0f;
+        plain[4] = 88.0f;
+        memcpy(in, plain, N * sizeof(float));
+        exp_array(plain, N); /* this file's own build: the baseline instruction set */
+        for (int level = KR_SIMD_GENERIC; level <= (int)best; level++) {
+            assert_int_equal(kr_simd_set((kr_simd)level), 0);
+            memcpy(v, in, N * sizeof(float));
+            memcpy(sc, in, N * sizeof(float));
+            exp_sweep(v, sc, N);
+            assert_memory_equal(v, sc, N * sizeof(float));
+            assert_memory_equal(plain, sc, N * sizeof(float));
+        }
     }
-    free(v), free(sc), free(plain);
+    kr_simd_set(best);
+    free(v), free(sc), free(plain), free(in);
 }
 
 /* kr_transpose16 (the grouped key stores, nn.c): r[i][l] becomes the old r[l][i], in the
- * clone for this CPU and in the baseline build. */
-KR_HOT static void transpose_clone(kr_v16f *r) {
+ * build for every level this CPU runs and in the baseline build. */
+KR_INLINE void transpose_level_body(kr_v16f *r) {
     kr_transpose16(r);
 }
+KR_LEVELS(transpose_level, (kr_v16f * r), (r))
 
 static void test_transpose16(void **state) {
     (void)state;
     kr_v16f a[16], b[16];
     for (int i = 0; i < 16; i++)
         for (int l = 0; l < 16; l++)
-            a[i][l] = b[i][l] = (float)(i * 16 + l) + 0.5f;
-    transpose_clone(a);
+            b[i][l] = (float)(i * 16 + l) + 0.5f;
+    memcpy(a, b, sizeof a);
     kr_transpose16(b);
     for (int i = 0; i < 16; i++)
-        for (int l = 0; l < 16; l++) {
-            assert_true(a[i][l] == (float)(l * 16 + i) + 0.5f);
+        for (int l = 0; l < 16; l++)
             assert_true(b[i][l] == (float)(l * 16 + i) + 0.5f);
-        }
+    kr_simd best = kr_simd_level();
+    for (int level = KR_SIMD_GENERIC; level <= (int)best; level++) {
+        kr_v16f r[16];
+        memcpy(r, a, sizeof r);
+        assert_int_equal(kr_simd_set((kr_simd)level), 0);
+        transpose_level(r);
+        assert_memory_equal(r, b, sizeof r);
+    }
+    kr_simd_set(best);
 }
 
 /* ---- the decoder on KV caches ----------------------------------------------------------- */

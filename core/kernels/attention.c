@@ -35,8 +35,8 @@ typedef float v16f __attribute__((vector_size(64), aligned(4)));
  * (two or three groups repeat their last one; each key's sum still runs over i in order);
  * a last partial group whose 16 lanes lie within its block is one vector too, its lanes
  * past k1 computed and dropped (each lane is a key of its own). */
-KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd,
-                               int k0, int k1, float scale, float *out) {
+KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd, int k0,
+                           int k1, float scale, float *out) {
     int B = kv->block_len;
     for (int key = k0; key < k1;) {
         const float *kt[4];
@@ -88,7 +88,7 @@ KR_HOT static void head_scores(const float *qh, const kr_kv_view *kv, int layer,
 }
 
 /* s[n] -> e^(s - max s) in place; returns 1 / (their sum, in order). */
-KR_HOT static float exp_shifted(float *s, int n) {
+KR_INLINE float exp_shifted(float *s, int n) {
     float mx = s[0];
     for (int i = 1; i < n; i++)
         if (s[i] > mx) mx = s[i];
@@ -104,8 +104,8 @@ KR_HOT static float exp_shifted(float *s, int n) {
 /* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order: 64 columns at a time
  * held in four 16-lane sums while the keys go by (each column still adds its products in
  * key order, one rounding each), then 16 and then one at a time. */
-KR_HOT static void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
-                               int hd, int k0, int k1) {
+KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
+                           int hd, int k0, int k1) {
     int i0 = 0;
     for (; i0 + 64 <= hd; i0 += 64) {
         v16f a0, a1, a2, a3;
@@ -144,8 +144,8 @@ KR_HOT static void head_values(float *out, const float *e, const kr_kv_view *kv,
 /* o[256] += the value sums of four heads of 64 over keys [k0, k1), e of head hh at
  * e + hh * e_stride: each key's value row is read as one run of 1 KiB while 16 registers
  * hold the sums; each column still adds its products in key order. */
-KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
-                               int layer, int h0, int k0, int k1) {
+KR_INLINE void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
+                           int layer, int h0, int k0, int k1) {
     v16f a[16];
     for (int c = 0; c < 16; c++)
         memcpy(&a[c], o + 16 * c, sizeof a[c]);
@@ -173,8 +173,8 @@ KR_HOT static void values_4x64(float *o, const float *e, size_t e_stride, const 
 
 /* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
  * s: nh * n_keys floats of scratch. */
-static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh,
-                         int hd, int n_keys, float *s) {
+KR_INLINE void attend_heads_body(float *o, const float *q, const kr_kv_view *kv, int layer, int h0,
+                                 int nh, int hd, int n_keys, float *s) {
     float scale = (float)(1.0 / sqrt((double)hd)), inv[HEAD_GROUP];
     for (int hh = 0; hh < nh; hh++) {
         float *sh = s + (size_t)hh * n_keys;
@@ -192,6 +192,10 @@ static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int lay
         for (int i = 0; i < hd; i++)
             o[(size_t)hh * hd + i] *= inv[hh];
 }
+KR_LEVELS(attend_heads,
+          (float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh, int hd,
+           int n_keys, float *s),
+          (o, q, kv, layer, h0, nh, hd, n_keys, s))
 
 void kr_attend(float *out, const float *q, const kr_kv_view *kv, int layer, int n_keys, int n_heads,
                float *scores) {
@@ -261,10 +265,8 @@ static void attend_task(void *arg, int task, int worker) {
 /* Scores of keys [k0, k1) for the tile's 32 rows (the queries transposed in qt[hd][32]),
  * eight keys at a time: a load of the queries serves eight keys, sixteen chains of adds in
  * flight (the last group repeats its last key, writing the same scores twice). */
-static inline __attribute__((always_inline)) void tile_scores(float *sc, const float *qt,
-                                                              const kr_kv_view *kv, int layer,
-                                                              int h, int hd, int k0, int k1,
-                                                              float scale) {
+KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer, int h,
+                           int hd, int k0, int k1, float scale) {
     enum { T = KR_ATTN_TILE, G = 8 };
     int B = kv->block_len;
     for (int key = k0; key < k1; key += G) {
@@ -317,10 +319,8 @@ static inline __attribute__((always_inline)) void tile_scores(float *sc, const f
  * 16-lane vector (k0 and the block length multiples of 16: each group lies in one block),
  * the rows side by side so that four chains of adds are in flight; each key's sum runs over
  * i in order, as in head_scores. */
-static inline __attribute__((always_inline)) void own_scores4(float *sc, const float *qt,
-                                                              const attend_job *j, int r0, int r,
-                                                              int nr, int h, int hd, int k0,
-                                                              float scale) {
+KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int r0, int r, int nr,
+                           int h, int hd, int k0, float scale) {
     enum { T = KR_ATTN_TILE };
     int B = j->rows[r0].kv->block_len;
     for (int at = k0;; at += KEY_LANES) {
@@ -353,10 +353,8 @@ static inline __attribute__((always_inline)) void own_scores4(float *sc, const f
 /* o[rt][64] (rows hd apart) += the products of keys [k0, k1) for rows [ra, ra + rt) of the
  * tile, columns [i0, i0 + 64) of head h: rt x 4 sums in registers while the keys go by; each
  * (row, column) adds its products in key order. */
-static inline __attribute__((always_inline)) void values_rows(float *o, int rt, const float *sc,
-                                                              int ra, const kr_kv_view *kv,
-                                                              int layer, int h, int hd, int i0,
-                                                              int k0, int k1, int ahead) {
+KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const kr_kv_view *kv,
+                           int layer, int h, int hd, int i0, int k0, int k1, int ahead) {
     enum { T = KR_ATTN_TILE };
     int B = kv->block_len, d = kv->d;
     v16f c[6][4];
@@ -393,7 +391,7 @@ static inline __attribute__((always_inline)) void values_rows(float *o, int rt, 
             memcpy(o + (size_t)r * hd + 16 * x, &c[r][x], sizeof c[r][x]);
 }
 
-KR_HOT static void attend_tile(void *arg, int task, int worker) {
+KR_INLINE void attend_tile_body(void *arg, int task, int worker) {
     const attend_job *j = arg;
     enum { T = KR_ATTN_TILE };
     int h = task % j->n_heads, r0 = j->order[task / j->n_heads] * T;
@@ -572,6 +570,7 @@ KR_HOT static void attend_tile(void *arg, int task, int worker) {
             out[i] = orow[i] * inv[r];
     }
 }
+KR_LEVELS(attend_tile, (void *arg, int task, int worker), (arg, task, worker))
 
 /* Keys [0, n) that every one of n_rows rows reads from the same memory: all the keys below
  * every row's end when the rows share one cache (the rows of one sequence, such as a

@@ -25,7 +25,7 @@ typedef float v8f __attribute__((vector_size(32), aligned(4)));
 typedef double v8d __attribute__((vector_size(64)));
 
 /* ss[k] += x[k][i]^2 for i in [0, d8) (a multiple of 8), k = the eight rows: lane k */
-KR_HOT static void sum_squares8(double *ss, const float *const *xk, int d8) {
+KR_INLINE void sum_squares8_body(double *ss, const float *const *xk, int d8) {
     v8d acc;
     __builtin_memcpy(&acc, ss, sizeof acc);
     for (int i0 = 0; i0 < d8; i0 += 8) {
@@ -57,6 +57,7 @@ KR_HOT static void sum_squares8(double *ss, const float *const *xk, int d8) {
     }
     __builtin_memcpy(ss, &acc, sizeof acc);
 }
+KR_LEVELS(sum_squares8, (double *ss, const float *const *xk, int d8), (ss, xk, d8))
 
 void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
     for (int r0 = 0; r0 < rows; r0 += NORM_ROWS) {
@@ -120,13 +121,20 @@ void kr_rope_table(float *cs, int len, int hd, const float *inv_freq) {
 }
 
 /* One head's pairs (j, j + half), cs[j] = (cos, sin): the same operations as rotate(). */
-KR_HOT static void rotate_head(float *xh, int half, const float *cs) {
+KR_INLINE void rotate_head(float *xh, int half, const float *cs) {
     for (int j = 0; j < half; j++) {
         float a = xh[j], b = xh[j + half], c = cs[2 * j], s = cs[2 * j + 1];
         xh[j] = a * c - b * s;
         xh[j + half] = b * c + a * s;
     }
 }
+
+/* Every head of one row at position cs's (the table's row for it). */
+KR_INLINE void rope_heads_body(float *x, int n_heads, int hd, const float *cs) {
+    for (int h = 0; h < n_heads; h++)
+        rotate_head(x + (size_t)h * hd, hd / 2, cs);
+}
+KR_LEVELS(rope_heads, (float *x, int n_heads, int hd, const float *cs), (x, n_heads, hd, cs))
 
 /* kr_rope with the block's table where it reaches (the same numbers, computed once). */
 static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0) {
@@ -137,10 +145,8 @@ static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0)
             kr_rope(x + (size_t)t * stride, 1, stride, b->n_heads, b->hd, pos, b->inv_freq);
             continue;
         }
-        const float *cs = b->rope_cs + (size_t)pos * half * 2;
-        for (int h = 0; h < b->n_heads; h++) /* head by head: the pairs (j, j + half) in
-                                                 vectors, each rotated as rotate() does */
-            rotate_head(x + (size_t)t * stride + (size_t)h * b->hd, half, cs);
+        /* head by head: the pairs (j, j + half) in vectors, each rotated as rotate() does */
+        rope_heads(x + (size_t)t * stride, b->n_heads, b->hd, b->rope_cs + (size_t)pos * half * 2);
     }
 }
 
@@ -191,7 +197,8 @@ void kr_block_scratch_free(kr_block_scratch *s) {
  * transposed in registers: each line of the transposed keys written whole at once, where a
  * key at a time writes one float into each of d lines (kr_kv_put_k). Measured on Zen 5, the
  * tokenizer's 520-row store on two threads: 0.30 -> 0.16 ms. */
-KR_HOT static void put_keys16(const kr_kv_view *kv, int layer, int pos, const float *krows, int d) {
+KR_INLINE void put_keys16_body(const kr_kv_view *kv, int layer, int pos, const float *krows,
+                               int d) {
     float *col = kr_kv_kcol(kv, layer, pos);
     size_t B = (size_t)kv->block_len;
     int i = 0;
@@ -207,6 +214,8 @@ KR_HOT static void put_keys16(const kr_kv_view *kv, int layer, int pos, const fl
         for (int k = 0; k < KEY_GROUP; k++)
             col[(size_t)i * B + k] = krows[(size_t)k * d + i];
 }
+KR_LEVELS(put_keys16, (const kr_kv_view *kv, int layer, int pos, const float *krows, int d),
+          (kv, layer, pos, krows, d))
 
 /* Writes rows [t0, t1) of one sequence's new key/value rows into its cache: k'_t = a0 k_t +
  * a1 k_{t-1} per head when the block has kv_shift (v alike with b0, b1), then RoPE on the
@@ -351,7 +360,7 @@ static void store_all(const kr_block *b, int layer, int R, int S, const kr_seq *
 }
 
 /* h1 = silu(h1) * h3, with silu(a) = a / (1 + e^-a) */
-KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
+KR_INLINE void silu_mul_body(float *h1, const float *h3, size_t n) {
     float e[256];
     for (size_t i0 = 0; i0 < n; i0 += 256) {
         int m = n - i0 < 256 ? (int)(n - i0) : 256;
@@ -362,6 +371,7 @@ KR_HOT static void silu_mul(float *h1, const float *h3, size_t n) {
             h1[i0 + i] = h1[i0 + i] / (1.0f + e[i]) * h3[i0 + i];
     }
 }
+KR_LEVELS(silu_mul, (float *h1, const float *h3, size_t n), (h1, h3, n))
 
 /* Epilogues of the block's products (matmul.h): the row-wise steps that need only the columns
  * a product's task wrote, done by that task while they are in its cache, instead of passes of
@@ -372,11 +382,13 @@ typedef struct {
     int ff;
 } swiglu_ctx;
 
-static void swiglu(void *arg, int r0, int r1, int c0, int c1) {
+KR_INLINE void swiglu_body(void *arg, int r0, int r1, int c0, int c1) {
     const swiglu_ctx *c = arg;
     for (int r = r0; r < r1; r++)
-        silu_mul(c->h1 + (size_t)r * c->ff + c0, c->h3 + (size_t)r * c->ff + c0, (size_t)(c1 - c0));
+        silu_mul_body(c->h1 + (size_t)r * c->ff + c0, c->h3 + (size_t)r * c->ff + c0,
+                      (size_t)(c1 - c0));
 }
+KR_LEVELS(swiglu, (void *arg, int r0, int r1, int c0, int c1), (arg, r0, r1, c0, c1))
 
 /* The block's row-wise steps between its products, spread over the pool in chunks of rows
  * when there are many rows (each row computed alone, the same way on any thread). */

@@ -5,23 +5,54 @@
 
 #include <stdint.h>
 
-/* Built for AVX-512 and AVX2 too, chosen at run time. Without FMA contraction (ISO C mode) both
- * builds perform the same IEEE operations in the same order, so results do not depend on the CPU.
- */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KR_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#include "kronos.h" /* kr_simd_level */
+
+/* The hot loops are written once, on the 16-lane vectors below, as an always-inline body
+ * name_body; KR_LEVELS(name, (params), (args)) builds it for AVX-512, for AVX2 and for the
+ * baseline, and makes a function name that runs the build of the products' level
+ * (kr_simd_level(): the CPU's best, or a lower one named by KRONOS_SIMD). So a lower level
+ * runs, and is tested and timed, whole on a CPU that has a higher one. Without FMA
+ * contraction (-ffp-contract=off) every build performs the same IEEE operations in the same
+ * order: the bits never depend on the level. */
+#define KR_INLINE static inline __attribute__((always_inline))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KR_LEVELS(name, params, args)                                                              \
+    __attribute__((target("avx512f"))) static void name##_avx512 params {                          \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    __attribute__((target("avx2,fma"))) static void name##_avx2 params {                           \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    static void name##_generic params {                                                            \
+        name##_body args;                                                                          \
+    }                                                                                              \
+    static void name params {                                                                      \
+        switch (kr_simd_level()) {                                                                 \
+        case KR_SIMD_AVX512:                                                                       \
+            name##_avx512 args;                                                                    \
+            break;                                                                                 \
+        case KR_SIMD_AVX2:                                                                         \
+            name##_avx2 args;                                                                      \
+            break;                                                                                 \
+        default:                                                                                   \
+            name##_generic args;                                                                   \
+        }                                                                                          \
+    }
 #else
-#define KR_HOT
+#define KR_LEVELS(name, params, args)                                                              \
+    static void name params {                                                                      \
+        name##_body args;                                                                          \
+    }
 #endif
 
-/* Sixteen lanes as one value (GCC/clang vector extensions): the clone built for each
+/* Sixteen lanes as one value (GCC/clang vector extensions): the build for each
  * instruction set maps them onto its own registers, and every lane performs exactly the
  * scalar code's IEEE operations, in its order (no contraction: -ffp-contract=off). */
 typedef float kr_v16f __attribute__((vector_size(64), aligned(4)));
 typedef int32_t kr_v16i __attribute__((vector_size(64), aligned(4)));
 
 /* Cephes' single-precision e^x, one lane of exp16 (the tail of exp_array). */
-static inline float exp1(float x) {
+KR_INLINE float exp1(float x) {
     float v = x < -87.3f ? -87.3f : x;
     float fx = v * 1.44269504088896341f;
     int k = (int)(fx + (fx >= 0.0f ? 0.5f : -0.5f)); /* round to nearest */
@@ -50,7 +81,7 @@ static inline float exp1(float x) {
  * polynomial, within 2 ulp of expf (libm's expf does not vectorise). The reference and the
  * cached paths both use it; every element gets the same bits whether it falls in a vector
  * or in the tail. */
-static inline void exp_array(float *x, int n) {
+KR_INLINE void exp_array(float *x, int n) {
     int i = 0;
     const kr_v16f zero = {0}, lo = zero - 87.3f, half = zero + 0.5f;
     for (; i + 16 <= n; i += 16) { /* exp1, lane by lane */
@@ -80,10 +111,10 @@ static inline void exp_array(float *x, int n) {
 
 /* r[16] (16 rows of 16 floats) transposed in place: r[i][l] becomes the old r[l][i]. Four
  * rounds of two-source shuffles (32-bit, 64-bit, 128-bit, 256-bit), 64 in all; only moves,
- * no arithmetic. A macro-free inline: the clone built for each instruction set keeps the
- * rows in its own registers. */
+ * no arithmetic. Inlined: the build for each instruction set keeps the rows in its own
+ * registers. */
 #define KR_SHUF16 __builtin_shufflevector
-static inline __attribute__((always_inline)) void kr_transpose16(kr_v16f r[16]) {
+KR_INLINE void kr_transpose16(kr_v16f r[16]) {
     kr_v16f t[16], u[16];
     for (int k = 0; k < 16; k += 2) { /* rows 2k, 2k+1 interleaved within 128-bit lanes */
         t[k] = KR_SHUF16(r[k], r[k + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
