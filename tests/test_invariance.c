@@ -12,7 +12,6 @@
 #include "matmul.h"
 #include "nn.h"
 #include "test_util.h"
-#include "vmath.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,22 +194,18 @@ static void test_attention_row_path(void **state) {
 
 /* ---- element-wise exp ------------------------------------------------------------------- */
 
-/* exp_array's 16-lane vectors give each element the bits of its scalar tail (the code the
- * kernels had before), in the build for every level this CPU runs (KR_LEVELS): a sweep of
- * bit patterns over [-100, 88] plus the edges. */
-KR_INLINE void exp_sweep_body(float *v, float *s, int n) {
-    exp_array(v, n);
-    for (int i = 0; i < n; i++)
-        s[i] = exp1(s[i]);
-}
-KR_LEVELS(exp_sweep, (float *v, float *s, int n), (v, s, n))
+/* exp_array's vectors give each element the bits of its scalar lane exp1, in the build for
+ * every level this CPU runs: a sweep of bit patterns over [-100, 88] plus the edges. */
+#define KR_LANES_TEMPLATE "lanes_probe.h"
+#include "lanes.h"
+KR_DISPATCH(exp_sweep, (float *v, float *s, int n), (v, s, n))
 
 static void test_exp_lanes(void **state) {
     (void)state;
     enum { N = 1 << 16 };
     float *v = malloc(N * sizeof(float)), *sc = malloc(N * sizeof(float));
-    float *plain = malloc(N * sizeof(float)), *in = malloc(N * sizeof(float));
-    assert_true(v && sc && plain && in);
+    float *in = malloc(N * sizeof(float));
+    assert_true(v && sc && in);
     kr_simd best = kr_simd_level();
     uint32_t lo = 0x3f800000u; /* walk |x| from 1e-38-ish upwards on both signs */
     for (int pass = 0; pass < 64; pass++) {
@@ -221,55 +216,43 @@ static void test_exp_lanes(void **state) {
                 float f;
             } c = {.u = (u & 0x7fffffffu) % 0x42c80000u}; /* |x| < 100 */
             float x = (i & 1) ? -c.f : c.f;
-            plain[i] = x > 88.0f ? 88.0f : x;
+            in[i] = x > 88.0f ? 88.0f : x;
         }
-        plain[0] = -87.3f;
-        plain[1] = -87.29f;
-        plain[2] = 0.0f;
-        plain[3] = -0.0f;
-        plain[4] = 88.0f;
-        memcpy(in, plain, N * sizeof(float));
-        exp_array(plain, N); /* this file's own build: the baseline instruction set */
+        in[0] = -87.3f;
+        in[1] = -87.29f;
+        in[2] = 0.0f;
+        in[3] = -0.0f;
+        in[4] = 88.0f;
         for (int level = KR_SIMD_GENERIC; level <= (int)best; level++) {
             assert_int_equal(kr_simd_set((kr_simd)level), 0);
             memcpy(v, in, N * sizeof(float));
             memcpy(sc, in, N * sizeof(float));
             exp_sweep(v, sc, N);
             assert_memory_equal(v, sc, N * sizeof(float));
-            assert_memory_equal(plain, sc, N * sizeof(float));
         }
     }
     kr_simd_set(best);
-    free(v), free(sc), free(plain), free(in);
+    free(v), free(sc), free(in);
 }
 
-/* kr_transpose16 (the grouped key stores, nn.c): r[i][l] becomes the old r[l][i], in the
- * build for every level this CPU runs and in the baseline build. */
-KR_INLINE void transpose_level_body(kr_v16f *r) {
-    kr_transpose16(r);
-}
-KR_LEVELS(transpose_level, (kr_v16f * r), (r))
-
+/* The AVX-512 stores of 16 keys (nn_lanes.h) transpose them in registers: r[i][l] becomes
+ * the old r[l][i]. (The other levels store them one by one; the conformance tests on each
+ * level cover both.) */
 static void test_transpose16(void **state) {
     (void)state;
-    kr_v16f a[16], b[16];
+#ifdef KR_LANES_X86
+    if (kr_simd_level() != KR_SIMD_AVX512) skip();
+    float m[16][16];
     for (int i = 0; i < 16; i++)
         for (int l = 0; l < 16; l++)
-            b[i][l] = (float)(i * 16 + l) + 0.5f;
-    memcpy(a, b, sizeof a);
-    kr_transpose16(b);
+            m[i][l] = (float)(i * 16 + l) + 0.5f;
+    transpose_probe_avx512(&m[0][0]);
     for (int i = 0; i < 16; i++)
         for (int l = 0; l < 16; l++)
-            assert_true(b[i][l] == (float)(l * 16 + i) + 0.5f);
-    kr_simd best = kr_simd_level();
-    for (int level = KR_SIMD_GENERIC; level <= (int)best; level++) {
-        kr_v16f r[16];
-        memcpy(r, a, sizeof r);
-        assert_int_equal(kr_simd_set((kr_simd)level), 0);
-        transpose_level(r);
-        assert_memory_equal(r, b, sizeof r);
-    }
-    kr_simd_set(best);
+            assert_true(m[i][l] == (float)(l * 16 + i) + 0.5f);
+#else
+    skip();
+#endif
 }
 
 /* ---- the decoder on KV caches ----------------------------------------------------------- */

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmath.h"
-
 #define KEY_GROUP 16 /* keys a transposed store writes at once: one cache line a dimension */
 
 /* One row's sum of squares is one chain of double adds over i in order; eight rows go
@@ -21,43 +19,29 @@
  * vector. A last group of 2-7 rows (30 paths: 6) runs as eight too, its last row repeated. */
 #define NORM_ROWS 8
 _Static_assert(NORM_ROWS == 8, "sum_squares8 transposes eight rows by eight elements");
-typedef float v8f __attribute__((vector_size(32), aligned(4)));
-typedef double v8d __attribute__((vector_size(64)));
 
-/* ss[k] += x[k][i]^2 for i in [0, d8) (a multiple of 8), k = the eight rows: lane k */
-KR_INLINE void sum_squares8_body(double *ss, const float *const *xk, int d8) {
-    v8d acc;
-    __builtin_memcpy(&acc, ss, sizeof acc);
-    for (int i0 = 0; i0 < d8; i0 += 8) {
-        v8f r[8], t[8], u[8];
-        for (int k = 0; k < 8; k++)
-            __builtin_memcpy(&r[k], xk[k] + i0, sizeof r[k]);
-        for (int k = 0; k < 8; k += 2) { /* pairs of rows interleaved */
-            t[k] = __builtin_shufflevector(r[k], r[k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-            t[k + 1] = __builtin_shufflevector(r[k], r[k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-        }
-        for (int k = 0; k < 8; k += 4) /* then quads */
-            for (int h = 0; h < 2; h++) {
-                u[k + 2 * h] =
-                    __builtin_shufflevector(t[k + h], t[k + h + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-                u[k + 2 * h + 1] =
-                    __builtin_shufflevector(t[k + h], t[k + h + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-            }
-        /* then halves: element i0 + j of every row, j in order */
-        for (int j = 0; j < 4; j++) {
-            v8d a = __builtin_convertvector(
-                __builtin_shufflevector(u[j], u[j + 4], 0, 1, 2, 3, 8, 9, 10, 11), v8d);
-            acc += a * a;
-        }
-        for (int j = 0; j < 4; j++) {
-            v8d a = __builtin_convertvector(
-                __builtin_shufflevector(u[j], u[j + 4], 4, 5, 6, 7, 12, 13, 14, 15), v8d);
-            acc += a * a;
-        }
-    }
-    __builtin_memcpy(ss, &acc, sizeof acc);
-}
-KR_LEVELS(sum_squares8, (double *ss, const float *const *xk, int d8), (ss, xk, d8))
+/* Epilogues of the block's products (matmul.h): the row-wise steps that need only the columns
+ * a product's task wrote, done by that task while they are in its cache, instead of passes of
+ * their own over the rows on the calling thread. */
+typedef struct {
+    float *h1;
+    const float *h3;
+    int ff;
+} swiglu_ctx;
+
+/* ---- the hot loops, built per instruction set ------------------------------------------- */
+
+#define KR_LANES_TEMPLATE "nn_lanes.h"
+#include "lanes.h"
+
+KR_DISPATCH(sum_squares8, (double *ss, const float *const *xk, int d8), (ss, xk, d8))
+KR_DISPATCH(rope_heads, (float *x, int n_heads, int hd, const float *cs), (x, n_heads, hd, cs))
+KR_DISPATCH(put_keys16, (const kr_kv_view *kv, int layer, int pos, const float *krows, int d),
+            (kv, layer, pos, krows, d))
+KR_DISPATCH(silu_mul, (float *h1, const float *h3, size_t n), (h1, h3, n))
+KR_DISPATCH(swiglu, (void *arg, int r0, int r1, int c0, int c1), (arg, r0, r1, c0, c1))
+
+/* ---- RMSNorm, RoPE ---------------------------------------------------------------------- */
 
 void kr_rmsnorm(float *out, const float *x, const float *w, int rows, int d) {
     for (int r0 = 0; r0 < rows; r0 += NORM_ROWS) {
@@ -120,22 +104,6 @@ void kr_rope_table(float *cs, int len, int hd, const float *inv_freq) {
         }
 }
 
-/* One head's pairs (j, j + half), cs[j] = (cos, sin): the same operations as rotate(). */
-KR_INLINE void rotate_head(float *xh, int half, const float *cs) {
-    for (int j = 0; j < half; j++) {
-        float a = xh[j], b = xh[j + half], c = cs[2 * j], s = cs[2 * j + 1];
-        xh[j] = a * c - b * s;
-        xh[j + half] = b * c + a * s;
-    }
-}
-
-/* Every head of one row at position cs's (the table's row for it). */
-KR_INLINE void rope_heads_body(float *x, int n_heads, int hd, const float *cs) {
-    for (int h = 0; h < n_heads; h++)
-        rotate_head(x + (size_t)h * hd, hd / 2, cs);
-}
-KR_LEVELS(rope_heads, (float *x, int n_heads, int hd, const float *cs), (x, n_heads, hd, cs))
-
 /* kr_rope with the block's table where it reaches (the same numbers, computed once). */
 static void rope_block(const kr_block *b, float *x, int T, int stride, int pos0) {
     int half = b->hd / 2;
@@ -192,30 +160,6 @@ void kr_block_scratch_free(kr_block_scratch *s) {
     kr_scratch_release(&s->mem);
     memset(s, 0, sizeof *s);
 }
-
-/* Writes keys krows[KEY_GROUP][d] at positions pos .. pos + 15 of one block, 16 x 16 tiles
- * transposed in registers: each line of the transposed keys written whole at once, where a
- * key at a time writes one float into each of d lines (kr_kv_put_k). Measured on Zen 5, the
- * tokenizer's 520-row store on two threads: 0.30 -> 0.16 ms. */
-KR_INLINE void put_keys16_body(const kr_kv_view *kv, int layer, int pos, const float *krows,
-                               int d) {
-    float *col = kr_kv_kcol(kv, layer, pos);
-    size_t B = (size_t)kv->block_len;
-    int i = 0;
-    for (; i + KEY_GROUP <= d; i += KEY_GROUP) {
-        kr_v16f r[KEY_GROUP];
-        for (int k = 0; k < KEY_GROUP; k++)
-            memcpy(&r[k], krows + (size_t)k * d + i, sizeof r[k]);
-        kr_transpose16(r);
-        for (int k = 0; k < KEY_GROUP; k++)
-            memcpy(col + (size_t)(i + k) * B, &r[k], sizeof r[k]);
-    }
-    for (; i < d; i++)
-        for (int k = 0; k < KEY_GROUP; k++)
-            col[(size_t)i * B + k] = krows[(size_t)k * d + i];
-}
-KR_LEVELS(put_keys16, (const kr_kv_view *kv, int layer, int pos, const float *krows, int d),
-          (kv, layer, pos, krows, d))
 
 /* Writes rows [t0, t1) of one sequence's new key/value rows into its cache: k'_t = a0 k_t +
  * a1 k_{t-1} per head when the block has kv_shift (v alike with b0, b1), then RoPE on the
@@ -358,37 +302,6 @@ static void store_all(const kr_block *b, int layer, int R, int S, const kr_seq *
         kr_serial_for(1, store_task, &sj);
     }
 }
-
-/* h1 = silu(h1) * h3, with silu(a) = a / (1 + e^-a) */
-KR_INLINE void silu_mul_body(float *h1, const float *h3, size_t n) {
-    float e[256];
-    for (size_t i0 = 0; i0 < n; i0 += 256) {
-        int m = n - i0 < 256 ? (int)(n - i0) : 256;
-        for (int i = 0; i < m; i++)
-            e[i] = -h1[i0 + i];
-        exp_array(e, m);
-        for (int i = 0; i < m; i++)
-            h1[i0 + i] = h1[i0 + i] / (1.0f + e[i]) * h3[i0 + i];
-    }
-}
-KR_LEVELS(silu_mul, (float *h1, const float *h3, size_t n), (h1, h3, n))
-
-/* Epilogues of the block's products (matmul.h): the row-wise steps that need only the columns
- * a product's task wrote, done by that task while they are in its cache, instead of passes of
- * their own over the rows on the calling thread. */
-typedef struct {
-    float *h1;
-    const float *h3;
-    int ff;
-} swiglu_ctx;
-
-KR_INLINE void swiglu_body(void *arg, int r0, int r1, int c0, int c1) {
-    const swiglu_ctx *c = arg;
-    for (int r = r0; r < r1; r++)
-        silu_mul_body(c->h1 + (size_t)r * c->ff + c0, c->h3 + (size_t)r * c->ff + c0,
-                      (size_t)(c1 - c0));
-}
-KR_LEVELS(swiglu, (void *arg, int r0, int r1, int c0, int c1), (arg, r0, r1, c0, c1))
 
 /* The block's row-wise steps between its products, spread over the pool in chunks of rows
  * when there are many rows (each row computed alone, the same way on any thread). */

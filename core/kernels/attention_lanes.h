@@ -1,0 +1,536 @@
+/* attention_lanes.h — attention's hot loops, a template built once per instruction set
+ * (lanes.h) on vectors vf of KR_W floats. Entry points: attend_heads (the row path: heads of
+ * one row) and attend_tile (the tile path: one task of a tile of rows and one head), each
+ * named with the level's suffix; attention.c dispatches to them. Included only by
+ * attention.c, after attend_job.
+ *
+ * Register blocks are chosen per level for its register file (32 registers on AVX-512, 16 on
+ * AVX2 and SSE); each sum still runs in the order attention.c states, whatever the block. */
+
+#define head_scores  KR_LN(head_scores)
+#define exp_shifted  KR_LN(exp_shifted)
+#define head_values  KR_LN(head_values)
+#define values_4x64  KR_LN(values_4x64)
+#define attend_heads KR_LN(attend_heads)
+#define tile_scores  KR_LN(tile_scores)
+#define own_scores4  KR_LN(own_scores4)
+#define values_rows  KR_LN(values_rows)
+#define attend_tile  KR_LN(attend_tile)
+
+#define KEY_VECS (KEY_LANES / KR_W)    /* vectors a group of 16 keys */
+#define ROW_VECS (KR_ATTN_TILE / KR_W) /* vectors a tile's 32 rows */
+/* Keys tile_scores scores at once (ROW_VECS sums each), and rows x columns of a register tile
+ * of values_rows (4 vectors a row): within 32 registers on AVX-512, 16 on AVX2 and SSE. */
+#if KR_W == 16
+#define TILE_KEYS  8
+#define VALUE_ROWS 6
+#elif KR_W == 8
+#define TILE_KEYS  3
+#define VALUE_ROWS 2
+#else
+#define TILE_KEYS  1
+#define VALUE_ROWS 2
+#endif
+#define VALUE_COLS (4 * KR_W) /* columns of a values_rows register tile */
+
+/* ---- one row -------------------------------------------------------------------------------- */
+
+/* out[key - k0] for keys [k0, k1) of head h: the scaled dot products with qh[hd]. Full
+ * groups of 16 keys go up to four at a time, so that four chains of adds are in flight
+ * (two or three groups repeat their last one; each key's sum still runs over i in order);
+ * a last partial group whose 16 lanes lie within its block is one group too, its lanes
+ * past k1 computed and dropped (each lane is a key of its own). */
+KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd, int k0,
+                           int k1, float scale, float *out) {
+    int B = kv->block_len;
+    for (int key = k0; key < k1;) {
+        const float *kt[4];
+        int n_full = 0, at = key;
+        while (n_full < 4 && at % B + KEY_LANES <= B && at + KEY_LANES <= k1 &&
+               (at % B) % KEY_LANES == 0) { /* a whole aligned group of 16 within a block */
+            kt[n_full++] = kr_kv_kcol(kv, layer, at) + (size_t)h * hd * B;
+            at += KEY_LANES;
+        }
+        if (n_full >= 2) {
+            for (int g = n_full; g < 4; g++)
+                kt[g] = kt[n_full - 1];
+            vf a[4][KEY_VECS];
+            for (int g = 0; g < 4; g++)
+                for (int n = 0; n < KEY_VECS; n++)
+                    a[g][n] = (vf){0};
+            for (int i = 0; i < hd; i++) {
+                float qi = qh[i];
+                for (int g = 0; g < 4; g++)
+                    for (int n = 0; n < KEY_VECS; n++)
+                        a[g][n] += qi * KR_LOAD(kt[g] + (size_t)i * B + n * KR_W);
+            }
+            for (int g = 0; g < n_full; g++)
+                for (int n = 0; n < KEY_VECS; n++) {
+                    vf s = a[g][n] * scale;
+                    memcpy(out + key - k0 + g * KEY_LANES + n * KR_W, &s, sizeof s);
+                }
+            key += n_full * KEY_LANES;
+            continue;
+        }
+        int j0 = key % B, n = B - j0;
+        if (n > k1 - key) n = k1 - key;
+        if (n > KEY_LANES) n = KEY_LANES;
+        const float *kc = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
+        if (n == KEY_LANES || j0 + KEY_LANES <= B) {
+            vf acc[KEY_VECS];
+            for (int v = 0; v < KEY_VECS; v++)
+                acc[v] = (vf){0};
+            for (int i = 0; i < hd; i++)
+                for (int v = 0; v < KEY_VECS; v++)
+                    acc[v] += qh[i] * KR_LOAD(kc + (size_t)i * B + v * KR_W);
+            float s[KEY_LANES];
+            for (int v = 0; v < KEY_VECS; v++) {
+                vf sv = acc[v] * scale;
+                memcpy(s + v * KR_W, &sv, sizeof sv);
+            }
+            memcpy(out + key - k0, s, (size_t)n * sizeof(float));
+        } else {
+            float acc[KEY_LANES] = {0};
+            for (int i = 0; i < hd; i++)
+                for (int l = 0; l < n; l++)
+                    acc[l] += qh[i] * kc[(size_t)i * B + l];
+            for (int l = 0; l < n; l++)
+                out[key - k0 + l] = acc[l] * scale;
+        }
+        key += n;
+    }
+}
+
+/* s[n] -> e^(s - max s) in place; returns 1 / (their sum, in order). */
+KR_INLINE float exp_shifted(float *s, int n) {
+    float mx = s[0];
+    for (int i = 1; i < n; i++)
+        if (s[i] > mx) mx = s[i];
+    for (int i = 0; i < n; i++)
+        s[i] -= mx;
+    exp_array(s, n);
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++)
+        sum += s[i];
+    return 1.0f / sum;
+}
+
+/* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order: 64 columns at a time
+ * (32 on SSE) held in registers while the keys go by (each column still adds its products
+ * in key order, one rounding each), then KR_W and then one at a time. */
+KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
+                           int hd, int k0, int k1) {
+    enum { COLS = KR_W == 4 ? 32 : 64, VECS = COLS / KR_W };
+    int i0 = 0;
+    for (; i0 + COLS <= hd; i0 += COLS) {
+        vf a[VECS];
+        for (int c = 0; c < VECS; c++)
+            a[c] = KR_LOAD(out + i0 + c * KR_W);
+        for (int key = k0; key < k1; key++) {
+            const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd + i0;
+            float p = e[key - k0];
+            for (int c = 0; c < VECS; c++)
+                a[c] += p * KR_LOAD(v + c * KR_W);
+        }
+        memcpy(out + i0, a, sizeof a);
+    }
+    for (; i0 + KR_W <= hd; i0 += KR_W) {
+        vf a = KR_LOAD(out + i0);
+        for (int key = k0; key < k1; key++)
+            a += e[key - k0] * KR_LOAD(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0);
+        memcpy(out + i0, &a, sizeof a);
+    }
+    for (int key = k0; key < k1 && i0 < hd; key++) {
+        const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd;
+        float p = e[key - k0];
+        for (int i = i0; i < hd; i++)
+            out[i] += p * v[i];
+    }
+}
+
+#if KR_W == 16
+/* o[256] += the value sums of four heads of 64 over keys [k0, k1), e of head hh at
+ * e + hh * e_stride: each key's value row is read as one run of 1 KiB while 16 registers
+ * hold the sums; each column still adds its products in key order. (AVX-512 only: the sums
+ * take all 16 registers of AVX2.) */
+KR_INLINE void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
+                           int layer, int h0, int k0, int k1) {
+    vf a[16];
+    for (int c = 0; c < 16; c++)
+        a[c] = KR_LOAD(o + 16 * c);
+    int B = kv->block_len;
+    for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block, rows d apart */
+        int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
+        const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h0 * 64;
+        for (int key = kb; key < kb1; key++, vb += kv->d) {
+            for (int hh = 0; hh < 4; hh++) {
+                float p = e[hh * e_stride + (size_t)(key - k0)];
+                for (int c = 0; c < 4; c++)
+                    a[4 * hh + c] += p * KR_LOAD(vb + 16 * (4 * hh + c));
+            }
+        }
+    }
+    memcpy(o, a, sizeof a);
+}
+#endif
+
+/* Heads [h0, h0 + nh) of one row over keys [0, n_keys): o[nh * hd] from q[nh * hd];
+ * s: nh * n_keys floats of scratch. */
+KR_LEVEL_FN static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int layer,
+                                     int h0, int nh, int hd, int n_keys, float *s) {
+    float scale = (float)(1.0 / sqrt((double)hd)), inv[HEAD_GROUP];
+    for (int hh = 0; hh < nh; hh++) {
+        float *sh = s + (size_t)hh * n_keys;
+        head_scores(q + (size_t)hh * hd, kv, layer, h0 + hh, hd, 0, n_keys, scale, sh);
+        inv[hh] = exp_shifted(sh, n_keys);
+    }
+    memset(o, 0, (size_t)nh * hd * sizeof *o);
+#if KR_W == 16
+    if (nh == 4 && hd == 64) {
+        values_4x64(o, s, (size_t)n_keys, kv, layer, h0, 0, n_keys);
+    } else
+#endif
+    {
+        for (int hh = 0; hh < nh; hh++)
+            head_values(o + (size_t)hh * hd, s + (size_t)hh * n_keys, kv, layer, h0 + hh, hd, 0,
+                        n_keys);
+    }
+    for (int hh = 0; hh < nh; hh++)
+        for (int i = 0; i < hd; i++)
+            o[(size_t)hh * hd + i] *= inv[hh];
+}
+
+/* ---- many rows: the tile path ------------------------------------------------------------ */
+
+/* Scores of keys [k0, k1) for the tile's 32 rows (the queries transposed in qt[hd][32]),
+ * TILE_KEYS keys at a time: a load of the queries serves them all, TILE_KEYS x ROW_VECS
+ * chains of adds in flight (the last group repeats its last key, writing the same scores
+ * twice). */
+KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer, int h,
+                           int hd, int k0, int k1, float scale) {
+    enum { T = KR_ATTN_TILE, G = TILE_KEYS };
+    int B = kv->block_len;
+    for (int key = k0; key < k1; key += G) {
+        const float *kc[G];
+        int kk[G];
+        for (int c = 0; c < G; c++) {
+            kk[c] = key + c < k1 ? key + c : k1 - 1;
+            kc[c] = kr_kv_kcol(kv, layer, kk[c]) + (size_t)h * hd * B;
+        }
+        /* the first group of a block asks for the next block's keys of this head: blocks
+         * lie far apart in the pool, where the hardware's prefetch does not follow */
+        if (key % B < G && key - key % B + B < k1) {
+            const float *next = kr_kv_kcol(kv, layer, key - key % B + B) + (size_t)h * hd * B;
+            for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
+                __builtin_prefetch(next + (size_t)i * B);
+        }
+        vf a[G][ROW_VECS];
+        for (int c = 0; c < G; c++)
+            for (int n = 0; n < ROW_VECS; n++)
+                a[c][n] = (vf){0};
+        if (key + G <= k1 && key % B + G <= B) { /* one block: the keys side by side */
+            const float *kb = kc[0];
+            for (int i = 0; i < hd; i++, kb += B) {
+                const float *qi = qt + (size_t)i * T;
+                for (int c = 0; c < G; c++)
+                    for (int n = 0; n < ROW_VECS; n++)
+                        a[c][n] += KR_LOAD(qi + n * KR_W) * kb[c];
+            }
+        } else {
+            for (int i = 0; i < hd; i++) {
+                const float *qi = qt + (size_t)i * T;
+                for (int c = 0; c < G; c++) {
+                    float ki = kc[c][(size_t)i * B];
+                    for (int n = 0; n < ROW_VECS; n++)
+                        a[c][n] += KR_LOAD(qi + n * KR_W) * ki;
+                }
+            }
+        }
+        for (int c = 0; c < G; c++)
+            for (int n = 0; n < ROW_VECS; n++) {
+                vf s = a[c][n] * scale;
+                memcpy(sc + (size_t)kk[c] * T + n * KR_W, &s, sizeof s);
+            }
+    }
+}
+
+/* The own keys [k0, n_keys) of rows [r, r + nr) (nr <= 4) of the tile, one row's 16 keys a
+ * group (k0 and the block length multiples of 16: each group lies in one block), the rows
+ * side by side so that four chains of adds are in flight; each key's sum runs over i in
+ * order, as in head_scores. */
+KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int r0, int r, int nr,
+                           int h, int hd, int k0, float scale) {
+    enum { T = KR_ATTN_TILE };
+    int B = j->rows[r0].kv->block_len;
+    for (int at = k0;; at += KEY_LANES) {
+        const float *kc[4] = {NULL, NULL, NULL, NULL}, *any = NULL;
+        for (int g = 0; g < nr; g++)
+            if (j->rows[r0 + r + g].n_keys > at)
+                any = kc[g] = kr_kv_kcol(j->rows[r0 + r + g].kv, j->layer, at) + (size_t)h * hd * B;
+        if (!any) return;
+        for (int g = 0; g < 4; g++)
+            if (!kc[g]) kc[g] = any;
+        vf a[4][KEY_VECS];
+        for (int g = 0; g < 4; g++)
+            for (int n = 0; n < KEY_VECS; n++)
+                a[g][n] = (vf){0};
+        const float *qr = qt + r;
+        int q1 = nr > 1, q2 = nr > 2 ? 2 : 0, q3 = nr > 3 ? 3 : 0; /* a missing row: row 0's */
+        for (int i = 0; i < hd; i++, qr += T)
+            for (int n = 0; n < KEY_VECS; n++) {
+                size_t at_i = (size_t)i * B + n * KR_W;
+                a[0][n] += qr[0] * KR_LOAD(kc[0] + at_i);
+                a[1][n] += qr[q1] * KR_LOAD(kc[1] + at_i);
+                a[2][n] += qr[q2] * KR_LOAD(kc[2] + at_i);
+                a[3][n] += qr[q3] * KR_LOAD(kc[3] + at_i);
+            }
+        for (int g = 0; g < nr; g++) {
+            float s[KEY_LANES];
+            memcpy(s, a[g], sizeof s);
+            int n = j->rows[r0 + r + g].n_keys - at;
+            for (int l = 0; l < KEY_LANES && l < n; l++)
+                sc[(size_t)(at + l) * T + r + g] = s[l] * scale;
+        }
+    }
+}
+
+/* o[rt][VALUE_COLS] (rows hd apart) += the products of keys [k0, k1) for rows [ra, ra + rt)
+ * of the tile, columns [i0, i0 + VALUE_COLS) of head h: rt x 4 sums in registers while the
+ * keys go by; each (row, column) adds its products in key order. */
+KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const kr_kv_view *kv,
+                           int layer, int h, int hd, int i0, int k0, int k1, int ahead) {
+    enum { T = KR_ATTN_TILE };
+    int B = kv->block_len, d = kv->d;
+    vf c[VALUE_ROWS][4];
+    for (int r = 0; r < rt; r++)
+        for (int x = 0; x < 4; x++)
+            c[r][x] = KR_LOAD(o + (size_t)r * hd + KR_W * x);
+    for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block: rows d apart */
+        int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
+        const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h * hd + i0;
+        /* the first register tile asks for the rows VALUE_CHUNK keys on into the second-level
+         * cache, a key at a time (the chunk's other tiles find them in the first) */
+        const float *pf = kb + VALUE_CHUNK < ahead && VALUE_CHUNK % B == 0
+                              ? kr_kv_v(kv, layer, kb + VALUE_CHUNK) + (size_t)h * hd + i0
+                              : NULL;
+        for (int key = kb; key < kb1; key++, vb += d) {
+            if (pf) {
+                for (int x = 0; x < VALUE_COLS; x += 16)
+                    __builtin_prefetch(pf + x, 0, 2);
+                pf += d;
+            }
+            vf v0 = KR_LOAD(vb), v1 = KR_LOAD(vb + KR_W), v2 = KR_LOAD(vb + 2 * KR_W),
+               v3 = KR_LOAD(vb + 3 * KR_W);
+            const float *p = sc + (size_t)key * T + ra;
+            for (int r = 0; r < rt; r++) {
+                c[r][0] += p[r] * v0;
+                c[r][1] += p[r] * v1;
+                c[r][2] += p[r] * v2;
+                c[r][3] += p[r] * v3;
+            }
+        }
+    }
+    for (int r = 0; r < rt; r++)
+        memcpy(o + (size_t)r * hd, c[r], sizeof c[r]);
+}
+
+/* One task of the tile path, (tile, head): the tile's queries transposed; the keys every row
+ * reads alike scored for all rows at once; each row's own keys past them (tiles over several
+ * caches) scored row by row; the softmax down the columns; the shared keys' values summed
+ * for all rows in register tiles, then each row's own keys' values; the sums normalised. */
+KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
+    const attend_job *j = arg;
+    enum { T = KR_ATTN_TILE, RT = VALUE_ROWS };
+    int h = task % j->n_heads, r0 = j->order[task / j->n_heads] * T;
+    int R = j->n_rows - r0 < T ? j->n_rows - r0 : T;
+    int d = j->d, hd = d / j->n_heads, shared = j->shared[r0 / T], n_keys = 0;
+    int scored = j->scored[r0 / T];
+    const kr_kv_view *kv0 = j->rows[r0].kv;
+    int B = kv0->block_len;
+    for (int r = 0; r < R; r++)
+        if (j->rows[r0 + r].n_keys > n_keys) n_keys = j->rows[r0 + r].n_keys;
+    /* per worker: scores [n_keys][T] (a key's scores for all rows side by side), the
+     * queries transposed [hd][T], and the outputs [T][hd] */
+    float *sc = j->scratch + (size_t)worker * j->scratch_stride;
+    float *qt = sc + (size_t)n_keys * T, *o = qt + (size_t)hd * T;
+    float scale = (float)(1.0 / sqrt((double)hd));
+    for (int r = 0; r < T; r++) { /* row by row: the rows are d floats apart, the same cache
+                                     sets for a power of two, read one at a time */
+        const float *qr = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
+        for (int i = 0; i < hd; i++)
+            qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
+    }
+    tile_scores(sc, qt, kv0, j->layer, h, hd, 0, scored, scale);
+    /* each row's own keys past the tile's (rows over caches of their own past the shared
+     * blocks) */
+    if (scored < n_keys && B % KEY_LANES == 0 && scored % KEY_LANES == 0) {
+        for (int r = 0; r < R; r += 4)
+            own_scores4(sc, qt, j, r0, r, R - r < 4 ? R - r : 4, h, hd, scored, scale);
+    } else if (scored < n_keys) {
+        for (int r = 0; r < R; r++) {
+            const kr_attn_row *row = &j->rows[r0 + r];
+            for (int key = scored; key < row->n_keys; key++) {
+                const float *kc = kr_kv_kcol(row->kv, j->layer, key) + (size_t)h * hd * B;
+                float acc = 0.0f;
+                for (int i = 0; i < hd; i++)
+                    acc += qt[(size_t)i * T + r] * kc[(size_t)i * B];
+                sc[(size_t)key * T + r] = acc * scale;
+            }
+        }
+    }
+    for (int r = 0; r < T; r++) { /* past a row's end (or a padding row): masked */
+        int end = r < R ? j->rows[r0 + r].n_keys : 0;
+        for (int key = end > shared ? end : shared; key < n_keys; key++)
+            sc[(size_t)key * T + r] = -INFINITY;
+    }
+    /* softmax down each column, all rows at once (a masked key's e is 0: its row never
+     * reads it) */
+    vf mx[ROW_VECS], z[ROW_VECS];
+    for (int n = 0; n < ROW_VECS; n++) {
+        mx[n] = KR_LOAD(sc + n * KR_W);
+        z[n] = (vf){0};
+    }
+    for (int key = 1; key < n_keys; key++)
+        for (int n = 0; n < ROW_VECS; n++) {
+            vf s = KR_LOAD(sc + (size_t)key * T + n * KR_W);
+            mx[n] = KR_SELECT(s > mx[n], s, mx[n]);
+        }
+    for (int key = 0; key < n_keys; key++) { /* e = exp(s - max), Z summed in key order */
+        float *s = sc + (size_t)key * T;
+        for (int n = 0; n < ROW_VECS; n++) {
+            vf sn = KR_LOAD(s + n * KR_W) - mx[n];
+            memcpy(s + n * KR_W, &sn, sizeof sn);
+        }
+        exp_array(s, T);
+        for (int n = 0; n < ROW_VECS; n++)
+            z[n] += KR_LOAD(s + n * KR_W);
+    }
+    float inv[T];
+    for (int n = 0; n < ROW_VECS; n++)
+        for (int l = 0; l < KR_W; l++)
+            inv[n * KR_W + l] = 1.0f / z[n][l];
+    /* sum of e_j v_j over the shared keys: chunks of keys held in the first-level cache,
+     * register tiles of RT rows x VALUE_COLS columns (x KR_W columns for the rest of a head,
+     * a scalar loop for the columns of a head size that is not a multiple of KR_W). Over one
+     * cache a register tile goes on to the last key all its rows read (a causal run's rows
+     * end a key apart); each row adds its keys past that on its own below. */
+    memset(o, 0, (size_t)T * hd * sizeof *o);
+    int hdc = hd / VALUE_COLS * VALUE_COLS, hdw = hd / KR_W * KR_W;
+    int group_end[(T + RT - 1) / RT], tile_end = shared;
+    for (int ra = 0; ra < R; ra += RT) {
+        int e = n_keys;
+        for (int r = ra; r < R && r < ra + RT; r++)
+            if (j->rows[r0 + r].n_keys < e) e = j->rows[r0 + r].n_keys;
+        group_end[ra / RT] = scored > shared ? e : shared; /* one cache: all its keys scored */
+        if (group_end[ra / RT] > tile_end) tile_end = group_end[ra / RT];
+    }
+    for (int k0 = 0; k0 < tile_end && hdc > 0; k0 += VALUE_CHUNK) {
+        int k1 = k0 + VALUE_CHUNK < tile_end ? k0 + VALUE_CHUNK : tile_end;
+        for (int i0 = 0; i0 < hdc; i0 += VALUE_COLS)
+            for (int ra = 0; ra < R; ra += RT) {
+                float *oa = o + (size_t)ra * hd + i0;
+                int ke = k1 < group_end[ra / RT] ? k1 : group_end[ra / RT];
+                if (ke <= k0) continue;
+                int ahead = ra == 0 ? group_end[0] : 0;
+                /* a constant row count a call: each inlined copy keeps its sums in registers */
+#define VALUES_ROWS(RN) values_rows(oa, RN, sc, ra, kv0, j->layer, h, hd, i0, k0, ke, ahead)
+                switch (R - ra < RT ? R - ra : RT) {
+#if VALUE_ROWS > 2
+                case 6:
+                    VALUES_ROWS(6);
+                    break;
+                case 5:
+                    VALUES_ROWS(5);
+                    break;
+                case 4:
+                    VALUES_ROWS(4);
+                    break;
+                case 3:
+                    VALUES_ROWS(3);
+                    break;
+#endif
+                case 2:
+                    VALUES_ROWS(2);
+                    break;
+                default:
+                    VALUES_ROWS(1);
+                    break;
+                }
+#undef VALUES_ROWS
+            }
+    }
+    for (int ra = 0; ra < R && hdc < hdw; ra += 4)
+        for (int i0 = hdc; i0 < hdw; i0 += KR_W) {
+            vf c[4] = {{0}};
+            for (int key = 0; key < shared; key++) {
+                vf v = KR_LOAD(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
+                const float *p = sc + (size_t)key * T + ra;
+                for (int r = 0; r < 4; r++)
+                    c[r] += p[r] * v;
+            }
+            for (int r = 0; r < 4 && ra + r < R; r++)
+                memcpy(o + (size_t)(ra + r) * hd + i0, &c[r], sizeof c[r]);
+        }
+    for (int key = 0; key < shared && hdw < hd; key++) {
+        const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd;
+        for (int r = 0; r < R; r++) {
+            float pk = sc[(size_t)key * T + r], *orow = o + (size_t)r * hd;
+            for (int i = hdw; i < hd; i++)
+                orow[i] += pk * v[i];
+        }
+    }
+    /* each row's keys past the shared ones, from its own cache, in key order; then 1 / Z */
+    for (int r = 0; r < R; r++) {
+        const kr_attn_row *row = &j->rows[r0 + r];
+        float *orow = o + (size_t)r * hd, *out = j->out + (size_t)(r0 + r) * d + (size_t)h * hd;
+        int i0 = 0;
+        for (; i0 < hdc; i0 += VALUE_COLS) { /* key by key, VALUE_COLS columns in registers */
+            vf a[4];
+            for (int x = 0; x < 4; x++)
+                a[x] = KR_LOAD(orow + i0 + x * KR_W);
+            for (int key = hdc > 0 ? group_end[r / RT] : shared; key < row->n_keys;) {
+                int kb1 = key + B - key % B < row->n_keys ? key + B - key % B : row->n_keys;
+                const float *vb = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0;
+                for (; key < kb1; key++, vb += d) { /* block by block: rows d apart */
+                    float p = sc[(size_t)key * T + r];
+                    for (int x = 0; x < 4; x++)
+                        a[x] += p * KR_LOAD(vb + x * KR_W);
+                }
+            }
+            for (int x = 0; x < 4; x++)
+                a[x] *= inv[r];
+            memcpy(out + i0, a, sizeof a);
+        }
+        for (; i0 < hdw; i0 += KR_W) {
+            vf a = KR_LOAD(orow + i0);
+            for (int key = shared; key < row->n_keys; key++)
+                a += sc[(size_t)key * T + r] *
+                     KR_LOAD(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0);
+            a *= inv[r];
+            memcpy(out + i0, &a, sizeof a);
+        }
+        for (int key = shared; key < row->n_keys && i0 < hd; key++) {
+            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
+            float p = sc[(size_t)key * T + r];
+            for (int i = i0; i < hd; i++)
+                orow[i] += p * v[i];
+        }
+        for (int i = i0; i < hd; i++)
+            out[i] = orow[i] * inv[r];
+    }
+}
+
+#undef VALUE_COLS
+#undef VALUE_ROWS
+#undef TILE_KEYS
+#undef ROW_VECS
+#undef KEY_VECS
+#undef attend_tile
+#undef values_rows
+#undef own_scores4
+#undef tile_scores
+#undef attend_heads
+#undef values_4x64
+#undef head_values
+#undef exp_shifted
+#undef head_scores
