@@ -25,8 +25,8 @@
 #define TILE_KEYS  8
 #define VALUE_ROWS 6
 #elif KR_W == 8
-#define TILE_KEYS  3
-#define VALUE_ROWS 2
+#define TILE_KEYS  2
+#define VALUE_ROWS 3
 #else
 #define TILE_KEYS  1
 #define VALUE_ROWS 2
