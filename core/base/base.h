@@ -15,7 +15,7 @@
  *                                                  cache.h, predictor.h, tokenizer.h
  *   model/     safetensors files, the loader, the weights      model.h, safetensors.h
  *   kernels/   products, attention, the transformer block, the thread pool
- *                                  matmul.h, attention.h, nn.h, parallel.h, vmath.h
+ *                                  matmul.h, attention.h, nn.h, parallel.h, lanes.h
  *   base/      errors, allocation, the layer and KV-view types the kernels compute on
  *                                                      base.h, layers.h, kv_view.h
  *

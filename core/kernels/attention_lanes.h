@@ -32,6 +32,7 @@
 #define VALUE_ROWS 2
 #endif
 #define VALUE_COLS (4 * KR_W) /* columns of a values_rows register tile */
+_Static_assert(VALUE_ROWS >= 1 && VALUE_ROWS <= 6, "attend_tile's switch has cases 1 to 6");
 
 /* ---- one row -------------------------------------------------------------------------------- */
 
@@ -434,17 +435,23 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 int ahead = ra == 0 ? group_end[0] : 0;
                 /* a constant row count a call: each inlined copy keeps its sums in registers */
 #define VALUES_ROWS(RN) values_rows(oa, RN, sc, ra, kv0, j->layer, h, hd, i0, k0, ke, ahead)
-                switch (R - ra < RT ? R - ra : RT) {
-#if VALUE_ROWS > 2
+                switch (R - ra < RT ? R - ra : RT) { /* the level's counts up to RT */
+#if VALUE_ROWS >= 6
                 case 6:
                     VALUES_ROWS(6);
                     break;
+#endif
+#if VALUE_ROWS >= 5
                 case 5:
                     VALUES_ROWS(5);
                     break;
+#endif
+#if VALUE_ROWS >= 4
                 case 4:
                     VALUES_ROWS(4);
                     break;
+#endif
+#if VALUE_ROWS >= 3
                 case 3:
                     VALUES_ROWS(3);
                     break;
