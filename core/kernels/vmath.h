@@ -29,15 +29,8 @@ KR_INLINE void exp_array(float *x, int n) {
         vf fx = v * 1.44269504088896341f;
         vi k = __builtin_convertvector(fx + KR_SELECT(fx >= zero, half, -half), vi);
         vf kf = __builtin_convertvector(k, vf);
-        vf r = v - kf * 0.693359375f - kf * -2.12194440e-4f;
-        vf z = r * r;
-        vf y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-                 4.1665795894e-2f) *
-                    r +
-                1.6666665459e-1f) *
-                   r +
-               5.0000001201e-1f;
-        y = y * z + r + 1.0f;
+        vf r = KR_EXP_REDUCE(v, kf);
+        vf y = KR_EXP_POLY(r);
         vf scale = (vf)((k + 127) << 23);
         xw = KR_SELECT(under, zero, y * scale);
         __builtin_memcpy(x + i, &xw, sizeof xw);
