@@ -16,7 +16,8 @@
  * side by side, one vector lane each, so that eight chains are in flight instead of one
  * waiting on the latency of each add (the same sums, the same bits). Eight elements of
  * each row are loaded at a time and transposed, so that element i of the eight rows is one
- * vector. A last group of 2-7 rows (30 paths: 6) runs as eight too, its last row repeated. */
+ * vector (sum_squares8 in nn_lanes.h; the baseline level keeps eight scalar chains). A last
+ * group of 2-7 rows (30 paths: 6) runs as eight too, its last row repeated. */
 #define NORM_ROWS 8
 _Static_assert(NORM_ROWS == 8, "sum_squares8 transposes eight rows by eight elements");
 
