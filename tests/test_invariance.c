@@ -107,10 +107,6 @@ static void test_linear_parts(void **state) {
 
 /* ---- attention's row path ---------------------------------------------------------------- */
 
-/* kr_attend runs each head alone; kr_attend_rows takes heads in groups (four heads of 64
- * share one pass over the values), scores aligned groups of 16 keys four at a time, and
- * runs rows sharing a prefix as a tile. All must give the same bits, for any number of keys
- * (whole groups, a partial one), block length and head count. */
 /* Every output of attend_row_path, level by level: the first level's recorded, each other
  * level's compared with it bit for bit (the levels block rows, keys and columns differently:
  * attention_lanes.h). */
@@ -134,6 +130,10 @@ static void level_check(const float *x, size_t n) {
     level_log.at += n;
 }
 
+/* kr_attend runs each head alone; kr_attend_rows takes heads in groups (four heads of 64
+ * share one pass over the values), scores aligned groups of 16 keys four at a time, and
+ * runs rows sharing a prefix as a tile. All must give the same bits, for any number of keys
+ * (whole groups, a partial one), block length and head count. */
 static void attend_row_path(int d, int n_heads, int block_len) {
     enum { BLOCKS = 8, ROWS = 3, TILE_ROWS = 5 };
     float *blk[BLOCKS];

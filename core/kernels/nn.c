@@ -39,7 +39,6 @@ KR_DISPATCH(sum_squares8, (double *ss, const float *const *xk, int d8), (ss, xk,
 KR_DISPATCH(rope_heads, (float *x, int n_heads, int hd, const float *cs), (x, n_heads, hd, cs))
 KR_DISPATCH(put_keys16, (const kr_kv_view *kv, int layer, int pos, const float *krows, int d),
             (kv, layer, pos, krows, d))
-KR_DISPATCH(silu_mul, (float *h1, const float *h3, size_t n), (h1, h3, n))
 KR_DISPATCH(swiglu, (void *arg, int r0, int r1, int c0, int c1), (arg, r0, r1, c0, c1))
 
 /* ---- RMSNorm, RoPE ---------------------------------------------------------------------- */
@@ -323,7 +322,7 @@ static void rows_task(void *arg, int t, int worker) {
     if (j->op == ROWS_NORM)
         kr_rmsnorm(j->xn + (size_t)r0 * j->d, j->x + (size_t)r0 * j->d, j->w, r1 - r0, j->d);
     else
-        silu_mul(j->h1 + (size_t)r0 * j->ff, j->h3 + (size_t)r0 * j->ff, (size_t)(r1 - r0) * j->ff);
+        swiglu(&(swiglu_ctx){j->h1, j->h3, j->ff}, r0, r1, 0, j->ff);
 }
 
 static void for_rows(const kr_block *b, kr_block_scratch *s, float *x, int R, int op,

@@ -3,15 +3,14 @@
  * transposed key stores, SwiGLU. Each entry point is named with the level's suffix; nn.c
  * dispatches to them. Included only by nn.c, after swiglu_ctx. */
 
-#define sum_squares8   KR_LN(sum_squares8)
-#define rope_heads     KR_LN(rope_heads)
-#define put_keys16     KR_LN(put_keys16)
-#define silu_mul       KR_LN(silu_mul)
-#define swiglu         KR_LN(swiglu)
-#define silu_mul_lanes KR_LN(silu_mul_lanes)
-#define v8f            KR_LN(v8f)
-#define v4d            KR_LN(v4d)
-#define v8d            KR_LN(v8d)
+#define sum_squares8 KR_LN(sum_squares8)
+#define rope_heads   KR_LN(rope_heads)
+#define put_keys16   KR_LN(put_keys16)
+#define silu_mul     KR_LN(silu_mul)
+#define swiglu       KR_LN(swiglu)
+#define v8f          KR_LN(v8f)
+#define v4d          KR_LN(v4d)
+#define v8d          KR_LN(v8d)
 
 /* ss[k] += x[k][i]^2 for i in [0, d8) (a multiple of 8), k = the eight rows: lane k of the
  * sums (AVX-512: one register of eight doubles; AVX2: two of four; SSE: one chain a row). */
@@ -116,7 +115,7 @@ KR_LEVEL_FN static void put_keys16(const kr_kv_view *kv, int layer, int pos, con
 }
 
 /* h1 = silu(h1) * h3, with silu(a) = a / (1 + e^-a) */
-KR_INLINE void silu_mul_lanes(float *h1, const float *h3, size_t n) {
+KR_INLINE void silu_mul(float *h1, const float *h3, size_t n) {
     float e[256];
     for (size_t i0 = 0; i0 < n; i0 += 256) {
         int m = n - i0 < 256 ? (int)(n - i0) : 256;
@@ -127,22 +126,17 @@ KR_INLINE void silu_mul_lanes(float *h1, const float *h3, size_t n) {
             h1[i0 + i] = h1[i0 + i] / (1.0f + e[i]) * h3[i0 + i];
     }
 }
-KR_LEVEL_FN static void silu_mul(float *h1, const float *h3, size_t n) {
-    silu_mul_lanes(h1, h3, n);
-}
-
-/* The SwiGLU epilogue of the w1|w3 product: rows [r0, r1), columns [c0, c1). */
+/* SwiGLU on rows [r0, r1), columns [c0, c1) of h1 and h3: the epilogue of the w1|w3 product,
+ * and the pass over whole rows when the product is not stacked. */
 KR_LEVEL_FN static void swiglu(void *arg, int r0, int r1, int c0, int c1) {
     const swiglu_ctx *c = arg;
     for (int r = r0; r < r1; r++)
-        silu_mul_lanes(c->h1 + (size_t)r * c->ff + c0, c->h3 + (size_t)r * c->ff + c0,
-                       (size_t)(c1 - c0));
+        silu_mul(c->h1 + (size_t)r * c->ff + c0, c->h3 + (size_t)r * c->ff + c0, (size_t)(c1 - c0));
 }
 
 #undef v8d
 #undef v4d
 #undef v8f
-#undef silu_mul_lanes
 #undef swiglu
 #undef silu_mul
 #undef put_keys16
