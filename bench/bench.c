@@ -466,7 +466,7 @@ READ_CLONES static void *read_loop(void *arg) {
  * Kronos-small's 93 MB, read 2.2x faster than memory: a 256 MiB buffer, as here until
  * round 9, put the floor at 0.46x of what the step itself did). */
 static double read_bandwidth(int threads, size_t bytes) {
-    size_t words = bytes / 8 / 64 * 64; /* whole lines for each of up to 16 threads */
+    size_t words = bytes / 8;
     uint64_t *buf = malloc(words * 8);
     if (!buf) return NAN;
     for (size_t i = 0; i < words; i++)
@@ -900,7 +900,7 @@ int main(int argc, char **argv) {
             read[k + 1] = read_bandwidth(kr_threads(), reads);
             double near = read[k] > read[k + 1] ? read[k] : read[k + 1];
             ratio[k] = round_ms[k] / (bytes / (near * 1e6));
-            ratio_kv[k] = round_ms[k] / ((bytes + kv) / (near * 1e6));
+            ratio_kv[k] = round_ms[k] / (reads / (near * 1e6));
             if (!(near <= bw)) bw = near;
         }
         printf("read of %.1f MB, a step's weights and KV (%d threads), around %d single-path "
