@@ -7,17 +7,18 @@
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
  * forecast, uncached reference vs KV-cached, horizons 112 (the window never slides at
  * max_context 512) and 120 (it slides for 8 steps), 1 and 30 sample paths; then each phase
- * (prefill, cached decode step at 1 and 30 paths, sliding-window recompute step, tokenizer
- * decode) with its time and GFLOP/s as a fraction of OpenBLAS's sgemm 1024³ measured in the
- * same run (before and after the phases, the better of the two), OpenBLAS on a 30-path step's
+ * (prefill, cached decode step at 1 and 30 paths, and at 30 paths MID_HORIZON tokens into the
+ * horizon, sliding-window recompute step, tokenizer decode) with its time and GFLOP/s as a
+ * fraction of OpenBLAS's sgemm 1024³ measured in the same run (before and after the phases,
+ * the better of the two), OpenBLAS on a 30-path step's
  * own products (weights from memory, at 30 rows) beside that step, and single-path decode against
  * weight bytes ÷ memory bandwidth in three rounds, each between two reads of memory (the median
  * round, and the same with the KV cache's bytes added); and a parity check, the
  * KV-cached forecast against the reference path, to the bit (the bench exits 1 if they differ). The
  * reference at 30 paths takes many minutes (its paths run one after another); it is measured only
  * with --full, and otherwise shown as 30 × its one-path time. --only PHASE (prefill, step1, step30,
- * recompute1, recompute30, tokenizer) times one phase over --reps rounds and nothing else: a
- * profiler's loop.
+ * step30mid, recompute1, recompute30, tokenizer) times one phase over --reps rounds and nothing
+ * else: a profiler's loop.
  *
  * Steady state: every phase first runs once untimed, and cached forecasts share one KV pool,
  * so that the timed calls find their KV blocks and per-thread scratch already touched, as a
@@ -500,24 +501,31 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Time per step of decoding S paths on caches holding `prefix` positions: the median of
- * `steps` steps in each of `rounds` timed rounds, at least 4 (robust to a shared machine's
- * hiccups).
+/* Tokens into a forecast's horizon where the bench times a 30-path step as well: near the middle
+ * of a 112-token horizon, where each path attends over about as many keys of its own as it does
+ * on average over the whole horizon (at the start it has none, and attention reads only the
+ * shared prefix once for all paths). */
+#define MID_HORIZON 48
+
+/* Time per step of decoding S paths on caches holding `prefix` positions, each path `skip`
+ * tokens into its horizon (its own keys past the shared prefix: skip, and one more each
+ * step): the median of `steps` steps in each of `rounds` timed rounds, at least 4 (robust to a
+ * shared machine's hiccups).
  * Each round forks the paths from one prefilled cache and frees them after, on one pool;
  * an untimed round first touches the pool blocks the steps write, so the timed rounds run
  * on warm blocks the way a server's long-lived pool does after its first requests. */
-static double decode_step_ms(const kr_model *m, const series *s, int prefix, int S, int steps,
-                             int rounds) {
+static double decode_step_ms(const kr_model *m, const series *s, int prefix, int S, int skip,
+                             int steps, int rounds) {
     kr_error err;
-    kr_pool *pool = kr_pool_create(m, kr_pool_bytes_for(m, prefix + steps + 32) * (S + 1), &err);
+    if (steps > 64) steps = 64;
+    int n = prefix + skip + steps;
+    kr_pool *pool = kr_pool_create(m, kr_pool_bytes_for(m, n + 32) * (S + 1), &err);
     kr_cache *base = pool ? kr_cache_create(pool, 0, &err) : NULL;
     if (!base) {
         fprintf(stderr, "decode bench: %s\n", err.msg);
         exit(1);
     }
-    if (steps > 64) steps = 64;
     if (rounds < 4) rounds = 4;
-    int n = prefix + steps;
     int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
     kr_stamp *st = malloc((size_t)n * sizeof *st);
     kr_cache **paths = malloc((size_t)S * sizeof *paths);
@@ -546,7 +554,7 @@ static double decode_step_ms(const kr_model *m, const series *s, int prefix, int
                 fprintf(stderr, "decode bench: %s\n", err.msg);
                 exit(1);
             }
-        for (int k = 0; k < steps; k++) {
+        for (int k = 0; k < skip + steps; k++) {
             double t0 = now_ms();
             for (int p = 0; p < S; p++) {
                 a[p] = s1[prefix + k];
@@ -558,7 +566,7 @@ static double decode_step_ms(const kr_model *m, const series *s, int prefix, int
                 fprintf(stderr, "decode bench: %s\n", err.msg);
                 exit(1);
             }
-            if (r >= 0) times[n_times++] = now_ms() - t0;
+            if (r >= 0 && k >= skip) times[n_times++] = now_ms() - t0;
         }
         for (int p = 0; p < S; p++)
             kr_cache_free(paths[p]);
@@ -847,7 +855,16 @@ int main(int argc, char **argv) {
         if (!strcmp(only, "prefill")) {
             window_ms(m, &s, L, 0, 1, reps, &ms, &a_ms);
         } else if (!strcmp(only, "step1") || !strcmp(only, "step30")) {
-            ms = decode_step_ms(m, &s, L, only[4] == '1' ? 1 : 30, 16, reps);
+            ms = decode_step_ms(m, &s, L, only[4] == '1' ? 1 : 30, 0, 16, reps);
+        } else if (!strcmp(only, "step30mid")) {
+            if (L + MID_HORIZON + 16 > mc) {
+                fprintf(stderr,
+                        "kronos-bench: --only step30mid: lookback %d + %d + 16 steps is past the "
+                        "context window of %d\n",
+                        L, MID_HORIZON, mc);
+                return 2;
+            }
+            ms = decode_step_ms(m, &s, L, 30, MID_HORIZON, 16, reps);
         } else if (!strcmp(only, "recompute1") || !strcmp(only, "recompute30")) {
             window_ms(m, &s, mc - g, g, only[9] == '1' ? 1 : 30, reps, &a_ms, &b_ms);
             ms = a_ms + b_ms;
@@ -855,8 +872,8 @@ int main(int argc, char **argv) {
             ms = detok_ms(m, L + P, reps);
         } else {
             fprintf(stderr,
-                    "kronos-bench: --only %s: not prefill, step1, step30, recompute1, "
-                    "recompute30 or tokenizer\n",
+                    "kronos-bench: --only %s: not prefill, step1, step30, step30mid, "
+                    "recompute1, recompute30 or tokenizer\n",
                     only);
             return 2;
         }
@@ -890,13 +907,13 @@ int main(int argc, char **argv) {
     double step1 = NAN, read[SINGLE_ROUNDS + 1], round_ms[SINGLE_ROUNDS];
     double ratio[SINGLE_ROUNDS], ratio_kv[SINGLE_ROUNDS];
     if (phases_cpu) {
-        step1 = decode_step_ms(m, &s, L, 1, 16, reps);
+        step1 = decode_step_ms(m, &s, L, 1, 0, 16, reps);
     } else {
         size_t reads = (size_t)(bytes + kv); /* what a step reads: weights and KV cache */
         double memory = read_bandwidth(kr_threads(), (size_t)256 << 20);
         read[0] = read_bandwidth(kr_threads(), reads);
         for (int k = 0; k < SINGLE_ROUNDS; k++) {
-            round_ms[k] = decode_step_ms(m, &s, L, 1, 16, reps);
+            round_ms[k] = decode_step_ms(m, &s, L, 1, 0, 16, reps);
             read[k + 1] = read_bandwidth(kr_threads(), reads);
             double near = read[k] > read[k + 1] ? read[k] : read[k + 1];
             ratio[k] = round_ms[k] / (bytes / (near * 1e6));
@@ -911,7 +928,10 @@ int main(int argc, char **argv) {
         printf(" GB/s; the horizon's floor uses %.1f (a 256 MiB buffer: %.1f GB/s)\n", bw, memory);
         step1 = median3(round_ms);
     }
-    double step30 = decode_step_ms(m, &s, L, 30, 16, reps);
+    double step30 = decode_step_ms(m, &s, L, 30, 0, 16, reps);
+    double step30mid = L + MID_HORIZON + 16 <= mc
+                           ? decode_step_ms(m, &s, L, 30, MID_HORIZON, 16, reps)
+                           : NAN; /* past the context window: not a cached step */
     double det_ms = detok_ms(m, L + P, reps);
     if (!phases_cpu) {
         printf("again after the phases:\n");
@@ -920,11 +940,13 @@ int main(int argc, char **argv) {
         printf("the table's yardstick: %.1f GFLOP/s (the better of the two)\n", peak);
     }
     double f_own = append_flops(c, mc - g, g), f_pre = append_flops(c, 0, mc - g);
+    char name[96];
     printf("\n| phase | ms | GFLOP | GFLOP/s | of sgemm peak |\n|---|---|---|---|---|\n");
     phase("prefill, lookback (1 cache)", pre_ms, append_flops(c, 0, L), peak);
     phase("cached decode step, 1 path", step1, step_flops(c, L + 8), peak);
     phase("cached decode step, 30 paths", step30, 30 * step_flops(c, L + 8), peak);
-    char name[96];
+    snprintf(name, sizeof name, "cached decode step, 30 paths, %d tokens in", MID_HORIZON);
+    if (!isnan(step30mid)) phase(name, step30mid, 30 * step_flops(c, L + MID_HORIZON + 8), peak);
     snprintf(name, sizeof name, "sliding recompute step, 1 path (%d + %d)", mc - g, g);
     phase(name, rpre_ms + own1_ms, f_pre + f_own, peak);
     snprintf(name, sizeof name, "sliding recompute step, 30 paths (%d + 30 × %d)", mc - g, g);
