@@ -506,19 +506,25 @@ static int cmp_double(const void *a, const void *b) {
  * on average over the whole horizon (at the start it has none, and attention reads only the
  * shared prefix once for all paths). */
 #define MID_HORIZON 48
+#define TIMED_STEPS 16 /* steps a decode round times (their median position: TIMED_STEPS / 2) */
+
+/* Whether a lookback of L, MID_HORIZON more tokens and the timed steps fit the context window
+ * mc (past it the window slides: no cached step to time). */
+static bool mid_horizon_fits(int L, int mc) {
+    return L + MID_HORIZON + TIMED_STEPS <= mc;
+}
 
 /* Time per step of decoding S paths on caches holding `prefix` positions, each path `skip`
  * tokens into its horizon (its own keys past the shared prefix: skip, and one more each
- * step): the median of `steps` steps in each of `rounds` timed rounds, at least 4 (robust to a
- * shared machine's hiccups).
+ * step): the median of TIMED_STEPS steps in each of `rounds` timed rounds, at least 4 (robust
+ * to a shared machine's hiccups).
  * Each round forks the paths from one prefilled cache and frees them after, on one pool;
  * an untimed round first touches the pool blocks the steps write, so the timed rounds run
  * on warm blocks the way a server's long-lived pool does after its first requests. */
 static double decode_step_ms(const kr_model *m, const series *s, int prefix, int S, int skip,
-                             int steps, int rounds) {
+                             int rounds) {
     kr_error err;
-    if (steps > 64) steps = 64;
-    int n = prefix + skip + steps;
+    int steps = TIMED_STEPS, n = prefix + skip + steps;
     kr_pool *pool = kr_pool_create(m, kr_pool_bytes_for(m, n + 32) * (S + 1), &err);
     kr_cache *base = pool ? kr_cache_create(pool, 0, &err) : NULL;
     if (!base) {
@@ -855,16 +861,16 @@ int main(int argc, char **argv) {
         if (!strcmp(only, "prefill")) {
             window_ms(m, &s, L, 0, 1, reps, &ms, &a_ms);
         } else if (!strcmp(only, "step1") || !strcmp(only, "step30")) {
-            ms = decode_step_ms(m, &s, L, only[4] == '1' ? 1 : 30, 0, 16, reps);
+            ms = decode_step_ms(m, &s, L, only[4] == '1' ? 1 : 30, 0, reps);
         } else if (!strcmp(only, "step30mid")) {
-            if (L + MID_HORIZON + 16 > mc) {
+            if (!mid_horizon_fits(L, mc)) {
                 fprintf(stderr,
-                        "kronos-bench: --only step30mid: lookback %d + %d + 16 steps is past the "
+                        "kronos-bench: --only step30mid: lookback %d + %d + %d steps is past the "
                         "context window of %d\n",
-                        L, MID_HORIZON, mc);
+                        L, MID_HORIZON, TIMED_STEPS, mc);
                 return 2;
             }
-            ms = decode_step_ms(m, &s, L, 30, MID_HORIZON, 16, reps);
+            ms = decode_step_ms(m, &s, L, 30, MID_HORIZON, reps);
         } else if (!strcmp(only, "recompute1") || !strcmp(only, "recompute30")) {
             window_ms(m, &s, mc - g, g, only[9] == '1' ? 1 : 30, reps, &a_ms, &b_ms);
             ms = a_ms + b_ms;
@@ -903,17 +909,18 @@ int main(int argc, char **argv) {
      * 5 passes): a round's floor divides by the better of the reads beside it, the nearest in
      * time a shared machine's bandwidth can be had (its neighbours move it by a third from
      * one minute to the next); the table takes the rounds' median step */
-    double bytes = weight_bytes(c), kv = kv_bytes(c, L + 8);
+    int mid = TIMED_STEPS / 2; /* the timed steps' median position past their start */
+    double bytes = weight_bytes(c), kv = kv_bytes(c, L + mid);
     double step1 = NAN, read[SINGLE_ROUNDS + 1], round_ms[SINGLE_ROUNDS];
     double ratio[SINGLE_ROUNDS], ratio_kv[SINGLE_ROUNDS];
     if (phases_cpu) {
-        step1 = decode_step_ms(m, &s, L, 1, 0, 16, reps);
+        step1 = decode_step_ms(m, &s, L, 1, 0, reps);
     } else {
         size_t reads = (size_t)(bytes + kv); /* what a step reads: weights and KV cache */
         double memory = read_bandwidth(kr_threads(), (size_t)256 << 20);
         read[0] = read_bandwidth(kr_threads(), reads);
         for (int k = 0; k < SINGLE_ROUNDS; k++) {
-            round_ms[k] = decode_step_ms(m, &s, L, 1, 0, 16, reps);
+            round_ms[k] = decode_step_ms(m, &s, L, 1, 0, reps);
             read[k + 1] = read_bandwidth(kr_threads(), reads);
             double near = read[k] > read[k + 1] ? read[k] : read[k + 1];
             ratio[k] = round_ms[k] / (bytes / (near * 1e6));
@@ -928,10 +935,9 @@ int main(int argc, char **argv) {
         printf(" GB/s; the horizon's floor uses %.1f (a 256 MiB buffer: %.1f GB/s)\n", bw, memory);
         step1 = median3(round_ms);
     }
-    double step30 = decode_step_ms(m, &s, L, 30, 0, 16, reps);
-    double step30mid = L + MID_HORIZON + 16 <= mc
-                           ? decode_step_ms(m, &s, L, 30, MID_HORIZON, 16, reps)
-                           : NAN; /* past the context window: not a cached step */
+    double step30 = decode_step_ms(m, &s, L, 30, 0, reps);
+    double step30mid =
+        mid_horizon_fits(L, mc) ? decode_step_ms(m, &s, L, 30, MID_HORIZON, reps) : NAN;
     double det_ms = detok_ms(m, L + P, reps);
     if (!phases_cpu) {
         printf("again after the phases:\n");
@@ -943,10 +949,10 @@ int main(int argc, char **argv) {
     char name[96];
     printf("\n| phase | ms | GFLOP | GFLOP/s | of sgemm peak |\n|---|---|---|---|---|\n");
     phase("prefill, lookback (1 cache)", pre_ms, append_flops(c, 0, L), peak);
-    phase("cached decode step, 1 path", step1, step_flops(c, L + 8), peak);
-    phase("cached decode step, 30 paths", step30, 30 * step_flops(c, L + 8), peak);
+    phase("cached decode step, 1 path", step1, step_flops(c, L + mid), peak);
+    phase("cached decode step, 30 paths", step30, 30 * step_flops(c, L + mid), peak);
     snprintf(name, sizeof name, "cached decode step, 30 paths, %d tokens in", MID_HORIZON);
-    if (!isnan(step30mid)) phase(name, step30mid, 30 * step_flops(c, L + MID_HORIZON + 8), peak);
+    if (!isnan(step30mid)) phase(name, step30mid, 30 * step_flops(c, L + MID_HORIZON + mid), peak);
     snprintf(name, sizeof name, "sliding recompute step, 1 path (%d + %d)", mc - g, g);
     phase(name, rpre_ms + own1_ms, f_pre + f_own, peak);
     snprintf(name, sizeof name, "sliding recompute step, 30 paths (%d + 30 × %d)", mc - g, g);
