@@ -10,7 +10,9 @@
  * (prefill, cached decode step at 1 and 30 paths, and at 30 paths MID_HORIZON tokens into the
  * horizon, sliding-window recompute step, tokenizer decode) with its time and GFLOP/s as a
  * fraction of OpenBLAS's sgemm 1024³ measured in the same run (before and after the phases,
- * the better of the two), OpenBLAS on a 30-path step's
+ * the better of the two) and its ceiling (the fraction it reaches with its products at that
+ * yardstick and its attention at the rate one core runs attention's terms, a multiply and
+ * an add each rounded, against the fused multiply-adds: fp_rates.c), OpenBLAS on a 30-path step's
  * own products (weights from memory, at 30 rows) beside that step, and single-path decode against
  * weight bytes ÷ memory bandwidth in three rounds, each between two reads of memory (the median
  * round, and the same with the KV cache's bytes added); and a parity check, the
@@ -35,6 +37,7 @@
  * below the CPU's best; the table's percentages use the fastest.
  */
 #include "blas_core.h"
+#include "fp_rates.h"
 #include "kronos.h"
 #include "timefmt.h"
 
@@ -258,38 +261,54 @@ static double yardstick(void) {
     return best;
 }
 
+/* A phase's FLOPs, and those of them that attention computes (a multiply and an add a term,
+ * each rounded: attention.c), which some cores run at a lower rate than the products'. */
+typedef struct {
+    double all, attn;
+} flop_count;
+
+static flop_count flops_plus(flop_count a, flop_count b) {
+    return (flop_count){a.all + b.all, a.attn + b.attn};
+}
+
+static flop_count flops_times(double k, flop_count a) {
+    return (flop_count){k * a.all, k * a.attn};
+}
+
 /* FLOPs of the predictor for one token whose attention sees `keys` positions: every weight
  * matrix of the trunk once (2 flops a weight), attention over the keys, and, when `heads`,
  * the s1 head, the dependency layer and the s2 head (computed once a step, at the last row).
  * The dependency layer's query projection is not counted: its output for each s1 token is a
  * table computed at load, a step looks it up. */
-static double token_flops(const kr_predictor_config *c, int keys, bool heads) {
+static flop_count token_flops(const kr_predictor_config *c, int keys, bool heads) {
     double d = c->d_model, ff = c->ff_dim, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
     double trunk = c->n_layers * (4 * d * d + 3 * d * ff) + 2 * d * d /* fusion */;
     double head = d * v1 + 3 * d * d /* dependency layer: k, v, o */ + d * v2;
     double attn = c->n_layers * 4.0 * keys * d + (heads ? 4.0 * keys * d : 0);
-    return 2 * (trunk + (heads ? head : 0)) + attn;
+    return (flop_count){2 * (trunk + (heads ? head : 0)) + attn, attn};
 }
 
 /* FLOPs of one decode step for one path at `keys` cached positions. */
-static double step_flops(const kr_predictor_config *c, int keys) {
+static flop_count step_flops(const kr_predictor_config *c, int keys) {
     return token_flops(c, keys, true);
 }
 
 /* FLOPs of appending positions [p0, p0 + n) to a cache, the heads run once at the end. */
-static double append_flops(const kr_predictor_config *c, int p0, int n) {
-    double f = 0;
+static flop_count append_flops(const kr_predictor_config *c, int p0, int n) {
+    flop_count f = {0, 0};
     for (int p = p0; p < p0 + n; p++)
-        f += token_flops(c, p + 1, false);
-    return f + token_flops(c, p0 + n, true) - token_flops(c, p0 + n, false);
+        f = flops_plus(f, token_flops(c, p + 1, false));
+    flop_count last = token_flops(c, p0 + n, true), bare = token_flops(c, p0 + n, false);
+    return flops_plus(f, (flop_count){last.all - bare.all, last.attn - bare.attn});
 }
 
 /* FLOPs of the tokenizer's decoder over n tokens (its blocks and its two linear layers). */
-static double detok_flops(const kr_tokenizer_config *c, int n) {
+static flop_count detok_flops(const kr_tokenizer_config *c, int n) {
     double d = c->d_model, ff = c->ff_dim, blocks = c->n_dec_layers - 1;
     double per =
         2 * (blocks * (4 * d * d + 3 * d * ff) + (c->s1_bits + c->s2_bits) * d + d * c->d_in);
-    return n * per + blocks * 4.0 * d * (double)n * (n + 1) / 2;
+    double attn = blocks * 4.0 * d * (double)n * (n + 1) / 2;
+    return (flop_count){n * per + attn, attn};
 }
 
 /* Bytes of the weights a decode step streams: the trunk, the fusion, the s1 head, the
@@ -733,10 +752,18 @@ static int parity_check(const kr_model *m, const series *s, int mc) {
     return n_diff;
 }
 
-/* One row of the phase table. */
-static void phase(const char *name, double ms, double flops, double peak) {
-    double gf = flops / (ms * 1e6);
-    printf("| %s | %.2f | %.2f | %.1f | %.0f%% |\n", name, ms, flops / 1e9, gf, 100 * gf / peak);
+/* One row of the phase table. attn_rate: attention's rate against the products' on one core
+ * (kb_fp_rates; NAN: not measured, or a phase bound by memory): the ceiling is the share of
+ * the yardstick the phase reaches with its products at the yardstick and its attention at
+ * that rate. */
+static void phase(const char *name, double ms, flop_count f, double peak, double attn_rate) {
+    double gf = f.all / (ms * 1e6);
+    printf("| %s | %.2f | %.2f | %.1f | %.0f%% |", name, ms, f.all / 1e9, gf, 100 * gf / peak);
+    double ceiling = kb_phase_ceiling(f.all, f.attn, attn_rate);
+    if (isnan(ceiling))
+        printf(" – |\n");
+    else
+        printf(" %.0f%% |\n", 100 * ceiling);
 }
 
 int main(int argc, char **argv) {
@@ -945,20 +972,39 @@ int main(int argc, char **argv) {
         if (again > peak) peak = again;
         printf("the table's yardstick: %.1f GFLOP/s (the better of the two)\n", peak);
     }
-    double f_own = append_flops(c, mc - g, g), f_pre = append_flops(c, 0, mc - g);
+    /* attention's terms against the products' on one core at the kernels' level: on some
+     * cores half the rate, which caps a phase below the yardstick by its attention's share */
+    double attn_rate = NAN;
+    kb_fp_rates rates;
+    if (!phases_cpu && kb_fp_rates_measure((int)kr_simd_level(), &rates) == 0) {
+        attn_rate = rates.muladd_gflops / rates.fma_gflops;
+        if (attn_rate > 1) attn_rate = 1; /* separate add pipes: as fast, within the noise */
+        printf("attention's terms (a multiply and an add, each rounded) on one core at %s: "
+               "%.1f GFLOP/s, %.2f× the fused multiply-add's %.1f (register-only loops)\n",
+               kr_simd_name(kr_simd_level()), rates.muladd_gflops, attn_rate, rates.fma_gflops);
+    }
+    flop_count f_own = append_flops(c, mc - g, g), f_pre = append_flops(c, 0, mc - g);
     char name[96];
-    printf("\n| phase | ms | GFLOP | GFLOP/s | of sgemm peak |\n|---|---|---|---|---|\n");
-    phase("prefill, lookback (1 cache)", pre_ms, append_flops(c, 0, L), peak);
-    phase("cached decode step, 1 path", step1, step_flops(c, L + mid), peak);
-    phase("cached decode step, 30 paths", step30, 30 * step_flops(c, L + mid), peak);
+    printf("\n| phase | ms | GFLOP | GFLOP/s | of sgemm peak | ceiling |\n"
+           "|---|---|---|---|---|---|\n");
+    phase("prefill, lookback (1 cache)", pre_ms, append_flops(c, 0, L), peak, attn_rate);
+    phase("cached decode step, 1 path", step1, step_flops(c, L + mid), peak, NAN);
+    phase("cached decode step, 30 paths", step30, flops_times(30, step_flops(c, L + mid)), peak,
+          attn_rate);
     snprintf(name, sizeof name, "cached decode step, 30 paths, %d tokens in", MID_HORIZON);
-    if (!isnan(step30mid)) phase(name, step30mid, 30 * step_flops(c, L + MID_HORIZON + mid), peak);
+    if (!isnan(step30mid))
+        phase(name, step30mid, flops_times(30, step_flops(c, L + MID_HORIZON + mid)), peak,
+              attn_rate);
     snprintf(name, sizeof name, "sliding recompute step, 1 path (%d + %d)", mc - g, g);
-    phase(name, rpre_ms + own1_ms, f_pre + f_own, peak);
+    phase(name, rpre_ms + own1_ms, flops_plus(f_pre, f_own), peak, attn_rate);
     snprintf(name, sizeof name, "sliding recompute step, 30 paths (%d + 30 × %d)", mc - g, g);
-    phase(name, rpre_ms + own30_ms, f_pre + 30 * f_own, peak);
+    phase(name, rpre_ms + own30_ms, flops_plus(f_pre, flops_times(30, f_own)), peak, attn_rate);
     snprintf(name, sizeof name, "tokenizer decode, %d tokens", L + P);
-    phase(name, det_ms, detok_flops(tc, L + P), peak);
+    phase(name, det_ms, detok_flops(tc, L + P), peak, attn_rate);
+    if (!isnan(attn_rate))
+        printf("(ceiling: the share of the yardstick a phase reaches with its products at the "
+               "yardstick and its attention at the rate above; the single-path step is bound "
+               "by memory, below)\n");
     /* the yardstick multiplies matrices that stay in the caches; a decode step's products
      * stream their weights from memory at a few rows: OpenBLAS on those, for scale */
     if (!phases_cpu) {
@@ -984,7 +1030,7 @@ int main(int argc, char **argv) {
                kv / 1e6, L + 8, median3(ratio_kv));
     }
     if (!decode_only) {
-        double floor112 = 112 * floor_tok + append_flops(c, 0, L) / (peak * 1e6);
+        double floor112 = 112 * floor_tok + append_flops(c, 0, L).all / (peak * 1e6);
         printf("horizon 112, 1 path: %.0f ms against a floor of %.0f ms (112 tokens' weights ÷ "
                "bandwidth + prefill FLOPs ÷ peak) = %.2f× the floor\n",
                cached1[0], floor112, cached1[0] / floor112);
