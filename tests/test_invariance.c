@@ -177,8 +177,10 @@ static void attend_row_path(int d, int n_heads, int block_len) {
     /* a causal run of rows (a prefill: each row one key more), its first rows over one cache
      * and the rest over a second one that holds the same first blocks and then its own: a
      * tile of one cache shares every key below its rows' ends, wherever they fall in the
-     * blocks; a tile over both, the whole blocks they hold in common */
-    enum { RUN = 70, OWN_FROM = 40 };
+     * blocks; a tile over both, the whole blocks they hold in common. 70 rows end in a
+     * tile of 6 (half a tile or less: its first half scored alone), 90 in one of 26 (its
+     * second half partly padding) */
+    enum { RUN = 90, OWN_FROM = 40 };
     float *blk2[BLOCKS], *own[2];
     for (int b = 0; b < BLOCKS; b++)
         blk2[b] = blk[b];
@@ -197,14 +199,16 @@ static void attend_row_path(int d, int n_heads, int block_len) {
     for (int i = 0; i < RUN * d; i++)
         qr[i] = 2 * lcg();
     kr_attn_row run[RUN];
-    for (int r = 0; r < RUN; r++) {
-        run[r] = (kr_attn_row){r < OWN_FROM ? &kv : &kv2, max_keys - RUN + r + 1};
-        kr_attend(rr + (size_t)r * d, qr + (size_t)r * d, run[r].kv, 0, run[r].n_keys, n_heads,
-                  scratch);
+    for (int n = 70; n <= RUN; n += RUN - 70) {
+        for (int r = 0; r < n; r++) {
+            run[r] = (kr_attn_row){r < OWN_FROM ? &kv : &kv2, max_keys - n + r + 1};
+            kr_attend(rr + (size_t)r * d, qr + (size_t)r * d, run[r].kv, 0, run[r].n_keys, n_heads,
+                      scratch);
+        }
+        kr_attend_rows(orr, qr, run, n, d, 0, n_heads, scratch, max_keys);
+        assert_memory_equal(orr, rr, (size_t)n * d * sizeof(float));
+        level_check(rr, (size_t)n * d);
     }
-    kr_attend_rows(orr, qr, run, RUN, d, 0, n_heads, scratch, max_keys);
-    assert_memory_equal(orr, rr, (size_t)RUN * d * sizeof(float));
-    level_check(rr, (size_t)RUN * d);
     for (int b = 0; b < BLOCKS; b++)
         free(blk[b]);
     free(own[0]), free(own[1]), free(qr), free(rr), free(orr);

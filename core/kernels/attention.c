@@ -58,6 +58,13 @@ typedef struct {
 } attend_job;
 
 #define VALUE_CHUNK 64 /* keys a value pass holds in the first-level cache for all rows */
+/* One block's part of a value pass's chunk of keys, found once for all the chunk's register
+ * tiles: keys [k0, k1), the value row of k0 at the head's first column, and the row
+ * VALUE_CHUNK keys on that the first tile asks for (NULL: none) */
+typedef struct {
+    int k0, k1;
+    const float *v, *ahead;
+} value_run;
 
 #define KR_LANES_TEMPLATE "attention_lanes.h"
 #include "lanes.h"

@@ -203,55 +203,56 @@ KR_LEVEL_FN static void attend_heads(float *o, const float *q, const kr_kv_view 
 
 /* ---- many rows: the tile path ------------------------------------------------------------ */
 
-/* Scores of keys [k0, k1) for the tile's 32 rows (the queries transposed in qt[hd][32]),
- * TILE_KEYS keys at a time: a load of the queries serves them all, TILE_KEYS x ROW_VECS
- * chains of adds in flight (the last group repeats its last key, writing the same scores
- * twice). */
+/* Scores of keys [k0, k1) for the rows of vectors [V0, V0 + NV) of the tile (the queries
+ * transposed in qt[hd][32]), block by block, TILE_KEYS keys at a time: a load of the queries
+ * serves them all, TILE_KEYS x NV chains of adds in flight (a block's last group repeats its
+ * last key, writing the same scores twice). The other vectors' scores are not written.
+ * V0 and NV are constants at each call (the caller's switch), so the sums stay in registers. */
 KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer, int h,
-                           int hd, int k0, int k1, float scale) {
+                           int hd, int k0, int k1, float scale, int V0, int NV) {
     enum { T = KR_ATTN_TILE, G = TILE_KEYS };
     int B = kv->block_len;
-    for (int key = k0; key < k1; key += G) {
-        const float *kc[G];
-        int kk[G];
-        for (int c = 0; c < G; c++) {
-            kk[c] = key + c < k1 ? key + c : k1 - 1;
-            kc[c] = kr_kv_kcol(kv, layer, kk[c]) + (size_t)h * hd * B;
-        }
-        /* the first group of a block asks for the next block's keys of this head: blocks
-         * lie far apart in the pool, where the hardware's prefetch does not follow */
-        if (key % B < G && key - key % B + B < k1) {
-            const float *next = kr_kv_kcol(kv, layer, key - key % B + B) + (size_t)h * hd * B;
+    for (int kb = k0; kb < k1;) {
+        int kb1 = kb - kb % B + B < k1 ? kb - kb % B + B : k1; /* this block's keys [kb, kb1) */
+        const float *blk = kr_kv_kcol(kv, layer, kb) + (size_t)h * hd * B;
+        /* the next block's keys of this head, asked for now: blocks lie far apart in the
+         * pool, where the hardware's prefetch does not follow */
+        if (kb1 < k1) {
+            const float *next = kr_kv_kcol(kv, layer, kb1) + (size_t)h * hd * B;
             for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
                 __builtin_prefetch(next + (size_t)i * B);
         }
-        vf a[G][ROW_VECS];
-        for (int c = 0; c < G; c++)
-            for (int n = 0; n < ROW_VECS; n++)
-                a[c][n] = (vf){0};
-        if (key + G <= k1 && key % B + G <= B) { /* one block: the keys side by side */
-            const float *kb = kc[0];
-            for (int i = 0; i < hd; i++, kb += B) {
-                const float *qi = qt + (size_t)i * T;
-                for (int c = 0; c < G; c++)
-                    for (int n = 0; n < ROW_VECS; n++)
-                        a[c][n] += KR_LOAD(qi + n * KR_W) * kb[c];
-            }
-        } else {
-            for (int i = 0; i < hd; i++) {
-                const float *qi = qt + (size_t)i * T;
-                for (int c = 0; c < G; c++) {
-                    float ki = kc[c][(size_t)i * B];
-                    for (int n = 0; n < ROW_VECS; n++)
-                        a[c][n] += KR_LOAD(qi + n * KR_W) * ki;
+        for (int key = kb; key < kb1; key += G) {
+            int last = key + G <= kb1 ? G - 1 : kb1 - 1 - key; /* keys past it repeat it */
+            vf a[G][ROW_VECS];
+            for (int c = 0; c < G; c++)
+                for (int n = V0; n < V0 + NV; n++)
+                    a[c][n] = (vf){0};
+            const float *kc = blk + (key - kb);
+            if (last == G - 1) { /* G keys side by side */
+                for (int i = 0; i < hd; i++, kc += B) {
+                    const float *qi = qt + (size_t)i * T;
+                    for (int c = 0; c < G; c++)
+                        for (int n = V0; n < V0 + NV; n++)
+                            a[c][n] += KR_LOAD(qi + n * KR_W) * kc[c];
+                }
+            } else {
+                for (int i = 0; i < hd; i++, kc += B) {
+                    const float *qi = qt + (size_t)i * T;
+                    for (int c = 0; c < G; c++) {
+                        float ki = kc[c < last ? c : last];
+                        for (int n = V0; n < V0 + NV; n++)
+                            a[c][n] += KR_LOAD(qi + n * KR_W) * ki;
+                    }
                 }
             }
+            for (int c = 0; c < G; c++)
+                for (int n = V0; n < V0 + NV; n++) {
+                    vf s = a[c][n] * scale;
+                    memcpy(sc + (size_t)(key + (c < last ? c : last)) * T + n * KR_W, &s, sizeof s);
+                }
         }
-        for (int c = 0; c < G; c++)
-            for (int n = 0; n < ROW_VECS; n++) {
-                vf s = a[c][n] * scale;
-                memcpy(sc + (size_t)kk[c] * T + n * KR_W, &s, sizeof s);
-            }
+        kb = kb1;
     }
 }
 
@@ -295,26 +296,22 @@ KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int 
     }
 }
 
-/* o[rt][VALUE_COLS] (rows hd apart) += the products of keys [k0, k1) for rows [ra, ra + rt)
- * of the tile, columns [i0, i0 + VALUE_COLS) of head h: rt x 4 sums in registers while the
- * keys go by; each (row, column) adds its products in key order. */
-KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const kr_kv_view *kv,
-                           int layer, int h, int hd, int i0, int k0, int k1, int ahead) {
+/* o[rt][VALUE_COLS] (rows hd apart) += the products of the keys of `runs` below k1 for rows
+ * [ra, ra + rt) of the tile, columns [i0, i0 + VALUE_COLS) of the head: rt x 4 sums in
+ * registers while the keys go by; each (row, column) adds its products in key order. With
+ * `ahead`, the rows VALUE_CHUNK keys on are asked for into the second-level cache, a key at a
+ * time (the chunk's other tiles find them in the first). */
+KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const value_run *runs,
+                           int n_runs, int d, int hd, int i0, int k1, int ahead) {
     enum { T = KR_ATTN_TILE };
-    int B = kv->block_len, d = kv->d;
     vf c[VALUE_ROWS][4];
     for (int r = 0; r < rt; r++)
         for (int x = 0; x < 4; x++)
             c[r][x] = KR_LOAD(o + (size_t)r * hd + KR_W * x);
-    for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block: rows d apart */
-        int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
-        const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h * hd + i0;
-        /* the first register tile asks for the rows VALUE_CHUNK keys on into the second-level
-         * cache, a key at a time (the chunk's other tiles find them in the first) */
-        const float *pf = kb + VALUE_CHUNK < ahead && VALUE_CHUNK % B == 0
-                              ? kr_kv_v(kv, layer, kb + VALUE_CHUNK) + (size_t)h * hd + i0
-                              : NULL;
-        for (int key = kb; key < kb1; key++, vb += d) {
+    for (int u = 0; u < n_runs && runs[u].k0 < k1; u++) { /* block by block: rows d apart */
+        int kend = runs[u].k1 < k1 ? runs[u].k1 : k1;
+        const float *vb = runs[u].v + i0, *pf = ahead && runs[u].ahead ? runs[u].ahead + i0 : NULL;
+        for (int key = runs[u].k0; key < kend; key++, vb += d) {
             if (pf) {
                 for (int x = 0; x < VALUE_COLS; x += 16)
                     __builtin_prefetch(pf + x, 0, 2);
@@ -361,7 +358,23 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (int i = 0; i < hd; i++)
             qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
     }
-    tile_scores(sc, qt, kv0, j->layer, h, hd, 0, scored, scale);
+    /* over one cache the rows of the tile's first half end (causally) before its second
+     * half's: keys past the first half's ends are scored for the second half alone, and a
+     * tile of 16 rows or fewer scores its first half only */
+    int lo_end = scored;
+    if (scored > shared) {
+        lo_end = 0;
+        for (int r = 0; r < R && r < T / 2; r++)
+            if (j->rows[r0 + r].n_keys > lo_end) lo_end = j->rows[r0 + r].n_keys;
+        if (lo_end > scored) lo_end = scored;
+    }
+#define TILE_SCORES(k0, k1, V0, NV) tile_scores(sc, qt, kv0, j->layer, h, hd, k0, k1, scale, V0, NV)
+    if (R > T / 2)
+        TILE_SCORES(0, lo_end, 0, ROW_VECS);
+    else
+        TILE_SCORES(0, lo_end, 0, ROW_VECS / 2);
+    if (lo_end < scored) TILE_SCORES(lo_end, scored, ROW_VECS / 2, ROW_VECS / 2);
+#undef TILE_SCORES
     /* each row's own keys past the tile's (rows over caches of their own past the shared
      * blocks) */
     if (scored < n_keys && B % KEY_LANES == 0 && scored % KEY_LANES == 0) {
@@ -379,37 +392,37 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
             }
         }
     }
-    for (int r = 0; r < T; r++) { /* past a row's end (or a padding row): masked */
+    /* vectors of rows with a row of the tile in them; the others are never scored */
+    int live = (R + KR_W - 1) / KR_W;
+    for (int r = 0; r < live * KR_W; r++) { /* past a row's end (or a padding row): masked */
         int end = r < R ? j->rows[r0 + r].n_keys : 0;
         for (int key = end > shared ? end : shared; key < n_keys; key++)
             sc[(size_t)key * T + r] = -INFINITY;
     }
-    /* softmax down each column, all rows at once (a masked key's e is 0: its row never
-     * reads it) */
-    vf mx[ROW_VECS], z[ROW_VECS];
-    for (int n = 0; n < ROW_VECS; n++) {
-        mx[n] = KR_LOAD(sc + n * KR_W);
-        z[n] = (vf){0};
-    }
-    for (int key = 1; key < n_keys; key++)
-        for (int n = 0; n < ROW_VECS; n++) {
-            vf s = KR_LOAD(sc + (size_t)key * T + n * KR_W);
-            mx[n] = KR_SELECT(s > mx[n], s, mx[n]);
-        }
-    for (int key = 0; key < n_keys; key++) { /* e = exp(s - max), Z summed in key order */
-        float *s = sc + (size_t)key * T;
-        for (int n = 0; n < ROW_VECS; n++) {
-            vf sn = KR_LOAD(s + n * KR_W) - mx[n];
-            memcpy(s + n * KR_W, &sn, sizeof sn);
-        }
-        exp_array(s, T);
-        for (int n = 0; n < ROW_VECS; n++)
-            z[n] += KR_LOAD(s + n * KR_W);
-    }
+    /* softmax down each column, a vector of rows at a time, up to the last key one of its
+     * rows reads (vend): past it every lane is masked, its e would be 0 (and is never read,
+     * as no row reads past its end) and Z's sum would add zeros */
     float inv[T];
-    for (int n = 0; n < ROW_VECS; n++)
+    for (int n = 0; n < live; n++) {
+        int vend = shared;
+        for (int r = n * KR_W; r < R && r < (n + 1) * KR_W; r++)
+            if (j->rows[r0 + r].n_keys > vend) vend = j->rows[r0 + r].n_keys;
+        float *col = sc + n * KR_W;
+        vf mx = KR_LOAD(col), z = {0};
+        for (int key = 1; key < vend; key++) {
+            vf s = KR_LOAD(col + (size_t)key * T);
+            mx = KR_SELECT(s > mx, s, mx);
+        }
+        for (int key = 0; key < vend; key++) { /* e = exp(s - max), Z summed in key order */
+            float *s = col + (size_t)key * T;
+            vf sn = KR_LOAD(s) - mx;
+            memcpy(s, &sn, sizeof sn);
+            exp_array(s, KR_W);
+            z += KR_LOAD(s);
+        }
         for (int l = 0; l < KR_W; l++)
-            inv[n * KR_W + l] = 1.0f / z[n][l];
+            inv[n * KR_W + l] = 1.0f / z[l];
+    }
     /* sum of e_j v_j over the shared keys: chunks of keys held in the first-level cache,
      * register tiles of RT rows x VALUE_COLS columns (x KR_W columns for the rest of a head,
      * a scalar loop for the columns of a head size that is not a multiple of KR_W). Over one
@@ -427,14 +440,23 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
     }
     for (int k0 = 0; k0 < tile_end && hdc > 0; k0 += VALUE_CHUNK) {
         int k1 = k0 + VALUE_CHUNK < tile_end ? k0 + VALUE_CHUNK : tile_end;
+        value_run runs[VALUE_CHUNK];
+        int n_runs = 0;
+        for (int kb = k0; kb < k1; n_runs++) {
+            int kb1 = kb - kb % B + B < k1 ? kb - kb % B + B : k1;
+            const float *ahead = kb + VALUE_CHUNK < group_end[0] && VALUE_CHUNK % B == 0
+                                     ? kr_kv_v(kv0, j->layer, kb + VALUE_CHUNK) + (size_t)h * hd
+                                     : NULL;
+            runs[n_runs] = (value_run){kb, kb1, kr_kv_v(kv0, j->layer, kb) + (size_t)h * hd, ahead};
+            kb = kb1;
+        }
         for (int i0 = 0; i0 < hdc; i0 += VALUE_COLS)
             for (int ra = 0; ra < R; ra += RT) {
                 float *oa = o + (size_t)ra * hd + i0;
                 int ke = k1 < group_end[ra / RT] ? k1 : group_end[ra / RT];
                 if (ke <= k0) continue;
-                int ahead = ra == 0 ? group_end[0] : 0;
-                /* a constant row count a call: each inlined copy keeps its sums in registers */
-#define VALUES_ROWS(RN) values_rows(oa, RN, sc, ra, kv0, j->layer, h, hd, i0, k0, ke, ahead)
+                    /* a constant row count a call: each inlined copy keeps its sums in registers */
+#define VALUES_ROWS(RN) values_rows(oa, RN, sc, ra, runs, n_runs, d, hd, i0, ke, ra == 0)
                 switch (R - ra < RT ? R - ra : RT) { /* the level's counts up to RT */
 #if VALUE_ROWS >= 6
                 case 6:
