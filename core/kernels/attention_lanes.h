@@ -352,11 +352,28 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
     float *sc = j->scratch + (size_t)worker * j->scratch_stride;
     float *qt = sc + (size_t)n_keys * T, *o = qt + (size_t)hd * T;
     float scale = (float)(1.0 / sqrt((double)hd));
-    for (int r = 0; r < T; r++) { /* row by row: the rows are d floats apart, the same cache
-                                     sets for a power of two, read one at a time */
-        const float *qr = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
-        for (int i = 0; i < hd; i++)
-            qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
+#if KR_W == 16
+    if (hd % KR_W == 0) { /* 16 rows x 16 columns at a time, transposed in registers */
+        for (int rb = 0; rb < R; rb += KR_W)
+            for (int i0 = 0; i0 < hd; i0 += KR_W) {
+                vf t[KR_W];
+                for (int l = 0; l < KR_W; l++)
+                    t[l] = rb + l < R
+                               ? KR_LOAD(j->q + (size_t)(r0 + rb + l) * d + (size_t)h * hd + i0)
+                               : (vf){0};
+                transpose16(t);
+                for (int e = 0; e < KR_W; e++)
+                    memcpy(qt + (size_t)(i0 + e) * T + rb, &t[e], sizeof t[e]);
+            }
+    } else
+#endif
+    {
+        for (int r = 0; r < T; r++) { /* row by row: the rows are d floats apart, the same
+                                         cache sets for a power of two, read one at a time */
+            const float *qr = j->q + (size_t)(r0 + r) * d + (size_t)h * hd;
+            for (int i = 0; i < hd; i++)
+                qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
+        }
     }
     /* over one cache the rows of the tile's first half end (causally) before its second
      * half's: keys past the first half's ends are scored for the second half alone, and a
