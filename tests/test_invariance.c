@@ -199,7 +199,9 @@ static void attend_row_path(int d, int n_heads, int block_len) {
     for (int i = 0; i < RUN * d; i++)
         qr[i] = 2 * lcg();
     kr_attn_row run[RUN];
-    for (int n = 70; n <= RUN; n += RUN - 70) {
+    const int run_rows[] = {70, RUN};
+    for (int t = 0; t < 2; t++) {
+        int n = run_rows[t];
         for (int r = 0; r < n; r++) {
             run[r] = (kr_attn_row){r < OWN_FROM ? &kv : &kv2, max_keys - n + r + 1};
             kr_attend(rr + (size_t)r * d, qr + (size_t)r * d, run[r].kv, 0, run[r].n_keys, n_heads,

@@ -57,6 +57,12 @@ typedef struct {
     size_t scratch_stride;
 } attend_job;
 
+/* The end of the run of keys from `key` that lies in key's block of B, keys below k1 */
+static inline int block_end(int key, int B, int k1) {
+    int end = key - key % B + B;
+    return end < k1 ? end : k1;
+}
+
 #define VALUE_CHUNK 64 /* keys a value pass holds in the first-level cache for all rows */
 /* One block's part of a value pass's chunk of keys, found once for all the chunk's register
  * tiles: keys [k0, k1), the value row of k0 at the head's first column, and the row

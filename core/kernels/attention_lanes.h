@@ -160,8 +160,8 @@ KR_INLINE void values_4x64(float *o, const float *e, size_t e_stride, const kr_k
     for (int c = 0; c < 16; c++)
         a[c] = KR_LOAD(o + 16 * c);
     int B = kv->block_len;
-    for (int kb = k0; kb < k1; kb += B - kb % B) { /* block by block, rows d apart */
-        int kb1 = kb + B - kb % B < k1 ? kb + B - kb % B : k1;
+    for (int kb = k0; kb < k1; kb = block_end(kb, B, k1)) { /* block by block, rows d apart */
+        int kb1 = block_end(kb, B, k1);
         const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h0 * 64;
         for (int key = kb; key < kb1; key++, vb += kv->d) {
             for (int hh = 0; hh < 4; hh++) {
@@ -213,7 +213,7 @@ KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int
     enum { T = KR_ATTN_TILE, G = TILE_KEYS };
     int B = kv->block_len;
     for (int kb = k0; kb < k1;) {
-        int kb1 = kb - kb % B + B < k1 ? kb - kb % B + B : k1; /* this block's keys [kb, kb1) */
+        int kb1 = block_end(kb, B, k1); /* this block's keys [kb, kb1) */
         const float *blk = kr_kv_kcol(kv, layer, kb) + (size_t)h * hd * B;
         /* the next block's keys of this head, asked for now: blocks lie far apart in the
          * pool, where the hardware's prefetch does not follow */
@@ -375,14 +375,21 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
         }
     }
+    /* each vector of rows: the last key one of its rows reads (shared for one of padding) */
+    int vend[ROW_VECS];
+    for (int n = 0; n < ROW_VECS; n++) {
+        vend[n] = shared;
+        for (int r = n * KR_W; r < R && r < (n + 1) * KR_W; r++)
+            if (j->rows[r0 + r].n_keys > vend[n]) vend[n] = j->rows[r0 + r].n_keys;
+    }
     /* over one cache the rows of the tile's first half end (causally) before its second
      * half's: keys past the first half's ends are scored for the second half alone, and a
      * tile of 16 rows or fewer scores its first half only */
     int lo_end = scored;
     if (scored > shared) {
         lo_end = 0;
-        for (int r = 0; r < R && r < T / 2; r++)
-            if (j->rows[r0 + r].n_keys > lo_end) lo_end = j->rows[r0 + r].n_keys;
+        for (int n = 0; n < ROW_VECS / 2; n++)
+            if (vend[n] > lo_end) lo_end = vend[n];
         if (lo_end > scored) lo_end = scored;
     }
 #define TILE_SCORES(k0, k1, V0, NV) tile_scores(sc, qt, kv0, j->layer, h, hd, k0, k1, scale, V0, NV)
@@ -416,21 +423,18 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (int key = end > shared ? end : shared; key < n_keys; key++)
             sc[(size_t)key * T + r] = -INFINITY;
     }
-    /* softmax down each column, a vector of rows at a time, up to the last key one of its
-     * rows reads (vend): past it every lane is masked, its e would be 0 (and is never read,
-     * as no row reads past its end) and Z's sum would add zeros */
+    /* softmax down each column, a vector of rows at a time, up to vend: past it every lane
+     * is masked, its e would be 0 (and is never read, as no row reads past its end) and Z's
+     * sum would add zeros */
     float inv[T];
     for (int n = 0; n < live; n++) {
-        int vend = shared;
-        for (int r = n * KR_W; r < R && r < (n + 1) * KR_W; r++)
-            if (j->rows[r0 + r].n_keys > vend) vend = j->rows[r0 + r].n_keys;
         float *col = sc + n * KR_W;
         vf mx = KR_LOAD(col), z = {0};
-        for (int key = 1; key < vend; key++) {
+        for (int key = 1; key < vend[n]; key++) {
             vf s = KR_LOAD(col + (size_t)key * T);
             mx = KR_SELECT(s > mx, s, mx);
         }
-        for (int key = 0; key < vend; key++) { /* e = exp(s - max), Z summed in key order */
+        for (int key = 0; key < vend[n]; key++) { /* e = exp(s - max), Z summed in key order */
             float *s = col + (size_t)key * T;
             vf sn = KR_LOAD(s) - mx;
             memcpy(s, &sn, sizeof sn);
@@ -460,7 +464,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         value_run runs[VALUE_CHUNK];
         int n_runs = 0;
         for (int kb = k0; kb < k1; n_runs++) {
-            int kb1 = kb - kb % B + B < k1 ? kb - kb % B + B : k1;
+            int kb1 = block_end(kb, B, k1);
             const float *ahead = kb + VALUE_CHUNK < group_end[0] && VALUE_CHUNK % B == 0
                                      ? kr_kv_v(kv0, j->layer, kb + VALUE_CHUNK) + (size_t)h * hd
                                      : NULL;
@@ -472,9 +476,9 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 float *oa = o + (size_t)ra * hd + i0;
                 int ke = k1 < group_end[ra / RT] ? k1 : group_end[ra / RT];
                 if (ke <= k0) continue;
-                    /* a constant row count a call: each inlined copy keeps its sums in registers */
 #define VALUES_ROWS(RN) values_rows(oa, RN, sc, ra, runs, n_runs, d, hd, i0, ke, ra == 0)
-                switch (R - ra < RT ? R - ra : RT) { /* the level's counts up to RT */
+                switch (R - ra < RT ? R - ra : RT) { /* up to RT, a constant a call: each inlined
+                                                      * copy keeps its sums in registers */
 #if VALUE_ROWS >= 6
                 case 6:
                     VALUES_ROWS(6);
@@ -535,7 +539,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
             for (int x = 0; x < 4; x++)
                 a[x] = KR_LOAD(orow + i0 + x * KR_W);
             for (int key = hdc > 0 ? group_end[r / RT] : shared; key < row->n_keys;) {
-                int kb1 = key + B - key % B < row->n_keys ? key + B - key % B : row->n_keys;
+                int kb1 = block_end(key, B, row->n_keys);
                 const float *vb = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0;
                 for (; key < kb1; key++, vb += d) { /* block by block: rows d apart */
                     float p = sc[(size_t)key * T + r];
