@@ -377,6 +377,26 @@ typedef struct kr_series kr_series;
  * limit; beyond it appends fail with KR_E_TOO_LARGE). */
 kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *candles,
                             const kr_norm *norm, int max_candles, kr_error *err);
+/* What a series' candles must meet, checked without building anything, so that candles
+ * kept elsewhere (a session journal) are held to the rules a live request is held to. The
+ * series' side of an append: its length, last timestamp and which columns it has. */
+typedef struct {
+    int n;
+    int64_t last_timestamp;
+    bool has[KR_D_IN];
+    int max_candles; /* 0: no limit */
+} kr_series_shape;
+
+/* kr_series_create's checks of candles and norm (KR_E_INVALID naming the field,
+ * KR_E_TOO_LARGE past max_candles); the statistics' finiteness is checked at creation. */
+int kr_series_check_create(const kr_candles *candles, const kr_norm *norm, int max_candles,
+                           kr_error *err);
+/* kr_series_append's checks of candles against a series of that shape. */
+int kr_series_check_append(const kr_series_shape *shape, const kr_candles *candles, kr_error *err);
+/* Token pairs and time stamps as the model takes them (KR_E_INVALID naming the pair). */
+int kr_model_check_tokens(const kr_model *m, const int32_t *s1, const int32_t *s2,
+                          const kr_stamp *stamps, int n, kr_error *err);
+
 /* Appends candles (the same columns as the series has; timestamps after its last). On
  * failure the series is as it was. */
 int kr_series_append(kr_series *s, const kr_candles *candles, kr_error *err);

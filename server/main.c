@@ -13,9 +13,11 @@
 #include "evaluate_json.h"
 #include "forecast_json.h"
 #include "series_json.h"
+#include "journal_check.h"
 #include "json_out.h"
 #include "kronos.h"
 #include "model_dirs.h"
+#include "model_fingerprint.h"
 #include "query_params.h"
 #include "serve.h"
 
@@ -30,6 +32,9 @@ static const char usage_text[] =
     "  forecast     run one forecast: read a request, print the response JSON\n"
     "  evaluate     run a walk-forward evaluation (POST /evaluate's request and response),\n"
     "               with the same options as forecast\n"
+    "  journal      check or repair a session journal: kronosd journal check|repair\n"
+    "               STATE_DIR [--model DIR | --tokenizer DIR --predictor DIR]\n"
+    "               [--max-context N] (the model checks the tokens and the header)\n"
     "  help         show this help (also --help, -h)\n"
     "  --version    print the version\n"
     "\n"
@@ -450,6 +455,45 @@ static int cmd_evaluate(int argc, char **argv) {
 
 /* ---- help, version, dispatch ------------------------------------------------------- */
 
+/* ---- journal ------------------------------------------------------------------------- */
+
+/* kronosd journal check|repair STATE_DIR [model options]: exit 0 when nothing is wrong (or
+ * it was repaired), 1 when check found problems or the journal could not be read. */
+static int cmd_journal(int argc, char **argv) {
+    static const char usage[] = "usage: kronosd journal check|repair STATE_DIR [--model DIR | "
+                                "--tokenizer DIR --predictor DIR] [--max-context N]";
+    if (argc < 3 || (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "repair") != 0)) {
+        complain("%s", usage);
+        return EXIT_USAGE;
+    }
+    model_opts mo = {.max_context = DEFAULT_MAX_CONTEXT};
+    for (int i = 3; i < argc; i += 2) {
+        if (!is_model_option(argv[i]) || i + 1 >= argc) {
+            complain("journal: unknown option or missing value '%s' (%s)", argv[i], usage);
+            return EXIT_USAGE;
+        }
+        if (take_model_option(&mo, "journal", argv[i], argv[i + 1]) < 0) return EXIT_USAGE;
+    }
+    const bool with_model = mo.model || mo.tokenizer || mo.predictor;
+    if (with_model && check_model_opts(&mo, "journal") < 0) return EXIT_USAGE;
+    kr_model *m = with_model ? load_model(&mo) : NULL;
+    if (with_model && !m) return 1;
+    kd_journal_check_opts o = {.dir = argv[2], .repair = argv[1][0] == 'r', .m = m, .out = stdout};
+    char desc[512], err[1024];
+    kr_error ke = {0};
+    if (m && kd_model_fingerprint(m, mo.model ? mo.model : mo.predictor, &o.fingerprint, desc,
+                                  sizeof desc, &ke) < 0) {
+        complain("journal: the model's fingerprint: %s", ke.msg);
+        kr_model_free(m);
+        return 1;
+    }
+    o.model = desc;
+    const int rc = kd_journal_check(&o, err, sizeof err);
+    if (rc < 0) complain("journal: %s", err);
+    kr_model_free(m);
+    return rc == 0 ? 0 : 1;
+}
+
 static int cmd_help(int argc, char **argv) {
     (void)argc, (void)argv;
     fputs(usage_text, stdout);
@@ -473,6 +517,7 @@ static const struct {
     {"serve",     kd_serve},
     {"forecast",  cmd_forecast},
     {"evaluate",  cmd_evaluate},
+    {"journal",   cmd_journal},
     {"help",      cmd_help},
     {"--help",    cmd_help},
     {"-h",        cmd_help},

@@ -105,6 +105,15 @@ int kr_predictor_check_inputs(const kr_model *m, const int32_t *s1, const int32_
     return 0;
 }
 
+int kr_model_check_tokens(const kr_model *m, const int32_t *s1, const int32_t *s2,
+                          const kr_stamp *stamps, int n, kr_error *err) {
+    if (kr_predictor_check_inputs(m, s1, s2, stamps, n, err)) {
+        err->code = KR_E_INVALID;
+        return -1;
+    }
+    return 0;
+}
+
 int kr_predictor_s2_rows(const kr_model *m, const kr_attn_row *rows, int layer,
                          const float *const *h_last, const int32_t *s1, int S, float *s2_logits,
                          kr_error *err) {

@@ -186,32 +186,50 @@ no_memory:
     return kr_fail_code(err, KR_E_NO_MEMORY, "series: out of memory for %d candles", need);
 }
 
-/* What an append must meet beyond kr_check_columns: the series' columns, timestamps that
- * go on increasing after its last. */
-static int check_append(const kr_series *s, const kr_candles *r, kr_error *err) {
+int kr_series_check_append(const kr_series_shape *shape, const kr_candles *r, kr_error *err) {
     if (r->n < 1) return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
     if (!r->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
     for (int c = 0; c < KR_D_IN; c++) {
-        if (s->has[c] && !r->columns[c])
+        if (shape->has[c] && !r->columns[c])
             return kr_fail_code(err, KR_E_INVALID, "candles.%s: missing; the series has it",
                                 kr_column_names[c]);
-        if (!s->has[c] && r->columns[c])
+        if (!shape->has[c] && r->columns[c])
             return kr_fail_code(err, KR_E_INVALID, "candles.%s: given, but the series has none",
                                 kr_column_names[c]);
     }
     if (kr_check_columns(r, err)) return -1;
     for (int i = 0; i < r->n; i++) {
-        int64_t prev = i ? r->timestamps[i - 1] : s->timestamps[s->n - 1];
+        int64_t prev = i ? r->timestamps[i - 1] : shape->last_timestamp;
         if (r->timestamps[i] <= prev)
             return kr_fail_code(err, KR_E_INVALID,
                                 i ? "candles.timestamps[%d]: not after the previous timestamp"
                                   : "candles.timestamps[%d]: not after the series' last candle",
                                 i);
     }
-    if (s->max_candles > 0 && (long)s->n + r->n > s->max_candles)
+    if (shape->max_candles > 0 && (long)shape->n + r->n > shape->max_candles)
         return kr_fail_code(err, KR_E_TOO_LARGE,
-                            "candles: %d held + %d new exceed the limit of %d candles", s->n, r->n,
-                            s->max_candles);
+                            "candles: %d held + %d new exceed the limit of %d candles", shape->n,
+                            r->n, shape->max_candles);
+    return 0;
+}
+
+static int check_append(const kr_series *s, const kr_candles *r, kr_error *err) {
+    kr_series_shape shape = {
+        .n = s->n, .last_timestamp = s->timestamps[s->n - 1], .max_candles = s->max_candles};
+    memcpy(shape.has, s->has, sizeof shape.has);
+    return kr_series_check_append(&shape, r, err);
+}
+
+int kr_series_check_create(const kr_candles *r, const kr_norm *norm, int max_candles,
+                           kr_error *err) {
+    if (r->n < 1) return kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
+    if (!r->timestamps) return kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
+    if (kr_check_columns(r, err) || kr_check_normalisation(norm, err) ||
+        kr_check_increasing(r->timestamps, r->n, "candles.timestamps", err))
+        return -1;
+    if (max_candles > 0 && r->n > max_candles)
+        return kr_fail_code(err, KR_E_TOO_LARGE, "candles: %d exceed the limit of %d candles", r->n,
+                            max_candles);
     return 0;
 }
 
@@ -276,22 +294,7 @@ out:
 
 kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *r,
                             const kr_norm *norm, int max_candles, kr_error *err) {
-    if (r->n < 1) {
-        kr_fail_code(err, KR_E_INVALID, "candles: at least 1 candle is required");
-        return NULL;
-    }
-    if (!r->timestamps) {
-        kr_fail_code(err, KR_E_INVALID, "candles.timestamps: missing");
-        return NULL;
-    }
-    if (kr_check_columns(r, err) || kr_check_normalisation(norm, err) ||
-        kr_check_increasing(r->timestamps, r->n, "candles.timestamps", err))
-        return NULL;
-    if (max_candles > 0 && r->n > max_candles) {
-        kr_fail_code(err, KR_E_TOO_LARGE, "candles: %d exceed the limit of %d candles", r->n,
-                     max_candles);
-        return NULL;
-    }
+    if (kr_series_check_create(r, norm, max_candles, err)) return NULL;
     kr_series *s = calloc(1, sizeof *s);
     float *xn = NULL;
     if (!s) {

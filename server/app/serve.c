@@ -32,6 +32,7 @@
 #include "http.h"
 #include "log.h"
 #include "model_dirs.h"
+#include "model_fingerprint.h"
 #include "notify.h"
 #include "reload.h"
 #include "routes.h"
@@ -121,24 +122,24 @@ static double now_s(void) {
 }
 
 /* A session ended (deleted, expired, evicted): the journal says so. */
-static void session_gone(void *ctx, const char *id) {
+static int session_gone(void *ctx, const char *id, char *msg, size_t msglen) {
     kd_app *app = ctx;
-    if (app->journal) kd_journal_gone(app->journal, id);
+    return app->journal ? kd_journal_gone(app->journal, id, msg, msglen) : 0;
 }
 
-static int replay(void *ctx, const kd_journal_record *rec) {
+static kd_replay_status replay(void *ctx, const kd_journal_record *rec, char *msg, size_t msglen) {
     kd_app *app = ctx;
     switch (rec->type) {
     case KD_REC_CANDLES:
     case KD_REC_APPEND:
-        return kd_replay_candle_record(app, rec);
+        return kd_replay_candle_record(app, rec, msg, msglen);
     case KD_REC_TOKENS:
     case KD_REC_GENERATED:
-        return kd_replay_token_record(app, rec);
+        return kd_replay_token_record(app, rec, msg, msglen);
     case KD_REC_GONE:
         break;
     }
-    return 0;
+    return KD_REPLAY_OK;
 }
 
 /* state-dir: the journal opened and its sessions replayed, before any request. */
@@ -151,7 +152,10 @@ static int open_journal(kd_app *app, char *err, size_t errlen) {
     kd_journal_config jc = {.dir = c->state_dir,
                             .fsync = (kd_fsync_policy)kd_fsync_policy_parse(c->journal_fsync),
                             .rewrite_min = c->journal_rewrite_min,
-                            .model = desc};
+                            .model = desc,
+                            .m = app->model,
+                            .node_id = c->node_id,
+                            .max_sessions = c->max_sessions};
     if (kd_model_fingerprint(app->model, name, &jc.fingerprint, desc, sizeof desc, &ke) < 0) {
         snprintf(err, errlen, "state-dir: the model's fingerprint: %s", ke.msg);
         return -1;
@@ -161,10 +165,9 @@ static int open_journal(kd_app *app, char *err, size_t errlen) {
     if (!j) return -1;
     kd_journal_stats st;
     kd_journal_stats_get(j, &st);
-    kd_log("journal %s/journal: %llu session%s restored (%llu could not be), %zu bytes, "
-           "journal-fsync %s, in %.2f s",
-           c->state_dir, st.restored, st.restored == 1 ? "" : "s", st.dropped, st.bytes,
-           c->journal_fsync, now_s() - t0);
+    kd_log("journal %s/journal: %llu session%s restored, %zu bytes, journal-fsync %s, in %.2f s",
+           c->state_dir, st.restored, st.restored == 1 ? "" : "s", st.bytes, c->journal_fsync,
+           now_s() - t0);
     app->journal = j;
     return 0;
 }

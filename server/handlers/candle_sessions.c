@@ -100,6 +100,32 @@ static void state_request(const candle_state *st, kr_forecast_request *req) {
     memcpy(req->norm.std, p->std, sizeof p->std);
 }
 
+/* Takes back the last k candles the series was given (their record could not be written):
+ * the session becomes what the journal holds and a restart would restore, its candles
+ * before them on the clock they were on (old_form) with the series' statistics, pending
+ * until the next append rebuilds the series. -1 when out of memory (nothing changed). */
+static int revert_append(candle_state *st, int k, kd_time_form old_form) {
+    kr_forecast_request req = {0};
+    kr_series_request(st->series, &req);
+    pending_candles *p = calloc(1, sizeof *p);
+    kr_candles before = req.context;
+    before.n -= k;
+    if (!p || pending_add(p, &before) < 0) {
+        pending_free(p);
+        return -1;
+    }
+    const int64_t shift = (int64_t)(kd_form_offset(&st->form) - kd_form_offset(&old_form)) * 60;
+    for (int i = 0; i < p->n; i++)
+        p->timestamps[i] -= shift;
+    memcpy(p->mean, req.norm.mean, sizeof p->mean);
+    memcpy(p->std, req.norm.std, sizeof p->std);
+    kr_series_free(st->series);
+    st->series = NULL;
+    st->pending = p;
+    st->form = old_form;
+    return 0;
+}
+
 static int64_t state_last_timestamp(const candle_state *st) {
     return st->series ? kr_series_last_timestamp(st->series)
                       : st->pending->timestamps[st->pending->n - 1];
@@ -182,60 +208,57 @@ static kr_candles candles_of(const kd_journal_record *rec) {
     return c;
 }
 
-static int replay_create(kd_app *app, const kd_journal_record *rec) {
+static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec, char *msg,
+                                      size_t msglen) {
     const kr_candles c = candles_of(rec);
-    char msg[KD_MSG_MAX];
     candle_state *st = calloc(1, sizeof *st);
     if (st) st->pending = calloc(1, sizeof *st->pending);
     if (!st || !st->pending || pending_add(st->pending, &c) < 0) {
-        kd_log("journal: session %s (%d candles) cannot come back: out of memory", rec->id, rec->n);
+        snprintf(msg, msglen, "out of memory for its %d candles", rec->n);
         state_free(st);
-        return -1;
+        return KD_REPLAY_ERROR;
     }
     memcpy(st->pending->mean, rec->mean, sizeof rec->mean);
     memcpy(st->pending->std, rec->std, sizeof rec->std);
     st->form = (kd_time_form){rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
     kd_session *s = NULL;
-    if (kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg,
-                            sizeof msg) != KD_SESSION_OK) {
-        kd_log("journal: session %s cannot come back: %s", rec->id, msg);
-        return -1;
-    }
+    const kd_session_status ss =
+        kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg, msglen);
+    if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
     kd_sessions_release(app->sessions, s);
-    return 0;
+    return KD_REPLAY_OK;
 }
 
-static int replay_append(kd_app *app, const kd_journal_record *rec) {
-    char msg[KD_MSG_MAX];
+static kd_replay_status replay_append(kd_app *app, const kd_journal_record *rec, char *msg,
+                                      size_t msglen) {
     kd_session *s = NULL;
-    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
-        kd_log("journal: candles for session %s: %s", rec->id, msg);
-        return -1;
-    }
+    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, msglen) != KD_SESSION_OK)
+        return KD_REPLAY_INVALID;
     candle_state *st = kd_session_kind_of(s) == &candle_kind ? kd_session_state(s) : NULL;
     const kr_candles c = candles_of(rec);
     const kd_time_form form = {rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
-    int rc = -1;
+    kd_replay_status rc = KD_REPLAY_INVALID;
+    snprintf(msg, msglen, "candles for a session that is not a restored candle session");
     if (st && st->pending) {
         /* an append at a new offset moved the series to its clock (append_candles): the
          * pending candles move with it, so the rebuilt series is the one before the crash */
         const int64_t shift = (int64_t)(kd_form_offset(&form) - kd_form_offset(&st->form)) * 60;
         for (int i = 0; i < st->pending->n; i++)
             st->pending->timestamps[i] += shift;
-        rc = pending_add(st->pending, &c);
-        if (rc == 0) st->form = form;
+        rc = pending_add(st->pending, &c) == 0 ? KD_REPLAY_OK : KD_REPLAY_ERROR;
+        if (rc == KD_REPLAY_OK)
+            st->form = form;
+        else
+            snprintf(msg, msglen, "out of memory for %d more candles", rec->n);
     }
     kd_sessions_release(app->sessions, s);
-    if (rc) {
-        kd_log("journal: %d candles for session %s do not fit it (or out of memory)", rec->n,
-               rec->id);
-        kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
-    }
     return rc;
 }
 
-int kd_replay_candle_record(kd_app *app, const kd_journal_record *rec) {
-    return rec->type == KD_REC_CANDLES ? replay_create(app, rec) : replay_append(app, rec);
+kd_replay_status kd_replay_candle_record(kd_app *app, const kd_journal_record *rec, char *msg,
+                                         size_t msglen) {
+    return rec->type == KD_REC_CANDLES ? replay_create(app, rec, msg, msglen)
+                                       : replay_append(app, rec, msg, msglen);
 }
 
 /* The session of the path, busy for the caller, and a candle session; NULL after replying. */
@@ -494,6 +517,7 @@ static void append_run(kd_work *w) {
         reply_refused(r, refused, rmsg, retry_after);
         return;
     }
+    const kd_time_form old_form = st->form;
     if (rc == 0) st->form = a->candles.time_form;
     const int appended = a->candles.n, length = kr_series_length(st->series);
     kd_session_extra e;
@@ -503,15 +527,25 @@ static void append_run(kd_work *w) {
     /* written while the session is held: the journal's order is the appends' order */
     if (rc == 0 &&
         journal_appended(app, a->session, &a->view, &a->candles.time_form, msg, sizeof msg) < 0) {
-        kd_sessions_discard(app->sessions, a->session);
-        a->session = NULL;
+        char outcome[KD_MSG_MAX];
+        if (revert_append(st, appended, old_form) == 0) {
+            snprintf(outcome, sizeof outcome,
+                     "the candles could not be written to the journal (state-dir), so they were "
+                     "not appended: session %s is as it was before this request",
+                     id);
+        } else {
+            const int end_written = kd_sessions_discard(app->sessions, a->session);
+            a->session = NULL;
+            snprintf(outcome, sizeof outcome,
+                     "the candles could not be written to the journal (state-dir), and there was "
+                     "no memory to take them back: session %s was ended%s",
+                     id,
+                     end_written == 0 ? ""
+                                      : " here; a restart brings it back as it was before this "
+                                        "request");
+        }
         append_discard(w);
         kd_sessions_unreserve(app->sessions, heap);
-        char outcome[KD_MSG_MAX];
-        snprintf(outcome, sizeof outcome,
-                 "the candles could not be written to the journal (state-dir); the session %s "
-                 "was ended, since a restart would not bring them back",
-                 id);
         kd_reply_journal_failed(r, outcome, msg);
         return;
     }

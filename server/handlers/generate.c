@@ -143,12 +143,18 @@ static void done(kd_work *w, const kr_error *err) {
     kd_request *r = w->r;
     char jmsg[KD_MSG_MAX];
     if (journal_generated(g, jmsg, sizeof jmsg) < 0) { /* written while the session is held */
-        kd_sessions_discard(app->sessions, g->session);
+        const int end_written = kd_sessions_discard(app->sessions, g->session);
         g->session = NULL;
         job_free(g);
         kd_reply_journal_failed(r,
-                                "the tokens could not be written to the journal (state-dir); the "
-                                "session was ended, since a restart would not bring them back",
+                                end_written == 0
+                                    ? "the tokens could not be written to the journal (state-dir); "
+                                      "the session was ended, since a restart would not bring "
+                                      "them back"
+                                    : "the tokens could not be written to the journal (state-dir); "
+                                      "the session was ended here, and since its end could not be "
+                                      "written either, a restart brings it back as it was before "
+                                      "this request",
                                 jmsg);
         return;
     }

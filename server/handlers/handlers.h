@@ -58,9 +58,15 @@ kd_handler kd_handle_session_candles, kd_handle_session_forecast;
 
 /* Journal replay (state-dir): a candle session's creation or append record (candle_sessions.c),
  * a token session's creation or generated pairs (token_sessions.c), applied at start before
- * any request; 0, or -1 after logging why the session cannot come back. */
-int kd_replay_candle_record(kd_app *app, const kd_journal_record *rec);
-int kd_replay_token_record(kd_app *app, const kd_journal_record *rec);
+ * any request (the journal checked the records' rules first). Not KD_REPLAY_OK: msg says why
+ * the session cannot come back (naming the setting, for KD_REPLAY_UNFIT). */
+kd_replay_status kd_replay_candle_record(kd_app *app, const kd_journal_record *rec, char *msg,
+                                         size_t msglen);
+kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *rec, char *msg,
+                                        size_t msglen);
+/* How a session that the table would not take back is replayed (sessions.c's status). */
+kd_replay_status kd_replay_restore_status(const kd_app *app, kd_session_status st, char *msg,
+                                          size_t msglen);
 
 /* tokens.c: candles (JSON or text/csv) to token pairs and the statistics used, and token
  * pairs and statistics back to candles; both on a worker (tokens_json.h). */

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "inputs.h"
 #include "json_fields.h"
 #include "log.h"
 #include "replies.h"
@@ -83,8 +84,15 @@ kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
 }
 
 kd_outcome kd_handle_session_delete(kd_app *app, kd_request *r) {
-    char msg[256];
+    char msg[KD_MSG_MAX];
     kd_session_status st = kd_sessions_delete(app->sessions, session_id(r), msg, sizeof msg);
+    if (st == KD_SESSION_NOT_KEPT) {
+        kd_reply_journal_failed(r,
+                                "the session was not deleted: its end could not be written to the "
+                                "journal (state-dir), and it goes on as it was",
+                                msg);
+        return KD_REPLIED;
+    }
     if (st != KD_SESSION_OK) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
@@ -103,31 +111,61 @@ kd_outcome kd_handle_session_delete(kd_app *app, kd_request *r) {
 
 /* ---- journal replay ----------------------------------------------------------------------- */
 
-int kd_replay_token_record(kd_app *app, const kd_journal_record *rec) {
-    char msg[512];
+kd_replay_status kd_replay_restore_status(const kd_app *app, kd_session_status st, char *msg,
+                                          size_t msglen) {
+    if (st == KD_SESSION_FULL) {
+        snprintf(msg, msglen, "the session table is full: raise max-sessions (now %d)",
+                 app->cfg.max_sessions);
+        return KD_REPLAY_UNFIT;
+    }
+    return KD_REPLAY_ERROR; /* msg: out of memory, or an id the journal let through */
+}
+
+/* A failure to put the pairs in the cache: which setting does not fit, if one. */
+static kd_replay_status cache_failure(const kd_app *app, const kr_error *err, int n, char *msg,
+                                      size_t msglen) {
+    switch (err->code) {
+    case KR_E_POOL_EXHAUSTED:
+        snprintf(msg, msglen,
+                 "the KV pool cannot hold its %d more token pairs: raise pool-bytes "
+                 "(now %zu)",
+                 n, app->cfg.pool_bytes);
+        return KD_REPLAY_UNFIT;
+    case KR_E_CAPACITY:
+        snprintf(msg, msglen,
+                 "its tokens outgrow the context window: raise max-context (now "
+                 "%d) to what it was: %s",
+                 kr_model_max_context(app->model), err->msg);
+        return KD_REPLAY_UNFIT;
+    case KR_E_INVALID:
+        snprintf(msg, msglen, "%s", err->msg);
+        return KD_REPLAY_INVALID;
+    default:
+        snprintf(msg, msglen, "%s", err->msg);
+        return KD_REPLAY_ERROR;
+    }
+}
+
+kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *rec, char *msg,
+                                        size_t msglen) {
     kd_session *s = NULL;
     if (rec->type == KD_REC_TOKENS) {
-        if (kd_sessions_restore(app->sessions, NULL, NULL, rec->owner, rec->id, &s, msg,
-                                sizeof msg) != KD_SESSION_OK) {
-            kd_log("journal: token session %s cannot come back: %s", rec->id, msg);
-            return -1;
-        }
+        const kd_session_status ss =
+            kd_sessions_restore(app->sessions, NULL, NULL, rec->owner, rec->id, &s, msg, msglen);
+        if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
         kd_sessions_release(app->sessions, s);
-        return 0;
+        return KD_REPLAY_OK;
     }
-    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
-        kd_log("journal: tokens for session %s: %s", rec->id, msg);
-        return -1;
-    }
+    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, msglen) != KD_SESSION_OK)
+        return KD_REPLAY_INVALID;
     kr_cache *c = kd_session_cache(s);
     kr_error err = {0};
     const int rc =
         c ? kr_cache_append(&c, 1, rec->s1, rec->s2, rec->stamps, rec->n, NULL, &err) : -1;
     kd_sessions_release(app->sessions, s);
-    if (rc) {
-        kd_log("journal: %d token pairs for session %s cannot be appended: %s", rec->n, rec->id,
-               c ? err.msg : "not a token session");
-        kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
+    if (!c) {
+        snprintf(msg, msglen, "token pairs for a session that is not a token session");
+        return KD_REPLAY_INVALID;
     }
-    return rc;
+    return rc ? cache_failure(app, &err, rec->n, msg, msglen) : KD_REPLAY_OK;
 }

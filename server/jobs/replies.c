@@ -24,6 +24,7 @@ void kd_reply_session_error(kd_request *r, kd_session_status st, const char *msg
         [KD_SESSION_OWNER_LIMIT] = {429, "session_limit"},
         [KD_SESSION_BYTES_LIMIT] = {429, "session_bytes_limit"},
         [KD_SESSION_NO_ROOM] = {503, "no_room"},
+        [KD_SESSION_NOT_KEPT] = {500, "journal_failed"},
         [KD_SESSION_ERROR] = {500, "internal"},
     };
     kd_reply_error(r, map[st].status, map[st].code, "%s", msg);

@@ -62,7 +62,8 @@ const kd_error_kind kd_error_kinds[] = {
     {499, "client_closed",        "the client left before the answer (logged, never received)"},
     {500, "internal",             "out of memory or a broken invariant"},
     {500, "journal_failed",       "the session's change could not be written to the journal "
-                                  "(state-dir); a session it would have changed is ended"},
+                                  "(state-dir): the message says what became of the session "
+                                  "(as it was, as a restart brings it back)"},
     {501, "unsupported_transfer_coding", "a Transfer-Encoding other than chunked"},
     {503, "starting",             "the model is loading; Retry-After"},
     {503, "draining",             "the server is shutting down (SIGTERM); Retry-After"},

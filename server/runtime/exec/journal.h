@@ -1,17 +1,18 @@
 /* journal.h — the session journal: an append-only file of session operations in
  * state-dir, replayed at start so that sessions outlive the process.
  *
- * The file is `journal` in state-dir: a header naming the model it was written for (a
- * fingerprint of the model's shapes and of what its weights compute, and a line saying
- * which model), then records, each a length, a CRC-32 and a payload. A record is a candle
- * session's creation (its id, owner, every candle and the statistics in use), an append
- * of candles, a token session's creation, the token pairs a generation appended, or a
- * session's end (deleted, expired or evicted). A request is answered after its record is
- * written (and, with fsync `always`, on the disk). At open, a tail that is cut short or
- * fails its checksum (a crash mid-write) is cut off at the last whole record and logged;
- * the records of the sessions still alive are replayed in order. When the file grows past
- * twice the records of the live sessions (and past rewrite_min), it is rewritten with
- * those alone (a temporary file renamed over it). Thread-safe.
+ * The file is `journal` in state-dir: a header naming the model it was written for, then
+ * records (journal_format.h). A request is answered after its record is written (and, with
+ * fsync `always`, on the disk). At open, the one thing a crash leaves — its last write cut
+ * short — is cut off at the last whole record and logged; anything else wrong is damage
+ * (bytes before the end that hold no whole record, a record that breaks the rules a live
+ * request is held to, a header this daemon never writes) and the journal is refused with a
+ * message saying where and what, nothing changed: `kronosd journal check|repair`
+ * (journal_check.h) lists it and drops the sessions it touches. A configuration that does
+ * not fit the journal (another node-id, fewer max-sessions, a smaller pool) is refused the
+ * same way, naming the setting: open never writes a record. When the file grows past twice
+ * the records of the live sessions (and past rewrite_min), it is rewritten with those alone
+ * (a temporary file renamed over it). Thread-safe.
  */
 #ifndef KD_JOURNAL_H
 #define KD_JOURNAL_H
@@ -19,7 +20,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "journal_format.h"
 #include "kronos.h"
 #include "sessions.h"
 
@@ -28,60 +31,46 @@ typedef enum { KD_FSYNC_ALWAYS, KD_FSYNC_EVERYSEC, KD_FSYNC_NO } kd_fsync_policy
 /* "always", "everysec", "no" -> the policy; -1 for anything else. */
 int kd_fsync_policy_parse(const char *s);
 
-typedef enum {
-    KD_REC_CANDLES = 'C',   /* a candle session created: id, owner, form, stats, candles */
-    KD_REC_APPEND = 'A',    /* candles appended: id, form, candles */
-    KD_REC_TOKENS = 'T',    /* a token session created: id, owner */
-    KD_REC_GENERATED = 'G', /* token pairs appended to a token session: id, pairs */
-    KD_REC_GONE = 'D',      /* a session ended: id */
-} kd_record_type;
-
-typedef struct {
-    kd_record_type type;
-    char id[KD_SESSION_ID_LEN + 1];
-    char owner[KD_OWNER_MAX + 1];
-    /* C, A: how the last timestamp was written (timefmt.h's kd_time_form) */
-    bool unix_seconds, has_tz;
-    int tz_offset_min;
-    float mean[KR_D_IN], std[KR_D_IN]; /* C: the statistics the series uses */
-    int n;                             /* C, A: candles; G: token pairs */
-    const int64_t *timestamps;         /* C, A: [n] */
-    const double *columns[KR_D_IN];    /* C, A: [n] each, NULL for an absent column */
-    const int32_t *s1, *s2;            /* G: [n] */
-    const kr_stamp *stamps;            /* G: [n] */
-} kd_journal_record;
-
 typedef struct {
     const char *dir; /* state-dir */
     kd_fsync_policy fsync;
     size_t rewrite_min;   /* never rewrite a file smaller than this */
     uint64_t fingerprint; /* kd_model_fingerprint's */
     const char *model;    /* its description, for messages */
+    const kr_model *m;    /* for the tokens' rules */
+    const char *node_id;  /* every session must be this node's */
+    int max_sessions;     /* the journal must hold no more */
 } kd_journal_config;
 
 typedef struct kd_journal kd_journal;
 
-/* The model's fingerprint: its shapes, max_context and what its weights compute on a fixed
- * input (a few candles encoded, a window's logits). desc gets a line naming it. -1 with err. */
-int kd_model_fingerprint(const kr_model *m, const char *name, uint64_t *fp, char *desc,
-                         size_t desclen, kr_error *err);
+/* What replaying one record came to. */
+typedef enum {
+    KD_REPLAY_OK,
+    KD_REPLAY_UNFIT, /* the configuration cannot hold the session: the message names the setting */
+    KD_REPLAY_INVALID, /* the record cannot be replayed as it is: damage */
+    KD_REPLAY_ERROR,   /* out of memory */
+} kd_replay_status;
 
-/* Opens (or creates) state-dir/journal, locked against a second process. Calls replay for
- * every record of the sessions alive at its end, in the file's order; a session whose
- * replay returns -1 is ended (a gone record written). NULL with err when the directory or
- * file cannot be used, another process holds it, or it was written for another model. */
-kd_journal *kd_journal_open(const kd_journal_config *cfg,
-                            int (*replay)(void *ctx, const kd_journal_record *rec), void *ctx,
-                            char *err, size_t errlen);
+typedef kd_replay_status (*kd_replay_fn)(void *ctx, const kd_journal_record *rec, char *msg,
+                                         size_t msglen);
+
+/* Opens (or creates) state-dir/journal, locked against a second process, and calls replay
+ * for every record of the sessions alive at its end, in the file's order. NULL with err
+ * when the directory or file cannot be used, another process holds it, it was written for
+ * another model, it is damaged, or the configuration does not fit it (including a replay
+ * that did not come to KD_REPLAY_OK). */
+kd_journal *kd_journal_open(const kd_journal_config *cfg, kd_replay_fn replay, void *ctx, char *err,
+                            size_t errlen);
 /* Stops the flusher, syncs and closes. NULL is fine. */
 void kd_journal_close(kd_journal *j);
 
-/* Writes rec (not KD_REC_GONE), synced to the disk first with fsync `always`. -1 with err
- * when it could not be written: the file is as it was before. */
+/* Writes rec, synced to the disk first with fsync `always` (a session's end is synced by
+ * kd_journal_commit). -1 with err when it could not be written: the file is as it was
+ * before. */
 int kd_journal_write(kd_journal *j, const kd_journal_record *rec, char *err, size_t errlen);
-/* A session ended: its gone record, written now and synced with the next sync (a crash
- * before it brings the session back, never loses one). Failures are logged. */
-void kd_journal_gone(kd_journal *j, const char *id);
+/* A session ended: its gone record (kd_journal_write's). */
+int kd_journal_gone(kd_journal *j, const char *id, char *err, size_t errlen);
 /* With fsync `always`: syncs what kd_journal_gone wrote. 0, or -1 with err. */
 int kd_journal_commit(kd_journal *j, char *err, size_t errlen);
 
@@ -89,9 +78,19 @@ typedef struct {
     size_t bytes, live_bytes; /* the file, and the records of live sessions in it */
     int live_sessions;
     unsigned long long records, syncs, rewrites, errors;
-    unsigned long long restored, dropped; /* at open: sessions replayed, and lost */
+    unsigned long long restored; /* at open: sessions replayed */
+    size_t cut;                  /* at open: bytes of a last write cut short, cut off */
 } kd_journal_stats;
 
 void kd_journal_stats_get(kd_journal *j, kd_journal_stats *st);
+
+/* The lock on state-dir that keeps a second process out (kd_journal_open takes it too): the
+ * lock's descriptor, or -1 with err. */
+int kd_journal_lock(const char *dir, char *err, size_t errlen);
+
+/* File helpers shared with journal_check.c: the whole buffer written at `at` (EINTR
+ * retried), and a directory's entries synced. 0, or -1 with errno. */
+int kd_journal_write_all(int fd, const void *p, size_t n, off_t at);
+int kd_journal_sync_dir(const char *dir);
 
 #endif

@@ -5,6 +5,8 @@
  * in a ring so that a 404 can say what happened to them. */
 #include "sessions.h"
 
+#include "log.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -45,7 +47,7 @@ struct kd_sessions {
     int pool_percent;
     size_t pool_used; /* sessions' bytes in the pool (shared blocks counted by each) */
     unsigned long long refused_room, refused_bytes;
-    void (*on_gone)(void *ctx, const char *id);
+    int (*on_gone)(void *ctx, const char *id, char *msg, size_t msglen);
     void *gone_ctx;
     kd_session **buckets;
     size_t n_buckets; /* a power of two */
@@ -162,8 +164,25 @@ static void free_session(kd_session *s) {
     free(s);
 }
 
-/* Removes an idle session and frees its cache (its blocks go back to the pool). */
-static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
+/* Tells on_gone that s ends (before it does: a delete that cannot be written is refused);
+ * an expiry or eviction whose end cannot be written still frees the memory, and the
+ * session comes back after a restart, as it was. */
+static int tell_gone(kd_sessions *t, const kd_session *s, bool must, char *msg, size_t msglen) {
+    char why[512];
+    if (!t->on_gone || t->on_gone(t->gone_ctx, s->id, why, sizeof why) == 0) return 0;
+    if (must) {
+        snprintf(msg, msglen, "%s", why);
+        return -1;
+    }
+    kd_log("%s (session %s ended here, and will come back after a restart)", why, s->id);
+    return 0;
+}
+
+/* Removes an idle session and frees its cache (its blocks go back to the pool); told: its
+ * end was told already (tell_gone). */
+static void retire_told(kd_sessions *t, kd_session *s, gone_reason why, bool told) {
+    char unused[8];
+    if (!told) tell_gone(t, s, false, unused, sizeof unused);
     lru_remove(t, s);
     unlink_bucket(t, s);
     memcpy(t->gone[t->gone_next].id, s->id, sizeof s->id);
@@ -172,8 +191,11 @@ static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     t->count--;
     t->heap_used -= s->heap;
     t->pool_used -= s->bytes - s->heap;
-    if (t->on_gone) t->on_gone(t->gone_ctx, s->id);
     free_session(s);
+}
+
+static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
+    retire_told(t, s, why, false);
 }
 
 static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, size_t msglen) {
@@ -549,14 +571,17 @@ void kd_sessions_release(kd_sessions *t, kd_session *s) {
     pthread_mutex_unlock(&t->mu);
 }
 
-void kd_sessions_discard(kd_sessions *t, kd_session *s) {
+int kd_sessions_discard(kd_sessions *t, kd_session *s) {
+    char unused[8];
     pthread_mutex_lock(&t->mu);
     s->busy = false;
     t->busy--;
     lru_push(t, s); /* retire takes it off the list */
-    retire(t, s, GONE_DELETED);
+    const int told = tell_gone(t, s, true, unused, sizeof unused);
+    retire_told(t, s, GONE_DELETED, true);
     t->deleted++;
     pthread_mutex_unlock(&t->mu);
+    return told;
 }
 
 const char *kd_session_id(const kd_session *s) {
@@ -591,8 +616,10 @@ kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, 
         snprintf(msg, msglen, "session %s is in use by another request; delete it when it is done",
                  id);
         st = KD_SESSION_BUSY;
+    } else if (s && tell_gone(t, s, true, msg, msglen) < 0) {
+        st = KD_SESSION_NOT_KEPT;
     } else if (s) {
-        retire(t, s, GONE_DELETED);
+        retire_told(t, s, GONE_DELETED, true);
         t->deleted++;
     }
     pthread_mutex_unlock(&t->mu);

@@ -33,6 +33,7 @@ typedef enum {
     KD_SESSION_BYTES_LIMIT, /* the creator's sessions would outgrow max-session-bytes-per-key: 429
                              */
     KD_SESSION_NO_ROOM,     /* the memory is held by sessions used within min-idle: 503 */
+    KD_SESSION_NOT_KEPT,    /* its end could not be written to the journal: it goes on, 500 */
     KD_SESSION_ERROR,       /* out of memory, no randomness: 500 */
 } kd_session_status;
 
@@ -66,8 +67,9 @@ typedef struct {
     size_t max_bytes_per_owner; /* bytes (pool and outside) one owner's sessions hold (0: none) */
     const char *node_id;        /* this node's name (config.h's rules), the prefix of every id */
     /* called (the table's lock held) for every session that ends: deleted, expired or
-     * evicted; NULL: nothing to tell (the journal's hook) */
-    void (*on_gone)(void *ctx, const char *id);
+     * evicted; -1 with msg when its end could not be written, which refuses a delete (the
+     * session goes on); NULL: nothing to tell (the journal's hook) */
+    int (*on_gone)(void *ctx, const char *id, char *msg, size_t msglen);
     void *gone_ctx;
 } kd_sessions_limits;
 
@@ -119,8 +121,9 @@ typedef struct {
 } kd_session_info;
 
 /* Ends a session the caller holds (its change could not be journaled: a restart would not
- * bring back what it holds now), as deleted. */
-void kd_sessions_discard(kd_sessions *t, kd_session *s);
+ * bring back what it holds now), as deleted. -1 when its end could not be written either (a
+ * restart brings it back as the journal holds it). */
+int kd_sessions_discard(kd_sessions *t, kd_session *s);
 /* The id of a session. */
 const char *kd_session_id(const kd_session *s);
 
