@@ -175,7 +175,7 @@ static int check_fit(kd_journal *j, const kd_journal_config *cfg, char *err, siz
     char prefix[KD_NODE_ID_MAX + 2];
     snprintf(prefix, sizeof prefix, "%s-", cfg->node_id ? cfg->node_id : "kronosd");
     node_check nc = {prefix, strlen(prefix), NULL};
-    kd_jindex_each(&j->live, check_node, &nc);
+    kd_jindex_each(&j->live, true, check_node, &nc);
     if (nc.other) {
         const char *dash = strrchr(nc.other, '-');
         snprintf(err, errlen,

@@ -82,8 +82,8 @@ typedef struct {
 
 static void count(void *ctx, const kd_jentry *e) {
     tally *t = ctx;
-    t->live++;
-    if (e->touched) {
+    t->live += e->live;
+    if (e->touched && e->rules.kind != KD_RULES_GONE) {
         t->touched++;
         fprintf(t->out, "  session %s: dropped by a repair\n", e->id);
     }
@@ -119,7 +119,7 @@ static int report(checker *c) {
         fprintf(out, "a last write cut short (%s): %zu bytes at offset %zu, cut at start-up\n",
                 c->scan.torn_why, c->size - c->scan.end, c->scan.end);
     tally t = {out, 0, 0};
-    kd_jindex_each(&c->scan.index, count, &t);
+    kd_jindex_each(&c->scan.index, false, count, &t);
     fprintf(out, "%d live session%s, %d touched by %d problem%s; %llu whole records\n", t.live,
             t.live == 1 ? "" : "s", t.touched, problems, problems == 1 ? "" : "s", c->scan.records);
     if (!c->o->m) fprintf(out, "(without --model the tokens' ranges were not checked)\n");

@@ -103,10 +103,11 @@ void kd_jindex_prune(kd_jindex *x) {
         }
 }
 
-void kd_jindex_each(const kd_jindex *x, void (*fn)(void *ctx, const kd_jentry *e), void *ctx) {
+void kd_jindex_each(const kd_jindex *x, bool live_only, void (*fn)(void *ctx, const kd_jentry *e),
+                    void *ctx) {
     for (size_t b = 0; b < BUCKETS; b++)
         for (const kd_jentry *e = x->buckets[b]; e; e = e->next)
-            if (e->live) fn(ctx, e);
+            if (e->live || !live_only) fn(ctx, e);
 }
 
 /* ---- the scan ------------------------------------------------------------------------- */
@@ -136,19 +137,76 @@ static size_t next_record(const unsigned char *p, size_t off, size_t size) {
     return size;
 }
 
-/* Damage in [off, q): attributed to the session its id names when that can be trusted
- * (a live session's, or a creation's: its later records then break the rules too), else
- * to every live session. */
+/* The id a damaged payload seems to name (its type byte and id read as they are, whatever
+ * the checksum says); false when even its length is out of bounds. */
+static bool raw_id(const unsigned char *payload, size_t n, char *type, char *id) {
+    uint16_t len;
+    if (n < 3) return false;
+    memcpy(&len, payload + 1, 2);
+    if (len == 0 || len > KD_SESSION_ID_LEN || n - 3 < len) return false;
+    *type = (char)payload[0];
+    memcpy(id, payload + 3, len);
+    id[len] = '\0';
+    return strlen(id) == len;
+}
+
+typedef struct {
+    const char *id;
+    const kd_jentry *match;
+    int matches;
+} near_ids;
+
+/* A live session whose id differs from the damaged one's in one or two bytes: ids are
+ * random, so that is the record's own session, as long as only one is that near. */
+static void near_id(void *ctx, const kd_jentry *e) {
+    near_ids *n = ctx;
+    if (strlen(e->id) != strlen(n->id)) return;
+    int diff = 0;
+    for (const char *a = e->id, *b = n->id; *a; a++, b++)
+        diff += *a != *b;
+    if (diff <= 2) {
+        n->match = e;
+        n->matches++;
+    }
+}
+
+/* Whether a whole record from q on names id: then a damaged record naming it was its
+ * session's (its creation, most likely, with its type byte hit). */
+static bool named_later(const unsigned char *p, size_t q, size_t size, const char *id) {
+    for (size_t off = q; off < size;) {
+        const uint32_t len = kd_journal_frame_at(p, off, size);
+        if (!len) {
+            off++;
+            continue;
+        }
+        char type, other[KD_SESSION_ID_LEN + 1];
+        if (kd_journal_peek(p + off + KD_JOURNAL_FRAME, len, &type, other) &&
+            strcmp(other, id) == 0)
+            return true;
+        off += KD_JOURNAL_FRAME + len;
+    }
+    return false;
+}
+
+/* Damage in [off, q): attributed to the live session its id names (or nearly names), or to
+ * the session a damaged creation names or later records name (they then break the rules
+ * too), else to every live session. */
 static int damaged(kd_jscan *s, const unsigned char *p, size_t off, size_t q, size_t size) {
     char type = 0, id[KD_SESSION_ID_LEN + 1] = "";
     const size_t at = off + KD_JOURNAL_FRAME;
-    if (at < size && !kd_journal_peek(p + at, q > at ? q - at : 0, &type, id)) {
+    if (at >= size || !raw_id(p + at, (q > at ? q : size) - at, &type, id)) {
         type = 0;
         id[0] = '\0';
     }
     const kd_jentry *known = id[0] ? kd_jindex_find(&s->index, id) : NULL;
-    const bool creation = type == KD_REC_CANDLES || type == KD_REC_TOKENS;
-    if (!(known && known->live) && !creation) id[0] = '\0';
+    if (id[0] && !(known && known->live)) {
+        near_ids n = {id, NULL, 0};
+        kd_jindex_each(&s->index, true, near_id, &n);
+        if (n.matches == 1)
+            snprintf(id, sizeof id, "%s", n.match->id);
+        else if (type != KD_REC_CANDLES && type != KD_REC_TOKENS && !named_later(p, q, size, id))
+            id[0] = '\0';
+    }
     kd_jproblem *pr = add_problem(s, KD_JPROBLEM_DAMAGED, off, q - off, type, id);
     if (!pr) return -1;
     uint32_t len = 0, crc = 0;

@@ -40,8 +40,9 @@ kd_jentry *kd_jindex_get(kd_jindex *x, const char *id);
 int kd_jindex_note(kd_jindex *x, char type, const char *id, size_t bytes, bool keep_gone);
 /* Drops the entries that are not live. */
 void kd_jindex_prune(kd_jindex *x);
-/* Calls fn for every live entry. */
-void kd_jindex_each(const kd_jindex *x, void (*fn)(void *ctx, const kd_jentry *e), void *ctx);
+/* Calls fn for every live entry (live_only) or every entry. */
+void kd_jindex_each(const kd_jindex *x, bool live_only, void (*fn)(void *ctx, const kd_jentry *e),
+                    void *ctx);
 
 /* ---- the scan ------------------------------------------------------------------------- */
 
