@@ -25,7 +25,14 @@ mkdir -p "$STATE"
 TMPFS=false
 if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=512k kronosd-e2e "$STATE" 2>/dev/null; then
     TMPFS=true
-    trap 'umount "$STATE" 2>/dev/null; cleanup' EXIT
+    unmount() {
+        local p
+        for p in "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+        wait 2>/dev/null
+        umount "$STATE" 2>/dev/null
+        cleanup
+    }
+    trap unmount EXIT
 fi
 
 up() {

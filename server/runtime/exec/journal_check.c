@@ -181,7 +181,16 @@ static int repair(checker *c, char *err, size_t errlen) {
     if (rc == 0) rc = fdatasync(fd);
     int saved = rc < 0 ? errno : 0;
     close(fd);
-    if (rc == 0 && (link(c->path, kept) < 0 || rename(tmp, c->path) < 0)) {
+    /* a name of its own, however many repairs this second */
+    for (int k = 1; rc == 0 && link(c->path, kept) < 0; k++) {
+        if (errno != EEXIST || k > 99) {
+            saved = errno;
+            rc = -1;
+            break;
+        }
+        snprintf(kept, sizeof kept, "%s.damaged-%lld-%d", c->path, (long long)time(NULL), k);
+    }
+    if (rc == 0 && rename(tmp, c->path) < 0) {
         saved = errno;
         rc = -1;
     }
