@@ -208,7 +208,7 @@ static int replay_create(kd_app *app, const kd_journal_record *rec) {
 static int replay_append(kd_app *app, const kd_journal_record *rec) {
     char msg[KD_MSG_MAX];
     kd_session *s = NULL;
-    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
+    if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
         kd_log("journal: candles for session %s: %s", rec->id, msg);
         return -1;
     }
@@ -229,7 +229,7 @@ static int replay_append(kd_app *app, const kd_journal_record *rec) {
     if (rc) {
         kd_log("journal: %d candles for session %s do not fit it (or out of memory)", rec->n,
                rec->id);
-        kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
+        kd_sessions_delete(app->sessions, NULL, rec->id, msg, sizeof msg);
     }
     return rc;
 }
@@ -243,7 +243,8 @@ static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what)
     char id[KD_SESSION_ID_LEN + 9], msg[KD_MSG_MAX];
     kd_session *s = NULL;
     kd_path_session_id(kd_request_path(r), id, sizeof id);
-    kd_session_status st = kd_sessions_acquire(app->sessions, id, &s, msg, sizeof msg);
+    kd_session_status st =
+        kd_sessions_acquire(app->sessions, kd_request_session_owner(r), id, &s, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         kd_reply_session_error(r, st, msg);
         return NULL;
@@ -287,7 +288,8 @@ static int create_series(void *ctx, kr_error *err) {
 static void reply_created(kd_app *app, kd_request *r, const char *id) {
     kd_session_info info;
     char msg[KD_MSG_MAX];
-    if (kd_sessions_info(app->sessions, id, &info, msg, sizeof msg) != KD_SESSION_OK) {
+    if (kd_sessions_info(app->sessions, kd_request_session_owner(r), id, &info, msg, sizeof msg) !=
+        KD_SESSION_OK) {
         kd_reply_error(r, 404, "session_not_found", "%s", msg); /* evicted at once */
         return;
     }

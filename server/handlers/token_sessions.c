@@ -63,7 +63,8 @@ static const char *session_id(const kd_request *r) {
 kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
     kd_session_info info;
     char msg[256];
-    kd_session_status st = kd_sessions_info(app->sessions, session_id(r), &info, msg, sizeof msg);
+    kd_session_status st = kd_sessions_info(app->sessions, kd_request_session_owner(r),
+                                            session_id(r), &info, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
@@ -84,7 +85,8 @@ kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
 
 kd_outcome kd_handle_session_delete(kd_app *app, kd_request *r) {
     char msg[256];
-    kd_session_status st = kd_sessions_delete(app->sessions, session_id(r), msg, sizeof msg);
+    kd_session_status st = kd_sessions_delete(app->sessions, kd_request_session_owner(r),
+                                              session_id(r), msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
@@ -115,7 +117,7 @@ int kd_replay_token_record(kd_app *app, const kd_journal_record *rec) {
         kd_sessions_release(app->sessions, s);
         return 0;
     }
-    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
+    if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, sizeof msg) != KD_SESSION_OK) {
         kd_log("journal: tokens for session %s: %s", rec->id, msg);
         return -1;
     }
@@ -127,7 +129,7 @@ int kd_replay_token_record(kd_app *app, const kd_journal_record *rec) {
     if (rc) {
         kd_log("journal: %d token pairs for session %s cannot be appended: %s", rec->n, rec->id,
                c ? err.msg : "not a token session");
-        kd_sessions_delete(app->sessions, rec->id, msg, sizeof msg);
+        kd_sessions_delete(app->sessions, NULL, rec->id, msg, sizeof msg);
     }
     return rc;
 }
