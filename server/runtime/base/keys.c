@@ -37,8 +37,10 @@ static void trim(const char **s, const char **e) {
 
 void kd_keys_free(kd_keys *k) {
     if (!k) return;
-    for (int i = 0; i < k->n; i++)
+    for (int i = 0; i < k->n; i++) {
+        if (k->keys[i].secret) explicit_bzero(k->keys[i].secret, k->keys[i].len);
         free(k->keys[i].secret);
+    }
     free(k->keys);
     free(k);
 }
@@ -203,7 +205,7 @@ kd_keys *kd_keys_read(const char *what, const char *path, char *err, size_t errl
     }
     kd_keys *k = kd_keys_parse(text, len, where, err, errlen);
     /* the secrets were copied out: wipe this copy before handing the memory back */
-    memset(text, 0, len);
+    explicit_bzero(text, len);
     free(text);
     return k;
 }
