@@ -7,7 +7,8 @@
 # gets (the id aside), and stays alice's; a deleted session's fate is told to alice alone.
 # alice's second session is refused while bob still creates one. /metrics has a series per
 # key name. The Bearer scheme in any case; the admin key is no API key. SIGHUP with the
-# file edited adds carol and removes bob (401 at once). A restart with state-dir keeps each
+# file edited adds carol and removes bob (401 at once); a file with a key given twice is
+# refused, the keys in use kept; carol's new key keeps her session. A restart with state-dir keeps each
 # session its owner's, named or the single bare key's. At start, a 5,000-byte key and a
 # directory as the key file are refused, saying which.
 set -u
@@ -142,6 +143,7 @@ http GET "$T/model" "${BOB[@]}"
 expect "SIGHUP: the removed key gets 401" 401
 http POST "$T/sessions" -H "Authorization: Bearer carol-key-3"
 expect "SIGHUP: the added key creates a session" 201
+C1=$(session_of)
 http GET "$T/sessions/$A2" "${ALICE[@]}"
 expect "SIGHUP: alice's session is still hers" 200
 curl -sS -m 10 "$T/metrics" "${ALICE[@]}" >"$WORK/metrics.txt"
@@ -157,6 +159,19 @@ grep -q "line 2: the key of carol is alice's (line 1) already; keeping the curre
     || fail "SIGHUP: a key given twice is refused, naming the line" "$(grep reload "$WORK/T.log")"
 http GET "$T/model" -H "Authorization: Bearer carol-key-3"
 expect "SIGHUP: after the refused file carol's key still works" 200
+# a new key under the same name: the old one is refused, the name's sessions stay its own
+printf 'alice:alice-key-1\ncarol:carol-key-4\n' >"$WORK/keys"
+kill -HUP "$PID_T"
+for i in $(seq 1 100); do grep -q "new key for carol" "$WORK/T.log" && break; sleep 0.05; done
+grep -q "reload: api-key-file: 2 keys (new key for carol)" "$WORK/T.log" \
+    && pass "SIGHUP: a rotated key is logged by name" || fail "SIGHUP: a rotated key is logged by name" "$(grep reload "$WORK/T.log")"
+http GET "$T/model" -H "Authorization: Bearer carol-key-3"
+expect "SIGHUP: carol's old key gets 401" 401
+http GET "$T/sessions/$C1" -H "Authorization: Bearer carol-key-4"
+expect "SIGHUP: carol's session is hers under her new key" 200
+http POST "$T/sessions" -H "Authorization: Bearer carol-key-4"
+expect "SIGHUP: and counts against her quota (max-sessions-per-key 1)" 429 \
+    'd["error"]["code"] == "session_limit" and "key carol" in d["error"]["message"]'
 kill -TERM "$PID_T"
 wait "$PID_T" 2>/dev/null
 
