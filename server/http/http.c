@@ -105,20 +105,17 @@ static const char *bearer_token(struct MHD_Connection *conn, size_t *len) {
     return n ? token : NULL;
 }
 
-/* The API key the request carries, when API keys are asked; NULL otherwise (the sets are
- * freed at exit only, so the key outlives the request). */
-static const kd_key *api_key_of(const kd_app *app, struct MHD_Connection *conn) {
-    const kd_keys *keys = atomic_load(&((kd_app *)app)->api_keys);
+/* The key of keys the request carries, or NULL (the sets are freed at exit only, so the
+ * key outlives the request). */
+static const kd_key *key_of(const kd_keys *keys, struct MHD_Connection *conn) {
     size_t len = 0;
-    const char *token = keys ? bearer_token(conn, &len) : NULL;
+    const char *token = bearer_token(conn, &len);
     return token ? kd_keys_match(keys, token, len) : NULL;
 }
 
 bool kd_request_is_admin(const kd_request *r) {
     const kd_keys *admin = atomic_load(&r->http->app->admin_keys);
-    size_t len = 0;
-    const char *token = admin ? bearer_token(r->conn, &len) : NULL;
-    return token && kd_keys_match(admin, token, len) != NULL;
+    return admin && key_of(admin, r->conn) != NULL;
 }
 
 const char *kd_request_session_owner(const kd_request *r) {
@@ -492,8 +489,8 @@ static void screen(kd_http *h, kd_request *r) {
         return;
     }
     /* only a route that asks for a key knows the request's key (its owner) */
-    if (!h->router->is_public(r->route) && atomic_load(&app->api_keys) &&
-        !(r->key = api_key_of(app, r->conn))) {
+    const kd_keys *keys = h->router->is_public(r->route) ? NULL : atomic_load(&app->api_keys);
+    if (keys && !(r->key = key_of(keys, r->conn))) {
         kd_reply_error(r, 401, "unauthorized",
                        "missing or wrong API key; send Authorization: Bearer KEY");
         return;
