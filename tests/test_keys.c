@@ -1,4 +1,4 @@
-/* test_keys.c — the key file (server/runtime/base/keys.c): NAME:KEY lines, the nameless
+/* test_keys.c — the key file (server/runtime/base/keys.c): NAME:KEY lines, the bare
  * single key and its owner, every refusal with its line, keys never cut, the match. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +39,7 @@ static void test_named_file(void **state) {
     kd_keys *k = kd_keys_read("api-key-file", DATA "/tenants.keys", err, sizeof err);
     if (!k) fail_msg("%s", err);
     assert_int_equal(k->n, 3);
-    assert_false(k->nameless);
+    assert_false(k->bare);
     assert_string_equal(k->keys[0].name, "alice");
     assert_string_equal(k->keys[0].secret, "alice-secret-1");
     assert_string_equal(k->keys[0].owner, "key alice");
@@ -56,18 +56,18 @@ static void test_named_file(void **state) {
     kd_keys_free(k);
 }
 
-/* The format from before names: one line, one key, named default; its owner is the one
- * that format always gave (sessions journaled under it stay its own). */
-static void test_nameless_key(void **state) {
+/* A bare key file: one line, one key, named default; its owner is the key's digest
+ * (sessions journaled under a bare key file stay that key's). */
+static void test_bare_key(void **state) {
     (void)state;
     char err[512];
     kd_keys *k = kd_keys_read("api-key-file", DATA "/bare.keys", err, sizeof err);
     if (!k) fail_msg("%s", err);
     assert_int_equal(k->n, 1);
-    assert_true(k->nameless);
+    assert_true(k->bare);
     assert_string_equal(k->keys[0].name, "default");
     assert_string_equal(k->keys[0].secret, "s3cret-key");
-    /* FNV-1a of "s3cret-key", as http.c computed it for every request with the key */
+    /* FNV-1a of "s3cret-key": the owner a bare key's sessions are journaled under */
     uint64_t h = 0xcbf29ce484222325ULL;
     for (const char *s = "s3cret-key"; *s; s++)
         h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
@@ -78,7 +78,7 @@ static void test_nameless_key(void **state) {
     /* no newline at the end, comments around it */
     k = parse("# the key\n  s3cret-key", err, sizeof err);
     if (!k) fail_msg("%s", err);
-    assert_true(k->nameless);
+    assert_true(k->bare);
     assert_string_equal(k->keys[0].owner, want);
     kd_keys_free(k);
 }
@@ -169,7 +169,7 @@ static void test_match(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_named_file),
-        cmocka_unit_test(test_nameless_key),
+        cmocka_unit_test(test_bare_key),
         cmocka_unit_test(test_refusals_name_the_line),
         cmocka_unit_test(test_long_key_refused),
         cmocka_unit_test(test_files),

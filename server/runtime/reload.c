@@ -86,7 +86,7 @@ static bool same_key(const kd_key *a, const kd_key *b) {
 
 static bool same_keys(const kd_keys *a, const kd_keys *b) {
     if (!a || !b) return a == b;
-    if (a->n != b->n || a->nameless != b->nameless) return false;
+    if (a->n != b->n || a->bare != b->bare) return false;
     for (int i = 0; i < a->n; i++)
         if (!same_key(&a->keys[i], &b->keys[i])) return false;
     return true;

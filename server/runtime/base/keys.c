@@ -15,7 +15,7 @@
 static const char name_chars[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-";
 
-/* FNV-1a: the nameless key's owner, so that the owner does not repeat the key. */
+/* FNV-1a: the bare key's owner, so that the owner does not repeat the key. */
 static uint64_t digest(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++)
@@ -116,7 +116,7 @@ static int add_line(kd_keys *k, const char *s, const char *e, int line, const ch
 
 kd_keys *kd_keys_parse(const char *text, size_t len, const char *where, char *err, size_t errlen) {
     kd_keys *k = calloc(1, sizeof *k);
-    int lines = 0, entries = 0, nameless_line = 0;
+    int lines = 0, entries = 0, bare_line = 0;
     for (size_t i = 0; i < len; i++)
         lines += text[i] == '\n';
     if (k)
@@ -140,12 +140,12 @@ kd_keys *kd_keys_parse(const char *text, size_t len, const char *where, char *er
         trim(&s, &e);
         if (s == e || *s == '#') continue;
         entries++;
-        if (!memchr(s, ':', (size_t)(e - s)) && !nameless_line) nameless_line = line;
-        if (nameless_line && entries > 1) {
+        if (!memchr(s, ':', (size_t)(e - s)) && !bare_line) bare_line = line;
+        if (bare_line && entries > 1) {
             snprintf(err, errlen,
                      "%s line %d: a key without a name; with more than one key each line is "
                      "NAME:KEY",
-                     where, nameless_line);
+                     where, bare_line);
             kd_keys_free(k);
             return NULL;
         }
@@ -160,10 +160,10 @@ kd_keys *kd_keys_parse(const char *text, size_t len, const char *where, char *er
         kd_keys_free(k);
         return NULL;
     }
-    k->nameless = nameless_line != 0;
+    k->bare = bare_line != 0;
     for (int i = 0; i < k->n; i++) {
         kd_key *key = &k->keys[i];
-        if (k->nameless)
+        if (k->bare)
             snprintf(key->owner, sizeof key->owner, "key %016llx",
                      (unsigned long long)digest(key->secret, key->len));
         else

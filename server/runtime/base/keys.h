@@ -3,15 +3,15 @@
  *
  * The file holds one `NAME:KEY` a line; blank lines and lines starting with '#' are
  * skipped, whitespace around a line, a name and a key is dropped. A file of one line
- * without a ':' is a single key of the name "default" (the format from before names). A
+ * without a ':' (a bare key file) is a single key of the name "default". A
  * name is 1 to KD_KEY_NAME_MAX of [A-Za-z0-9_.-]; a key is 1 to KD_KEY_MAX bytes, none a
  * control character. Refused, with the line's number: a line without a name or a key, a
  * bad name, a key too long (never cut), a name or a key given twice, more than
  * KD_KEYS_MAX keys; and a file that is empty, a directory, or only comments.
  *
  * Each key has an owner, the name the per-client limits and the session table know it by:
- * "key NAME", or for the single key of the nameless format "key " and a 64-bit digest of
- * the key (what that format's owner always was, so that its sessions stay its own).
+ * "key NAME", or for a bare key file's key "key " and a 64-bit digest of the key (the
+ * journal keeps owners: a bare key's sessions stay its own as long as the key is the same).
  */
 #ifndef KD_KEYS_H
 #define KD_KEYS_H
@@ -35,7 +35,7 @@ typedef struct {
 
 typedef struct {
     int n;
-    bool nameless; /* the single-key format */
+    bool bare; /* a bare key file: one key, no name given */
     kd_key *keys;
 } kd_keys;
 
