@@ -273,7 +273,7 @@ json_t *kd_openapi_document(const kd_openapi_figures *f, char *err, size_t errle
     json_object_set_new(json_object_get(components, "schemas"), "Error", error_schema());
     json_t *schemes = json_pack(
         "{s:{s:s,s:s,s:s}}", "apiKey", "type", "http", "scheme", "bearer", "description",
-        "Authorization: Bearer KEY, the key of api-key-file; asked only when the server has one");
+        "Authorization: Bearer KEY, a key of api-key-file; asked only when the server has one");
     json_object_set_new(components, "securitySchemes", schemes);
     json_object_set_new(components, "responses", error_responses());
     int rc = add_paths(doc, json_object_get(parts, "operations"), err, errlen);

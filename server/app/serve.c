@@ -87,10 +87,19 @@ static void close_signals(void) {
 
 /* ---- start-up --------------------------------------------------------------------------- */
 
-static int read_api_key(kd_app *app, char *err, size_t errlen) {
-    char *key = kd_read_api_key(app->cfg.api_key_file, err, errlen);
-    if (!key) return -1;
-    atomic_store(&app->api_key, key);
+/* api-key-file and admin-key-file, each when given. */
+static int read_keys(kd_app *app, char *err, size_t errlen) {
+    kd_keys *api = NULL, *admin = NULL;
+    const kd_config *c = &app->cfg;
+    if ((c->api_key_file &&
+         !(api = kd_read_keys(app, KD_API_KEYS, c->api_key_file, err, errlen))) ||
+        (c->admin_key_file &&
+         !(admin = kd_read_keys(app, KD_ADMIN_KEYS, c->admin_key_file, err, errlen)))) {
+        kd_keys_free(api);
+        return -1;
+    }
+    atomic_store(&app->api_keys, api);
+    atomic_store(&app->admin_keys, admin);
     return 0;
 }
 
@@ -225,9 +234,10 @@ static void unload(kd_app *app) {
     kr_pool_free(app->pool);
     kr_model_free(app->model);
     kd_metrics_free(app->metrics);
-    free(atomic_load(&app->api_key));
+    kd_keys_free(atomic_load(&app->api_keys));
+    kd_keys_free(atomic_load(&app->admin_keys));
     for (int i = 0; i < app->n_retired_keys; i++)
-        free(app->retired_keys[i]);
+        kd_keys_free(app->retired_keys[i]);
     free(app->retired_keys);
     kd_config_free(&app->cfg);
 }
@@ -300,7 +310,7 @@ int kd_serve(int argc, char **argv) {
     app.n_workers = resolve_workers(&app.cfg);
     app.metrics = kd_metrics_create(kd_endpoint_names, kd_endpoint_count);
     if (!app.metrics) snprintf(err, sizeof err, "metrics: out of memory");
-    if (!app.metrics || (app.cfg.api_key_file && read_api_key(&app, err, sizeof err) < 0) ||
+    if (!app.metrics || read_keys(&app, err, sizeof err) < 0 ||
         install_signals(err, sizeof err) < 0) {
         kd_log("%s", err);
         unload(&app);
@@ -327,9 +337,12 @@ int kd_serve(int argc, char **argv) {
     }
     atomic_store(&app.state, KD_READY);
     notify("READY=1\nSTATUS=serving");
-    kd_log("ready: %d worker%s, %d compute threads, %d HTTP threads, pool %zu MiB, api key %s",
+    const kd_keys *api = atomic_load(&app.api_keys), *admin = atomic_load(&app.admin_keys);
+    kd_log("ready: %d worker%s, %d compute threads, %d HTTP threads, pool %zu MiB, api keys %d%s, "
+           "admin keys %d",
            app.n_workers, app.n_workers == 1 ? "" : "s", kr_threads(), app.cfg.http_threads,
-           app.cfg.pool_bytes >> 20, atomic_load(&app.api_key) ? "required" : "off");
+           app.cfg.pool_bytes >> 20, api ? api->n : 0, api ? " (required)" : " (off)",
+           admin ? admin->n : 0);
 
     const int sig = serve_until_signal(&app, http, argc, argv);
     atomic_store(&app.state, KD_DRAINING);

@@ -232,7 +232,7 @@ static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec,
 static kd_replay_status replay_append(kd_app *app, const kd_journal_record *rec, char *msg,
                                       size_t msglen) {
     kd_session *s = NULL;
-    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, msglen) != KD_SESSION_OK)
+    if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, msglen) != KD_SESSION_OK)
         return KD_REPLAY_INVALID;
     candle_state *st = kd_session_kind_of(s) == &candle_kind ? kd_session_state(s) : NULL;
     const kr_candles c = candles_of(rec);
@@ -266,7 +266,8 @@ static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what)
     char id[KD_SESSION_ID_LEN + 9], msg[KD_MSG_MAX];
     kd_session *s = NULL;
     kd_path_session_id(kd_request_path(r), id, sizeof id);
-    kd_session_status st = kd_sessions_acquire(app->sessions, id, &s, msg, sizeof msg);
+    kd_session_status st =
+        kd_sessions_acquire(app->sessions, kd_request_session_owner(r), id, &s, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         kd_reply_session_error(r, st, msg);
         return NULL;
@@ -310,7 +311,8 @@ static int create_series(void *ctx, kr_error *err) {
 static void reply_created(kd_app *app, kd_request *r, const char *id) {
     kd_session_info info;
     char msg[KD_MSG_MAX];
-    if (kd_sessions_info(app->sessions, id, &info, msg, sizeof msg) != KD_SESSION_OK) {
+    if (kd_sessions_info(app->sessions, kd_request_session_owner(r), id, &info, msg, sizeof msg) !=
+        KD_SESSION_OK) {
         kd_reply_error(r, 404, "session_not_found", "%s", msg); /* evicted at once */
         return;
     }

@@ -174,8 +174,8 @@ static const kd_work_ops ops = {.admit = admit, .add = add, .done = done, .disca
  * replying. */
 static bool acquire_session(kd_app *app, kd_request *r, generate_job *g) {
     char msg[KD_MSG_MAX];
-    const kd_session_status st =
-        kd_sessions_acquire(app->sessions, g->in.session, &g->session, msg, sizeof msg);
+    const kd_session_status st = kd_sessions_acquire(app->sessions, kd_request_session_owner(r),
+                                                     g->in.session, &g->session, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         kd_reply_session_error(r, st, msg);
         return false;

@@ -4,6 +4,7 @@
 #include "handlers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 kd_outcome kd_handle_health(kd_app *app, kd_request *r) {
@@ -123,9 +124,27 @@ static kd_gauges gauges(kd_app *app) {
                        .active_max = st.active_max};
 }
 
+/* The API keys in use with the sessions each holds (malloc'd, *n of them); NULL without
+ * keys, before the sessions exist, or out of memory (then the series is left out). */
+static kd_key_sessions *key_sessions(kd_app *app, int *n) {
+    const kd_keys *keys = atomic_load(&app->api_keys);
+    *n = 0;
+    if (!keys || atomic_load(&app->state) == KD_STARTING) return NULL;
+    kd_key_sessions *ks = calloc((size_t)keys->n, sizeof *ks);
+    if (!ks) return NULL;
+    for (int i = 0; i < keys->n; i++)
+        ks[i] = (kd_key_sessions){keys->keys[i].name,
+                                  kd_sessions_count_of(app->sessions, keys->keys[i].owner)};
+    *n = keys->n;
+    return ks;
+}
+
 kd_outcome kd_handle_metrics(kd_app *app, kd_request *r) {
-    const kd_gauges g = gauges(app);
+    kd_gauges g = gauges(app);
+    kd_key_sessions *ks = key_sessions(app, &g.n_keys);
+    g.keys = ks;
     char *text = kd_metrics_render(app->metrics, &g);
+    free(ks);
     kd_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
     return KD_REPLIED;
 }

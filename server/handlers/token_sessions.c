@@ -64,7 +64,8 @@ static const char *session_id(const kd_request *r) {
 kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
     kd_session_info info;
     char msg[256];
-    kd_session_status st = kd_sessions_info(app->sessions, session_id(r), &info, msg, sizeof msg);
+    kd_session_status st = kd_sessions_info(app->sessions, kd_request_session_owner(r),
+                                            session_id(r), &info, msg, sizeof msg);
     if (st != KD_SESSION_OK) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
@@ -85,7 +86,8 @@ kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
 
 kd_outcome kd_handle_session_delete(kd_app *app, kd_request *r) {
     char msg[KD_MSG_MAX];
-    kd_session_status st = kd_sessions_delete(app->sessions, session_id(r), msg, sizeof msg);
+    kd_session_status st = kd_sessions_delete(app->sessions, kd_request_session_owner(r),
+                                              session_id(r), msg, sizeof msg);
     if (st == KD_SESSION_NOT_KEPT) {
         kd_reply_journal_failed(r,
                                 "the session was not deleted: its end could not be written to the "
@@ -156,7 +158,7 @@ kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *re
         kd_sessions_release(app->sessions, s);
         return KD_REPLAY_OK;
     }
-    if (kd_sessions_acquire(app->sessions, rec->id, &s, msg, msglen) != KD_SESSION_OK)
+    if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, msglen) != KD_SESSION_OK)
         return KD_REPLAY_INVALID;
     kr_cache *c = kd_session_cache(s);
     kr_error err = {0};

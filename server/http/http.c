@@ -66,7 +66,8 @@ struct kd_request {
     bool answered;                 /* a response was handed to MHD */
     struct MHD_Response *response; /* the answer, not yet handed to MHD */
     int status;
-    int retry_after; /* seconds, for a 503; 0: 1 */
+    int retry_after;   /* seconds, for a 503; 0: 1 */
+    const kd_key *key; /* the API key it came with, on a route that asks for one */
 };
 
 /* A suspended connection is not read by MHD, so a client that hung up is seen only by
@@ -86,21 +87,44 @@ void kd_request_set_retry_after(kd_request *r, int seconds) {
     r->retry_after = seconds;
 }
 
-/* FNV-1a: a key's digest, so that its owner name does not repeat the key. */
-static uint64_t digest(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-    return h;
+_Static_assert(KD_KEY_OWNER_MAX <= KD_OWNER_MAX && KD_KEY_OWNER_MAX <= KD_SCHED_OWNER_MAX,
+               "a key's owner fits where owners are kept");
+
+/* The token of an Authorization: Bearer header (the scheme in any case, RFC 9110 §11.1),
+ * its length in *len; NULL without one. */
+static const char *bearer_token(struct MHD_Connection *conn, size_t *len) {
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (!auth) return NULL;
+    auth += strspn(auth, " \t");
+    if (strncasecmp(auth, "Bearer", 6) != 0 || (auth[6] != ' ' && auth[6] != '\t')) return NULL;
+    const char *token = auth + 6 + strspn(auth + 6, " \t");
+    size_t n = strlen(token);
+    while (n > 0 && (token[n - 1] == ' ' || token[n - 1] == '\t'))
+        n--;
+    *len = n;
+    return n ? token : NULL;
+}
+
+/* The key of keys the request carries, or NULL (the sets are freed at exit only, so the
+ * key outlives the request). */
+static const kd_key *key_of(const kd_keys *keys, struct MHD_Connection *conn) {
+    size_t len = 0;
+    const char *token = bearer_token(conn, &len);
+    return token ? kd_keys_match(keys, token, len) : NULL;
+}
+
+bool kd_request_is_admin(const kd_request *r) {
+    const kd_keys *admin = atomic_load(&r->http->app->admin_keys);
+    return admin && key_of(admin, r->conn) != NULL;
+}
+
+const char *kd_request_session_owner(const kd_request *r) {
+    return r->key ? r->key->owner : NULL;
 }
 
 void kd_request_owner(const kd_request *r, char *out, size_t n) {
-    /* a key counts only when keys are checked: otherwise any made-up key would do */
-    const char *auth = r->http->app->api_key
-                           ? MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization")
-                           : NULL;
-    if (auth && strncmp(auth, "Bearer ", 7) == 0 && auth[7]) {
-        snprintf(out, n, "key %016llx", (unsigned long long)digest(auth + 7));
+    if (r->key) {
+        snprintf(out, n, "%s", r->key->owner);
         return;
     }
     const union MHD_ConnectionInfo *ci =
@@ -355,20 +379,6 @@ static void assign_id(kd_http *h, kd_request *r) {
              (unsigned long long)atomic_fetch_add(&h->next_request, 1) + 1);
 }
 
-/* Constant time in the key's content, so that timing does not reveal how much matched. */
-static bool authorized(const kd_app *app, struct MHD_Connection *conn) {
-    const char *key = atomic_load(&((kd_app *)app)->api_key);
-    if (!key) return true;
-    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    if (!auth || strncmp(auth, "Bearer ", 7) != 0) return false;
-    const char *given = auth + 7;
-    const size_t n = strlen(given), k = strlen(key);
-    unsigned char diff = n != k;
-    for (size_t i = 0; i < k; i++)
-        diff |= (unsigned char)key[i] ^ (unsigned char)(i < n ? given[i] : 0);
-    return diff == 0;
-}
-
 /* What the headers say about the body's framing. */
 typedef struct {
     int content_length, transfer_encoding; /* how many of each */
@@ -478,7 +488,9 @@ static void screen(kd_http *h, kd_request *r) {
         if (r->response) MHD_add_response_header(r->response, "Allow", allow);
         return;
     }
-    if (!h->router->is_public(r->route) && !authorized(app, r->conn)) {
+    /* only a route that asks for a key knows the request's key (its owner) */
+    const kd_keys *keys = h->router->is_public(r->route) ? NULL : atomic_load(&app->api_keys);
+    if (keys && !(r->key = key_of(keys, r->conn))) {
         kd_reply_error(r, 401, "unauthorized",
                        "missing or wrong API key; send Authorization: Bearer KEY");
         return;
@@ -629,6 +641,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r) return;
     const double secs = now_s() - r->t0;
     kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
+    if (r->key) kd_metrics_key_request(h->app->metrics, r->key->slot);
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) kd_guard_completed(h->guard, guarded(conn));
     if (h->app->cfg.access_log) {
         char path[256];

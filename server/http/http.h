@@ -96,9 +96,16 @@ void kd_reply_header(kd_request *r, const char *name, const char *value);
 
 /* Seconds for the Retry-After of a 503 or 429 reply (default 1). */
 void kd_request_set_retry_after(kd_request *r, int seconds);
-/* Who is asking, for per-client limits: "key <digest>" when API keys are checked, else
- * "address <client address>". */
+/* Who is asking, for per-client limits: the API key's owner ("key NAME", keys.h) when API
+ * keys are asked, else "address <client address>". */
 void kd_request_owner(const kd_request *r, char *out, size_t n);
+/* The owner a session must have to be this request's: its API key's owner, or NULL without
+ * API keys (then a session id is all it takes: addresses are shared behind a NAT or a
+ * proxy, and change). For the session table's calls. */
+const char *kd_request_session_owner(const kd_request *r);
+/* Whether the request carries a key of admin-key-file (Authorization: Bearer). An admin key
+ * is no API key: routes that ask for an API key refuse it unless it is listed there too. */
+bool kd_request_is_admin(const kd_request *r);
 
 /* For answers built elsewhere in http/ (stream.c): r's MHD connection, and an MHD response
  * (struct MHD_Response *) set as r's answer as the kd_reply_* do (NULL: 500 out of memory). */

@@ -3,7 +3,7 @@
  * Everything here is written before `state` first becomes KD_READY and only read after:
  * the model is read-only, and the pool, session table, workers and metrics are
  * thread-safe. A request's own state lives in its kd_request and its job. The exceptions
- * are SIGHUP's: the API key is swapped atomically (old keys are freed at exit, since a
+ * are SIGHUP's: the key sets are swapped atomically (old sets are freed at exit, since a
  * request may still be reading one), and the reloadable numbers of cfg (limits, timeouts,
  * access-log) are plain ints and bools, each stored whole; a request sees the old value
  * or the new one. */
@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "journal.h"
+#include "keys.h"
 #include "kronos.h"
 #include "metrics.h"
 #include "scheduler.h"
@@ -24,8 +25,9 @@ typedef enum { KD_STARTING, KD_READY, KD_DRAINING } kd_state;
 
 typedef struct {
     kd_config cfg;
-    _Atomic(char *) api_key; /* NULL: no authentication */
-    char **retired_keys;     /* replaced by SIGHUP, freed at exit */
+    _Atomic(kd_keys *) api_keys;   /* NULL: no authentication */
+    _Atomic(kd_keys *) admin_keys; /* NULL: no admin */
+    kd_keys **retired_keys;        /* replaced by SIGHUP, freed at exit */
     int n_retired_keys;
     int n_workers; /* resolved from cfg.workers */
     kr_model *model;

@@ -1,11 +1,12 @@
 /* reload.h — what SIGHUP does: reopen the log file, re-read the config and apply what can
  * change while running.
  *
- * Applied at once: api-key-file (the key file is read again, so that a key can be rotated
- * without a restart), max-body-bytes, max-candles, max-horizon, max-samples,
- * max-request-cost, read-timeout, request-timeout, shutdown-timeout, access-log, log-file. Every
- * change is logged as `reload: KEY: OLD -> NEW`; a changed key outside that list is logged as
- * needing a restart. A config file that no longer parses is logged and ignored.
+ * Applied at once: api-key-file and admin-key-file (the key files are read again, so that
+ * keys can be added, removed and rotated without a restart), max-body-bytes, max-candles,
+ * max-horizon, max-samples, max-request-cost, read-timeout, request-timeout, shutdown-timeout,
+ * access-log, log-file. Every change is logged as `reload: KEY: OLD -> NEW`; a changed key outside
+ * that list is logged as needing a restart. A config file that no longer parses is logged and
+ * ignored.
  */
 #ifndef KD_RELOAD_H
 #define KD_RELOAD_H
@@ -21,8 +22,10 @@ void kd_reload(kd_app *app, int argc, char **argv);
  * without one. -1 after printing why on the old stderr. */
 int kd_reopen_log(const kd_app *app);
 
-/* The API key: the file's first line without surrounding whitespace. A malloc'd string, or
- * NULL after a message in err. */
-char *kd_read_api_key(const char *path, char *err, size_t errlen);
+typedef enum { KD_API_KEYS, KD_ADMIN_KEYS } kd_key_role;
+
+/* The key file of role (api-key-file, admin-key-file: keys.h's rules) at path; an API
+ * key's name gets its slot in app's metrics. NULL after a message in err. */
+kd_keys *kd_read_keys(kd_app *app, kd_key_role role, const char *path, char *err, size_t errlen);
 
 #endif

@@ -34,8 +34,10 @@ static const key_def keys[] = {
     {"host", T_STRING, AT(host), "127.0.0.1", 0, 0, "address to listen on"},
     {"port", T_INT, AT(port), "8080", 0, 65535, "TCP port (0: any free port, logged)"},
     {"api-key-file", T_STRING, AT(api_key_file), NULL, 0, 0,
-     "file holding the API key; requests then need Authorization: Bearer KEY (not /health, "
-     "/openapi.json, the page at / and /example.csv)"},
+     "file of API keys, NAME:KEY a line (or one bare key); requests then need "
+     "Authorization: Bearer KEY (not /health, /openapi.json, the page at / and /example.csv)"},
+    {"admin-key-file", T_STRING, AT(admin_key_file), NULL, 0, 0,
+     "file of admin keys, as api-key-file; an admin key is not an API key"},
     {"http-threads", T_INT, AT(http_threads), "2", 1, 64,
      "HTTP threads (parse and answer; never run the model)"},
     {"connection-timeout", T_INT, AT(connection_timeout), "60", 1, 86400,
@@ -483,8 +485,9 @@ void kd_config_usage(FILE *out) {
         fputc('\n', out);
     }
     fputs("\nSIZE takes K, M or G (binary). SIGTERM or SIGINT drains and exits 0. SIGHUP\n"
-          "reopens the log and re-reads the file and flags: api-key-file (the key is read\n"
-          "again), request limits, read-timeout, request-timeout, shutdown-timeout, access-log and "
+          "reopens the log and re-reads the file and flags: api-key-file and admin-key-file\n"
+          "(the keys are read again), request limits, read-timeout, request-timeout, "
+          "shutdown-timeout, access-log and "
           "log-file\n"
           "apply at once; other keys are logged as needing a restart.\n",
           out);

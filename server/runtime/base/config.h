@@ -21,6 +21,7 @@ typedef struct {
     char *host;
     int port;
     char *api_key_file;
+    char *admin_key_file;
     int http_threads;
     int connection_timeout; /* seconds idle */
     int read_timeout;       /* seconds from a request line to the request's last byte */

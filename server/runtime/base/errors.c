@@ -34,10 +34,11 @@ const kd_error_kind kd_error_kinds[] = {
                                   "or non-numeric Content-Length, with Transfer-Encoding, "
                                   "whitespace before a colon, an obs-fold); the connection is "
                                   "closed"},
-    {401, "unauthorized",         "no or a wrong Authorization: Bearer key"},
+    {401, "unauthorized",         "no or a wrong Authorization: Bearer key (an admin key is "
+                                  "no API key)"},
     {404, "not_found",            "no such route"},
-    {404, "session_not_found",    "no such session; the message says whether it expired, was "
-                                  "evicted or deleted"},
+    {404, "session_not_found",    "no such session, or another API key's; the message says "
+                                  "whether it expired, was evicted or deleted (to its own key)"},
     {405, "method_not_allowed",   "the route does not take this method (Allow lists those it "
                                   "takes)"},
     {409, "session_busy",         "the session serves another request"},
@@ -52,7 +53,7 @@ const kd_error_kind kd_error_kinds[] = {
                                   "float32 statistics overflow)"},
     {429, "too_many_sessions",    "max-sessions held and none idle long enough to evict; "
                                   "Retry-After"},
-    {429, "session_limit",        "this API key (or client address) holds "
+    {429, "session_limit",        "this API key name (or client address) holds "
                                   "max-sessions-per-key sessions"},
     {429, "queue_share",          "this API key's (or client address's) model requests hold its "
                                   "share of the queue (key-queue-percent of queue-size); "

@@ -3,12 +3,15 @@
 
 #include "kronos.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#define STATUS_MIN 100
-#define N_STATUS   500 /* 100..599 */
+#define STATUS_MIN   100
+#define N_STATUS     500 /* 100..599 */
+#define KEY_NAME_MAX 64  /* bytes of a key's name kept for its label (keys.h's are shorter) */
 
 static const double bucket_le[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                    0.25,  0.5,    1,     2.5,  5,     10,   30};
@@ -33,6 +36,10 @@ struct kd_metrics {
     atomic_ullong counts[KD_N_COUNTS];
     atomic_ullong refused[KD_N_REFUSALS];
     histogram queue_delay[KD_N_CLASSES];
+    pthread_mutex_t key_lock; /* making a key's slot */
+    atomic_int n_keys;        /* slots made; each slot's name is written before it counts */
+    char (*key_names)[KEY_NAME_MAX + 1];
+    atomic_ullong *key_requests;
 };
 
 static const char *const class_names[KD_N_CLASSES] = {"light", "heavy"};
@@ -42,10 +49,13 @@ static const char *const refuse_reasons[KD_N_REFUSALS] = {"invalid", "too_large"
 kd_metrics *kd_metrics_create(const char *const *endpoints, int n_endpoints) {
     kd_metrics *m = calloc(1, sizeof *m);
     if (!m) return NULL;
+    pthread_mutex_init(&m->key_lock, NULL);
     /* calloc'd zeros are valid initial atomics on every platform this builds on */
     m->ep = calloc((size_t)n_endpoints, sizeof *m->ep);
-    if (!m->ep) {
-        free(m);
+    m->key_names = calloc(KD_METRICS_KEYS_MAX, sizeof *m->key_names);
+    m->key_requests = calloc(KD_METRICS_KEYS_MAX, sizeof *m->key_requests);
+    if (!m->ep || !m->key_names || !m->key_requests) {
+        kd_metrics_free(m);
         return NULL;
     }
     m->names = endpoints;
@@ -55,8 +65,31 @@ kd_metrics *kd_metrics_create(const char *const *endpoints, int n_endpoints) {
 
 void kd_metrics_free(kd_metrics *m) {
     if (!m) return;
+    pthread_mutex_destroy(&m->key_lock);
+    free(m->key_names);
+    free(m->key_requests);
     free(m->ep);
     free(m);
+}
+
+int kd_metrics_key_slot(kd_metrics *m, const char *name) {
+    pthread_mutex_lock(&m->key_lock);
+    const int n = atomic_load(&m->n_keys);
+    int slot = -1;
+    for (int i = 0; i < n && slot < 0; i++)
+        if (strcmp(m->key_names[i], name) == 0) slot = i;
+    if (slot < 0 && n < KD_METRICS_KEYS_MAX) {
+        snprintf(m->key_names[n], sizeof m->key_names[n], "%s", name);
+        atomic_store(&m->n_keys, n + 1); /* after the name: a scrape reads n first */
+        slot = n;
+    }
+    pthread_mutex_unlock(&m->key_lock);
+    return slot;
+}
+
+void kd_metrics_key_request(kd_metrics *m, int slot) {
+    if (slot >= 0 && slot < KD_METRICS_KEYS_MAX)
+        atomic_fetch_add_explicit(&m->key_requests[slot], 1, memory_order_relaxed);
 }
 
 static void histogram_observe(histogram *h, double seconds) {
@@ -168,6 +201,16 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     for (int i = 0; i < KD_N_REFUSALS; i++)
         fprintf(f, "kronosd_requests_refused_total{reason=\"%s\"} %llu\n", refuse_reasons[i],
                 load(&m->refused[i]));
+    header(f, "kronosd_key_requests_total", "counter",
+           "Requests answered, by the name of the API key that sent them (every name given "
+           "since the start, removed ones included).");
+    const int n_keys = atomic_load(&m->n_keys);
+    for (int i = 0; i < n_keys; i++)
+        fprintf(f, "kronosd_key_requests_total{key=\"%s\"} %llu\n", m->key_names[i],
+                load(&m->key_requests[i]));
+    header(f, "kronosd_key_sessions", "gauge", "Sessions held, by the name of the API key.");
+    for (int i = 0; i < g->n_keys; i++)
+        fprintf(f, "kronosd_key_sessions{key=\"%s\"} %d\n", g->keys[i].name, g->keys[i].sessions);
     header(f, "kronosd_kernels_info", "gauge",
            "Always 1; the label names the SIMD level of kronosd's own kernels.");
     fprintf(f, "kronosd_kernels_info{simd=\"%s\"} 1\n", kr_simd_name(kr_simd_level()));

@@ -37,6 +37,20 @@ typedef enum {
 /* Counts a refusal by reason; KD_NOT_REFUSED counts nothing. */
 void kd_metrics_refuse(kd_metrics *m, kd_refusal why);
 
+/* Per API key name: requests counted under a slot, one slot a name ever given (the key
+ * files bound them). The slot of name, made on first use; -1 once KD_METRICS_KEYS_MAX names
+ * have slots. Thread-safe. */
+#define KD_METRICS_KEYS_MAX 1024
+int kd_metrics_key_slot(kd_metrics *m, const char *name);
+/* One answered request authenticated by the key of slot (< 0: counts nothing). */
+void kd_metrics_key_request(kd_metrics *m, int slot);
+
+/* Sessions one key holds, read at scrape time. */
+typedef struct {
+    const char *name;
+    int sessions;
+} kd_key_sessions;
+
 /* Values read from elsewhere at scrape time. */
 typedef struct {
     bool ready;
@@ -54,6 +68,8 @@ typedef struct {
     int step_rows;  /* rows of the scheduler's last step */
     int active_max; /* most requests ever in one step */
     unsigned long long steps, step_rows_total;
+    const kd_key_sessions *keys; /* the API keys now, with the sessions each holds */
+    int n_keys;
 } kd_gauges;
 
 /* The exposition text (malloc'd), or NULL when out of memory. */

@@ -15,7 +15,7 @@
 
 #include "kronos.h"
 
-#define KD_SCHED_OWNER_MAX 64 /* bytes of an owner's name (an API key's digest, an address) */
+#define KD_SCHED_OWNER_MAX 64 /* bytes of an owner's name (an API key's owner, an address) */
 
 typedef struct kd_sched_job kd_sched_job;
 struct kd_sched_job {

@@ -23,7 +23,7 @@ struct kd_session {
     kr_cache *cache;
     bool busy;
     double created, last_used;
-    char owner[KD_OWNER_MAX + 1]; /* who created it: an API key's digest or an address */
+    char owner[KD_OWNER_MAX + 1]; /* who created it: an API key's owner or an address */
     int length;              /* as of the last release: readable while a worker holds the cache */
     size_t bytes;            /* likewise */
     size_t heap;             /* of which outside the pool: counted in the table's heap_used */
@@ -56,6 +56,7 @@ struct kd_sessions {
     unsigned long long created, expired, evicted, deleted;
     struct {
         char id[KD_SESSION_ID_LEN + 1];
+        char owner[KD_OWNER_MAX + 1]; /* what happened is told to it alone */
         gone_reason why;
     } gone[GONE_MAX];
     int gone_next;
@@ -186,6 +187,7 @@ static void retire_told(kd_sessions *t, kd_session *s, gone_reason why, bool tol
     lru_remove(t, s);
     unlink_bucket(t, s);
     memcpy(t->gone[t->gone_next].id, s->id, sizeof s->id);
+    memcpy(t->gone[t->gone_next].owner, s->owner, sizeof s->owner);
     t->gone[t->gone_next].why = why;
     t->gone_next = (t->gone_next + 1) % GONE_MAX;
     t->count--;
@@ -198,7 +200,8 @@ static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     retire_told(t, s, why, false);
 }
 
-static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, size_t msglen) {
+static kd_session_status not_found(kd_sessions *t, const char *owner, const char *id, char *msg,
+                                   size_t msglen) {
     static const char *const reasons[] = {
         [GONE_EXPIRED] = "expired after being idle longer than the session TTL",
         [GONE_EVICTED] = "was evicted while idle to free KV cache memory for other requests "
@@ -210,7 +213,8 @@ static kd_session_status not_found(kd_sessions *t, const char *id, char *msg, si
     char node[KD_NODE_ID_MAX + 8];
     if (valid_id(t, id))
         for (int i = 0; i < GONE_MAX; i++)
-            if (strcmp(t->gone[i].id, id) == 0) {
+            if (strcmp(t->gone[i].id, id) == 0 &&
+                (!owner || strcmp(t->gone[i].owner, owner) == 0)) {
                 snprintf(msg, msglen, "session %s %s", id, reasons[t->gone[i].why]);
                 return KD_SESSION_NOT_FOUND;
             }
@@ -520,20 +524,22 @@ kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kin
     return st;
 }
 
-/* The session named id, with *st KD_SESSION_OK; or NULL with *st and msg saying why. Under
- * the table's lock. */
-static kd_session *lookup(kd_sessions *t, const char *id, kd_session_status *st, char *msg,
-                          size_t msglen) {
+/* The session named id, with *st KD_SESSION_OK; or NULL with *st and msg saying why. A
+ * session of another owner is answered as one that never was: nothing tells that it
+ * exists. Under the table's lock. */
+static kd_session *lookup(kd_sessions *t, const char *owner, const char *id, kd_session_status *st,
+                          char *msg, size_t msglen) {
     kd_session *s = valid_id(t, id) ? find(t, id) : NULL;
-    *st = s ? KD_SESSION_OK : not_found(t, id, msg, msglen);
+    if (s && owner && strcmp(s->owner, owner) != 0) s = NULL;
+    *st = s ? KD_SESSION_OK : not_found(t, owner, id, msg, msglen);
     return s;
 }
 
-kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,
-                                      size_t msglen) {
+kd_session_status kd_sessions_acquire(kd_sessions *t, const char *owner, const char *id,
+                                      kd_session **out, char *msg, size_t msglen) {
     kd_session_status st;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = lookup(t, id, &st, msg, msglen);
+    kd_session *s = lookup(t, owner, id, &st, msg, msglen);
     if (s && s->busy) {
         snprintf(msg, msglen, "session %s is in use by another request; retry when it is done", id);
         st = KD_SESSION_BUSY;
@@ -588,11 +594,11 @@ const char *kd_session_id(const kd_session *s) {
     return s->id;
 }
 
-kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
-                                   size_t msglen) {
+kd_session_status kd_sessions_info(kd_sessions *t, const char *owner, const char *id,
+                                   kd_session_info *info, char *msg, size_t msglen) {
     kd_session_status st;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = lookup(t, id, &st, msg, msglen);
+    kd_session *s = lookup(t, owner, id, &st, msg, msglen);
     if (s) {
         const double now = now_s();
         info->length = s->length;
@@ -608,10 +614,11 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_in
     return st;
 }
 
-kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen) {
+kd_session_status kd_sessions_delete(kd_sessions *t, const char *owner, const char *id, char *msg,
+                                     size_t msglen) {
     kd_session_status st;
     pthread_mutex_lock(&t->mu);
-    kd_session *s = lookup(t, id, &st, msg, msglen);
+    kd_session *s = lookup(t, owner, id, &st, msg, msglen);
     if (s && s->busy) {
         snprintf(msg, msglen, "session %s is in use by another request; delete it when it is done",
                  id);
@@ -645,6 +652,14 @@ bool kd_sessions_evict_lru(kd_sessions *t) {
     if (v) evict(t, v);
     pthread_mutex_unlock(&t->mu);
     return v != NULL;
+}
+
+int kd_sessions_count_of(kd_sessions *t, const char *owner) {
+    kd_session *idlest;
+    pthread_mutex_lock(&t->mu);
+    const int n = owned(t, owner, &idlest);
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 void kd_sessions_stats_get(kd_sessions *t, kd_sessions_stats *st) {

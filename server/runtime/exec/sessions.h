@@ -77,7 +77,7 @@ kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim);
 /* Frees every session; none may be busy. */
 void kd_sessions_free(kd_sessions *t);
 
-/* A new session of `owner` (an API key's digest or a client address); its id in
+/* A new session of `owner` (an API key's owner or a client address); its id in
  * id[KD_SESSION_ID_LEN + 1]. At max_sessions the least recently used session makes room if
  * it has been idle for min-idle; otherwise, or when the owner holds its limit already, the
  * creator is refused (msg says why, *retry_after when to try again). With held, the
@@ -103,9 +103,13 @@ kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kin
 const kd_session_kind *kd_session_kind_of(const kd_session *s);
 void *kd_session_state(kd_session *s);
 
+/* acquire, info and delete find the session `id` of `owner` (the requester's, http.h's
+ * kd_request_session_owner; NULL: of any owner, as when the journal is replayed). Another
+ * owner's session is KD_SESSION_NOT_FOUND with the message of an unknown id. */
+
 /* Marks a session busy for the caller, who then has its cache to itself. */
-kd_session_status kd_sessions_acquire(kd_sessions *t, const char *id, kd_session **out, char *msg,
-                                      size_t msglen);
+kd_session_status kd_sessions_acquire(kd_sessions *t, const char *owner, const char *id,
+                                      kd_session **out, char *msg, size_t msglen);
 kr_cache *kd_session_cache(kd_session *s); /* NULL for a session of another kind */
 /* Back to idle, its last use now. */
 void kd_sessions_release(kd_sessions *t, kd_session *s);
@@ -127,9 +131,12 @@ int kd_sessions_discard(kd_sessions *t, kd_session *s);
 /* The id of a session. */
 const char *kd_session_id(const kd_session *s);
 
-kd_session_status kd_sessions_info(kd_sessions *t, const char *id, kd_session_info *info, char *msg,
-                                   size_t msglen);
-kd_session_status kd_sessions_delete(kd_sessions *t, const char *id, char *msg, size_t msglen);
+kd_session_status kd_sessions_info(kd_sessions *t, const char *owner, const char *id,
+                                   kd_session_info *info, char *msg, size_t msglen);
+kd_session_status kd_sessions_delete(kd_sessions *t, const char *owner, const char *id, char *msg,
+                                     size_t msglen);
+/* Sessions owner holds. */
+int kd_sessions_count_of(kd_sessions *t, const char *owner);
 
 /* Room, planned before the work, for `heap` bytes outside the pool and `pool` bytes of KV
  * pool that owner's new session (or an append to one it holds) will take: the owner's own
