@@ -208,4 +208,13 @@ up e
 [ "$(length "$TOK")" = "$TOKLEN" ] && pass "the good journal starts again" || fail "the good journal starts again"
 down9
 
+# ---- a state-dir path too long for the file system's calls ------------------------------------------
+LONG="$WORK/$(printf 'd%.0s' $(seq 1 250))"
+for _ in $(seq 1 16); do LONG="$LONG/$(printf 'e%.0s' $(seq 1 250))"; done
+timeout 30 "$KRONOSD" serve --model "$MODEL" --port 0 --state-dir "$LONG" >"$WORK/long.log" 2>&1
+RC=$?
+[ "$RC" != 0 ] && grep -q "the path is too long (at most" "$WORK/long.log" \
+    && pass "a state-dir path too long is refused, saying so (exit $RC)" \
+    || fail "a state-dir path too long is refused" "exit $RC: $(tail -c 300 "$WORK/long.log")"
+
 summary
