@@ -299,6 +299,10 @@ typedef struct {
     double quantiles[KR_MAX_QUANTILES]; /* each in [0, 1] */
     kr_cancel cancel;
     kr_norm norm; /* the context's own statistics unless pinned */
+    /* The planned work of the whole request this forecast is a part of (an evaluation's
+     * origins): the scheduler classes it light or heavy by that, so that a heavy request
+     * split into small forecasts never passes for light. 0: its own. */
+    double class_flops;
 } kr_forecast_request;
 
 /* What a forecast request will take, worked out before any model work: kr_forecast_plan

@@ -218,6 +218,12 @@ static void test_contract(void **state) {
     assert_int_equal(plan.last_origin, 152);
     assert_int_equal(plan.origins, 15);
     assert_true(plan.flops > 0 && plan.pool_bytes > 0);
+    /* each origin is classed by the whole evaluation's work, not its own */
+    for (int k = 0; k < plan.origins; k += 7) {
+        kr_forecast_request origin;
+        kr_evaluate_origin_request(&r, &plan, k, &origin);
+        assert_true(origin.class_flops == plan.flops);
+    }
     r.stride = 50;
     r.first_origin = 45;
     r.last_origin = 150;

@@ -637,6 +637,45 @@ static void test_scheduler_waits_for_memory(void **state) {
     json_decref(g);
 }
 
+/* A forecast is classed by the request it is part of: alone it is light, as one origin of an
+ * evaluation whose planned work is past light_flops it is heavy (the evaluation's origins
+ * must not pass for light beside a small request), and its answer is the same either way. */
+static void test_scheduler_classes_by_the_whole_request(void **state) {
+    (void)state;
+    json_t *g = tu_load_golden();
+    tu_case tc;
+    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    kr_forecast_plan plan;
+    kr_error err;
+    assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);
+    kr_forecast_result res[2];
+    for (int part = 0; part < 2; part++) {
+        kr_forecast_request q = tc.req;
+        q.class_flops = part ? 1000 * plan.flops : 0;
+        kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+        assert_non_null(pool);
+        sched_log log = {0};
+        kr_sched_config cfg = {.light_flops = 2 * plan.flops, .done = log_done, .ctx = &log};
+        kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+        assert_non_null(s);
+        assert_int_equal(kr_sched_add_forecast(s, &q, &res[part], (void *)(intptr_t)0, &err), 0);
+        kr_sched_step(s);
+        kr_sched_stats ks;
+        kr_sched_stats_get(s, &ks);
+        assert_int_equal(ks.light_active, part ? 0 : 1);
+        while (kr_sched_step(s) > 0)
+            ;
+        kr_sched_free(s);
+        kr_pool_free(pool);
+        if (log.errs[0].code) fail_msg("%s", log.errs[0].msg);
+    }
+    same_result(&res[0], &res[1]);
+    kr_forecast_result_free(&res[0]);
+    kr_forecast_result_free(&res[1]);
+    tu_case_free(&tc);
+    json_decref(g);
+}
+
 /* A short generation added while a long prefill fills: the step's budget goes to the least
  * left to fill first, so the short one is done within 3 steps (prefill and first draw, then a
  * token a step) while the long one still fills, with the tokens it gets alone. */
@@ -811,6 +850,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scheduler_waits_for_memory, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_cheapest_fill_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_light_steps_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_classes_by_the_whole_request, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_heavy_sits_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,6 +45,7 @@ void kr_evaluate_origin_request(const kr_evaluate_request *req, const kr_evaluat
     out->n_quantiles = req->n_quantiles;
     memcpy(out->quantiles, req->quantiles, sizeof out->quantiles);
     out->cancel = req->cancel;
+    out->class_flops = plan->flops; /* a heavy evaluation's origins are heavy */
     if (req->mode == KR_EVAL_LIVE) {
         out->norm.pinned = true;
         memcpy(out->norm.mean, plan->mean, sizeof out->norm.mean);

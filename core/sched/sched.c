@@ -60,7 +60,7 @@ static void job_end(kr_sched *s, sched_job *j) {
 
 void sched_enqueue(kr_sched *s, sched_job *j) {
     j->next = NULL;
-    j->light = j->flops <= s->cfg.light_flops;
+    j->light = (j->class_flops > j->flops ? j->class_flops : j->flops) <= s->cfg.light_flops;
     if (s->wait_tail)
         s->wait_tail->next = j;
     else

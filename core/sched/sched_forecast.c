@@ -315,6 +315,7 @@ static int add(kr_sched *s, const sched_ops *ops, const kr_series *series,
     if (!j) return -1;
     j->rows = req->samples;
     j->flops = plan.flops;
+    j->class_flops = req->class_flops;
     j->pool_bytes = plan.pool_bytes;
     j->u.fc.req = req;
     j->u.fc.res = res;

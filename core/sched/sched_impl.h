@@ -105,9 +105,10 @@ struct sched_job {
     bool out;       /* it sits this step out (beside a light job): no rows, nothing after */
     int sat_out;    /* steps in a row it sat out */
     double last_ms; /* when the last step it joined began (0: none yet) */
-    bool light;     /* planned work at most cfg.light_flops: latency-sensitive */
+    bool light;     /* its class's planned work at most cfg.light_flops: latency-sensitive */
     double flops;
-    size_t pool_bytes; /* a forecast's plan: the most pool memory it takes */
+    double class_flops; /* the planned work of the request it is part of (0: its own) */
+    size_t pool_bytes;  /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
      * each a cache and its drawn s1, and where their s2 logits go ([n_draw][vocab]) */
     int n_draw;
