@@ -676,6 +676,61 @@ static void test_scheduler_classes_by_the_whole_request(void **state) {
     json_decref(g);
 }
 
+/* Heavy forecasts start a step only while the candles their starts encode stay within
+ * step_tokens (the first always may): four queued at once start one a step, a light one
+ * beside them at once, and every answer is its solo one. */
+static void test_scheduler_starts_within_the_step(void **state) {
+    (void)state;
+    json_t *g = tu_load_golden();
+    tu_case tc;
+    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    kr_forecast_plan plan;
+    kr_error err;
+    assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);
+    enum { HEAVY = 4 };
+    kr_forecast_request q[HEAVY + 1];
+    kr_forecast_result res[HEAVY + 1], solo;
+    for (int k = 0; k <= HEAVY; k++) {
+        q[k] = tc.req;
+        q[k].seed = (uint64_t)(40 + k);
+        q[k].class_flops = k < HEAVY ? 1000 * plan.flops : 0; /* the last one light */
+    }
+    kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    sched_log log = {0};
+    kr_sched_config cfg = {.step_tokens = tc.req.context.n + 1,
+                           .light_flops = 2 * plan.flops,
+                           .done = log_done,
+                           .ctx = &log};
+    kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+    assert_non_null(s);
+    for (int k = 0; k <= HEAVY; k++)
+        assert_int_equal(kr_sched_add_forecast(s, &q[k], &res[k], (void *)(intptr_t)k, &err), 0);
+    kr_sched_stats ks;
+    kr_sched_step(s);
+    kr_sched_stats_get(s, &ks);
+    assert_int_equal(ks.active, 2); /* one heavy, and the light one */
+    assert_int_equal(ks.light_active, 1);
+    kr_sched_step(s);
+    kr_sched_stats_get(s, &ks);
+    assert_true(ks.waiting <= HEAVY - 2); /* one more heavy a step at most */
+    while (kr_sched_step(s) > 0)
+        ;
+    kr_sched_free(s);
+    for (int k = 0; k <= HEAVY; k++) {
+        if (log.errs[k].code) fail_msg("forecast %d: %s", k, log.errs[k].msg);
+        kr_forecast_request alone = q[k];
+        alone.class_flops = 0;
+        assert_int_equal(kr_forecast(model, NULL, &alone, &solo, &err), 0);
+        same_result(&res[k], &solo);
+        kr_forecast_result_free(&solo);
+        kr_forecast_result_free(&res[k]);
+    }
+    kr_pool_free(pool);
+    tu_case_free(&tc);
+    json_decref(g);
+}
+
 /* A short generation added while a long prefill fills: the step's budget goes to the least
  * left to fill first, so the short one is done within 3 steps (prefill and first draw, then a
  * token a step) while the long one still fills, with the tokens it gets alone. */
@@ -852,6 +907,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scheduler_light_steps_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_classes_by_the_whole_request, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_starts_within_the_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_heavy_sits_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -316,6 +316,7 @@ static int add(kr_sched *s, const sched_ops *ops, const kr_series *series,
     j->rows = req->samples;
     j->flops = plan.flops;
     j->class_flops = req->class_flops;
+    j->start_rows = series ? 0 : req->context.n;
     j->pool_bytes = plan.pool_bytes;
     j->u.fc.req = req;
     j->u.fc.res = res;

@@ -108,6 +108,7 @@ struct sched_job {
     bool light;     /* its class's planned work at most cfg.light_flops: latency-sensitive */
     double flops;
     double class_flops; /* the planned work of the request it is part of (0: its own) */
+    int start_rows;     /* candles its start encodes (a forecast's context; 0: none) */
     size_t pool_bytes;  /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
      * each a cache and its drawn s1, and where their s2 logits go ([n_draw][vocab]) */
