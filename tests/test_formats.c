@@ -14,6 +14,7 @@
 
 #include "body_diff.h"
 #include "candles_csv.h"
+#include "evaluate_json.h"
 #include "json_reader.h"
 #include "json_fields.h"
 #include "json_out.h"
@@ -237,6 +238,44 @@ static void test_query_params(void **state) {
     json_decref(o);
 }
 
+/* An integer field takes integers as written: 1e3 and 24.0 are reals, in a JSON body and
+ * in the query alike, and the message shows them as reals. */
+static void test_integer_written_as_real(void **state) {
+    (void)state;
+    const char *const *names = kd_evaluate_option_names();
+    char err[512] = "";
+    static const char *const cases[][3] = {
+        {"stride", "1e3", "stride: must be an integer >= 1, got 1000.0"},
+        {"first_origin", "2.0", "first_origin: must be an integer >= 0, got 2.0"},
+        {"stride", "2.5", "stride: must be an integer >= 1, got 2.5"},
+        {"stride", "1e20", "stride: must be an integer >= 1, got 1e+20"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* the query's form: a CSV body's fields */
+        json_t *o = json_object();
+        kd_candles c = {0};
+        kd_evaluate_input in;
+        assert_int_equal(kd_query_option(o, "lookback", "8", names, err, sizeof err), 0);
+        assert_int_equal(kd_query_option(o, "horizon", "2", names, err, sizeof err), 0);
+        assert_int_equal(kd_query_option(o, cases[i][0], cases[i][1], names, err, sizeof err), 0);
+        assert_int_equal(kd_evaluate_request_with_candles(o, &c, NULL, &in, err, sizeof err), -1);
+        assert_string_equal(err, cases[i][2]);
+        json_decref(o);
+        /* the JSON body's form */
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, 2], \"high\": [1, 2], "
+                 "\"low\": [1, 2], \"close\": [1, 2]}, \"lookback\": 8, \"horizon\": 2, "
+                 "\"%s\": %s}",
+                 cases[i][0], cases[i][1]);
+        json_t *body = kd_body_parse(text, strlen(text), NULL);
+        assert_non_null(body);
+        assert_int_equal(kd_evaluate_request_parse(body, NULL, &in, err, sizeof err), -1);
+        assert_string_equal(err, cases[i][2]);
+        json_decref(body);
+    }
+}
+
 static void test_strict_forecast_fields(void **state) {
     (void)state;
     static const char *const names[] = {"sample_count", "samples",           "T",
@@ -406,6 +445,7 @@ int main(void) {
         cmocka_unit_test(test_strict_forecast_fields),
         cmocka_unit_test(test_body_candles_from_text),
         cmocka_unit_test(test_json_reader),
+        cmocka_unit_test(test_integer_written_as_real),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
