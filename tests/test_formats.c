@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "body_diff.h"
 #include "candles_csv.h"
+#include "evaluate_json.h"
+#include "json_reader.h"
 #include "json_fields.h"
 #include "json_out.h"
 #include "numfmt.h"
@@ -235,6 +238,44 @@ static void test_query_params(void **state) {
     json_decref(o);
 }
 
+/* An integer field takes integers as written: 1e3 and 24.0 are reals, in a JSON body and
+ * in the query alike, and the message shows them as reals. */
+static void test_integer_written_as_real(void **state) {
+    (void)state;
+    const char *const *names = kd_evaluate_option_names();
+    char err[512] = "";
+    static const char *const cases[][3] = {
+        {"stride", "1e3", "stride: must be an integer >= 1, got 1000.0"},
+        {"first_origin", "2.0", "first_origin: must be an integer >= 0, got 2.0"},
+        {"stride", "2.5", "stride: must be an integer >= 1, got 2.5"},
+        {"stride", "1e20", "stride: must be an integer >= 1, got 1e+20"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* the query's form: a CSV body's fields */
+        json_t *o = json_object();
+        kd_candles c = {0};
+        kd_evaluate_input in;
+        assert_int_equal(kd_query_option(o, "lookback", "8", names, err, sizeof err), 0);
+        assert_int_equal(kd_query_option(o, "horizon", "2", names, err, sizeof err), 0);
+        assert_int_equal(kd_query_option(o, cases[i][0], cases[i][1], names, err, sizeof err), 0);
+        assert_int_equal(kd_evaluate_request_with_candles(o, &c, NULL, &in, err, sizeof err), -1);
+        assert_string_equal(err, cases[i][2]);
+        json_decref(o);
+        /* the JSON body's form */
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, 2], \"high\": [1, 2], "
+                 "\"low\": [1, 2], \"close\": [1, 2]}, \"lookback\": 8, \"horizon\": 2, "
+                 "\"%s\": %s}",
+                 cases[i][0], cases[i][1]);
+        json_t *body = kd_body_parse(text, strlen(text), NULL);
+        assert_non_null(body);
+        assert_int_equal(kd_evaluate_request_parse(body, NULL, &in, err, sizeof err), -1);
+        assert_string_equal(err, cases[i][2]);
+        json_decref(body);
+    }
+}
+
 static void test_strict_forecast_fields(void **state) {
     (void)state;
     static const char *const names[] = {"sample_count", "samples",           "T",
@@ -257,12 +298,154 @@ static void test_strict_forecast_fields(void **state) {
     }
 }
 
+/* Bodies read with their candles from the text answer as one jansson tree does. */
+static const char *const diff_bodies[] = {
+    /* accepted, columnar and rows, Unix seconds and ISO strings with zones */
+    "{\"candles\": {\"timestamps\": [1, 2, 3], \"open\": [1, 2, 3], \"high\": [2, 3, 4], "
+    "\"low\": [0.5, 1.5, 2.5], \"close\": [1.5, 2.5, 3.5]}, \"horizon\": 2, \"lookback\": 2}",
+    "{\"candles\": {\"timestamps\": [\"2024-01-01T00:00:00+08:00\", \"2024-01-01 00:05Z\"], "
+    "\"open\": [1e2, -0], \"high\": [2, 3], \"low\": [0, 1], \"close\": [1, 2], \"volume\": [5, "
+    "6], \"amount\": [7, 8]}, \"horizon\": 1}",
+    "{\"horizon\": 1, \"candles\": [{\"timestamp\": 1, \"open\": 1, \"high\": 2, \"low\": 0, "
+    "\"close\": 1}, {\"timestamps\": 2.5, \"open\": 1, \"high\": 2, \"low\": 0, \"close\": 1, "
+    "\"volume\": null}]}",
+    "{\"candles\": {\"timestamps\": [\"2024-01-01\", \"2024-01-02\"], \"open\": [1, 2], "
+    "\"high\": [1, 2], \"low\": [1, 2], \"close\": [1, 2]}, \"series\": [{\"candles\": "
+    "[{\"timestamp\": 1, \"open\": 1, \"high\": 1, \"low\": 1, \"close\": 1}, {\"timestamp\": "
+    "2, \"open\": 1, \"high\": 1, \"low\": 1, \"close\": 1}]}, 3], \"horizon\": 1}",
+    /* refused: each of the candle parser's messages, in its order */
+    "{\"candles\": {\"timestamps\": [1, 2], \"opn\": [1, 2]}, \"horizon\": 1}",
+    "{\"candles\": {\"open\": [1, 2]}, \"horizon\": 1}",
+    "{\"candles\": {\"timestamps\": null, \"open\": [1, 2]}, \"horizon\": 1}",
+    "{\"candles\": {\"timestamps\": \"2024\"}, \"horizon\": 1}",
+    "{\"candles\": {\"timestamps\": [1], \"open\": [1], \"high\": [1], \"low\": [1], \"close\": "
+    "[1]}}",
+    "{\"candles\": {\"timestamps\": [1, 2], \"open\": {\"a\": 1}, \"high\": [1], \"low\": [1], "
+    "\"close\": [1]}}",
+    "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, 2], \"high\": [1], \"low\": [1], "
+    "\"close\": [1]}}",
+    "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, 2], \"high\": [1, 2], \"low\": [1, 2], "
+    "\"close\": [1, 2], \"amount\": [1, 2]}}",
+    "{\"candles\": {\"timestamps\": [2, 1], \"open\": [1, 2], \"high\": [1, 2], \"low\": [1, 2], "
+    "\"close\": [1, 2]}}",
+    "{\"candles\": {\"timestamps\": [1, \"2024-13-01\"], \"open\": [1, 2], \"high\": [1, 2], "
+    "\"low\": [1, 2], \"close\": [1, 2]}}",
+    "{\"candles\": {\"timestamps\": [1, [2]], \"open\": [1, 2], \"high\": [1, 2], \"low\": [1, "
+    "2], \"close\": [1, 2]}}",
+    "{\"candles\": {\"timestamps\": [1, 1e300], \"open\": [1, 2], \"high\": [1, 2], \"low\": [1, "
+    "2], \"close\": [1, 2]}}",
+    "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, \"2\"], \"high\": [1, 2], \"low\": [1, "
+    "2], \"close\": [1, 1e39]}}",
+    "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, 2], \"high\": [1, 2], \"low\": [1, 2], "
+    "\"close\": [1, null]}}",
+    "{\"candles\": [], \"horizon\": 1}",
+    "{\"candles\": [1, 2], \"horizon\": 1}",
+    "{\"candles\": [{\"timestamp\": 1, \"open\": 1, \"high\": 1, \"low\": 1}, 2]}",
+    "{\"candles\": [{\"timestamp\": 1, \"open\": 1, \"high\": 1, \"low\": 1, \"close\": 1}, 2]}",
+    "{\"candles\": [{\"timestamp\": 1, \"open\": 1, \"high\": 1, \"low\": 1, \"close\": 1}, "
+    "{\"timestamp\": 2, \"timestamps\": 2, \"open\": 1, \"high\": 1, \"low\": 1, \"close\": 1}]}",
+    "{\"candles\": [{\"timestamp\": 1, \"open\": 1, \"high\": 1, \"low\": 1, \"close\": 1}, "
+    "{\"timestamp\": 2, \"open\": [1], \"high\": 1, \"low\": 1, \"close\": 1, \"vol\": 1}]}",
+    "{\"candles\": [{\"timestamp\": 1, \"open\": 1, \"high\": 1, \"low\": 1, \"close\": 1}, "
+    "{\"timestamp\": \"x\", \"open\": {}, \"high\": 1, \"low\": 1, \"close\": 1}]}",
+    "{\"candles\": 5, \"horizon\": 1}",
+    "{\"candles\": {\"timestamps\": [1, 2], \"open\": [1, 2], \"high\": [1, 2], \"low\": [1, 2], "
+    "\"close\": [1, 2]}, \"horizon\": 1.5, \"pred_len\": 2}",
+    /* refused as JSON: jansson's message, wherever the fault is */
+    "{\"candles\": {\"timestamps\": [1, 2,], \"open\": [1, 2]}}",
+    "{\"candles\": {\"timestamps\": [1, 2], \"timestamps\": [1, 2]}}",
+    "{\"candles\": [{\"timestamp\": 1, \"timestamp\": 2}]}",
+    "{\"candles\": {\"timestamps\": [\"\\u0000\"]}}",
+    "{\"candles\": {\"timestamps\": [\"\\ud800\"]}}",
+    "{\"candles\": {\"timestamps\": [99999999999999999999]}}",
+    "{\"candles\": {\"timestamps\": [1e999]}}",
+    "{\"candles\": {\"timestamps\": [01]}}",
+    "{\"candles\": {\"timestamps\": [1]}} x",
+    "{\"candles\": {\"timestamps\": [1]}, \"candles\": 2}",
+    "{\"candles\": {\"t\\u0069mestamps\": [1], \"timestamps\": [1]}}",
+    "{\"candles\": [\"\xc3\x28\"]}",
+    "[1, 2]",
+    "",
+    "{\"candles\": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+    "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+};
+
+static void test_body_candles_from_text(void **state) {
+    (void)state;
+    char why[1200];
+    for (size_t i = 0; i < sizeof diff_bodies / sizeof diff_bodies[0]; i++) {
+        if (kd_body_diff(diff_bodies[i], strlen(diff_bodies[i]), why, sizeof why) < 0)
+            fail_msg("body %zu: the two readings differ: %s", i, why);
+    }
+    /* the fast path is taken: the candles stay text, here and in each series */
+    json_t *b = kd_body_parse(diff_bodies[3], strlen(diff_bodies[3]), NULL);
+    const char *text;
+    size_t len;
+    assert_non_null(b);
+    assert_true(kd_body_text_of(json_object_get(b, "candles"), &text, &len));
+    assert_int_equal(text[0], '{');
+    assert_int_equal(text[len - 1], '}');
+    const json_t *series = json_object_get(b, "series");
+    assert_true(
+        kd_body_text_of(json_object_get(json_array_get(series, 0), "candles"), &text, &len));
+    assert_true(json_is_integer(json_array_get(series, 1)));
+    json_decref(b);
+}
+
+/* The reader takes what jansson takes, strings and numbers decoded the same way. */
+static void test_json_reader(void **state) {
+    (void)state;
+    static const char s[] = " \"a\\u00e9\\ud83d\\ude00\\n\" -12.5e1 [1, {\"k\": [true]}] ";
+    kd_jreader r;
+    char buf[32];
+    size_t len;
+    double x;
+    bool is_int;
+    kd_jr_init(&r, s, sizeof s - 1);
+    assert_int_equal(kd_jr_string(&r, buf, sizeof buf, &len), 0);
+    assert_int_equal(len, 8);
+    assert_string_equal(buf, "a\xc3\xa9\xf0\x9f\x98\x80\n");
+    assert_int_equal(kd_jr_number(&r, &x, &is_int), 0);
+    assert_true(x == -125.0 && !is_int);
+    assert_int_equal(kd_jr_skip(&r), 0);
+    assert_true(kd_jr_at_end(&r));
+    /* a cut string says its whole length */
+    kd_jr_init(&r, "\"abcdef\"", 8);
+    assert_int_equal(kd_jr_string(&r, buf, 4, &len), 0);
+    assert_int_equal(len, 6);
+    assert_string_equal(buf, "abc");
+    static const char *const refused[] = {"01",
+                                          "1.",
+                                          "-",
+                                          "\"\\x\"",
+                                          "\"\t\"",
+                                          "[1,]",
+                                          "{\"a\"1}",
+                                          "tru",
+                                          "\"\\ud800\"",
+                                          "\"\xed\xa0\x80\"",
+                                          "\"\xc0\x80\"",
+                                          "1e999",
+                                          "{\"a\": 1, \"a\": 2}"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        kd_jr_init(&r, refused[i], strlen(refused[i]));
+        if (kd_jr_skip(&r) == 0 && kd_jr_at_end(&r)) fail_msg("took %s", refused[i]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_float32_shortest), cmocka_unit_test(test_double_labels),
-        cmocka_unit_test(test_json_out),         cmocka_unit_test(test_csv_basic),
-        cmocka_unit_test(test_csv_errors),       cmocka_unit_test(test_forecast_csv),
-        cmocka_unit_test(test_query_params),     cmocka_unit_test(test_strict_forecast_fields),
+        cmocka_unit_test(test_float32_shortest),
+        cmocka_unit_test(test_double_labels),
+        cmocka_unit_test(test_json_out),
+        cmocka_unit_test(test_csv_basic),
+        cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_forecast_csv),
+        cmocka_unit_test(test_query_params),
+        cmocka_unit_test(test_strict_forecast_fields),
+        cmocka_unit_test(test_body_candles_from_text),
+        cmocka_unit_test(test_json_reader),
+        cmocka_unit_test(test_integer_written_as_real),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "candles_json.h"
 #include "kronos.h"
 #include "timefmt.h"
 
@@ -41,23 +42,6 @@ typedef struct {
 
 /* Generous limits for the one-shot command: 100000 candles, 10000 steps, 1000 samples. */
 extern const kd_forecast_limits kd_forecast_default_limits;
-
-/* Parsed candles (CANDLES above). They own their arrays. */
-typedef struct {
-    int n;
-    int64_t *timestamps;      /* [n] walls on the last one's clock, strictly increasing */
-    double *columns[KR_D_IN]; /* [n]; volume and amount may be NULL */
-    kd_time_form time_form;   /* how the last timestamp was written */
-} kd_candles;
-
-/* Parses CANDLES, the value of a "candles" field (v may be NULL: "candles: missing"), with
- * between min_count and max_count (<= 0: no limit) candles. On failure *out holds nothing;
- * kd_candles_free is safe either way. */
-int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *out, char *err,
-                     size_t errlen);
-void kd_candles_free(kd_candles *c);
-/* Points the core's candles (n, timestamps, columns) at these. */
-void kd_candles_link(const kd_candles *c, kr_candles *out);
 
 /* "temperature", "top_k", "top_p", "seed" of body, validated; absent fields leave *s and
  * *seed as they are. Shared by every endpoint that samples. */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "json_body.h"
 #include "json_fields.h"
 #include "json_out.h"
 #include "log.h"
@@ -339,8 +340,9 @@ json_t *kd_request_json(kd_request *r) {
         kd_reply_error(r, 400, "invalid_request", "request body: empty; expected a JSON object");
         return NULL;
     }
-    json_t *body = json_loadb(r->body, r->len, JSON_REJECT_DUPLICATES, &je);
-    if (body) release_body(r); /* parsed: the tree is what is used from here */
+    /* the tree's candles point into the body: it is released when the request leaves
+     * the handler (kd_request_suspend) or ends */
+    json_t *body = kd_body_parse(r->body, r->len, &je);
     if (!body) {
         size_t i = 0; /* the body is not NUL-terminated */
         while (i < r->len && r->body[i] && strchr(" \t\r\n", r->body[i]))
@@ -360,6 +362,7 @@ json_t *kd_request_json(kd_request *r) {
 }
 
 void kd_request_suspend(kd_request *r) {
+    release_body(r);
     r->deferred = true;
     MHD_suspend_connection(r->conn);
 }

@@ -96,6 +96,11 @@ http POST "$U/evaluate" --data-binary @"$WORK/early_origin.json"
 expect "first_origin before lookback candles: 400" 400 'd["error"]["message"].startswith("first_origin: ")'
 http POST "$U/evaluate" --data-binary @"$WORK/late_origin.json"
 expect "last_origin without horizon actuals: 400" 400 'd["error"]["message"].startswith("last_origin: ")'
+head -40 "$SRC/tests/data/kline_5min.csv" >"$WORK/short.csv"
+http POST "$U/evaluate?lookback=8&horizon=2&stride=1e3" -H "Content-Type: text/csv" \
+    --data-binary @"$WORK/short.csv"
+expect "stride=1e3 in the query: 400 showing a real" 400 \
+    'd["error"]["message"] == "stride: must be an integer >= 1, got 1000.0"'
 http POST "$U/evaluate?format=csv" --data-binary @"$WORK/early_origin.json"
 expect "format=csv: 400" 400
 http POST "$U/evaluate" --data-binary @"$WORK/slow.json"

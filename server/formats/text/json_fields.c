@@ -1,6 +1,7 @@
 /* json_fields.c — reading request fields with messages that name them. */
 #include "json_fields.h"
 #include "kronos.h"
+#include "numfmt.h"
 
 #include <float.h>
 #include <math.h>
@@ -69,9 +70,12 @@ const char *kd_describe(const json_t *v, char *buf, size_t n) {
     case JSON_INTEGER:
         snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return buf;
-    case JSON_REAL:
-        snprintf(buf, n, "%g", json_real_value(v));
+    case JSON_REAL: { /* shortest, and written as a real: 1e3 is not the integer 1000 */
+        char num[KD_NUM_MAX];
+        kd_fmt_double(json_real_value(v), num, sizeof num);
+        snprintf(buf, n, "%s%s", num, strpbrk(num, ".eEin") ? "" : ".0");
         return buf;
+    }
     case JSON_OBJECT:
         return "an object";
     case JSON_ARRAY:

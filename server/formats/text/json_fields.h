@@ -24,7 +24,9 @@
 void kd_utf8_clean(char *s);
 /* A client's string made safe for a one-line message (at most KD_QUOTE_MAX bytes). */
 void kd_quote(const char *s, char *out, size_t n);
-/* What a JSON value is, for "got ...": `the string "NaN"`, `1.5`, `null`, `an array`. */
+/* What a JSON value is, for "got ...": `the string "NaN"`, `1.5`, `null`, `an array`. A
+ * real is written as one (`1000.0` for 1e3), so that an integer field's refusal of a real
+ * shows why. */
 const char *kd_describe(const json_t *v, char *buf, size_t n);
 /* "<path>: must be <rule>, got <v>"; returns -1. */
 int kd_wrong(const json_t *v, const char *path, const char *rule, char *err, size_t errlen);
