@@ -196,6 +196,20 @@ static int build(size_t *off) {
     return k;
 }
 
+/* The fixture built, its bytes read (the caller frees them). */
+static unsigned char *built(size_t *off, size_t *size) {
+    build(off);
+    return read_file(size);
+}
+
+/* How many records off[] holds for a file of size bytes. */
+static int records_in(const size_t *off, size_t size) {
+    int n = 0;
+    while (off[n] < size)
+        n++;
+    return n;
+}
+
 /* The session a record of the fixture belongs to, by its place. */
 static const int owner_of[] = {0, 1, 2, 0, 1, 3, 2, 0, 1, 3};
 
@@ -262,9 +276,9 @@ static void test_clean_journal_replays_everything(void **state) {
 static void test_flipped_byte_in_every_record(void **state) {
     (void)state;
     size_t off[MAX_RECS];
-    const int n = build(off);
     size_t size;
-    unsigned char *orig = read_file(&size);
+    unsigned char *orig = built(off, &size);
+    const int n = records_in(off, size);
     for (int r = 0; r < n; r++) {
         const size_t len = off[r + 1] - off[r];
         /* the length, the CRC, the type, the id, the payload's middle and its last byte
@@ -317,9 +331,9 @@ static void test_flipped_byte_in_every_record(void **state) {
 static void test_cut_at_every_byte(void **state) {
     (void)state;
     size_t off[MAX_RECS];
-    const int n = build(off);
     size_t size;
-    unsigned char *orig = read_file(&size);
+    unsigned char *orig = built(off, &size);
+    const int n = records_in(off, size);
     for (size_t cut = off[0] + 1; cut < size; cut++) {
         write_file(orig, cut);
         char err[2048];
@@ -342,9 +356,8 @@ static void test_cut_at_every_byte(void **state) {
 static void test_headers_it_never_writes(void **state) {
     (void)state;
     size_t off[MAX_RECS];
-    build(off);
     size_t size;
-    unsigned char *orig = read_file(&size);
+    unsigned char *orig = built(off, &size);
     char err[2048];
     seen s;
     kd_journal_config c = config();
@@ -385,9 +398,8 @@ static void test_headers_it_never_writes(void **state) {
 static void test_configuration_that_does_not_fit(void **state) {
     (void)state;
     size_t off[MAX_RECS];
-    build(off);
     size_t size;
-    unsigned char *orig = read_file(&size);
+    unsigned char *orig = built(off, &size);
     char err[2048];
     seen s;
     kd_journal_config c = config();

@@ -201,16 +201,9 @@ static int journal_appended(kd_app *app, kd_session *s, const kr_candles *c,
     return kd_journal_write(app->journal, &rec, msg, msglen);
 }
 
-static kr_candles candles_of(const kd_journal_record *rec) {
-    kr_candles c = {.n = rec->n, .timestamps = rec->timestamps};
-    for (int k = 0; k < KR_D_IN; k++)
-        c.columns[k] = rec->columns[k];
-    return c;
-}
-
 static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec, char *msg,
                                       size_t msglen) {
-    const kr_candles c = candles_of(rec);
+    const kr_candles c = kd_journal_record_candles(rec);
     candle_state *st = calloc(1, sizeof *st);
     if (st) st->pending = calloc(1, sizeof *st->pending);
     if (!st || !st->pending || pending_add(st->pending, &c) < 0) {
@@ -235,7 +228,7 @@ static kd_replay_status replay_append(kd_app *app, const kd_journal_record *rec,
     if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, msglen) != KD_SESSION_OK)
         return KD_REPLAY_INVALID;
     candle_state *st = kd_session_kind_of(s) == &candle_kind ? kd_session_state(s) : NULL;
-    const kr_candles c = candles_of(rec);
+    const kr_candles c = kd_journal_record_candles(rec);
     const kd_time_form form = {rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
     kd_replay_status rc = KD_REPLAY_INVALID;
     snprintf(msg, msglen, "candles for a session that is not a restored candle session");

@@ -327,9 +327,7 @@ static int check_node_id(kd_config *c, char *err, size_t errlen) {
         if (!(c->node_id = strdup(host))) return fail(err, errlen, "node-id: out of memory");
     }
     const size_t n = strlen(c->node_id);
-    if (n == 0 || n > KD_NODE_ID_MAX ||
-        strspn(c->node_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-            n)
+    if (n == 0 || n > KD_NODE_ID_MAX || strspn(c->node_id, KD_NODE_ID_CHARS) != n)
         return fail(err, errlen,
                     "node-id '%s': expected 1 to %d letters, digits, '_', '.' or '-' (the "
                     "default is the host name; set node-id when that does not fit)",

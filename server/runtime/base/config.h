@@ -12,6 +12,8 @@
 #include <stdio.h>
 
 #define KD_NODE_ID_MAX 32
+/* what a node-id may be made of */
+#define KD_NODE_ID_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
 
 typedef struct {
     /* model */

@@ -1,6 +1,8 @@
 /* keys.c — the key file's parser (keys.h's rules) and the constant-time match. */
 #include "keys.h"
 
+#include "hash.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -16,13 +18,6 @@ static const char name_chars[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-";
 
 /* FNV-1a: the bare key's owner, so that the owner does not repeat the key. */
-static uint64_t digest(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 static bool blank(char c) {
     return c == ' ' || c == '\t' || c == '\r';
 }
@@ -165,7 +160,7 @@ kd_keys *kd_keys_parse(const char *text, size_t len, const char *where, char *er
         kd_key *key = &k->keys[i];
         if (k->bare)
             snprintf(key->owner, sizeof key->owner, "key %016llx",
-                     (unsigned long long)digest(key->secret, key->len));
+                     (unsigned long long)kd_hash(KD_HASH_SEED, key->secret, key->len));
         else
             snprintf(key->owner, sizeof key->owner, "key %s", key->name);
     }

@@ -1,18 +1,15 @@
 /* model_fingerprint.c — kd_model_fingerprint (model_fingerprint.h). */
 #include "model_fingerprint.h"
 
+#include "hash.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define FINGER_CANDLES 16
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
+/* the seed every journal's fingerprint was made with: a new one would refuse them all */
+#define FINGERPRINT_SEED 1469598103934665603ULL
 
 int kd_model_fingerprint(const kr_model *m, const char *name, uint64_t *fp, char *desc,
                          size_t desclen, kr_error *err) {
@@ -35,7 +32,7 @@ int kd_model_fingerprint(const kr_model *m, const char *name, uint64_t *fp, char
                          pc->learn_te,
                          pc->kv_shift,
                          kr_model_max_context(m)};
-    uint64_t h = fnv(1469598103934665603ULL, shape, sizeof shape);
+    uint64_t h = kd_hash(FINGERPRINT_SEED, shape, sizeof shape);
     /* what the weights compute on a fixed input: any changed weight shows */
     enum { N = FINGER_CANDLES };
     float x[N * KR_D_IN];
@@ -59,11 +56,11 @@ int kd_model_fingerprint(const kr_model *m, const char *name, uint64_t *fp, char
              kr_predictor_window(m, s1, s2, stamps, N, logits, context, err) ||
              kr_predictor_s2_logits(m, context, N, s1[N - 1], l2, err);
     if (rc == 0) {
-        h = fnv(h, s1, sizeof s1);
-        h = fnv(h, s2, sizeof s2);
-        h = fnv(h, back, sizeof x);
-        h = fnv(h, logits, n1 * sizeof *logits);
-        h = fnv(h, l2, n2 * sizeof *l2);
+        h = kd_hash(h, s1, sizeof s1);
+        h = kd_hash(h, s2, sizeof s2);
+        h = kd_hash(h, back, sizeof x);
+        h = kd_hash(h, logits, n1 * sizeof *logits);
+        h = kd_hash(h, l2, n2 * sizeof *l2);
     }
     free(logits);
     free(l2);

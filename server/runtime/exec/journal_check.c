@@ -66,12 +66,7 @@ static int read_journal(checker *c, char *err, size_t errlen) {
         snprintf(c->header_why, sizeof c->header_why,
                  "the file is the start of a header (a crash while it "
                  "was created): it holds no session");
-    c->records_from = c->header_ok ? c->h.end : c->size;
-    for (size_t q = HEADER_FIXED; !c->header_ok && q + KD_JOURNAL_FRAME < c->size; q++)
-        if (kd_journal_frame_at(c->p, q, c->size)) {
-            c->records_from = q;
-            break;
-        }
+    c->records_from = c->header_ok ? c->h.end : kd_journal_next_frame(c->p, HEADER_FIXED, c->size);
     return kd_journal_scan(c->p, c->records_from, c->size, c->o->m, &c->scan, err, errlen);
 }
 
@@ -162,12 +157,10 @@ static int repair(checker *c, char *err, size_t errlen) {
     }
     kd_jbuf_free(&header);
     unsigned long long kept_records = 0;
-    for (size_t off = c->records_from; rc == 0 && off < c->scan.end;) {
+    /* whole records only: a damaged region is passed over to the next one */
+    for (size_t off = kd_journal_next_frame(c->p, c->records_from, c->size);
+         rc == 0 && off < c->scan.end;) {
         const uint32_t len = kd_journal_frame_at(c->p, off, c->size);
-        if (!len) { /* a damaged region: on to the next whole record */
-            off++;
-            continue;
-        }
         char type, id[KD_SESSION_ID_LEN + 1];
         kd_journal_peek(c->p + off + KD_JOURNAL_FRAME, len, &type, id);
         const kd_jentry *e = kd_jindex_find(&c->scan.index, id);
@@ -176,7 +169,7 @@ static int repair(checker *c, char *err, size_t errlen) {
             out += KD_JOURNAL_FRAME + len;
             kept_records++;
         }
-        off += KD_JOURNAL_FRAME + len;
+        off = kd_journal_next_frame(c->p, off + KD_JOURNAL_FRAME + len, c->size);
     }
     if (rc == 0) rc = fdatasync(fd);
     int saved = rc < 0 ? errno : 0;

@@ -2,9 +2,10 @@
  * framing, encoding and decoding. */
 #include "journal_format.h"
 
+#include "fail.h"
+
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,15 +143,36 @@ int kd_journal_encode_header(kd_jbuf *b, uint64_t fp, const char *model) {
     return put(b, &crc, sizeof crc);
 }
 
-static kd_header_status bad(char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static kd_header_status bad(char *why, size_t whylen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, whylen, fmt, ap);
-    va_end(ap);
-    return KD_HEADER_BAD;
+/* A whole header's bytes read into h; -1 with why when they are not one. */
+static int read_whole_header(const unsigned char *p, size_t size, kd_journal_header *h, char *why,
+                             size_t whylen) {
+    if (size < MAGIC_LEN || memcmp(p, MAGIC, MAGIC_LEN) != 0)
+        return kd_fail(why, whylen, "it is not a kronosd session journal (no KRONOSJ1 header)");
+    if (size < FIXED)
+        return kd_fail(why, whylen,
+                       "it holds %zu bytes, less than a header, and they are not the start of "
+                       "the header this daemon writes",
+                       size);
+    uint32_t n, crc;
+    memcpy(&h->fingerprint, p + MAGIC_LEN, 8);
+    memcpy(&n, p + MAGIC_LEN + 8, 4);
+    if (n > KD_JOURNAL_DESC_MAX)
+        return kd_fail(why, whylen,
+                       "its header's description length is %u bytes; a header holds at most %d: "
+                       "the header is damaged",
+                       n, KD_JOURNAL_DESC_MAX);
+    if (size < FIXED + (size_t)n + 4)
+        return kd_fail(why, whylen,
+                       "its header says its description takes %u bytes, but the file ends at "
+                       "byte %zu: the header is damaged",
+                       n, size);
+    memcpy(&crc, p + FIXED + n, 4);
+    if (crc != kd_crc32(p + MAGIC_LEN, FIXED - MAGIC_LEN + n))
+        return kd_fail(why, whylen, "its header fails its checksum: the header is damaged");
+    memcpy(h->model, p + FIXED, n);
+    h->model[n] = '\0';
+    h->end = FIXED + n + 4;
+    return 0;
 }
 
 kd_header_status kd_journal_read_header(const unsigned char *p, size_t size,
@@ -158,33 +180,7 @@ kd_header_status kd_journal_read_header(const unsigned char *p, size_t size,
                                         size_t whylen) {
     /* the one way a header is short: the daemon was creating this very header */
     if (size < expected->len && memcmp(p, expected->p, size) == 0) return KD_HEADER_UNFINISHED;
-    if (size < MAGIC_LEN || memcmp(p, MAGIC, MAGIC_LEN) != 0)
-        return bad(why, whylen, "it is not a kronosd session journal (no KRONOSJ1 header)");
-    if (size < FIXED)
-        return bad(why, whylen,
-                   "it holds %zu bytes, less than a header, and they are not the start of the "
-                   "header this daemon writes",
-                   size);
-    uint32_t n, crc;
-    memcpy(&h->fingerprint, p + MAGIC_LEN, 8);
-    memcpy(&n, p + MAGIC_LEN + 8, 4);
-    if (n > KD_JOURNAL_DESC_MAX)
-        return bad(why, whylen,
-                   "its header's description length is %u bytes; a header holds at most %d: the "
-                   "header is damaged",
-                   n, KD_JOURNAL_DESC_MAX);
-    if (size < FIXED + (size_t)n + 4)
-        return bad(why, whylen,
-                   "its header says its description takes %u bytes, but the file ends at byte "
-                   "%zu: the header is damaged",
-                   n, size);
-    memcpy(&crc, p + FIXED + n, 4);
-    if (crc != kd_crc32(p + MAGIC_LEN, FIXED - MAGIC_LEN + n))
-        return bad(why, whylen, "its header fails its checksum: the header is damaged");
-    memcpy(h->model, p + FIXED, n);
-    h->model[n] = '\0';
-    h->end = FIXED + n + 4;
-    return KD_HEADER_OK;
+    return read_whole_header(p, size, h, why, whylen) < 0 ? KD_HEADER_BAD : KD_HEADER_OK;
 }
 
 /* ---- framing ------------------------------------------------------------------------------ */
@@ -198,6 +194,19 @@ uint32_t kd_journal_frame_at(const unsigned char *p, size_t off, size_t size) {
     if (kd_crc32(p + off + KD_JOURNAL_FRAME, len) != crc) return 0;
     char type, id[KD_SESSION_ID_LEN + 1];
     return kd_journal_peek(p + off + KD_JOURNAL_FRAME, len, &type, id) ? len : 0;
+}
+
+size_t kd_journal_next_frame(const unsigned char *p, size_t from, size_t size) {
+    for (size_t q = from; q + KD_JOURNAL_FRAME < size; q++)
+        if (kd_journal_frame_at(p, q, size)) return q;
+    return size;
+}
+
+kr_candles kd_journal_record_candles(const kd_journal_record *r) {
+    kr_candles c = {.n = r->n, .timestamps = r->timestamps};
+    for (int k = 0; k < KR_D_IN; k++)
+        c.columns[k] = r->columns[k];
+    return c;
 }
 
 /* ---- decoding --------------------------------------------------------------------------- */

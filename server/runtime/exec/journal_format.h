@@ -92,6 +92,13 @@ uint32_t kd_journal_frame_at(const unsigned char *p, size_t off, size_t size);
  * cannot be read. */
 bool kd_journal_peek(const unsigned char *payload, size_t n, char *type, char *id);
 
+/* A C or A record's candles, as the core takes them (borrowed from the record). */
+kr_candles kd_journal_record_candles(const kd_journal_record *r);
+
+/* The first offset at or after from where a whole record starts (kd_journal_frame_at);
+ * size if none does. */
+size_t kd_journal_next_frame(const unsigned char *p, size_t from, size_t size);
+
 /* The arrays a decoded record points into. */
 typedef struct {
     void *mem[KR_D_IN + 4];

@@ -6,29 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "timefmt.h"
 
 /* A zone offset a timestamp can be written with: -23:59 to +23:59. */
 #define OFFSET_MAX_MIN (24 * 60 - 1)
-
-/* The form of the ids sessions.c makes: a node name, '-', 32 hex digits. */
-static bool id_well_formed(const char *id) {
-    const char *dash = strrchr(id, '-');
-    if (!dash || dash == id || dash - id > KD_NODE_ID_MAX) return false;
-    if (strlen(dash + 1) != KD_SESSION_RANDOM_LEN ||
-        strspn(dash + 1, "0123456789abcdef") != KD_SESSION_RANDOM_LEN)
-        return false;
-    const size_t node = (size_t)(dash - id);
-    return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") >= node;
-}
-
-static kr_candles candles_of(const kd_journal_record *rec) {
-    kr_candles c = {.n = rec->n, .timestamps = rec->timestamps};
-    for (int k = 0; k < KR_D_IN; k++)
-        c.columns[k] = rec->columns[k];
-    return c;
-}
 
 /* The form and timestamps of candles as a request's parser would have let them through. */
 static int check_times(const kd_journal_record *rec, kr_error *err) {
@@ -47,7 +28,7 @@ static int check_times(const kd_journal_record *rec, kr_error *err) {
 }
 
 static int apply_create(kd_session_rules *s, const kd_journal_record *rec, kr_error *err) {
-    const kr_candles c = candles_of(rec);
+    const kr_candles c = kd_journal_record_candles(rec);
     kr_norm norm = {.pinned = true};
     memcpy(norm.mean, rec->mean, sizeof norm.mean);
     memcpy(norm.std, rec->std, sizeof norm.std);
@@ -63,7 +44,7 @@ static int apply_create(kd_session_rules *s, const kd_journal_record *rec, kr_er
 /* Appended candles at another offset move the series to their clock (candle_sessions.c),
  * so the last timestamp is compared on the new clock. */
 static int apply_append(kd_session_rules *s, const kd_journal_record *rec, kr_error *err) {
-    const kr_candles c = candles_of(rec);
+    const kr_candles c = kd_journal_record_candles(rec);
     const int offset = rec->has_tz ? rec->tz_offset_min : 0;
     kr_series_shape on_clock = s->shape;
     on_clock.last_timestamp += (int64_t)(offset - s->offset_min) * 60;
@@ -94,7 +75,7 @@ int kd_journal_rules_apply(kd_session_rules *s, const kd_journal_record *rec, co
     static const char *const kinds[] = {"no session", "a candle session", "a token session",
                                         "an ended session"};
     const bool creates = rec->type == KD_REC_CANDLES || rec->type == KD_REC_TOKENS;
-    if (creates && !id_well_formed(rec->id))
+    if (creates && !kd_session_id_well_formed(rec->id))
         return kr_fail_code(err, KR_E_INVALID, "the id is not of the form NODE-<32 hex digits>");
     if (creates && s->kind != KD_RULES_NONE)
         return kr_fail_code(err, KR_E_INVALID, "it creates %s that exists already (%s)", rec->id,

@@ -2,6 +2,8 @@
  * (journal_scan.h). */
 #include "journal_scan.h"
 
+#include "hash.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +14,7 @@
 /* ---- the index -------------------------------------------------------------------------- */
 
 static size_t bucket_of(const char *id) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (const char *p = id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return (size_t)h & (BUCKETS - 1);
+    return (size_t)kd_hash(KD_HASH_SEED, id, strlen(id)) & (BUCKETS - 1);
 }
 
 int kd_jindex_init(kd_jindex *x) {
@@ -130,13 +129,6 @@ static void touch_all(kd_jindex *x) {
             if (e->live) e->touched = true;
 }
 
-/* The first offset after off where a whole record starts; size if none. */
-static size_t next_record(const unsigned char *p, size_t off, size_t size) {
-    for (size_t q = off + 1; q + KD_JOURNAL_FRAME < size; q++)
-        if (kd_journal_frame_at(p, q, size)) return q;
-    return size;
-}
-
 /* The id a damaged payload seems to name (its type byte and id read as they are, whatever
  * the checksum says); false when even its length is out of bounds. */
 static bool raw_id(const unsigned char *payload, size_t n, char *type, char *id) {
@@ -173,17 +165,13 @@ static void near_id(void *ctx, const kd_jentry *e) {
 /* Whether a whole record from q on names id: then a damaged record naming it was its
  * session's (its creation, most likely, with its type byte hit). */
 static bool named_later(const unsigned char *p, size_t q, size_t size, const char *id) {
-    for (size_t off = q; off < size;) {
+    for (size_t off = kd_journal_next_frame(p, q, size); off < size;) {
         const uint32_t len = kd_journal_frame_at(p, off, size);
-        if (!len) {
-            off++;
-            continue;
-        }
         char type, other[KD_SESSION_ID_LEN + 1];
         if (kd_journal_peek(p + off + KD_JOURNAL_FRAME, len, &type, other) &&
             strcmp(other, id) == 0)
             return true;
-        off += KD_JOURNAL_FRAME + len;
+        off = kd_journal_next_frame(p, off + KD_JOURNAL_FRAME + len, size);
     }
     return false;
 }
@@ -270,7 +258,7 @@ int kd_journal_scan(const unsigned char *p, size_t from, size_t size, const kr_m
             off += KD_JOURNAL_FRAME + len;
             continue;
         }
-        const size_t q = next_record(p, off, size);
+        const size_t q = kd_journal_next_frame(p, off + 1, size);
         if (q == size) { /* nothing whole after it: the last write, cut short */
             out->torn = true;
             uint32_t n = 0;

@@ -5,6 +5,7 @@
  * in a ring so that a 404 can say what happened to them. */
 #include "sessions.h"
 
+#include "hash.h"
 #include "log.h"
 
 #include <errno.h>
@@ -68,12 +69,9 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* FNV-1a; ids are random, so any mixing will do. */
+/* ids are random, so any mixing will do */
 static size_t bucket_of(const kd_sessions *t, const char *id) {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *p = id; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return (size_t)h & (t->n_buckets - 1);
+    return (size_t)kd_hash(KD_HASH_SEED, id, strlen(id)) & (t->n_buckets - 1);
 }
 
 static bool all_hex(const char *s, size_t n) {
@@ -84,6 +82,13 @@ static bool all_hex(const char *s, size_t n) {
 static bool valid_id(const kd_sessions *t, const char *id) {
     const size_t p = strlen(t->prefix);
     return strncmp(id, t->prefix, p) == 0 && all_hex(id + p, KD_SESSION_RANDOM_LEN);
+}
+
+bool kd_session_id_well_formed(const char *id) {
+    const char *dash = strrchr(id, '-');
+    if (!dash || dash == id || dash - id > KD_NODE_ID_MAX) return false;
+    return all_hex(dash + 1, KD_SESSION_RANDOM_LEN) &&
+           strspn(id, KD_NODE_ID_CHARS) >= (size_t)(dash - id);
 }
 
 /* The node named in an id of another node's form, or false. */
@@ -182,8 +187,7 @@ static int tell_gone(kd_sessions *t, const kd_session *s, bool must, char *msg, 
 /* Removes an idle session and frees its cache (its blocks go back to the pool); told: its
  * end was told already (tell_gone). */
 static void retire_told(kd_sessions *t, kd_session *s, gone_reason why, bool told) {
-    char unused[8];
-    if (!told) tell_gone(t, s, false, unused, sizeof unused);
+    if (!told) tell_gone(t, s, false, NULL, 0);
     lru_remove(t, s);
     unlink_bucket(t, s);
     memcpy(t->gone[t->gone_next].id, s->id, sizeof s->id);
@@ -578,12 +582,11 @@ void kd_sessions_release(kd_sessions *t, kd_session *s) {
 }
 
 int kd_sessions_discard(kd_sessions *t, kd_session *s) {
-    char unused[8];
     pthread_mutex_lock(&t->mu);
     s->busy = false;
     t->busy--;
     lru_push(t, s); /* retire takes it off the list */
-    const int told = tell_gone(t, s, true, unused, sizeof unused);
+    const int told = tell_gone(t, s, true, NULL, 0);
     retire_told(t, s, GONE_DELETED, true);
     t->deleted++;
     pthread_mutex_unlock(&t->mu);

@@ -99,6 +99,9 @@ kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *ki
 kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kind, void *state,
                                       const char *owner, const char *id, kd_session **held,
                                       char *msg, size_t msglen);
+/* Whether id has the form of the ids the table makes (a node-id, '-', 32 hex digits), of
+ * whichever node. */
+bool kd_session_id_well_formed(const char *id);
 /* NULL for a token session. */
 const kd_session_kind *kd_session_kind_of(const kd_session *s);
 void *kd_session_state(kd_session *s);
