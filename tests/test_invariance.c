@@ -676,10 +676,11 @@ static void test_scheduler_classes_by_the_whole_request(void **state) {
     json_decref(g);
 }
 
-/* Heavy forecasts start a step only while the candles their starts encode stay within
- * step_tokens (the first always may): four queued at once start one a step, a light one
- * beside them at once, and every answer is its solo one. */
-static void test_scheduler_starts_within_the_step(void **state) {
+/* A forecast's context is encoded in the steps, under their token budget: with a budget
+ * smaller than a context, four heavy forecasts and a light one all start at once, no step
+ * encodes more than the budget, every context takes several steps, and every answer is its
+ * solo one (a context encoded in chunks gives the tokens of encoding it whole). */
+static void test_scheduler_encodes_within_the_step(void **state) {
     (void)state;
     json_t *g = tu_load_golden();
     tu_case tc;
@@ -687,7 +688,8 @@ static void test_scheduler_starts_within_the_step(void **state) {
     kr_forecast_plan plan;
     kr_error err;
     assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);
-    enum { HEAVY = 4 };
+    enum { HEAVY = 4, BUDGET = 7 };
+    assert_true(tc.req.context.n > 2 * BUDGET);
     kr_forecast_request q[HEAVY + 1];
     kr_forecast_result res[HEAVY + 1], solo;
     for (int k = 0; k <= HEAVY; k++) {
@@ -698,10 +700,8 @@ static void test_scheduler_starts_within_the_step(void **state) {
     kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
     assert_non_null(pool);
     sched_log log = {0};
-    kr_sched_config cfg = {.step_tokens = tc.req.context.n + 1,
-                           .light_flops = 2 * plan.flops,
-                           .done = log_done,
-                           .ctx = &log};
+    kr_sched_config cfg = {
+        .step_tokens = BUDGET, .light_flops = 2 * plan.flops, .done = log_done, .ctx = &log};
     kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
     assert_non_null(s);
     for (int k = 0; k <= HEAVY; k++)
@@ -709,13 +709,19 @@ static void test_scheduler_starts_within_the_step(void **state) {
     kr_sched_stats ks;
     kr_sched_step(s);
     kr_sched_stats_get(s, &ks);
-    assert_int_equal(ks.active, 2); /* one heavy, and the light one */
+    assert_int_equal(ks.active, HEAVY + 1);
     assert_int_equal(ks.light_active, 1);
-    kr_sched_step(s);
-    kr_sched_stats_get(s, &ks);
-    assert_true(ks.waiting <= HEAVY - 2); /* one more heavy a step at most */
-    while (kr_sched_step(s) > 0)
-        ;
+    int steps = 1, encoded = ks.encoded_last_step;
+    assert_true(encoded > 0);
+    while (kr_sched_step(s) > 0) {
+        kr_sched_stats_get(s, &ks);
+        /* the light one's budget and the others' together */
+        assert_true(ks.encoded_last_step <= 2 * BUDGET);
+        encoded += ks.encoded_last_step;
+        steps++;
+    }
+    assert_int_equal(encoded, (HEAVY + 1) * tc.req.context.n);
+    assert_true(steps > (HEAVY + 1) * tc.req.context.n / (2 * BUDGET));
     kr_sched_free(s);
     for (int k = 0; k <= HEAVY; k++) {
         if (log.errs[k].code) fail_msg("forecast %d: %s", k, log.errs[k].msg);
@@ -907,7 +913,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scheduler_light_steps_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_classes_by_the_whole_request, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_scheduler_starts_within_the_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_encodes_within_the_step, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_heavy_sits_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,6 +81,11 @@ typedef struct {
      * (0: none), which a summary window starting at 0 shares */
     kr_kv_view dec_kv;
     int dec_len;
+    /* the context's encoding, which may run in chunks: encoded of L candles so far (L from
+     * a series); until then xn [L][d_in] holds the normalised candles and, once a chunk has
+     * run, enc_kv the encoder's keys and values of the encoded ones (one block of L) */
+    int encoded;
+    float *xn, *enc_kv;
 } fc_job;
 
 /* summary.c: decodes each path's last window, denormalises, and fills the result. */
@@ -90,10 +95,14 @@ int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_jo
 /* job.c: the seed of a path's own random stream */
 uint64_t kr_path_seed(uint64_t seed, int path);
 /* job.c: the plan, the result's buffers, the stamps of every row, and the context
- * normalised and encoded into every path's first L tokens (or, from a series, its tokens
- * and statistics as the series grew). */
+ * normalised (or, from a series, its tokens and statistics as the series grew, already
+ * encoded). */
 int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
                          fc_job *job, kr_forecast_result *res, kr_error *err);
+/* job.c: the context's next n candles encoded (the tokens encoding it whole would give:
+ * the encoder is causal and every row's arithmetic its own); once all L are, every path's
+ * first L tokens are set and the encoding's memory is returned. */
+int kr_forecast_job_encode(const kr_model *m, fc_job *job, int n, kr_error *err);
 void kr_forecast_job_free(fc_job *job);
 
 /* ---- reference.c ------------------------------------------------------------------------- */

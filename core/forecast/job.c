@@ -1,7 +1,9 @@
 /* job.c — a forecast's state (fc_job) made ready for either decoder: the plan, the result's
- * buffers, the stamps of every row, and the context normalised and encoded into every
- * path's first tokens (or a series' tokens and statistics); and each path's random seed. */
+ * buffers, the stamps of every row, and the context normalised, then encoded into every
+ * path's first tokens, whole or in chunks (or a series' tokens and statistics); and each
+ * path's random seed. */
 #include "forecast_impl.h"
+#include "tokenizer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,15 @@
 uint64_t kr_path_seed(uint64_t seed, int path) {
     /* distinct, reproducible streams per path, whatever order paths run in */
     return seed * 0x9e3779b97f4a7c15ULL + (uint64_t)path * 0xd1b54a32d192ed03ULL + 1;
+}
+
+/* Every path's first L tokens: path 0's. */
+static void copy_context(fc_job *job) {
+    int L = job->L, total = job->L + job->P;
+    for (int p = 1; p < job->samples; p++) {
+        memcpy(job->path_s1 + (size_t)p * total, job->path_s1, (size_t)L * sizeof(int32_t));
+        memcpy(job->path_s2 + (size_t)p * total, job->path_s2, (size_t)L * sizeof(int32_t));
+    }
 }
 
 int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
@@ -42,21 +53,48 @@ int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const 
         memcpy(job->path_s2, kr_series_tokens(series, 2), (size_t)L * sizeof(int32_t));
         kr_series_stats(series, job->mean, job->std);
         job->dec_len = kr_series_decoder(series, &job->dec_kv);
-    } else {
-        float *xn = kr_normalised(&r->context, &r->norm, job->mean, job->std, "forecast", err);
-        int rc = xn ? kr_tokenizer_encode(m, xn, L, job->path_s1, job->path_s2, err) : -1;
-        free(xn);
-        if (rc) return -1;
-    }
-    for (int p = 1; p < S; p++) {
-        memcpy(job->path_s1 + (size_t)p * (L + P), job->path_s1, (size_t)L * sizeof(int32_t));
-        memcpy(job->path_s2 + (size_t)p * (L + P), job->path_s2, (size_t)L * sizeof(int32_t));
+        job->encoded = L;
+        copy_context(job);
+    } else if (!(job->xn =
+                     kr_normalised(&r->context, &r->norm, job->mean, job->std, "forecast", err))) {
+        return -1;
     }
     res->usage.context_candles = L;
     return 0;
 }
 
+int kr_forecast_job_encode(const kr_model *m, fc_job *job, int n, kr_error *err) {
+    const int L = job->L, at = job->encoded, d = m->tc.d_model;
+    if (n > L - at) n = L - at;
+    if (n <= 0) return 0;
+    if (at == 0 && n == L) { /* all at once: no keys and values kept */
+        if (kr_tokenizer_encode(m, job->xn, L, job->path_s1, job->path_s2, err)) return -1;
+    } else {
+        if (!job->enc_kv) {
+            const int layers = m->tok.n_enc > 0 ? m->tok.n_enc : 1;
+            job->enc_kv = malloc((size_t)layers * 2 * L * d * sizeof(float));
+            if (!job->enc_kv)
+                return kr_fail_code(err, KR_E_NO_MEMORY,
+                                    "forecast: out of memory to encode %d candles", L);
+        }
+        const kr_kv_view kv = {&job->enc_kv, L, d};
+        if (kr_tokenizer_encode_rows(m, job->xn + (size_t)at * KR_D_IN, n, &kv, at,
+                                     job->path_s1 + at, job->path_s2 + at, err))
+            return -1;
+    }
+    job->encoded = at + n;
+    if (job->encoded < L) return 0;
+    free(job->xn);
+    free(job->enc_kv);
+    job->xn = job->enc_kv = NULL;
+    copy_context(job);
+    return 0;
+}
+
 void kr_forecast_job_free(fc_job *job) {
+    free(job->xn);
+    free(job->enc_kv);
+    job->xn = job->enc_kv = NULL;
     free(job->stamps);
     free(job->path_s1);
     free(job->path_s2);

@@ -55,7 +55,9 @@ static int reference_forecast(const kr_model *m, const kr_forecast_request *r, f
                               kr_forecast_result *res, kr_error *err) {
     int rc = -1;
     memset(res, 0, sizeof *res);
-    if (kr_forecast_job_init(m, r, NULL, job, res, err)) goto out;
+    if (kr_forecast_job_init(m, r, NULL, job, res, err) ||
+        kr_forecast_job_encode(m, job, job->L, err))
+        goto out;
     int P = r->horizon, S = r->samples;
     for (int p = 0; p < S; p++)
         if (reference_path(m, r, job, p, err)) goto out;

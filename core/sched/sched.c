@@ -147,21 +147,17 @@ static bool fits(kr_sched *s, const sched_job *j) {
 /* Waiting jobs start, first come first served, while they fit (fits); when the first in
  * line does not, light jobs behind it that fit start still (a short request never waits
  * for a heavy one's rows; light jobs hold few rows and end soon, so the heavy one at the
- * head starts as soon as the rows it needs are free). A start encodes its context on this
- * thread, outside the step's rows: heavy jobs start a step only while the candles their
- * starts encode stay within step_tokens (the first always may), so that a request of many
- * forecasts (an evaluation's origins) does not make one step as long as all their starts. */
+ * head starts as soon as the rows it needs are free). A start does little work: a
+ * forecast's context is encoded in the steps, under their token budget. */
 void sched_admit(kr_sched *s) {
     drop_cancelled(s);
     /* while the pool has no room for the jobs already running, no new one starts */
     sched_job *prev = NULL;
     bool blocked = false; /* a job ahead did not fit: only light ones pass it */
-    int encoded = 0;      /* candles the heavy starts of this step encode */
     for (sched_job *j = s->wait_head, *next; j && !(s->stalled && s->active); j = next) {
         next = j->next;
         bool cancelled = sched_check_cancel(j) != 0;
-        const bool over = !j->light && encoded > 0 && encoded + j->start_rows > s->cfg.step_tokens;
-        if (!cancelled && (!fits(s, j) || (blocked && !j->light) || over)) {
+        if (!cancelled && (!fits(s, j) || (blocked && !j->light))) {
             blocked = true;
             prev = j;
             continue;
@@ -171,7 +167,6 @@ void sched_admit(kr_sched *s) {
         else
             s->wait_head = next;
         if (s->wait_tail == j) s->wait_tail = prev;
-        if (!j->light) encoded += j->start_rows > 0 ? j->start_rows : 1;
         start_job(s, j, cancelled);
     }
 }

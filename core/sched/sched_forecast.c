@@ -1,5 +1,6 @@
-/* sched_forecast.c — a forecast as a job of the step scheduler: its context normalised and
- * encoded when it starts, then, step by step, each path's next token drawn from a window
+/* sched_forecast.c — a forecast as a job of the step scheduler: its context normalised when
+ * it starts and encoded in chunks under the step's token budget, then, step by step, each
+ * path's next token drawn from a window
  * that is either one cached token longer or (first step, or slid past max_context) filled
  * again: its context part into a prefix that every path forks, then each path's own
  * generated part. The windows are the plan's (kr_forecast_window); long fills are cut into
@@ -163,6 +164,10 @@ static int fc_start(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *e
     }
     f->res->usage.elapsed_ms = -t0; /* completed when the forecast ends */
     f->i = 0;
+    if (job->encoded < job->L) { /* its context is encoded first, a chunk a step */
+        f->phase = FC_ENCODE;
+        return 0;
+    }
     return f->series && series_window(m, f) ? 0 : enter_window(f, 0, err);
 }
 
@@ -183,6 +188,14 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
         return 0;
     }
     if (*budget <= 0) return 0;
+    if (f->phase == FC_ENCODE) { /* a chunk now, outside the batch; its window at once after */
+        int c = job->L - job->encoded < *budget ? job->L - job->encoded : *budget;
+        if (kr_forecast_job_encode(m, job, c, &jb->err)) return -1;
+        *budget -= c;
+        b->side_rows += c;
+        if (job->encoded < job->L || *budget <= 0) return 0;
+        if (enter_window(f, 0, &jb->err)) return -1;
+    }
     if (f->phase == FC_PREFIX) {
         int c = f->prefix_need - f->prefix_done;
         if (c > *budget) c = *budget;
@@ -212,6 +225,10 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
 static int fc_fill_left(const sched_job *jb) {
     const fc_state *f = &jb->u.fc;
     int S = f->job.samples;
+    if (f->phase == FC_ENCODE) { /* then step 0's window */
+        int start;
+        return f->job.L - f->job.encoded + kr_forecast_window(&f->job.plan, f->job.L, 0, &start);
+    }
     if (f->phase == FC_PREFIX) return f->prefix_need - f->prefix_done + S * f->g;
     if (f->phase == FC_PATHS) return S * (f->g - f->g_done);
     return 0;
@@ -316,7 +333,6 @@ static int add(kr_sched *s, const sched_ops *ops, const kr_series *series,
     j->rows = req->samples;
     j->flops = plan.flops;
     j->class_flops = req->class_flops;
-    j->start_rows = series ? 0 : req->context.n;
     j->pool_bytes = plan.pool_bytes;
     j->u.fc.req = req;
     j->u.fc.res = res;

@@ -5,7 +5,8 @@
  *
  * A step is one ragged append over every job's rows (decode rows of every path and every
  * generating session; prefill and window-recompute chunks under the step's token budget),
- * then the s1 draws of every job that has fresh logits, one batched s2-logits call for all
+ * the chunks of context that starting forecasts encode under the same budget, then the s1
+ * draws of every job that has fresh logits, one batched s2-logits call for all
  * of them, and the s2 draws. A job joins at the step after it is added and leaves when it
  * ends; no row's numbers depend on which others share its step.
  */
@@ -22,8 +23,10 @@ typedef struct {
     const char *what; /* "forecast", "generate": messages and cancel checks */
     /* Its state made ready when it leaves the waiting line (pool NULL: a private pool). */
     int (*start)(const kr_model *m, kr_pool *pool, sched_job *j, kr_error *err);
-    /* Adds this step's rows: decode rows (decode = true) or window rows under *budget;
-     * forgets the rows of the step before (a stalled step's rows are added again). */
+    /* Adds this step's rows: decode rows (decode = true) or window rows under *budget, a
+     * forecast first encoding a chunk of its context under it (counted in side_rows);
+     * forgets the rows of the step before (a stalled step's rows are added again). -1 with
+     * its err set, or unset when out of memory. */
     int (*rows)(const kr_model *m, sched_job *j, step_batch *b, bool decode, int *budget);
     /* The window rows it still has to fill before its next draw (0: none): the cost by
      * which the step's budget is shared, smallest first. */
@@ -58,10 +61,10 @@ extern const sched_ops sched_forecast_ops, sched_series_ops, sched_generate_ops;
     .appended = prefix##_appended, .draw_s1 = prefix##_draw_s1, .drawn = prefix##_drawn,           \
     .free = prefix##_free
 
-/* A forecast's window is filled in two phases (its context part once into a prefix, then
- * each path's generated part), or served one cached token a path. FC_FORKED: the paths
- * forked from a series' cache, logits ready. */
-typedef enum { FC_PREFIX, FC_PATHS, FC_DECODE, FC_FORKED } fc_phase;
+/* A forecast's context is encoded (FC_ENCODE, a chunk a step); its window is filled in two
+ * phases (its context part once into a prefix, then each path's generated part), or served
+ * one cached token a path. FC_FORKED: the paths forked from a series' cache, logits ready. */
+typedef enum { FC_ENCODE, FC_PREFIX, FC_PATHS, FC_DECODE, FC_FORKED } fc_phase;
 
 typedef struct {
     const kr_forecast_request *req;
@@ -108,7 +111,6 @@ struct sched_job {
     bool light;     /* its class's planned work at most cfg.light_flops: latency-sensitive */
     double flops;
     double class_flops; /* the planned work of the request it is part of (0: its own) */
-    int start_rows;     /* candles its start encodes (a forecast's context; 0: none) */
     size_t pool_bytes;  /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
      * each a cache and its drawn s1, and where their s2 logits go ([n_draw][vocab]) */

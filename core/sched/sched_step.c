@@ -264,7 +264,7 @@ static int sit_out(kr_sched *s, double t) {
 int kr_sched_step(kr_sched *s) {
     sched_admit(s);
     step_batch *b = &s->batch;
-    b->n_groups = b->n_rows = 0;
+    b->n_groups = b->n_rows = b->side_rows = 0;
     /* jobs whose caller gave up end now */
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
@@ -298,6 +298,8 @@ int kr_sched_step(kr_sched *s) {
         int busy = s->cfg.step_tokens / 8;
         budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
     }
+    /* the step's cost counts the encodes that run while its rows are gathered */
+    double t0 = now_ms();
     bool light_on = s->stats.light_active > 0;
     int light_budget = s->cfg.step_tokens, others = -1; /* others: set at the first other job */
     int n = fill_order(s);
@@ -308,31 +310,33 @@ int kr_sched_step(kr_sched *s) {
         if (light_on && j->light) {
             bud = &light_budget;
         } else if (light_on) {
-            if (others < 0) others = others_rows(s, b->n_rows, budget);
+            if (others < 0) others = others_rows(s, b->n_rows + b->side_rows, budget);
             bud = &others;
         }
-        int before = b->n_rows, left = j->ops->fill_left(j);
+        int before = *bud, left = j->ops->fill_left(j);
         if (j->ops->rows(s->m, j, b, false, bud)) {
-            kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
+            if (!j->err.code)
+                kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
             sched_end_active(s, j);
             continue;
         }
-        j->starved = left > 0 && b->n_rows == before ? j->starved + 1 : 0;
+        j->starved = left > 0 && *bud == before ? j->starved + 1 : 0;
     }
     if (n < 0) /* no order: admission order, as jobs come */
         for (sched_job *j = s->active, *next; j; j = next) {
             next = j->next;
             if (j->out) continue;
             if (j->ops->rows(s->m, j, b, false, &budget)) {
-                kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
+                if (!j->err.code)
+                    kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
                 sched_end_active(s, j);
             }
         }
     s->stats.rows_last_step = b->n_rows;
     s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
+    s->stats.encoded_last_step = b->side_rows;
     s->stats.rows += (unsigned long long)b->n_rows;
     s->stats.steps++;
-    double t0 = now_ms();
     run_append(s);
     /* what each job makes of its append: the next phase, fresh logits, or its end */
     s->short_pool = false;
@@ -352,7 +356,7 @@ int kr_sched_step(kr_sched *s) {
         if (j->ready) j->ops->draw_s1(s->m, j);
     run_s2(s);
     /* the step's cost without what a job does when it ends (a forecast's summary) */
-    if (b->n_rows > 0) cost_observe(s, b->n_rows, now_ms() - t0);
+    if (b->n_rows + b->side_rows > 0) cost_observe(s, b->n_rows + b->side_rows, now_ms() - t0);
     if (!sched_step_cost(s, &s->stats.step_ms_fixed, &s->stats.step_ms_per_row))
         s->stats.step_ms_fixed = s->stats.step_ms_per_row = 0;
     for (sched_job *j = s->active, *next; j; j = next) {
