@@ -381,6 +381,12 @@ typedef struct kr_series kr_series;
  * limit; beyond it appends fail with KR_E_TOO_LARGE). */
 kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *candles,
                             const kr_norm *norm, int max_candles, kr_error *err);
+/* The same series without a predictor cache: creating it and appending to it run no
+ * predictor rows, and a forecast from it fills its first window itself, under the step
+ * budget of the scheduler that runs it (the same answer). For a caller that grows a series
+ * on the scheduler's own thread, where a refilled window would hold up every other request. */
+kr_series *kr_series_create_cacheless(const kr_model *m, kr_pool *pool, const kr_candles *candles,
+                                      const kr_norm *norm, int max_candles, kr_error *err);
 /* What a series' candles must meet, checked without building anything, so that candles
  * kept elsewhere (a session journal) are held to the rules a live request is held to. The
  * series' side of an append: its length, last timestamp and which columns it has. */
@@ -613,7 +619,8 @@ void kr_sched_free(kr_sched *s);
 int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
                           void *tag, kr_error *err);
 /* Queues a forecast from a series: req as kr_series_request fills it, plus the forecast's
- * own fields. Its first step forks the series' predictor cache instead of prefilling. The
+ * own fields. Its first step forks the series' predictor cache (when the series holds one)
+ * instead of prefilling. The
  * series must not change until done is called. */
 int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
                                  const kr_forecast_request *req, kr_forecast_result *res, void *tag,

@@ -48,9 +48,10 @@ static void candles(kr_forecast_request *r, int from, int n) {
         r->context.columns[c] = cols[c] + from;
 }
 
-/* A series of n candles built from `first` candles, then appends of `chunk`. */
-static kr_series *build(kr_pool *pool, int n, int first, int chunk, const float *pin_mean,
-                        const float *pin_std) {
+/* A series of n candles built from `first` candles, then appends of `chunk`; cacheless:
+ * one without a predictor cache (kr_series_create_cacheless). */
+static kr_series *build_series(kr_pool *pool, int n, int first, int chunk, const float *pin_mean,
+                               const float *pin_std, bool cacheless) {
     kr_forecast_request r;
     kr_error err = {0};
     candles(&r, 0, first);
@@ -59,14 +60,21 @@ static kr_series *build(kr_pool *pool, int n, int first, int chunk, const float 
         memcpy(r.norm.mean, pin_mean, sizeof r.norm.mean);
         memcpy(r.norm.std, pin_std, sizeof r.norm.std);
     }
-    kr_series *s = kr_series_create(model, pool, &r.context, &r.norm, 0, &err);
+    kr_series *s = cacheless ? kr_series_create_cacheless(model, pool, &r.context, &r.norm, 0, &err)
+                             : kr_series_create(model, pool, &r.context, &r.norm, 0, &err);
     if (!s) fail_msg("create: %s", err.msg);
     for (int at = first; at < n; at += chunk) {
         candles(&r, at, at + chunk <= n ? chunk : n - at);
         if (kr_series_append(s, &r.context, &err)) fail_msg("append at %d: %s", at, err.msg);
     }
     assert_int_equal(kr_series_length(s), n);
+    if (cacheless) assert_int_equal(kr_series_bytes(s), kr_series_heap_bytes(s));
     return s;
+}
+
+static kr_series *build(kr_pool *pool, int n, int first, int chunk, const float *pin_mean,
+                        const float *pin_std) {
+    return build_series(pool, n, first, chunk, pin_mean, pin_std, false);
 }
 
 /* The series' tokens equal kr_tokenize_candles of its candles with its statistics pinned. */
@@ -171,11 +179,13 @@ static void test_series_forecast(void **state) {
     assert_non_null(pool);
     kr_sched *ks = kr_sched_create(model, pool, &(kr_sched_config){.done = sched_done}, &err);
     assert_non_null(ks);
-    /* lengths below, at and past the window; horizons that slide while decoding */
+    /* lengths below, at and past the window; horizons that slide while decoding; a series
+     * with its predictor cache and one without (whose forecasts fill their own window) */
     static const int cases[][3] = {{40, 30, 8}, {63, 1, 12}, {64, 60, 5}, {100, 80, 30}};
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        int n = cases[k][0], P = cases[k][2];
-        kr_series *s = build(pool, n, cases[k][1], 3, NULL, NULL);
+    for (size_t k = 0; k < 2 * sizeof cases / sizeof cases[0]; k++) {
+        const bool cacheless = k % 2;
+        int n = cases[k / 2][0], P = cases[k / 2][2];
+        kr_series *s = build_series(pool, n, cases[k / 2][1], 3, NULL, NULL, cacheless);
         kr_forecast_request r;
         kr_forecast_request_init(&r);
         kr_series_request(s, &r);
@@ -205,8 +215,9 @@ static void test_series_forecast(void **state) {
         kr_forecast_result once;
         assert_int_equal(kr_forecast_series(s, &r, &once, &err), 0);
         same_result(&once, &stateless);
-        print_message("# %d candles (built from %d), horizon %d: series = one-shot = stateless\n",
-                      n, cases[k][1], P);
+        print_message("# %d candles (built from %d%s), horizon %d: series = one-shot = "
+                      "stateless\n",
+                      n, cases[k / 2][1], cacheless ? ", cacheless" : "", P);
         kr_forecast_result_free(&from_series);
         kr_forecast_result_free(&again);
         kr_forecast_result_free(&once);

@@ -36,6 +36,7 @@ struct kr_series {
     int enc_blocks; /* allocated */
     kr_cache *pred; /* tokens [pred_start, n) */
     int pred_start;
+    bool cacheless; /* no predictor cache is ever held (kr_series_create_cacheless) */
     /* the tokenizer decoder's keys and values of tokens [0, n): a forecast's summary
      * decodes windows that start with them while the window has not slid (n < max_context);
      * dec_len -1 once the series is past that */
@@ -237,6 +238,7 @@ int kr_series_check_create(const kr_candles *r, const kr_norm *norm, int max_can
  * refilled (into a new cache, swapped in on success) once it slides. */
 static int extend_predictor(kr_series *s, int n_old, int n, bool refill, kr_error *err) {
     int mc = s->m->max_context, start = n > mc ? n - mc : 0;
+    if (s->cacheless) return 0;
     if (s->pred && start == s->pred_start && !refill) {
         if (kr_cache_append(&s->pred, 1, s->s1 + n_old, s->s2 + n_old, s->stamps + n_old, n - n_old,
                             NULL, err))
@@ -292,8 +294,8 @@ out:
     return rc;
 }
 
-kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *r,
-                            const kr_norm *norm, int max_candles, kr_error *err) {
+static kr_series *create(const kr_model *m, kr_pool *pool, const kr_candles *r, const kr_norm *norm,
+                         int max_candles, bool cacheless, kr_error *err) {
     if (kr_series_check_create(r, norm, max_candles, err)) return NULL;
     kr_series *s = calloc(1, sizeof *s);
     float *xn = NULL;
@@ -304,6 +306,7 @@ kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *
     s->m = m;
     s->pool = pool;
     s->max_candles = max_candles;
+    s->cacheless = cacheless;
     for (int c = 0; c < KR_D_IN; c++)
         s->has[c] = r->columns[c] != NULL;
     /* the statistics: as pinned, or those of the first candles, computed as a forecast
@@ -323,6 +326,16 @@ fail:
     free(xn);
     kr_series_free(s);
     return NULL;
+}
+
+kr_series *kr_series_create(const kr_model *m, kr_pool *pool, const kr_candles *r,
+                            const kr_norm *norm, int max_candles, kr_error *err) {
+    return create(m, pool, r, norm, max_candles, false, err);
+}
+
+kr_series *kr_series_create_cacheless(const kr_model *m, kr_pool *pool, const kr_candles *r,
+                                      const kr_norm *norm, int max_candles, kr_error *err) {
+    return create(m, pool, r, norm, max_candles, true, err);
 }
 
 int kr_series_append(kr_series *s, const kr_candles *r, kr_error *err) {
@@ -352,7 +365,8 @@ double kr_series_append_flops(const kr_series *s, int k, bool reclock) {
     double f = kr_stack_flops(k, n, tc->n_enc_layers - 1, tc->d_model, tc->ff_dim);
     if (s->dec_len >= 0 && n < mc)
         f += kr_stack_flops(k, n, tc->n_dec_layers - 1, tc->d_model, tc->ff_dim);
-    f += kr_stack_flops(refill ? w : k, w, pc->n_layers, pc->d_model, pc->ff_dim);
+    if (!s->cacheless)
+        f += kr_stack_flops(refill ? w : k, w, pc->n_layers, pc->d_model, pc->ff_dim);
     return f;
 }
 

@@ -203,7 +203,10 @@ static int series_step(void *ctx, kr_error *err) {
     kr_candles w = {.n = r->lookback, .timestamps = r->candles.timestamps + start};
     for (int i = 0; i < KR_D_IN; i++)
         w.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + start : NULL;
-    j->series = kr_series_create(j->work.app->model, j->work.app->pool, &w, &r->norm, 0, err);
+    /* no predictor cache: growing it here, on the scheduler's thread, would refill a window
+     * for every origin once it slides, outside any step's budget; each origin fills its own */
+    j->series =
+        kr_series_create_cacheless(j->work.app->model, j->work.app->pool, &w, &r->norm, 0, err);
     return j->series ? 0 : -1;
 }
 
