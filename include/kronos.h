@@ -596,6 +596,12 @@ typedef struct {
      * advances. Nothing sits out while a job waits for pool memory. */
     int sit_out_steps;
     double sit_out_ms;
+    /* While a light job has started within the last light_recent_ms milliseconds (0: 10000;
+     * negative: never), a step without light jobs holds at most the window rows that keep it
+     * within light_wait (0: 0.5) times what a light job costs alone (the step cost of the
+     * rows recent light jobs had, step by step), so that a light job that comes mid-step
+     * waits for it at most that long. */
+    double light_wait, light_recent_ms;
     /* a job left the waiting line and joins the next step (light: its class); called on the
      * stepping thread; NULL: not told */
     void (*started)(void *tag, bool light, void *ctx);
@@ -642,7 +648,12 @@ typedef struct {
     double waiting_flops;         /* planned compute of the jobs not yet started */
     /* the measured step cost: ms = step_ms_fixed + step_ms_per_row x rows (0 until fitted) */
     double step_ms_fixed, step_ms_per_row;
-    int light_active;           /* light jobs in the steps */
+    int light_active; /* light jobs in the steps */
+    /* what the recent light jobs cost alone, in rows of the step cost (fixed + their rows,
+     * step by step; a moving average; 0: none seen), and whether that bounds the steps
+     * without light jobs now (light_wait) */
+    double light_alone_rows;
+    bool light_recent;
     unsigned long long sat_out; /* steps that jobs sat out beside a light one (job-steps) */
 } kr_sched_stats;
 

@@ -737,6 +737,82 @@ static void test_scheduler_encodes_within_the_step(void **state) {
     json_decref(g);
 }
 
+/* One heavy forecast after a light one ran alone, on a scheduler whose step holds a whole
+ * context at once and whose fixed cost is 4 rows; light_recent_ms: the light_wait window
+ * (negative: never). The most window and encode rows any of the heavy one's steps held, and
+ * the light one's cost alone in rows; the heavy one's answer is its solo one. */
+static int heavy_after_light(double light_recent_ms, double *alone_rows) {
+    json_t *g = tu_load_golden();
+    tu_case tc;
+    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    kr_forecast_plan plan;
+    kr_error err;
+    assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);
+    kr_forecast_request q[2] = {tc.req, tc.req};
+    q[1].seed = 77;
+    q[1].class_flops = 1000 * plan.flops;
+    kr_forecast_result res[2], solo;
+    kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    sched_log log = {0};
+    kr_sched_config cfg = {.step_tokens = 8 * tc.req.context.n,
+                           .step_fixed_rows = 4,
+                           .light_flops = 2 * plan.flops,
+                           .light_recent_ms = light_recent_ms,
+                           .done = log_done,
+                           .ctx = &log};
+    kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+    assert_non_null(s);
+    kr_sched_stats ks;
+    assert_int_equal(kr_sched_add_forecast(s, &q[0], &res[0], (void *)(intptr_t)0, &err), 0);
+    while (kr_sched_step(s) > 0)
+        ;
+    kr_sched_stats_get(s, &ks);
+    *alone_rows = ks.light_alone_rows;
+    assert_int_equal(kr_sched_add_forecast(s, &q[1], &res[1], (void *)(intptr_t)1, &err), 0);
+    int most = 0;
+    while (kr_sched_step(s) > 0) {
+        kr_sched_stats_get(s, &ks);
+        assert_int_equal(ks.light_recent, light_recent_ms > 0);
+        int rows = ks.prefill_rows_last_step + ks.encoded_last_step;
+        if (rows > most) most = rows;
+    }
+    kr_sched_free(s);
+    for (int k = 0; k < 2; k++) {
+        if (log.errs[k].code) fail_msg("forecast %d: %s", k, log.errs[k].msg);
+        kr_forecast_request alone = q[k];
+        alone.class_flops = 0;
+        assert_int_equal(kr_forecast(model, NULL, &alone, &solo, &err), 0);
+        same_result(&res[k], &solo);
+        kr_forecast_result_free(&solo);
+        kr_forecast_result_free(&res[k]);
+    }
+    kr_pool_free(pool);
+    tu_case_free(&tc);
+    json_decref(g);
+    return most;
+}
+
+/* While light jobs come, a step without one holds no more than keeps it within light_wait
+ * (a half) of what the last light job cost alone (its context encoded and prefilled, then a
+ * row a path each step, each step with the fixed cost): a light job coming mid-step waits
+ * that long at most. Without light_wait the heavy one's first step holds its whole context,
+ * encoded and prefilled. */
+static void test_scheduler_short_steps_while_light_come(void **state) {
+    (void)state;
+    double alone, alone_off;
+    int most = heavy_after_light(60000, &alone);
+    int most_off = heavy_after_light(-1, &alone_off);
+    assert_true(alone > 4);
+    assert_true(alone == alone_off); /* counted the same, used or not */
+    const int bound = (int)(0.5 * alone - 4);
+    print_message("# a light job alone: %.0f rows; the heavy one's steps: at most %d rows "
+                  "(bound %d), %d without the bound\n",
+                  alone, most, bound, most_off);
+    assert_true(most <= (bound > 1 ? bound : 1));
+    assert_true(most_off > bound);
+}
+
 /* A short generation added while a long prefill fills: the step's budget goes to the least
  * left to fill first, so the short one is done within 3 steps (prefill and first draw, then a
  * token a step) while the long one still fills, with the tokens it gets alone. */
@@ -914,6 +990,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scheduler_classes_by_the_whole_request, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_encodes_within_the_step, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_short_steps_while_light_come, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_heavy_sits_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,6 +30,9 @@
 
 #include <stddef.h>
 
+/* Milliseconds on the monotonic clock (clock.c): for intervals only. */
+double kr_now_ms(void);
+
 /* Memory for weights and KV blocks: large buffers are 2 MiB-aligned and marked for
  * transparent huge pages, which saves page faults and TLB misses on every pass over them.
  * Free with free(). */

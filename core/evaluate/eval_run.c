@@ -1,13 +1,13 @@
 /* eval_run.c — kr_evaluate: the plan, every origin's forecast queued at once on the one
  * run-to-completion driver (drivers/run.h, which batches them on one scheduler), each
  * origin's forecast taken into the scores, then the scores. */
+#include "base.h"
 #include "evaluate_impl.h"
 #include "run.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     kr_forecast_request *reqs;
@@ -19,15 +19,9 @@ static int add_origin(kr_sched *s, int i, void *ctx, kr_error *err) {
     return kr_sched_add_forecast(s, &o->reqs[i], &o->res[i], (void *)(intptr_t)i, err);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 int kr_evaluate(const kr_model *m, kr_pool *pool, const kr_evaluate_request *req, kr_evaluation *ev,
                 kr_error *err) {
-    const double t0 = now_ms();
+    const double t0 = kr_now_ms();
     kr_evaluate_plan plan;
     memset(ev, 0, sizeof *ev);
     if (kr_evaluate_plan_make(m, req, &plan, err) || kr_evaluation_init(req, &plan, ev, err))
@@ -63,6 +57,6 @@ out:
     if (rc)
         kr_evaluation_free(ev);
     else
-        ev->usage.elapsed_ms = now_ms() - t0;
+        ev->usage.elapsed_ms = kr_now_ms() - t0;
     return rc;
 }

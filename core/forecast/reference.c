@@ -6,13 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* One sample path: recompute the window at every step. */
 static int reference_path(const kr_model *m, const kr_forecast_request *r, fc_job *job, int path,
@@ -73,9 +66,9 @@ out:
 
 int kr_forecast_reference(const kr_model *m, const kr_forecast_request *req,
                           kr_forecast_result *res, kr_error *err) {
-    double t0 = now_ms();
+    double t0 = kr_now_ms();
     fc_job job = {0};
     if (reference_forecast(m, req, &job, res, err)) return -1;
-    res->usage.elapsed_ms = now_ms() - t0;
+    res->usage.elapsed_ms = kr_now_ms() - t0;
     return 0;
 }

@@ -16,6 +16,10 @@
 #define DEFAULT_LIGHT_STEP_FACTOR 1.5
 #define DEFAULT_SIT_OUT_STEPS     8
 #define DEFAULT_SIT_OUT_MS        40.0
+#define DEFAULT_LIGHT_WAIT        0.5
+#define DEFAULT_LIGHT_RECENT_MS   10000.0
+/* the weight of the newest light job in the moving average of their cost alone */
+#define LIGHT_ALONE_WEIGHT 0.25
 
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err) {
@@ -30,6 +34,8 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     if (s->cfg.light_step_factor <= 1) s->cfg.light_step_factor = DEFAULT_LIGHT_STEP_FACTOR;
     if (s->cfg.sit_out_steps == 0) s->cfg.sit_out_steps = DEFAULT_SIT_OUT_STEPS;
     if (s->cfg.sit_out_ms <= 0) s->cfg.sit_out_ms = DEFAULT_SIT_OUT_MS;
+    if (s->cfg.light_wait <= 0) s->cfg.light_wait = DEFAULT_LIGHT_WAIT;
+    if (s->cfg.light_recent_ms == 0) s->cfg.light_recent_ms = DEFAULT_LIGHT_RECENT_MS;
     return s;
 }
 
@@ -53,6 +59,10 @@ sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cance
 static void job_end(kr_sched *s, sched_job *j) {
     kr_error err = j->err;
     void *tag = j->tag;
+    if (j->light && err.code == KR_OK && j->alone_rows > 0) {
+        double *avg = &s->stats.light_alone_rows;
+        *avg = *avg > 0 ? *avg + LIGHT_ALONE_WEIGHT * (j->alone_rows - *avg) : j->alone_rows;
+    }
     j->ops->free(j, err.code != KR_OK);
     free(j);
     if (s->cfg.done) s->cfg.done(tag, &err, s->cfg.ctx);
@@ -135,6 +145,7 @@ static void start_job(kr_sched *s, sched_job *j, bool cancelled) {
     if (j->ops->plans_pool) s->committed += j->pool_bytes;
     s->stats.active++;
     s->stats.light_active += j->light;
+    if (j->light) s->light_seen_ms = kr_now_ms();
     if (s->cfg.started) s->cfg.started(j->tag, j->light, s->cfg.ctx);
 }
 

@@ -13,13 +13,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void free_paths(fc_state *f) {
     for (int p = 0; f->paths && p < f->job.samples; p++) {
@@ -136,7 +129,7 @@ static int fc_start(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *e
     fc_state *f = &jb->u.fc;
     const kr_forecast_request *r = f->req;
     fc_job *job = &f->job;
-    double t0 = now_ms();
+    double t0 = kr_now_ms();
     if (kr_forecast_job_init(m, r, f->series, job, f->res, err)) return -1;
     int S = r->samples, mc = job->plan.max_context;
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
@@ -193,6 +186,7 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
         if (kr_forecast_job_encode(m, job, c, &jb->err)) return -1;
         *budget -= c;
         b->side_rows += c;
+        jb->step_rows += c;
         if (job->encoded < job->L || *budget <= 0) return 0;
         if (enter_window(f, 0, &jb->err)) return -1;
     }
@@ -299,7 +293,7 @@ static int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
         f->own_pool = NULL;
         if (kr_forecast_summarise(m, f->req, job, f->res, err)) return -1;
         f->res->usage.generated_tokens = job->samples * job->P;
-        f->res->usage.elapsed_ms += now_ms();
+        f->res->usage.elapsed_ms += kr_now_ms();
         return 1;
     }
     int start;

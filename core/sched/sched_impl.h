@@ -111,6 +111,8 @@ struct sched_job {
     bool light;     /* its class's planned work at most cfg.light_flops: latency-sensitive */
     double flops;
     double class_flops; /* the planned work of the request it is part of (0: its own) */
+    int step_rows;      /* its rows in this step (window and decode rows, a context's encode) */
+    double alone_rows;  /* a light job: its steps' cost alone so far, in rows (light_wait) */
     size_t pool_bytes;  /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,
      * each a cache and its drawn s1, and where their s2 logits go ([n_draw][vocab]) */
@@ -151,8 +153,9 @@ struct kr_sched {
     int32_t *s2_a;
     float *s2_l2;
     int s2_cap;
-    float *l1_buf; /* the append's s1 logits when they cannot go straight to their groups */
-    int l1_cap;    /* in groups */
+    float *l1_buf;        /* the append's s1 logits when they cannot go straight to their groups */
+    int l1_cap;           /* in groups */
+    double light_seen_ms; /* when the last light job started (0: never) */
     kr_sched_stats stats;
 };
 
@@ -174,5 +177,8 @@ void sched_preempt(kr_sched *s, sched_job *j);
 /* The fitted step cost (ms = *fixed + *per_row x rows); false while too few steps of
  * different sizes were measured to tell. */
 bool sched_step_cost(const kr_sched *s, double *fixed, double *per_row);
+/* A step's fixed cost in rows (cfg.step_fixed_rows, or the fitted cost's, at most an eighth
+ * of step_tokens); -1 while unknown. */
+double sched_fixed_rows(const kr_sched *s);
 
 #endif

@@ -7,13 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- the step cost ------------------------------------------------------------------------ */
 
@@ -41,20 +34,47 @@ bool sched_step_cost(const kr_sched *s, double *fixed, double *per_row) {
     return true;
 }
 
+/* A measured fixed cost counts as at most an eighth of step-tokens' rows: a fit thrown off
+ * by a noisy machine (a slope near zero) cannot give the heavy jobs whole steps. */
+double sched_fixed_rows(const kr_sched *s) {
+    double a, b;
+    if (s->cfg.step_fixed_rows > 0) return s->cfg.step_fixed_rows;
+    if (!sched_step_cost(s, &a, &b)) return -1;
+    return a / b < s->cfg.step_tokens / 8.0 ? a / b : s->cfg.step_tokens / 8.0;
+}
+
 /* The window rows that jobs other than the light ones may add to a step that holds `rows`
  * rows so far, so that it takes at most light_step_factor times as long as without them;
- * fallback when the step cost is not known yet. At least one. A measured fixed cost counts
- * as at most an eighth of step-tokens' rows: a fit thrown off by a noisy machine (a slope
- * near zero) cannot give the heavy jobs whole steps. */
+ * fallback when the step cost is not known yet. At least one. */
 static int others_rows(const kr_sched *s, int rows, int fallback) {
-    double fixed_rows = s->cfg.step_fixed_rows, a, b;
-    if (fixed_rows <= 0) {
-        if (!sched_step_cost(s, &a, &b)) return fallback > 0 ? fallback : 1;
-        fixed_rows = a / b;
-        if (fixed_rows > s->cfg.step_tokens / 8.0) fixed_rows = s->cfg.step_tokens / 8.0;
-    }
+    double fixed_rows = sched_fixed_rows(s);
+    if (fixed_rows < 0) return fallback > 0 ? fallback : 1;
     double n = (s->cfg.light_step_factor - 1) * (fixed_rows + rows);
     return n < 1 ? 1 : n > s->cfg.step_tokens ? s->cfg.step_tokens : (int)n;
+}
+
+/* The window rows a step without light jobs may hold beside its `rows` so far, while light
+ * jobs came recently: what keeps its cost within light_wait times a light job's alone (at
+ * least one row); budget when that does not apply. */
+static int light_wait_rows(kr_sched *s, int rows, int budget) {
+    double fixed_rows = sched_fixed_rows(s), alone = s->stats.light_alone_rows;
+    s->stats.light_recent = s->cfg.light_recent_ms > 0 && s->light_seen_ms > 0 && alone > 0 &&
+                            fixed_rows >= 0 &&
+                            kr_now_ms() - s->light_seen_ms < s->cfg.light_recent_ms;
+    if (!s->stats.light_recent) return budget;
+    double n = s->cfg.light_wait * alone - fixed_rows - rows;
+    return n < 1 ? 1 : n < budget ? (int)n : budget;
+}
+
+/* Each light job's cost alone, step by step: the step's fixed cost and its own rows. */
+static void count_light_rows(kr_sched *s) {
+    const step_batch *b = &s->batch;
+    for (int g = 0; g < b->n_groups; g++)
+        b->owner[g]->step_rows += b->T[g];
+    double fixed_rows = sched_fixed_rows(s);
+    for (sched_job *j = s->active; j; j = j->next)
+        if (j->light && j->step_rows > 0 && fixed_rows >= 0)
+            j->alone_rows += fixed_rows + j->step_rows;
 }
 
 /* ---- one step ----------------------------------------------------------------------------- */
@@ -272,7 +292,9 @@ int kr_sched_step(kr_sched *s) {
     }
     /* a job that sits out adds no rows and does nothing after the append: it takes the
      * step after where it left off (its state is as its last appended/drawn left it) */
-    s->sitting_out = sit_out(s, now_ms());
+    s->sitting_out = sit_out(s, kr_now_ms());
+    for (sched_job *j = s->active; j; j = j->next)
+        j->step_rows = 0;
     /* every decode row */
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
@@ -299,8 +321,10 @@ int kr_sched_step(kr_sched *s) {
         budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
     }
     /* the step's cost counts the encodes that run while its rows are gathered */
-    double t0 = now_ms();
+    double t0 = kr_now_ms();
     bool light_on = s->stats.light_active > 0;
+    /* no light job now, but one may come mid-step: a short step while they come */
+    if (!light_on) budget = light_wait_rows(s, decode_rows, budget);
     int light_budget = s->cfg.step_tokens, others = -1; /* others: set at the first other job */
     int n = fill_order(s);
     for (int k = 0; k < n; k++) {
@@ -356,7 +380,8 @@ int kr_sched_step(kr_sched *s) {
         if (j->ready) j->ops->draw_s1(s->m, j);
     run_s2(s);
     /* the step's cost without what a job does when it ends (a forecast's summary) */
-    if (b->n_rows + b->side_rows > 0) cost_observe(s, b->n_rows + b->side_rows, now_ms() - t0);
+    if (b->n_rows + b->side_rows > 0) cost_observe(s, b->n_rows + b->side_rows, kr_now_ms() - t0);
+    count_light_rows(s);
     if (!sched_step_cost(s, &s->stats.step_ms_fixed, &s->stats.step_ms_per_row))
         s->stats.step_ms_fixed = s->stats.step_ms_per_row = 0;
     for (sched_job *j = s->active, *next; j; j = next) {

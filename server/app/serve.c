@@ -218,6 +218,9 @@ static int load(kd_app *app, char *err, size_t errlen) {
                           /* 0: none sits out (the core's 0 is its default) */
                           .sit_out_steps = c->light_sit_out_steps ? c->light_sit_out_steps : -1,
                           .sit_out_ms = c->light_sit_out_ms,
+                          .light_wait = c->light_wait_percent / 100.0,
+                          /* 0: never (the core's 0 is its default) */
+                          .light_recent_ms = c->light_recent_ms ? c->light_recent_ms : -1,
                           .make_room = make_room,
                           .started = request_started,
                           .ctx = app};

@@ -77,6 +77,13 @@ static const key_def keys[] = {
     {"light-sit-out-ms", T_INT, AT(light_sit_out_ms), "40", 1, 1 << 20,
      "while a light job runs, another job that sits steps out joins one again at the latest "
      "this many milliseconds after its last"},
+    {"light-wait-percent", T_INT, AT(light_wait_percent), "50", 1, 100000,
+     "while light jobs have come within light-recent-ms, a step without one takes at most this "
+     "percent of what a light job takes alone (by the measured step cost): the longest a light "
+     "job that comes mid-step waits for it"},
+    {"light-recent-ms", T_INT, AT(light_recent_ms), "10000", 0, 1 << 30,
+     "how long after a light job started the steps stay short for the next (light-wait-percent; "
+     "0: never, every step takes step-tokens)"},
     {"queue-size", T_INT, AT(queue_size), "64", 1, 1 << 20,
      "requests waiting for a worker (503 + Retry-After above)"},
     {"key-queue-percent", T_INT, AT(key_queue_percent), "50", 1, 100,

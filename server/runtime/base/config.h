@@ -38,6 +38,7 @@ typedef struct {
     int step_tokens, max_batch_rows;
     int light_request_mflop, light_step_percent; /* fair steps (operations.md, Admission) */
     int light_sit_out_steps, light_sit_out_ms;   /* heavy jobs sit out beside a light one */
+    int light_wait_percent, light_recent_ms;     /* short steps while light jobs come */
     int key_queue_percent; /* of queue-size: the waiting places one key or address may hold */
     size_t pool_bytes;
     /* sessions */

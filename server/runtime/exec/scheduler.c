@@ -191,6 +191,8 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
                           .light_step_factor = cfg->light_step_factor,
                           .sit_out_steps = cfg->sit_out_steps,
                           .sit_out_ms = cfg->sit_out_ms,
+                          .light_wait = cfg->light_wait,
+                          .light_recent_ms = cfg->light_recent_ms,
                           .started = job_started,
                           .done = job_done,
                           .make_room = make_room,

@@ -46,7 +46,7 @@ typedef struct {
     int owner_queue_percent;
     double light_flops, light_step_factor; /* kr_sched_config's (0: its defaults) */
     int sit_out_steps;                     /* kr_sched_config's */
-    double sit_out_ms;
+    double sit_out_ms, light_wait, light_recent_ms;
     bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
     /* a request's first core job started, waited_s after it was submitted (light: the core's
      * class of that job); on the scheduler thread; NULL: not told */
