@@ -642,7 +642,8 @@ int kr_sched_step(kr_sched *s);
 typedef struct {
     int waiting, active;
     int rows_last_step, prefill_rows_last_step;
-    int encoded_last_step; /* candles of context the starting forecasts encoded */
+    /* candles of context the starting forecasts encoded, and their cost in rows */
+    int encoded_last_step, encode_rows_last_step;
     unsigned long long steps, rows;
     unsigned long long preempted; /* forecasts restarted to let the others finish (pool) */
     double waiting_flops;         /* planned compute of the jobs not yet started */

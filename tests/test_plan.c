@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "forecast_impl.h" /* kr_forecast_window */
+#include "forecast_impl.h" /* kr_forecast_window, kr_encode_cost_rows */
 #include "kronos.h"
 #include "test_util.h"
 
@@ -124,11 +124,36 @@ static void test_pool_bytes_suffice(void **state) {
     assert_true(bigger.flops > plan.flops);
 }
 
+/* An encode chunk's cost in predictor rows: the tiny model's tokenizer against its
+ * predictor, by hand; it grows with the candles and their position; the most candles that
+ * fit a budget cost at most it, one more would not (and one always fits). */
+static void test_encode_cost(void **state) {
+    (void)state;
+    /* tokenizer: 2 encoder blocks of d 32, ff 64; predictor: 2 layers of d 64, ff 128 */
+    const double enc_row = 2 * 2.0 * (4 * 32 * 32 + 3 * 32 * 64), enc_key = 2 * 4.0 * 32;
+    const double row = 2 * 2.0 * (4 * 64 * 64 + 3 * 64 * 128);
+    assert_float_equal(kr_encode_cost_rows(model, 0, 1), (enc_row + enc_key * 1) / row, 1e-12);
+    assert_float_equal(kr_encode_cost_rows(model, 100, 10), 10 * (enc_row + enc_key * 105.5) / row,
+                        1e-9);
+    assert_true(kr_encode_cost_rows(model, 1000, 10) > kr_encode_cost_rows(model, 10, 10));
+    const int fits[][3] = {{0, 500, 7}, {0, 500, 64}, {300, 200, 16}, {4000, 1000, 3}};
+    for (size_t k = 0; k < sizeof fits / sizeof fits[0]; k++) {
+        const int pos = fits[k][0], left = fits[k][1], rows = fits[k][2];
+        const int c = kr_encode_fit(model, pos, left, rows);
+        assert_true(c >= 1 && c <= left);
+        assert_true(c == 1 || kr_encode_cost_rows(model, pos, c) <= rows);
+        if (c < left) assert_true(kr_encode_cost_rows(model, pos, c + 1) > rows);
+    }
+    assert_int_equal(kr_encode_fit(model, 0, 50, 1e9), 50);
+    assert_int_equal(kr_encode_fit(model, 100000, 50, 0.001), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_pool_bytes_suffice),
+        cmocka_unit_test(test_encode_cost),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -61,6 +61,12 @@ int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
 /* FLOPs of the products for `rows` rows attending over `keys` keys each, in one transformer
  * of n layers of width d and feed-forward ff (plan.c's estimate, shared with series.c). */
 double kr_stack_flops(double rows, double keys, int n, int d, int ff);
+/* plan.c: the cost of encoding a context's candles [pos, pos + n), in predictor rows (a
+ * row's products through the predictor's layers): what a step's budget counts for it. */
+double kr_encode_cost_rows(const kr_model *m, int pos, int n);
+/* plan.c: the most of `left` candles from pos whose encoding costs at most `rows` (at least
+ * one). */
+int kr_encode_fit(const kr_model *m, int pos, int left, double rows);
 
 /* ---- result.c ---------------------------------------------------------------------------- */
 

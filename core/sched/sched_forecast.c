@@ -11,6 +11,7 @@
 #include "sched_impl.h"
 #include "tokenizer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,12 +182,17 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
         return 0;
     }
     if (*budget <= 0) return 0;
-    if (f->phase == FC_ENCODE) { /* a chunk now, outside the batch; its window at once after */
-        int c = job->L - job->encoded < *budget ? job->L - job->encoded : *budget;
-        if (kr_forecast_job_encode(m, job, c, &jb->err)) return -1;
-        *budget -= c;
-        b->side_rows += c;
-        jb->step_rows += c;
+    if (f->phase == FC_ENCODE) {     /* a chunk now, outside the batch; its window at once after */
+        if (job->encoded < job->L) { /* as many candles as the budget's rows cost */
+            int c = kr_encode_fit(m, job->encoded, job->L - job->encoded, *budget);
+            int cost = (int)ceil(kr_encode_cost_rows(m, job->encoded, c));
+            if (cost < 1) cost = 1;
+            if (kr_forecast_job_encode(m, job, c, &jb->err)) return -1;
+            *budget -= cost;
+            b->side_rows += cost;
+            b->encoded += c;
+            jb->step_rows += cost;
+        }
         if (job->encoded < job->L || *budget <= 0) return 0;
         if (enter_window(f, 0, &jb->err)) return -1;
     }

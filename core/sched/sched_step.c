@@ -284,7 +284,7 @@ static int sit_out(kr_sched *s, double t) {
 int kr_sched_step(kr_sched *s) {
     sched_admit(s);
     step_batch *b = &s->batch;
-    b->n_groups = b->n_rows = b->side_rows = 0;
+    b->n_groups = b->n_rows = b->side_rows = b->encoded = 0;
     /* jobs whose caller gave up end now */
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
@@ -358,7 +358,8 @@ int kr_sched_step(kr_sched *s) {
         }
     s->stats.rows_last_step = b->n_rows;
     s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
-    s->stats.encoded_last_step = b->side_rows;
+    s->stats.encoded_last_step = b->encoded;
+    s->stats.encode_rows_last_step = b->side_rows;
     s->stats.rows += (unsigned long long)b->n_rows;
     s->stats.steps++;
     run_append(s);

@@ -8,10 +8,11 @@
 typedef struct sched_job sched_job; /* the job a group of rows belongs to (sched_impl.h) */
 
 /* Groups of consecutive rows of one cache, in the order they are appended, and where each
- * group's s1 logits go (NULL: not needed). side_rows: rows of work the jobs do on their own
- * in this step, outside the append (a context's encoding), which count in its cost. */
+ * group's s1 logits go (NULL: not needed). side_rows: the work the jobs do on their own in
+ * this step, outside the append (contexts' encodes: `encoded` candles), in rows of the
+ * step's cost. */
 typedef struct {
-    int n_groups, cap_groups, n_rows, cap_rows, side_rows;
+    int n_groups, cap_groups, n_rows, cap_rows, side_rows, encoded;
     kr_cache **caches;
     int *T;
     float **l1;
