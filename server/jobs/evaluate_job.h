@@ -20,10 +20,17 @@
 
 #include "app.h"
 #include "evaluate_json.h"
+#include "evaluate_series_json.h"
 #include "http.h"
 
 /* Hands in (malloc'd; the job takes it) to the submit path: KD_DEFERRED, or KD_REPLIED
  * after a refusal (in then freed). */
 kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream);
+/* The "series" form: every series' origins in the one job (their cost together against
+ * max-request-cost and as every origin's class), the series' alignment checked with their
+ * plans (kr_cross_section_check), answered with the cross-section. set's inputs are taken
+ * (set is then empty). */
+kd_outcome kd_evaluate_job_submit_series(kd_app *app, kd_request *r, kd_evaluate_series_input *set,
+                                         bool stream);
 
 #endif
