@@ -176,7 +176,7 @@ static void test_alignment(void **state) {
     assert_int_equal(kr_cross_section_check(reqs, plans, 2, 0, &err), -1);
     assert_int_equal(err.code, KR_E_INVALID);
     assert_non_null(strstr(err.msg, "series[1].candles.timestamps[5]: 61"));
-    assert_non_null(strstr(err.msg, "origin 1"));
+    assert_non_null(strstr(err.msg, "origin 4 (number 2 of 2)"));
     ts_b[5] = 60;
     /* one before every origin's range does not matter */
     ts_b[0] = 9;

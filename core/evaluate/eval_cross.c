@@ -24,15 +24,17 @@ static int check_origin(const kr_evaluate_request *reqs, const kr_evaluate_plan 
         if (ti[oi + d] != t0[o0 + d])
             return kr_fail_code(err, KR_E_INVALID,
                                 "series[%d].candles.timestamps[%d]: %lld, where series[0] has "
-                                "%lld (candles[%d]) at origin %d; every series must give the "
-                                "same origins at the same timestamps (the last candle before "
-                                "each origin and the horizon candles after it)",
-                                i, oi + d, (long long)ti[oi + d], (long long)t0[o0 + d], o0 + d, k);
+                                "%lld (its candles[%d]), among the candles of origin %d "
+                                "(number %d of %d); every series must give the same origins at "
+                                "the same timestamps (the last candle before each origin and the "
+                                "horizon candles after it)",
+                                i, oi + d, (long long)ti[oi + d], (long long)t0[o0 + d], o0 + d, oi,
+                                k + 1, plans[0].origins);
     if (reqs[i].candles.columns[KR_CLOSE][oi - 1] == 0)
         return kr_fail_code(err, KR_E_INVALID,
                             "series[%d].candles.close[%d]: 0 is the last close before origin %d; "
                             "a return needs it non-zero",
-                            i, oi - 1, k);
+                            i, oi - 1, oi);
     return 0;
 }
 

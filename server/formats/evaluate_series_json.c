@@ -47,6 +47,18 @@ static int parse_cross(const json_t *body, int *top_k, char *err, size_t errlen)
     return 0;
 }
 
+/* The top level: /evaluate's options (all but candles, each series' own), series and
+ * cross_section. */
+static int check_top_fields(const json_t *body, char *err, size_t errlen) {
+    const char *fields[48] = {"series", "cross_section"};
+    const char *const *options = kd_evaluate_option_names();
+    int n = 2;
+    for (int i = 0; options[i] && n < 47; i++)
+        fields[n++] = options[i];
+    fields[n] = NULL;
+    return kd_check_fields(body, "", fields, err, errlen);
+}
+
 /* Series i: its candles, then the shared options (whose messages name no series). */
 static int parse_one(const json_t *e, int i, const json_t *options, const kd_forecast_limits *lim,
                      kd_evaluate_input *in, char *err, size_t errlen) {
@@ -66,13 +78,14 @@ int kd_evaluate_series_parse(const json_t *body, const kd_forecast_limits *limit
                              kd_evaluate_series_input *out, char *err, size_t errlen) {
     const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
     memset(out, 0, sizeof *out);
+    if (check_top_fields(body, err, errlen) < 0 || parse_cross(body, &out->top_k, err, errlen) < 0)
+        return -1;
     const json_t *list = kd_field(body, "series");
     if (!json_is_array(list) || json_array_size(list) == 0)
         return kd_wrong(list, "series", "a non-empty array of {\"candles\": ...}", err, errlen);
     if (json_array_size(list) > KD_MAX_SERIES)
         return kd_fail(err, errlen, "series: %zu series exceed the limit of %d",
                        json_array_size(list), KD_MAX_SERIES);
-    if (parse_cross(body, &out->top_k, err, errlen) < 0) return -1;
     const int count = (int)json_array_size(list);
     json_t *options = json_copy((json_t *)body); /* shallow: the shared fields, borrowed */
     out->in = calloc((size_t)count, sizeof *out->in);

@@ -101,7 +101,7 @@ else fail "streamed: progress over the 72 origins of 6 series, then the same ans
 
 http POST "$U/evaluate" --data-binary @"$WORK/misaligned.json"
 expect "a misaligned timestamp: 400 naming the series, the candle and the origin" 400 \
-    'd["error"]["message"].startswith("series[2].candles.timestamps[145]: ") and "origin 4" in d["error"]["message"]'
+    'd["error"]["message"].startswith("series[2].candles.timestamps[145]: ") and "origin 144 (number 5 of 12)" in d["error"]["message"]'
 http POST "$U/evaluate" --data-binary @"$WORK/outside.json"
 expect "a timestamp in no origin's candles differs: accepted" 200 'd["cross_section"]["series"] == 6'
 http POST "$U/evaluate" --data-binary @"$WORK/short.json"
