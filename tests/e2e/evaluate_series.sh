@@ -7,6 +7,7 @@
 #   * each series' answer equals the single-series /evaluate of it (but elapsed_ms);
 #   * every cross-sectional score recomputed with numpy (skipped when no Python has numpy);
 #   * streamed: progress over every series' origins, then the same result;
+#   * kronosd evaluate answers the series form as the server does (misaligned: exit 1);
 #   * refusals: a misaligned timestamp (naming the series, the candle and the origin; one
 #     outside every origin's candles is accepted), fewer candles (fewer origins), one
 #     series, an empty list, a series without candles, an unknown field, top_k out of
@@ -123,6 +124,16 @@ http POST "$U/evaluate" --data-binary @"$WORK/k_zero.json"
 expect "top_k 0: 400" 400 'd["error"]["message"].startswith("cross_section.top_k: must be an integer >= 1")'
 http POST "$U/evaluate" --data-binary @"$WORK/k_unknown.json"
 expect "an unknown field of cross_section: 400" 400 'd["error"]["message"].startswith("cross_section: unknown field \"k\"")'
+
+# kronosd evaluate: the one-shot command answers the series form as the server does
+"$KRONOSD" evaluate --model "$MODEL" --compact "$WORK/series_body.json" >"$WORK/cli.out" 2>"$WORK/cli.err"
+if "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); [s.pop("usage") for d in (a, b) for s in d["series"]]; sys.exit(a != b)' \
+    "$WORK/cli.out" "$WORK/series_k_default.json"; then pass "kronosd evaluate answers the series form as POST /evaluate does"
+else fail "kronosd evaluate answers the series form as POST /evaluate does" "$(head -c 300 "$WORK/cli.err" "$WORK/cli.out")"; fi
+"$KRONOSD" evaluate --model "$MODEL" "$WORK/misaligned.json" >/dev/null 2>"$WORK/cli.err"
+if [ $? -eq 1 ] && grep -q 'series\[2\].candles.timestamps\[145\]' "$WORK/cli.err"; then
+    pass "kronosd evaluate: misaligned series are exit 1 naming the series"
+else fail "kronosd evaluate: misaligned series are exit 1 naming the series" "$(cat "$WORK/cli.err")"; fi
 
 # the whole request's work against max-request-cost: one series fits, two together do not
 start_daemon small --workers 1 --compute-threads 1 --max-request-cost 1
