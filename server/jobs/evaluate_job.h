@@ -7,6 +7,10 @@
  * series (kr_series) from the first window, origin by origin, each origin a fork of its
  * cache (so they run one at a time).
  *
+ * The "series" form (evaluate_series_json.h) is one job of every series' origins, series
+ * by series in one list: each series scored as it alone would be, then their
+ * cross-section (kr_cross_section_score); in live mode each series is grown in turn.
+ *
  * With stream (the client sent Accept: text/event-stream) the answer is a stream of
  * `event: progress` ({"done": k, "total": n, "elapsed_ms": x}) as origins end, then one
  * `event: result` with the JSON answer, or `event: error` with {"error": {"code",
