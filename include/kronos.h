@@ -565,6 +565,44 @@ void kr_evaluation_free(kr_evaluation *ev);
 int kr_evaluate(const kr_model *m, kr_pool *pool, const kr_evaluate_request *req, kr_evaluation *ev,
                 kr_error *err);
 
+/* ---- cross-sectional scores: many series evaluated at the same origin times ----------------- */
+
+/* Series are aligned when each has the same number of origins and, at every origin, the same
+ * timestamps at the last context candle and at each of the horizon actual candles (the
+ * candles a return is computed from); the last close before every origin must be non-zero
+ * (a return's base). Checked before any model work with the cross-section's k: 0 for the
+ * default (a fifth of the series, at least 1), else 1..n/2 so that the top and the bottom
+ * do not overlap. At least 2 series. KR_E_INVALID naming the series, the candle and the
+ * origin ("series[2].candles.timestamps[133]: ..."). */
+int kr_cross_section_check(const kr_evaluate_request *reqs, const kr_evaluate_plan *plans, int n,
+                           int top_k, kr_error *err);
+
+/* Per origin time k and step h, across the n series: the forecast return r_f = mean close at
+ * h / last close - 1 and the realised return r_a = actual close at h / last close - 1;
+ *   ic       Pearson correlation of r_f and r_a;
+ *   rank_ic  Spearman: Pearson of their ranks, ties given their average rank;
+ *            both undefined (NAN) when r_f or r_a is the same in every series;
+ *   hit      the share of series with sign(r_f) == sign(r_a) (sign 0 its own);
+ *   spread   series ordered by r_f ascending (ties by series index): the mean r_a of the last
+ *            top_k minus that of the first top_k.
+ * Over origins, per step h and (index horizon) over every origin and step together: the mean
+ * of the defined ICs, their sample standard deviation (n - 1; NAN below 2 of them), the IR
+ * mean / std (NAN when std is 0 or NAN), how many were defined; the mean hit and spread. */
+typedef struct {
+    int series, origins, horizon, top_k;
+    double *ic, *rank_ic, *hit, *spread; /* [origins][horizon] */
+    /* [horizon + 1] */
+    double *ic_mean, *ic_std, *ic_ir, *rank_ic_mean, *rank_ic_std, *rank_ic_ir;
+    double *hit_rate, *top_bottom_spread;
+    int *ic_count, *rank_ic_count;
+} kr_cross_section;
+
+/* The scores of the n finished evaluations evs[n] (aligned, as kr_cross_section_check
+ * says); top_k 0 for the default. -1 with err when their shapes differ or out of memory. */
+int kr_cross_section_score(const kr_evaluation *evs, int n, int top_k, kr_cross_section *cs,
+                           kr_error *err);
+void kr_cross_section_free(kr_cross_section *cs);
+
 /* ---- the step scheduler (continuous batching) ------------------------------------------- */
 
 /* Model work advances in steps. Each step runs one product per weight matrix for the rows

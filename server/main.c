@@ -11,6 +11,7 @@
 #include "candles_csv.h"
 #include "config.h"
 #include "evaluate_json.h"
+#include "evaluate_series_json.h"
 #include "forecast_json.h"
 #include "series_json.h"
 #include "journal_check.h"
@@ -31,7 +32,8 @@ static const char usage_text[] =
     "  serve        run the HTTP daemon (kronosd serve --help lists its options)\n"
     "  forecast     run one forecast: read a request, print the response JSON\n"
     "  evaluate     run a walk-forward evaluation (POST /evaluate's request and response),\n"
-    "               with the same options as forecast\n"
+    "               with the same options as forecast; {\"series\": [...], ...} evaluates\n"
+    "               many aligned series and prints their cross-sectional scores too\n"
     "  journal      check or repair a session journal: kronosd journal check|repair\n"
     "               STATE_DIR [--model DIR | --tokenizer DIR --predictor DIR]\n"
     "               [--max-context N] (the model checks the tokens and the header)\n"
@@ -406,6 +408,58 @@ static int cmd_forecast(int argc, char **argv) {
 
 /* ---- evaluate ------------------------------------------------------------------------ */
 
+/* Many aligned series (evaluate_series_json.h): every plan and the alignment checked before
+ * any model work, each series evaluated in turn (kr_evaluate), then the cross-section,
+ * printed as POST /evaluate answers them. */
+static int evaluate_series_and_print(const kr_model *m, const kd_evaluate_series_input *s,
+                                     bool compact) {
+    const int n = s->n;
+    kr_evaluate_plan *plans = calloc((size_t)n, sizeof *plans);
+    kr_evaluate_request *reqs = calloc((size_t)n, sizeof *reqs);
+    kr_evaluation *evs = calloc((size_t)n, sizeof *evs);
+    kr_cross_section cs = {0};
+    kr_error err = {0};
+    int done = 0, rc = -1;
+    if (!plans || !reqs || !evs) {
+        complain("out of memory for %d series", n);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        reqs[i] = s->in[i].req;
+        if (kr_evaluate_plan_make(m, &reqs[i], &plans[i], &err) < 0) {
+            complain("request: series[%d].%s", i, err.msg);
+            goto out;
+        }
+    }
+    if (kr_cross_section_check(reqs, plans, n, s->top_k, &err) < 0) {
+        complain("request: %s", err.msg);
+        goto out;
+    }
+    for (; done < n; done++)
+        if (kr_evaluate(m, NULL, &s->in[done].req, &evs[done], &err) < 0) {
+            complain("evaluate failed: series[%d]: %s", done, err.msg);
+            goto out;
+        }
+    if (kr_cross_section_score(evs, n, s->top_k, &cs, &err) < 0) {
+        complain("evaluate failed: %s", err.msg);
+        goto out;
+    }
+    json_t *resp = kd_evaluate_series_response_json(s, plans, evs, &cs);
+    if (!resp)
+        complain("out of memory writing the response");
+    else if (print_response(resp, compact) == 0)
+        rc = 0;
+    json_decref(resp);
+out:
+    for (int i = 0; i < done; i++)
+        kr_evaluation_free(&evs[i]);
+    kr_cross_section_free(&cs);
+    free(plans);
+    free(reqs);
+    free(evs);
+    return rc;
+}
+
 /* A walk-forward evaluation (evaluate_json.h): every origin's forecast at once on one
  * scheduler (kr_evaluate), the scores printed as POST /evaluate answers them. */
 static int cmd_evaluate(int argc, char **argv) {
@@ -422,6 +476,21 @@ static int cmd_evaluate(int argc, char **argv) {
         return EXIT_FAILURE;
     }
     char msg[512];
+    if (t.body && kd_is_series_request(t.body)) {
+        kd_evaluate_series_input set;
+        const int bad = kd_evaluate_series_parse(t.body, NULL, &set, msg, sizeof msg);
+        request_text_free(&t);
+        if (bad) {
+            complain("request: %s", msg);
+            return EXIT_FAILURE;
+        }
+        kr_model *m = load_model(&o.model);
+        const int rc =
+            m && evaluate_series_and_print(m, &set, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        kr_model_free(m);
+        kd_evaluate_series_input_free(&set);
+        return rc;
+    }
     kd_evaluate_input in;
     const int bad = t.body ? kd_evaluate_request_parse(t.body, NULL, &in, msg, sizeof msg)
                            : kd_evaluate_request_with_candles(t.options, &t.candles, NULL, &in, msg,

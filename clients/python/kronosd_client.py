@@ -33,7 +33,8 @@ try:  # KRONOSD_CLIENT_NO_PANDAS=1 tests the plain-dict path on a machine with p
 except ImportError:
     pd = None
 
-__all__ = ["Client", "Forecast", "Evaluation", "KronosdError", "COLUMNS"]
+__all__ = ["Client", "Forecast", "Evaluation", "CrossSectionEvaluation", "KronosdError",
+           "COLUMNS"]
 __version__ = "0.1.0"
 
 COLUMNS = ["open", "high", "low", "close", "volume", "amount"]
@@ -107,6 +108,35 @@ class Evaluation:
     def __repr__(self):
         return (f"<Evaluation origins={self.raw['origins']} horizon={self.raw['horizon']} "
                 f"samples={self.raw['samples']} mode={self.raw['mode']}>")
+
+
+class CrossSectionEvaluation:
+    """Many aligned series evaluated together (POST /evaluate with "series"): series, one
+    Evaluation each (a dict by name when they were given by name, else a list);
+    cross_section, one row per step 1..P with the columns ic, rank_ic, hit_rate,
+    top_bottom_spread and the per-step ic_std, ic_ir, ic_count, rank_ic_std, rank_ic_ir,
+    rank_ic_count; summary, the scalars (series, origins, top_k, ic_mean, ic_std, ic_ir,
+    ic_count, ic_undefined and the same for rank_ic); origins, the cross-section's
+    by_origin detail (with return_origins). An undefined IC is None (NaN in a DataFrame)."""
+
+    PER_STEP = ("ic", "rank_ic", "hit_rate", "top_bottom_spread")
+
+    def __init__(self, raw, names=None):
+        self.raw = raw
+        evs = [Evaluation(r) for r in raw["series"]]
+        self.series = dict(zip(names, evs)) if names is not None else evs
+        cs = raw["cross_section"]
+        cols = {k: cs[k] for k in self.PER_STEP}
+        cols.update(cs["per_step"])
+        self.cross_section = _steps_table(list(range(1, cs["horizon"] + 1)), cols)
+        self.summary = {k: v for k, v in cs.items()
+                        if k not in self.PER_STEP and k not in ("per_step", "by_origin")}
+        self.origins = cs.get("by_origin", [])
+
+    def __repr__(self):
+        s = self.summary
+        return (f"<CrossSectionEvaluation series={s['series']} origins={s['origins']} "
+                f"top_k={s['top_k']} ic_mean={s['ic_mean']} rank_ic_mean={s['rank_ic_mean']}>")
 
 
 def _flat_scores(d):
@@ -302,6 +332,27 @@ class Client:
         if progress is None:
             return Evaluation(self._call("POST", "/evaluate", body))
         return Evaluation(self._events("/evaluate", body, progress))
+
+    def evaluate_series(self, dfs, lookback, horizon, cross_section_top_k=None, progress=None,
+                        timestamps=None, **options):
+        """POST /evaluate with "series": the same walk-forward evaluation of many aligned
+        series (a list of tables, or a dict name -> table), each answered as evaluate()
+        would answer it alone, and their cross-sectional scores (IC, RankIC, hit rate,
+        top-k minus bottom-k spread). cross_section_top_k: the spread's k (default a fifth
+        of the series); top_k stays the sampling field. options: evaluate()'s other
+        fields. Returns a CrossSectionEvaluation."""
+        names = list(dfs) if isinstance(dfs, dict) else None
+        tables = [dfs[n] for n in names] if names is not None else list(dfs)
+        body = {"series": [{"candles": _candles(t, timestamps)} for t in tables],
+                "lookback": int(lookback), "horizon": int(horizon)}
+        if options.get("quantiles") is not None:
+            options["quantiles"] = [float(q) for q in options["quantiles"]]
+        body.update({k: v for k, v in options.items() if v is not None})
+        if cross_section_top_k is not None:
+            body["cross_section"] = {"top_k": int(cross_section_top_k)}
+        if progress is None:
+            return CrossSectionEvaluation(self._call("POST", "/evaluate", body), names)
+        return CrossSectionEvaluation(self._events("/evaluate", body, progress), names)
 
     def _events(self, path, body, progress):
         """POST body, read as a text/event-stream: progress events to progress(), the

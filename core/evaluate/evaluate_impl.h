@@ -6,6 +6,7 @@
  *   eval_plan.c    the request contract: its rules, the origins, their forecast requests, cost
  *   eval_scores.c  the scores: per origin as each forecast ends, then per step and overall
  *   eval_run.c     kr_evaluate: every origin's forecast through the one driver (kr_run)
+ *   eval_cross.c   cross-sectional scores of many series' evaluations at the same origins
  */
 #ifndef KR_EVALUATE_IMPL_H
 #define KR_EVALUATE_IMPL_H
@@ -24,5 +25,17 @@ double kr_normal_cdf(double z);
 /* The population standard deviation of the log-returns of close[0..n) (n - 1 returns), or
  * NAN when a close is not > 0 or n < 2. */
 double kr_log_return_sd(const double *close, int n);
+
+/* A value and its index, ordered by value then index. */
+typedef struct {
+    double v;
+    int i;
+} kr_keyed;
+/* The 1-based ranks of x[n] into rank[n], tied values given their average rank (scipy's
+ * rankdata "average"); scratch holds n. */
+void kr_average_ranks(const double *x, int n, kr_keyed *scratch, double *rank);
+/* The Pearson correlation of x[n] and y[n]; NAN when n < 2 or either is constant (every
+ * value equal). */
+double kr_pearson(const double *x, const double *y, int n);
 
 #endif

@@ -29,7 +29,7 @@
  *                   "prob_close_up": [P]}, ...]}                 paths only when S > 1
  *
  * A value that is not finite (a MAPE over zero actuals, a skill over a zero baseline) is
- * written as null.
+ * written as null. Many aligned series in one request: evaluate_series_json.h.
  */
 #ifndef KD_EVALUATE_JSON_H
 #define KD_EVALUATE_JSON_H

@@ -8,19 +8,27 @@
 
 #include "evaluate_job.h"
 #include "inputs.h"
+#include "series_json.h"
 #include "submit.h"
 
-/* The request from a JSON body, or from a CSV body and the query; -1 with a message. */
-static int parse_evaluate(kd_app *app, kd_request *r, const kd_query *q, kd_evaluate_input *in,
-                          char *msg, size_t msglen) {
+/* "series": many aligned series evaluated in one job, with their cross-section. */
+static kd_outcome evaluate_series(kd_app *app, kd_request *r, const json_t *body, bool stream) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
-    if (!q->csv_in) {
-        json_t *body = kd_model_request_json(app, r);
-        if (!body) return 1; /* replied and counted */
-        const int rc = kd_evaluate_request_parse(body, &lim, in, msg, msglen);
-        json_decref(body);
-        return rc;
+    char msg[KD_MSG_MAX];
+    kd_evaluate_series_input set;
+    if (kd_evaluate_series_parse(body, &lim, &set, msg, sizeof msg) < 0) {
+        kd_refuse_invalid(app, r, msg);
+        return KD_REPLIED;
     }
+    return kd_evaluate_job_submit_series(app, r, &set, stream);
+}
+
+/* The request from a JSON body (read once, by the caller), or from a CSV body and the
+ * query; -1 with a message. */
+static int parse_evaluate(kd_app *app, kd_request *r, const kd_query *q, const json_t *body,
+                          kd_evaluate_input *in, char *msg, size_t msglen) {
+    const kd_forecast_limits lim = kd_forecast_limits_of(app);
+    if (!q->csv_in) return kd_evaluate_request_parse(body, &lim, in, msg, msglen);
     kd_candles candles;
     if (kd_body_csv_candles(r, 2, app->cfg.max_candles, &candles, msg, msglen) < 0) return -1;
     return kd_evaluate_request_with_candles(q->opts, &candles, &lim, in, msg, msglen);
@@ -39,8 +47,22 @@ kd_outcome kd_handle_evaluate(kd_app *app, kd_request *r) {
         kd_refuse_invalid(app, r, "format: an evaluation is answered as JSON only");
         return KD_REPLIED;
     }
+    const char *accept = kd_request_header(r, "Accept");
+    const bool stream = accept && strstr(accept, "text/event-stream");
+    json_t *body = NULL;
+    if (!q.csv_in && !(body = kd_model_request_json(app, r))) {
+        json_decref(q.opts); /* replied and counted */
+        return KD_REPLIED;
+    }
+    if (body && kd_is_series_request(body)) {
+        const kd_outcome out = evaluate_series(app, r, body, stream);
+        json_decref(body);
+        json_decref(q.opts);
+        return out;
+    }
     kd_evaluate_input *in = calloc(1, sizeof *in);
-    const int rc = in ? parse_evaluate(app, r, &q, in, msg, sizeof msg) : -1;
+    const int rc = in ? parse_evaluate(app, r, &q, body, in, msg, sizeof msg) : -1;
+    json_decref(body);
     json_decref(q.opts);
     if (rc != 0) {
         if (!in)
@@ -51,6 +73,5 @@ kd_outcome kd_handle_evaluate(kd_app *app, kd_request *r) {
         free(in);
         return KD_REPLIED;
     }
-    const char *accept = kd_request_header(r, "Accept");
-    return kd_evaluate_job_submit(app, r, in, accept && strstr(accept, "text/event-stream"));
+    return kd_evaluate_job_submit(app, r, in, stream);
 }

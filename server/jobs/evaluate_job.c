@@ -3,41 +3,49 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "errors.h"
+#include "evaluate_series_json.h"
 #include "json_out.h"
 #include "replies.h"
 #include "room.h"
 #include "stream.h"
 #include "submit.h"
 
-/* Each origin's own tag on the scheduler, so that its end says which one it was. */
+/* Each origin's own tag on the scheduler, so that its end says which one it was. The
+ * origins of every series form one list, series by series. */
 typedef struct {
     kd_sched_job sjob;
     struct evaluate_job *owner;
-    int index;
+    int series, index; /* its series, and its index among that series' origins */
 } origin_part;
 
 typedef struct evaluate_job {
     kd_work work;
-    kd_evaluate_input *in;
-    kr_evaluate_plan plan;
-    kr_evaluation ev;
-    bool ev_ready;
-    kr_forecast_request *reqs; /* [origins] */
-    kr_forecast_result *res;   /* [origins]: each freed once scored */
-    kr_error *errs;            /* [origins] */
-    origin_part *parts;        /* [origins] */
-    kr_sched *ks;              /* the scheduler the origins run on (its thread's) */
-    int next;                  /* the next origin to queue */
-    int in_flight;             /* queued and not ended */
-    int window;                /* the most origins in flight at once */
-    int pending;               /* origins not ended (queued or not) */
-    int done;                  /* origins ended */
+    kd_evaluate_series_input set; /* one series, or the "series" form's */
+    bool series_form;             /* answered with the cross-section */
+    kr_evaluate_plan *plans;      /* [set.n] */
+    kr_evaluation *evs;           /* [set.n] */
+    int n_ready;                  /* evaluations initialised */
+    int origins;                  /* every series' together */
+    double flops;                 /* the whole request's planned work */
+    size_t pool_bytes;            /* the most one origin holds */
+    kr_forecast_request *reqs;    /* [origins] */
+    kr_forecast_result *res;      /* [origins]: each freed once scored */
+    kr_error *errs;               /* [origins] */
+    origin_part *parts;           /* [origins] */
+    kr_sched *ks;                 /* the scheduler the origins run on (its thread's) */
+    int next;                     /* the next origin to queue */
+    int in_flight;                /* queued and not ended */
+    int window;                   /* the most origins in flight at once */
+    int pending;                  /* origins not ended (queued or not) */
+    int done;                     /* origins ended */
     bool hold; /* a hold on the request's place in the queue while origins remain to queue */
     double t0;
     kr_series *series; /* live mode: the first window, appended origin by origin */
+    int series_of;     /* live mode: the series (index in set) it is */
     bool wants_stream;
     kd_stream *stream; /* progress events, then the result; the request is then its */
 } evaluate_job;
@@ -50,11 +58,13 @@ static double now_ms(void) {
 
 static void job_free(evaluate_job *j) {
     kr_series_free(j->series);
-    for (int k = 0; j->res && k < j->plan.origins; k++)
+    for (int k = 0; j->res && k < j->origins; k++)
         kr_forecast_result_free(&j->res[k]);
-    if (j->ev_ready) kr_evaluation_free(&j->ev);
-    kd_evaluate_input_free(j->in);
-    free(j->in);
+    for (int i = 0; i < j->n_ready; i++)
+        kr_evaluation_free(&j->evs[i]);
+    kd_evaluate_series_input_free(&j->set);
+    free(j->plans);
+    free(j->evs);
     free(j->reqs);
     free(j->res);
     free(j->errs);
@@ -89,19 +99,33 @@ static void finish_stream(evaluate_job *j, json_t *body, const kr_error *e) {
     kd_stream_end(s);
 }
 
+/* Every series' scores, then the answer: one series', or theirs with the cross-section;
+ * NULL with *e set when scoring failed, or with *e clear when out of memory. */
+static json_t *answer(evaluate_job *j, kr_error *e) {
+    const double elapsed = now_ms() - j->t0;
+    long long tokens = 0;
+    for (int i = 0; i < j->set.n; i++) {
+        if (kr_evaluation_finish(&j->evs[i], &j->set.in[i].req, e) < 0) return NULL;
+        j->evs[i].usage.elapsed_ms = elapsed; /* the whole request's */
+        tokens += j->evs[i].usage.generated_tokens;
+    }
+    kd_metrics_add_tokens(j->work.app->metrics, (unsigned long long)tokens);
+    if (!j->series_form) return kd_evaluate_response_json(&j->set.in[0], &j->plans[0], &j->evs[0]);
+    kr_cross_section cs;
+    if (kr_cross_section_score(j->evs, j->set.n, j->set.top_k, &cs, e) < 0) return NULL;
+    json_t *body = kd_evaluate_series_response_json(&j->set, j->plans, j->evs, &cs);
+    kr_cross_section_free(&cs);
+    return body;
+}
+
 /* Every origin ended: the first failure (by origin) answers for all, else the scores. */
 static void finish(evaluate_job *j) {
     kd_app *app = j->work.app;
     kd_request *r = j->work.r;
     kr_error e = {0};
-    for (int k = 0; k < j->plan.origins && !e.code; k++)
+    for (int k = 0; k < j->origins && !e.code; k++)
         e = j->errs[k];
-    json_t *body = NULL;
-    if (!e.code && kr_evaluation_finish(&j->ev, &j->in->req, &e) == 0) {
-        j->ev.usage.elapsed_ms = now_ms() - j->t0;
-        kd_metrics_add_tokens(app->metrics, (unsigned long long)j->ev.usage.generated_tokens);
-        body = kd_evaluate_response_json(j->in, &j->plan, &j->ev);
-    }
+    json_t *body = e.code ? NULL : answer(j, &e);
     if (j->stream) { /* the request is the stream's: r is not touched */
         finish_stream(j, body, &e);
         job_free(j);
@@ -119,7 +143,7 @@ static void finish(evaluate_job *j) {
 static void progress(evaluate_job *j) {
     char data[128];
     snprintf(data, sizeof data, "{\"done\":%d,\"total\":%d,\"elapsed_ms\":%.1f}", j->done,
-             j->plan.origins, now_ms() - j->t0);
+             j->origins, now_ms() - j->t0);
     kd_stream_event(j->stream, "progress", data);
 }
 
@@ -136,50 +160,98 @@ static int check(void *ctx) {
 
 /* ---- admission (HTTP thread) --------------------------------------------------------------- */
 
+/* Every series' plan (a failure names the series in the "series" form), their origins and
+ * cost together, and in the "series" form their alignment; -1 with err set. */
+static int plan_all(evaluate_job *j, kr_error *err) {
+    for (int i = 0; i < j->set.n; i++) {
+        if (kr_evaluate_plan_make(j->work.app->model, &j->set.in[i].req, &j->plans[i], err) < 0) {
+            if (j->series_form) {
+                char msg[KR_ERR_MAX];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                snprintf(err->msg, sizeof err->msg, "series[%d].%.*s", i, (int)sizeof err->msg - 24,
+                         msg); /* room for the prefix */
+            }
+            return -1;
+        }
+        j->origins += j->plans[i].origins;
+        j->flops += j->plans[i].flops;
+        if (j->plans[i].pool_bytes > j->pool_bytes) j->pool_bytes = j->plans[i].pool_bytes;
+    }
+    if (!j->series_form) return 0;
+    kr_evaluate_request *reqs = malloc((size_t)j->set.n * sizeof *reqs);
+    if (!reqs) return kr_fail_code(err, KR_E_NO_MEMORY, "evaluate: out of memory");
+    for (int i = 0; i < j->set.n; i++)
+        reqs[i] = j->set.in[i].req;
+    const int rc = kr_cross_section_check(reqs, j->plans, j->set.n, j->set.top_k, err);
+    free(reqs);
+    return rc;
+}
+
+/* Each origin's forecast request, its series' place in the list, and its tag. */
+static void make_origins(evaluate_job *j) {
+    for (int i = 0, g = 0; i < j->set.n; i++)
+        for (int k = 0; k < j->plans[i].origins; k++, g++) {
+            kr_evaluate_origin_request(&j->set.in[i].req, &j->plans[i], k, &j->reqs[g]);
+            j->reqs[g].class_flops = j->flops; /* the whole request's, every series' */
+            j->reqs[g].cancel = (kr_cancel){check, j};
+            j->parts[g].owner = j;
+            j->parts[g].series = i;
+            j->parts[g].index = k;
+            j->parts[g].sjob.request = &j->work.sjob; /* the evaluation counts as one request */
+        }
+}
+
 static int admit(kd_work *w) {
     evaluate_job *j = (evaluate_job *)w;
     kd_app *app = w->app;
     kr_error err = {0};
     kr_pool_stats st;
-    if (kr_evaluate_plan_make(app->model, &j->in->req, &j->plan, &err) < 0) {
+    j->plans = calloc((size_t)j->set.n, sizeof *j->plans);
+    j->evs = calloc((size_t)j->set.n, sizeof *j->evs);
+    if (!j->plans || !j->evs) {
+        kd_reply_no_memory(w->r);
+        return -1;
+    }
+    if (plan_all(j, &err) < 0) {
         kd_refuse_error(app, w->r, "evaluate", &err);
         return -1;
     }
     kr_pool_stats_get(app->pool, &st);
-    if (j->plan.pool_bytes > st.bytes_total) {
+    if (j->pool_bytes > st.bytes_total) {
         kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
                   "evaluate: an origin's %d paths need %zu bytes of KV cache; the whole pool "
                   "holds %zu (pool-bytes)",
-                  j->in->req.samples, j->plan.pool_bytes, st.bytes_total);
+                  j->set.in[0].req.samples, j->pool_bytes, st.bytes_total);
         return -1;
     }
-    /* one request, one budget: the origins together, as their forecasts alone would be */
-    if (j->plan.flops / 1e9 > (double)app->cfg.max_request_cost) {
+    /* one request, one budget: the origins together (of every series), as their forecasts
+     * alone would be */
+    if (j->flops / 1e9 > (double)app->cfg.max_request_cost) {
+        char of[48] = "";
+        if (j->series_form) snprintf(of, sizeof of, " of %d series", j->set.n);
         kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
-                  "evaluate: %d origins need about %.0f GFLOP of model work together; "
+                  "evaluate: %d origins%s need about %.0f GFLOP of model work together; "
                   "max-request-cost is %d GFLOP (fewer origins: a larger stride, or "
                   "first_origin / last_origin)",
-                  j->plan.origins, j->plan.flops / 1e9, app->cfg.max_request_cost);
+                  j->origins, of, j->flops / 1e9, app->cfg.max_request_cost);
         return -1;
     }
-    const size_t n = (size_t)j->plan.origins;
+    const size_t n = (size_t)j->origins;
     j->reqs = calloc(n, sizeof *j->reqs);
     j->res = calloc(n, sizeof *j->res);
     j->errs = calloc(n, sizeof *j->errs);
     j->parts = calloc(n, sizeof *j->parts);
-    if (!j->reqs || !j->res || !j->errs || !j->parts ||
-        kr_evaluation_init(&j->in->req, &j->plan, &j->ev, &err) < 0) {
+    if (!j->reqs || !j->res || !j->errs || !j->parts) {
         kd_reply_no_memory(w->r);
         return -1;
     }
-    j->ev_ready = true;
-    for (int k = 0; k < j->plan.origins; k++) {
-        kr_evaluate_origin_request(&j->in->req, &j->plan, k, &j->reqs[k]);
-        j->reqs[k].cancel = (kr_cancel){check, j};
-        j->parts[k].owner = j;
-        j->parts[k].index = k;
-        j->parts[k].sjob.request = &j->work.sjob; /* the evaluation counts as one request */
-    }
+    for (; j->n_ready < j->set.n; j->n_ready++)
+        if (kr_evaluation_init(&j->set.in[j->n_ready].req, &j->plans[j->n_ready],
+                               &j->evs[j->n_ready], &err) < 0) {
+            kd_reply_no_memory(w->r);
+            return -1;
+        }
+    make_origins(j);
     return 0;
 }
 
@@ -191,6 +263,7 @@ static void origin_done(kd_sched_job *sj, const kr_error *err);
 
 typedef struct {
     evaluate_job *j;
+    int s;           /* the series (index in set) */
     kr_candles more; /* the candles to append, or none: create the series of the first window */
 } series_call;
 
@@ -198,8 +271,8 @@ static int series_step(void *ctx, kr_error *err) {
     series_call *c = ctx;
     evaluate_job *j = c->j;
     if (c->more.n) return kr_series_append(j->series, &c->more, err);
-    const kr_evaluate_request *r = &j->in->req;
-    const int start = j->plan.first_origin - r->lookback;
+    const kr_evaluate_request *r = &j->set.in[c->s].req;
+    const int start = j->plans[c->s].first_origin - r->lookback;
     kr_candles w = {.n = r->lookback, .timestamps = r->candles.timestamps + start};
     for (int i = 0; i < KR_D_IN; i++)
         w.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + start : NULL;
@@ -210,14 +283,22 @@ static int series_step(void *ctx, kr_error *err) {
     return j->series ? 0 : -1;
 }
 
-/* The series holds the candles before origin k (created at the first), its request
- * points at them; -1 with err set. */
-static int grow_series(evaluate_job *j, int k, kr_error *err) {
-    const kr_evaluate_request *r = &j->in->req;
-    series_call c = {j, {0}};
+/* The series holds the candles before origin g (created at its series' first), its request
+ * points at them; -1 with err set. The origins run one at a time, series by series: the
+ * series before is done when the next one's first origin is queued. */
+static int grow_series(evaluate_job *j, int g, kr_error *err) {
+    const int s = j->parts[g].series, k = j->parts[g].index;
+    const kr_evaluate_request *r = &j->set.in[s].req;
+    const kr_evaluate_plan *plan = &j->plans[s];
+    series_call c = {j, s, {0}};
+    if (j->series && j->series_of != s) {
+        kr_series_free(j->series);
+        j->series = NULL;
+    }
+    j->series_of = s;
     if (!j->series && kd_with_room(j->work.app, series_step, &c, err) < 0) return -1;
-    const int have = j->plan.first_origin - r->lookback + kr_series_length(j->series);
-    const int o = j->plan.first_origin + k * j->plan.stride;
+    const int have = plan->first_origin - r->lookback + kr_series_length(j->series);
+    const int o = plan->first_origin + k * plan->stride;
     if (o > have) {
         c.more.n = o - have;
         c.more.timestamps = r->candles.timestamps + have;
@@ -225,7 +306,7 @@ static int grow_series(evaluate_job *j, int k, kr_error *err) {
             c.more.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + have : NULL;
         if (kd_with_room(j->work.app, series_step, &c, err) < 0) return -1;
     }
-    kr_series_request(j->series, &j->reqs[k]);
+    kr_series_request(j->series, &j->reqs[g]);
     return 0;
 }
 
@@ -234,7 +315,7 @@ static int grow_series(evaluate_job *j, int k, kr_error *err) {
  * not change while a forecast from it runs). */
 static int queue_origin(evaluate_job *j, int k) {
     j->parts[k].sjob.done = origin_done;
-    if (j->in->req.mode == KR_EVAL_LIVE)
+    if (j->set.in[0].req.mode == KR_EVAL_LIVE) /* the mode is shared by every series */
         return grow_series(j, k, &j->errs[k]) < 0
                    ? -1
                    : kr_sched_add_forecast_series(j->ks, j->series, &j->reqs[k], &j->res[k],
@@ -244,15 +325,15 @@ static int queue_origin(evaluate_job *j, int k) {
 
 /* The origins not queued yet will not be: they fail as origin k did. */
 static void give_up(evaluate_job *j, int k) {
-    for (int i = j->next; i < j->plan.origins; i++)
+    for (int i = j->next; i < j->origins; i++)
         j->errs[i] = j->errs[k];
-    j->pending -= j->plan.origins - j->next;
-    j->next = j->plan.origins;
+    j->pending -= j->origins - j->next;
+    j->next = j->origins;
 }
 
 /* Queues origins while fewer than the window are in flight; after a failure, none. */
 static void queue_more(evaluate_job *j) {
-    while (j->next < j->plan.origins && j->in_flight < j->window) {
+    while (j->next < j->origins && j->in_flight < j->window) {
         const int k = j->next++;
         if (queue_origin(j, k) == 0) {
             j->in_flight++;
@@ -270,10 +351,11 @@ static void queue_more(evaluate_job *j) {
 static void origin_done(kd_sched_job *sj, const kr_error *err) {
     origin_part *p = (origin_part *)sj;
     evaluate_job *j = p->owner;
-    const int k = p->index;
+    const int k = (int)(p - j->parts), s = p->series; /* k in the list, p->index in s */
     j->errs[k] = *err;
     /* scored now, so that only the scores outlive the origin's paths */
-    if (!err->code) kr_evaluation_add(&j->ev, &j->in->req, k, &j->res[k], &j->errs[k]);
+    if (!err->code)
+        kr_evaluation_add(&j->evs[s], &j->set.in[s].req, p->index, &j->res[k], &j->errs[k]);
     kr_forecast_result_free(&j->res[k]);
     j->done++;
     j->in_flight--;
@@ -282,7 +364,7 @@ static void origin_done(kd_sched_job *sj, const kr_error *err) {
         give_up(j, k);
     else
         queue_more(j);
-    if (j->hold && j->next == j->plan.origins) {
+    if (j->hold && j->next == j->origins) {
         j->hold = false;
         kd_sched_release(j->work.app->sched, &j->work.sjob);
     }
@@ -300,13 +382,13 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     kr_pool_stats st;
     kr_pool_stats_get(w->app->pool, &st);
     /* as many as can run at once: by the pool, and by the decode rows of a step */
-    size_t fit = j->plan.pool_bytes ? st.bytes_total / j->plan.pool_bytes : 1;
+    size_t fit = j->pool_bytes ? st.bytes_total / j->pool_bytes : 1;
     const int rows = w->app->cfg.max_batch_rows > 0 ? w->app->cfg.max_batch_rows : 512;
-    const size_t by_rows = (size_t)(rows / j->in->req.samples);
+    const size_t by_rows = (size_t)(rows / j->set.in[0].req.samples); /* shared */
     if (by_rows < fit) fit = by_rows;
     j->ks = ks;
-    j->window = j->in->req.mode == KR_EVAL_LIVE ? 1 : (fit > 64 ? 64 : (int)fit) + 2;
-    j->pending = j->plan.origins;
+    j->window = j->set.in[0].req.mode == KR_EVAL_LIVE ? 1 : (fit > 64 ? 64 : (int)fit) + 2;
+    j->pending = j->origins;
     /* on the scheduler thread, which alone runs the cancel checks: from here on they ask
      * the stream */
     if (j->wants_stream && (j->stream = kd_reply_stream(w->r, 200, "text/event-stream")))
@@ -318,7 +400,7 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     }
     j->in_flight = 1;
     queue_more(j);
-    if (j->next < j->plan.origins) { /* more to queue from origin_done: hold the place */
+    if (j->next < j->origins) { /* more to queue from origin_done: hold the place */
         j->hold = true;
         w->sjob.core_jobs = 1;
     }
@@ -328,25 +410,39 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
 /* The whole job failed before any origin was queued. */
 static void done(kd_work *w, const kr_error *err) {
     evaluate_job *j = (evaluate_job *)w;
-    for (int k = 0; k < j->plan.origins; k++)
+    for (int k = 0; k < j->origins; k++)
         if (!j->errs[k].code) j->errs[k] = *err;
     finish(j);
 }
 
 static const kd_work_ops ops = {.admit = admit, .add = add, .done = done, .discard = discard};
 
-kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream) {
+/* The job of set (taken), or NULL after replying 500. */
+static kd_outcome submit_set(kd_app *app, kd_request *r, kd_evaluate_series_input *set,
+                             bool series_form, bool stream) {
     evaluate_job *j = calloc(1, sizeof *j);
     if (!j) {
-        kd_evaluate_input_free(in);
-        free(in);
+        kd_evaluate_series_input_free(set);
         kd_reply_no_memory(r);
         return KD_REPLIED;
     }
-    j->in = in;
+    j->set = *set;
+    memset(set, 0, sizeof *set);
+    j->series_form = series_form;
     j->wants_stream = stream;
     j->t0 = now_ms();
-    kd_work_init(&j->work, &ops, app, r, in->timeout_ms);
-    j->in->req.cancel = j->work.cancel;
+    kd_work_init(&j->work, &ops, app, r, j->set.in[0].timeout_ms); /* shared */
+    for (int i = 0; i < j->set.n; i++)
+        j->set.in[i].req.cancel = j->work.cancel;
     return kd_submit(&j->work, KD_ON_SCHEDULER);
+}
+
+kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream) {
+    kd_evaluate_series_input one = {in, 1, 0};
+    return submit_set(app, r, &one, false, stream);
+}
+
+kd_outcome kd_evaluate_job_submit_series(kd_app *app, kd_request *r, kd_evaluate_series_input *set,
+                                         bool stream) {
+    return submit_set(app, r, set, true, stream);
 }

@@ -7,6 +7,10 @@
  * series (kr_series) from the first window, origin by origin, each origin a fork of its
  * cache (so they run one at a time).
  *
+ * The "series" form (evaluate_series_json.h) is one job of every series' origins, series
+ * by series in one list: each series scored as it alone would be, then their
+ * cross-section (kr_cross_section_score); in live mode each series is grown in turn.
+ *
  * With stream (the client sent Accept: text/event-stream) the answer is a stream of
  * `event: progress` ({"done": k, "total": n, "elapsed_ms": x}) as origins end, then one
  * `event: result` with the JSON answer, or `event: error` with {"error": {"code",
@@ -20,10 +24,17 @@
 
 #include "app.h"
 #include "evaluate_json.h"
+#include "evaluate_series_json.h"
 #include "http.h"
 
 /* Hands in (malloc'd; the job takes it) to the submit path: KD_DEFERRED, or KD_REPLIED
  * after a refusal (in then freed). */
 kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream);
+/* The "series" form: every series' origins in the one job (their cost together against
+ * max-request-cost and as every origin's class), the series' alignment checked with their
+ * plans (kr_cross_section_check), answered with the cross-section. set's inputs are taken
+ * (set is then empty). */
+kd_outcome kd_evaluate_job_submit_series(kd_app *app, kd_request *r, kd_evaluate_series_input *set,
+                                         bool stream);
 
 #endif

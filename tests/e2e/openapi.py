@@ -17,6 +17,7 @@ there without it. URL's daemon runs with --max-sessions-per-key 3 and --max-body
 65536. Prints "ok"/"FAIL" per check and "N passed, N failed".
 """
 import copy
+import datetime
 import json
 import os
 import re
@@ -253,6 +254,30 @@ ev = check("POST /evaluate (scores that cannot be computed)", "POST", URL, "/eva
             "lookback": 16, "horizon": 4, "stride": 8, "samples": 3})
 report(isinstance(ev, dict) and ev["random_walk"]["overall"]["crps"] is None,
        "POST /evaluate: a score that cannot be computed is null", str(ev)[:300])
+# /evaluate with series: the same candles, and a copy with each price column reversed (the
+# same timestamps, so aligned)
+flipped = {k: (v if k == "timestamps" else v[::-1]) for k, v in evaluation_candles.items()}
+many = {k: v for k, v in evaluation.items() if k != "candles"}
+many["series"] = [{"candles": evaluation_candles}, {"candles": flipped},
+                  {"candles": evaluation_candles}]
+ev = check("POST /evaluate (series)", "POST", URL, "/evaluate", 200, many)
+report(isinstance(ev, dict) and len(ev.get("series", [])) == 3 and
+       ev["cross_section"]["top_k"] == 1 and "by_origin" not in ev["cross_section"],
+       "POST /evaluate (series): one answer a series and the cross-section", str(ev)[:300])
+ev = check("POST /evaluate (series, return_origins)", "POST", URL, "/evaluate", 200,
+           {**many, "return_origins": True})
+report(isinstance(ev, dict) and len(ev["cross_section"].get("by_origin", [])) == 5,
+       "POST /evaluate (series, return_origins): each origin time's scores", str(ev)[:300])
+misaligned = copy.deepcopy(many)
+# candle 33, forecast from origin 32, a minute later in one series
+later = datetime.datetime.fromisoformat(evaluation_candles["timestamps"][33]) + \
+    datetime.timedelta(minutes=1)
+moved = list(evaluation_candles["timestamps"])  # the series share one list: a copy
+moved[33] = later.isoformat(sep=" ")
+misaligned["series"][1]["candles"]["timestamps"] = moved
+check("POST /evaluate (series) misaligned", "POST", URL, "/evaluate", 400, misaligned)
+check("POST /evaluate (series) top_k over half", "POST", URL, "/evaluate", 400,
+      {**many, "cross_section": {"top_k": 2}})
 check("POST /evaluate unknown field", "POST", URL, "/evaluate", 400,
       {**evaluation, "pred_len": 4})
 check("POST /evaluate lookback 1", "POST", URL, "/evaluate", 400, {**evaluation, "lookback": 1})
@@ -353,7 +378,13 @@ def props(name):
 
 
 series_element = DOC["components"]["schemas"]["SeriesForecastRequest"]["properties"]["series"]
+eval_series = DOC["components"]["schemas"]["SeriesEvaluateRequest"]["properties"]
 for name, path, body, documented in [
+        ("SeriesEvaluateRequest", "/evaluate", {"series": []}, props("SeriesEvaluateRequest")),
+        ("series element (evaluate)", "/evaluate", {"series": [{}]},
+         set(eval_series["series"]["items"]["properties"])),
+        ("cross_section (evaluate)", "/evaluate", {"series": [], "cross_section": {}},
+         set(eval_series["cross_section"]["properties"])),
         ("ForecastRequest", "/forecast", {}, props("ForecastRequest")),
         ("SeriesForecastRequest", "/forecast", {"series": []}, props("SeriesForecastRequest")),
         ("series element", "/forecast", {"series": [{}]},
@@ -366,8 +397,9 @@ for name, path, body, documented in [
         ("CandleColumns", "/forecast", {"candles": {"zz_unknown": 1}, "horizon": 1},
          props("CandleColumns")),
 ]:
-    b = dict(body)
-    target = b["series"][0] if b.get("series") else b
+    b = copy.deepcopy(body)
+    target = (b["cross_section"] if "cross_section" in b else
+              b["series"][0] if b.get("series") else b)
     if "candles" in b and b["candles"]:
         b["candles"] = {"zz_unknown": 1}
     else:

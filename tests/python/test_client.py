@@ -88,6 +88,34 @@ class PlainClient(unittest.TestCase):
             self.kd.evaluate(c, lookback=1, horizon=4)
         self.assertEqual((e.exception.status, e.exception.message[:9]), (400, "lookback:"))
 
+    def test_evaluate_series_matches_the_api(self):
+        a, b = columns(), columns(240)
+        b = {k: (a["timestamps"] if k == "timestamps" else v[120:]) for k, v in b.items()}
+        opts = {"stride": 20, "samples": 3, "seed": 2, "return_origins": True}
+        cs = self.kd.evaluate_series({"a": a, "b": b, "c": a}, lookback=40, horizon=4,
+                                     **opts)
+        raw = raw_forecast({"series": [{"candles": a}, {"candles": b}, {"candles": a}],
+                            "lookback": 40, "horizon": 4, **opts}, "/evaluate")
+        for d in (cs.raw, raw):
+            for e in d["series"]:
+                e.pop("usage")
+        self.assertEqual(cs.raw, raw)
+        self.assertEqual(sorted(cs.series), ["a", "b", "c"])
+        self.assertEqual(cs.series["b"].raw, raw["series"][1])
+        self.assertEqual(list(cs.cross_section["hit_rate"]), raw["cross_section"]["hit_rate"])
+        self.assertEqual(list(cs.cross_section["ic_count"]),
+                         raw["cross_section"]["per_step"]["ic_count"])
+        self.assertEqual((cs.summary["top_k"], cs.summary["series"]), (1, 3))
+        self.assertEqual(len(cs.origins), raw["cross_section"]["origins"])
+        seen = []
+        listed = self.kd.evaluate_series([a, b, a], lookback=40, horizon=4, progress=seen.append,
+                                         cross_section_top_k=1, **opts)
+        self.assertEqual(len(listed.series), 3)
+        self.assertEqual(seen[0]["total"], 3 * raw["cross_section"]["origins"])
+        with self.assertRaises(KronosdError) as e:
+            self.kd.evaluate_series([a, b], lookback=40, horizon=4, cross_section_top_k=2)
+        self.assertTrue(e.exception.message.startswith("cross_section.top_k:"), e.exception)
+
     def test_rows_input(self):
         r = [{"timestamp": x["timestamps"], **{c: float(x[c]) for c in COLUMNS}} for x in rows(50)]
         fc = self.kd.forecast(r, horizon=3)
@@ -176,6 +204,16 @@ class PandasClient(unittest.TestCase):
         self.assertNotIn("brier", ev.persistence.columns)
         self.assertEqual(list(ev.overall.index), ["model", "persistence", "random_walk"])
         self.assertEqual(ev.overall.loc["model", "mae"], ev.raw["model"]["overall"]["mae"])
+
+    def test_evaluate_series_dataframes(self):
+        later = self.pd.read_csv(SERIES, skiprows=range(1, 121), nrows=120)
+        later["timestamps"] = self.df["timestamps"]  # the same origins at the same times
+        cs = self.kd.evaluate_series([self.df, later, self.df], lookback=40, horizon=4,
+                                     stride=30, samples=2, seed=1)
+        self.assertIsInstance(cs.cross_section, self.pd.DataFrame)
+        self.assertEqual(list(cs.cross_section.index), [1, 2, 3, 4])
+        self.assertIn("rank_ic_ir", cs.cross_section.columns)
+        self.assertIsInstance(cs.series[1].model, self.pd.DataFrame)
 
     def test_index_timestamps_and_same_as_columns(self):
         a = self.kd.forecast(self.df, horizon=3, seed=1)

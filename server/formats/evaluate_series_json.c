@@ -1,0 +1,216 @@
+/* evaluate_series_json.c — an evaluation request of many series, parsed as that many solo
+ * requests (each the shared fields plus one series' candles), and the answer that lists
+ * their answers beside the cross-sectional scores (evaluate_series_json.h). */
+#include "evaluate_series_json.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "candles_json.h"
+#include "json_fields.h"
+#include "series_json.h"
+
+static const char *const element_fields[] = {"candles", NULL};
+static const char *const cross_fields[] = {"top_k", NULL};
+
+void kd_evaluate_series_input_free(kd_evaluate_series_input *s) {
+    if (!s) return;
+    for (int i = 0; s->in && i < s->n; i++)
+        kd_evaluate_input_free(&s->in[i]);
+    free(s->in);
+    memset(s, 0, sizeof *s);
+}
+
+/* "series[i]." before a message about that series' own field. */
+static int prefixed(int i, const char *msg, char *err, size_t errlen) {
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s", msg);
+    return kd_fail(err, errlen, "series[%d].%s", i, tmp);
+}
+
+static int parse_cross(const json_t *body, int *top_k, char *err, size_t errlen) {
+    const json_t *c = kd_field(body, "cross_section");
+    long long k = 0;
+    *top_k = 0;
+    if (!c) return 0;
+    if (!json_is_object(c))
+        return kd_wrong(c, "cross_section", "an object {\"top_k\": k}", err, errlen);
+    if (kd_check_fields(c, "cross_section: ", cross_fields, err, errlen) < 0) return -1;
+    const json_t *v = kd_field(c, "top_k");
+    if (v &&
+        kd_get_int(v, "cross_section.top_k", 1, INT_MAX, "an integer >= 1", &k, err, errlen) < 0)
+        return -1;
+    *top_k = (int)k;
+    return 0;
+}
+
+/* The top level: /evaluate's options (all but candles, each series' own), series and
+ * cross_section. */
+static int check_top_fields(const json_t *body, char *err, size_t errlen) {
+    const char *fields[48] = {"series", "cross_section"};
+    const char *const *options = kd_evaluate_option_names();
+    int n = 2;
+    for (int i = 0; options[i] && n < 47; i++)
+        fields[n++] = options[i];
+    fields[n] = NULL;
+    return kd_check_fields(body, "", fields, err, errlen);
+}
+
+/* Series i: its candles, then the shared options (whose messages name no series). */
+static int parse_one(const json_t *e, int i, const json_t *options, const kd_forecast_limits *lim,
+                     kd_evaluate_input *in, char *err, size_t errlen) {
+    char path[32], where[48], msg[512];
+    snprintf(path, sizeof path, "series[%d]", i);
+    snprintf(where, sizeof where, "series[%d]: ", i);
+    if (!json_is_object(e)) return kd_wrong(e, path, "an object {\"candles\": ...}", err, errlen);
+    if (kd_check_fields(e, where, element_fields, err, errlen) < 0) return -1;
+    kd_candles candles;
+    if (kd_candles_parse(kd_field(e, "candles"), 2, lim->max_candles, &candles, msg, sizeof msg) <
+        0)
+        return prefixed(i, msg, err, errlen);
+    return kd_evaluate_request_with_candles(options, &candles, lim, in, err, errlen);
+}
+
+int kd_evaluate_series_parse(const json_t *body, const kd_forecast_limits *limits,
+                             kd_evaluate_series_input *out, char *err, size_t errlen) {
+    const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;
+    memset(out, 0, sizeof *out);
+    if (check_top_fields(body, err, errlen) < 0 || parse_cross(body, &out->top_k, err, errlen) < 0)
+        return -1;
+    const json_t *list = kd_field(body, "series");
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        return kd_wrong(list, "series", "a non-empty array of {\"candles\": ...}", err, errlen);
+    if (json_array_size(list) > KD_MAX_SERIES)
+        return kd_fail(err, errlen, "series: %zu series exceed the limit of %d",
+                       json_array_size(list), KD_MAX_SERIES);
+    const int count = (int)json_array_size(list);
+    json_t *options = json_copy((json_t *)body); /* shallow: the shared fields, borrowed */
+    out->in = calloc((size_t)count, sizeof *out->in);
+    if (!out->in || !options || json_object_del(options, "series") < 0) {
+        json_decref(options);
+        kd_evaluate_series_input_free(out);
+        return kd_fail(err, errlen, "series: out of memory for %d series", count);
+    }
+    json_object_del(options, "cross_section");
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < count; i++)
+        if ((rc = parse_one(json_array_get(list, (size_t)i), i, options, lim, &out->in[i], err,
+                            errlen)) == 0)
+            out->n = i + 1;
+    json_decref(options);
+    if (rc) kd_evaluate_series_input_free(out);
+    return rc;
+}
+
+/* ---- response ------------------------------------------------------------------------------- */
+
+static json_t *real_or_null(double x) {
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+static json_t *reals(const double *x, int n) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, real_or_null(x[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+static json_t *ints(const int *x, int n) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_integer(x[i])) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* o[key] = v; -1 (v released) when either is missing. */
+static int put(json_t *o, const char *key, json_t *v) {
+    return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
+}
+
+static json_t *per_step(const kr_cross_section *cs) {
+    const int P = cs->horizon;
+    json_t *o = json_object();
+    if (put(o, "ic_std", reals(cs->ic_std, P)) || put(o, "ic_ir", reals(cs->ic_ir, P)) ||
+        put(o, "ic_count", ints(cs->ic_count, P)) ||
+        put(o, "rank_ic_std", reals(cs->rank_ic_std, P)) ||
+        put(o, "rank_ic_ir", reals(cs->rank_ic_ir, P)) ||
+        put(o, "rank_ic_count", ints(cs->rank_ic_count, P))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *by_origin(const kd_evaluate_input *in0, const kr_evaluation *ev0,
+                         const kr_cross_section *cs) {
+    const int P = cs->horizon;
+    json_t *a = json_array();
+    for (int k = 0; a && k < cs->origins; k++) {
+        const size_t at = (size_t)k * P;
+        json_t *o = json_object();
+        if (put(o, "timestamp", kd_timestamp_json(ev0->timestamps[at], &in0->candles.time_form)) ||
+            put(o, "ic", reals(cs->ic + at, P)) || put(o, "rank_ic", reals(cs->rank_ic + at, P)) ||
+            put(o, "hit_rate", reals(cs->hit + at, P)) ||
+            put(o, "top_bottom_spread", reals(cs->spread + at, P)) ||
+            json_array_append_new(a, o) < 0) {
+            json_decref(o);
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+json_t *kd_cross_section_json(const kd_evaluate_input *in0, const kr_evaluation *ev0,
+                              const kr_cross_section *cs) {
+    const int P = cs->horizon, N = cs->origins;
+    json_t *o = json_object();
+    int rc = put(o, "series", json_integer(cs->series)) || put(o, "origins", json_integer(N)) ||
+             put(o, "horizon", json_integer(P)) || put(o, "top_k", json_integer(cs->top_k)) ||
+             put(o, "ic", reals(cs->ic_mean, P)) || put(o, "rank_ic", reals(cs->rank_ic_mean, P)) ||
+             put(o, "hit_rate", reals(cs->hit_rate, P)) ||
+             put(o, "top_bottom_spread", reals(cs->top_bottom_spread, P)) ||
+             put(o, "ic_mean", real_or_null(cs->ic_mean[P])) ||
+             put(o, "ic_std", real_or_null(cs->ic_std[P])) ||
+             put(o, "ic_ir", real_or_null(cs->ic_ir[P])) ||
+             put(o, "ic_count", json_integer(cs->ic_count[P])) ||
+             put(o, "ic_undefined", json_integer((json_int_t)N * P - cs->ic_count[P])) ||
+             put(o, "rank_ic_mean", real_or_null(cs->rank_ic_mean[P])) ||
+             put(o, "rank_ic_std", real_or_null(cs->rank_ic_std[P])) ||
+             put(o, "rank_ic_ir", real_or_null(cs->rank_ic_ir[P])) ||
+             put(o, "rank_ic_count", json_integer(cs->rank_ic_count[P])) ||
+             put(o, "rank_ic_undefined", json_integer((json_int_t)N * P - cs->rank_ic_count[P])) ||
+             put(o, "per_step", per_step(cs));
+    if (rc == 0 && in0->return_origins) rc = put(o, "by_origin", by_origin(in0, ev0, cs));
+    if (rc == 0) return o;
+    json_decref(o);
+    return NULL;
+}
+
+json_t *kd_evaluate_series_response_json(const kd_evaluate_series_input *s,
+                                         const kr_evaluate_plan *plans, const kr_evaluation *evs,
+                                         const kr_cross_section *cs) {
+    json_t *a = json_array();
+    for (int i = 0; a && i < s->n; i++)
+        if (json_array_append_new(a, kd_evaluate_response_json(&s->in[i], &plans[i], &evs[i])) <
+            0) {
+            json_decref(a);
+            return NULL;
+        }
+    json_t *r = json_object();
+    if (put(r, "series", a) ||
+        put(r, "cross_section", kd_cross_section_json(&s->in[0], &evs[0], cs))) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
+}
