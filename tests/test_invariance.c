@@ -678,10 +678,12 @@ static void test_scheduler_classes_by_the_whole_request(void **state) {
 }
 
 /* A forecast's context is encoded in the steps, under their token budget (its candles
- * counted at their cost in predictor rows): with a budget smaller than a context's, four
- * heavy forecasts and a light one all start at once, no step encodes more than the budget
- * pays for, every context takes several steps, and every answer is its solo one (a context
- * encoded in chunks gives the tokens of encoding it whole). */
+ * counted at their cost in predictor rows): with a budget smaller than a context's, of four
+ * heavy forecasts queued at once one starts, and the light one beside it (a heavy one
+ * starts only while those running have less than a step's rows left to fill), no step
+ * encodes more than the budget pays for, every context takes several steps, and every
+ * answer is its solo one (a context encoded in chunks gives the tokens of encoding it
+ * whole). */
 static void test_scheduler_encodes_within_the_step(void **state) {
     (void)state;
     json_t *g = tu_load_golden();
@@ -711,8 +713,9 @@ static void test_scheduler_encodes_within_the_step(void **state) {
     kr_sched_stats ks;
     kr_sched_step(s);
     kr_sched_stats_get(s, &ks);
-    assert_int_equal(ks.active, HEAVY + 1);
+    assert_int_equal(ks.active, 2);
     assert_int_equal(ks.light_active, 1);
+    assert_int_equal(ks.waiting, HEAVY - 1);
     /* what the light one's budget and the others' together may encode at most in a step:
      * the cheapest candles, those at the start, for twice the budget and a candle a job more */
     const int most = kr_encode_fit(model, 0, 1 << 20, 2 * BUDGET + HEAVY + 1);

@@ -120,8 +120,8 @@ static bool pool_has_room(kr_sched *s, const sched_job *j) {
 }
 
 /* Starts j (already out of the waiting line): its state made ready (or it ends), then it
- * joins the active jobs. */
-static void start_job(kr_sched *s, sched_job *j, bool cancelled) {
+ * joins the active jobs; whether it did. */
+static bool start_job(kr_sched *s, sched_job *j, bool cancelled) {
     s->stats.waiting--;
     s->stats.waiting_flops -= j->flops;
     if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
@@ -134,7 +134,7 @@ static void start_job(kr_sched *s, sched_job *j, bool cancelled) {
     }
     if (rc) {
         job_end(s, j);
-        return;
+        return false;
     }
     j->next = NULL;
     sched_job **tail = &s->active;
@@ -147,6 +147,15 @@ static void start_job(kr_sched *s, sched_job *j, bool cancelled) {
     s->stats.light_active += j->light;
     if (j->light) s->light_seen_ms = kr_now_ms();
     if (s->cfg.started) s->cfg.started(j->tag, j->light, s->cfg.ctx);
+    return true;
+}
+
+/* The window rows (and context candles) the active heavy jobs still have to fill. */
+static int heavy_backlog(const kr_sched *s) {
+    int n = 0;
+    for (const sched_job *j = s->active; j; j = j->next)
+        if (!j->light) n += j->ops->fill_left(j);
+    return n;
 }
 
 /* Whether j fits beside the active jobs: its decode rows within max_rows and its plan in
@@ -158,17 +167,21 @@ static bool fits(kr_sched *s, const sched_job *j) {
 /* Waiting jobs start, first come first served, while they fit (fits); when the first in
  * line does not, light jobs behind it that fit start still (a short request never waits
  * for a heavy one's rows; light jobs hold few rows and end soon, so the heavy one at the
- * head starts as soon as the rows it needs are free). A start does little work: a
- * forecast's context is encoded in the steps, under their token budget. */
+ * head starts as soon as the rows it needs are free). Heavy jobs start only while the
+ * running heavy ones have less than a step's budget of rows left to fill (the first always
+ * may): more would only wait in the steps, each holding its plan's pool memory, where a
+ * light job that comes would not find room. */
 void sched_admit(kr_sched *s) {
     drop_cancelled(s);
     /* while the pool has no room for the jobs already running, no new one starts */
     sched_job *prev = NULL;
     bool blocked = false; /* a job ahead did not fit: only light ones pass it */
+    int backlog = heavy_backlog(s);
     for (sched_job *j = s->wait_head, *next; j && !(s->stalled && s->active); j = next) {
         next = j->next;
         bool cancelled = sched_check_cancel(j) != 0;
-        if (!cancelled && (!fits(s, j) || (blocked && !j->light))) {
+        bool full = !j->light && backlog > 0 && backlog >= s->cfg.step_tokens;
+        if (!cancelled && (!fits(s, j) || (blocked && !j->light) || full)) {
             blocked = true;
             prev = j;
             continue;
@@ -178,7 +191,7 @@ void sched_admit(kr_sched *s) {
         else
             s->wait_head = next;
         if (s->wait_tail == j) s->wait_tail = prev;
-        start_job(s, j, cancelled);
+        if (start_job(s, j, cancelled) && !j->light) backlog += j->ops->fill_left(j);
     }
 }
 
