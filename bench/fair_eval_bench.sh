@@ -12,7 +12,7 @@
 #   forecast   /forecast of 10,000 candles (the CSV four times over), horizon 1: one long
 #              context to encode
 #   eval-long  /evaluate of those 10,000 candles, lookback 64, stride 64, horizon 1
-#   live       /evaluate of the 2,500 candles in live mode, stride 32: one series grown
+#   live       /evaluate of the 2,500 candles in live mode, stride 128: one series grown
 #              origin by origin, each origin's window up to max_context
 # Target: the light one's worst beside each <= 2x its median alone. The daemon listens on
 # 127.0.0.1 and is stopped at the end.
@@ -61,7 +61,7 @@ heavy = {
     "eval": ("/evaluate", {"candles": cand(rows), "lookback": 64, "stride": stride, "horizon": 1, "samples": 1}),
     "forecast": ("/forecast", {"candles": cand(long), "horizon": 1, "samples": 1, "seed": 1}),
     "eval-long": ("/evaluate", {"candles": cand(long), "lookback": 64, "stride": 64, "horizon": 1, "samples": 1}),
-    "live": ("/evaluate", {"candles": cand(rows), "lookback": 64, "stride": 32, "horizon": 1, "samples": 1, "mode": "live"}),
+    "live": ("/evaluate", {"candles": cand(rows), "lookback": 64, "stride": 128, "horizon": 1, "samples": 1, "mode": "live"}),
 }
 def call(body, route):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=900)

@@ -745,8 +745,8 @@ static void test_scheduler_encodes_within_the_step(void **state) {
     json_decref(g);
 }
 
-/* One heavy forecast after a light one ran alone, on a scheduler whose step holds a whole
- * context at once and whose fixed cost is 4 rows; light_recent_ms: the light_wait window
+/* One heavy forecast after a light one (half its candles) ran alone, on a scheduler whose
+ * step holds a whole context at once and whose fixed cost is 4 rows; light_recent_ms: the light_wait window
  * (negative: never). The most window and encode rows any of the heavy one's steps held, and
  * the light one's cost alone in rows; the heavy one's answer is its solo one. */
 static int heavy_after_light(double light_recent_ms, double *alone_rows) {
@@ -757,6 +757,11 @@ static int heavy_after_light(double light_recent_ms, double *alone_rows) {
     kr_error err;
     assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);
     kr_forecast_request q[2] = {tc.req, tc.req};
+    const int half = tc.req.context.n / 2; /* the light one: the last half of the candles */
+    q[0].context.n -= half;
+    q[0].context.timestamps += half;
+    for (int c = 0; c < KR_D_IN; c++)
+        if (q[0].context.columns[c]) q[0].context.columns[c] += half;
     q[1].seed = 77;
     q[1].class_flops = 1000 * plan.flops;
     kr_forecast_result res[2], solo;
@@ -803,8 +808,8 @@ static int heavy_after_light(double light_recent_ms, double *alone_rows) {
 
 /* While light jobs come, a step without one holds no more than keeps it within light_wait
  * (a half) of what the last light job cost alone (its context encoded and prefilled, then a
- * row a path each step, each step with the fixed cost): a light job coming mid-step waits
- * that long at most. Without light_wait the heavy one's first step holds its whole context,
+ * row a path each step, then its summary, each step with the fixed cost): a light job
+ * coming mid-step waits that long at most. Without light_wait the heavy one's first step holds its whole context,
  * encoded and prefilled. */
 static void test_scheduler_short_steps_while_light_come(void **state) {
     (void)state;

@@ -61,11 +61,14 @@ int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
 /* FLOPs of the products for `rows` rows attending over `keys` keys each, in one transformer
  * of n layers of width d and feed-forward ff (plan.c's estimate, shared with series.c). */
 double kr_stack_flops(double rows, double keys, int n, int d, int ff);
-/* plan.c: the cost of encoding a context's candles [pos, pos + n), in predictor rows (a
- * row's products through the predictor's layers): what a step's budget counts for it. */
+/* plan.c: the cost of running positions [pos, pos + n) of a sequence through `layers`
+ * tokenizer blocks, in predictor rows (a row's products through the predictor's layers):
+ * what a step's budget counts for the tokenizer's work; and the most of `left` positions
+ * from pos that cost at most `rows` (at least one). */
+double kr_tokenizer_cost_rows(const kr_model *m, int layers, int pos, int n);
+int kr_tokenizer_fit(const kr_model *m, int layers, int pos, int left, double rows);
+/* the same through the encoder's blocks: a context's candles [pos, pos + n) encoded */
 double kr_encode_cost_rows(const kr_model *m, int pos, int n);
-/* plan.c: the most of `left` candles from pos whose encoding costs at most `rows` (at least
- * one). */
 int kr_encode_fit(const kr_model *m, int pos, int left, double rows);
 
 /* ---- result.c ---------------------------------------------------------------------------- */
@@ -94,7 +97,37 @@ typedef struct {
     float *xn, *enc_kv;
 } fc_job;
 
-/* summary.c: decodes each path's last window, denormalises, and fills the result. */
+/* summary.c: a forecast's summary in parts (the scheduler's steps): every path's last
+ * window decoded by the tokenizer (its shared prefix's keys and values a chunk at a time,
+ * then the paths a group at a time; or, without a shared prefix, each path's window
+ * alone), then the answer. */
+typedef struct {
+    float *rows; /* [S][P][d_in]: the decoded last P rows of every path */
+    enum { SUM_SERIES, SUM_PREFIX, SUM_WHOLE } mode;
+    int start, np;               /* the last window: from token start, np tokens shared */
+    int prefix_done, paths_done; /* positions of the prefix in kv; paths decoded */
+    float *kv_mem, **kv_blocks;  /* SUM_PREFIX: the prefix's keys and values */
+    kr_kv_view kv;
+    int32_t *g1, *g2; /* [S][P]: every path's generated tokens (the windows' own part) */
+    float *dec;       /* SUM_WHOLE: one window's rows */
+} fc_summary;
+
+/* shared: the cached path (the window's context part decoded once for all paths); else
+ * each path's window alone, as the reference path does. */
+int kr_summary_begin(const kr_model *m, const fc_job *job, bool shared, fc_summary *sum,
+                     kr_error *err);
+/* Decodes what is left, as much as costs about `rows` (at least one part); *cost: what it
+ * cost, in rows (kr_tokenizer_cost_rows). 1 when every row is decoded, 0 when more is
+ * left, -1 on error. */
+int kr_summary_advance(const kr_model *m, const fc_job *job, fc_summary *sum, double rows,
+                       double *cost, kr_error *err);
+/* What is left of it, in rows. */
+double kr_summary_left(const kr_model *m, const fc_job *job, const fc_summary *sum);
+/* The answer from the decoded rows: denormalised, mean, quantiles, P(up), paths. */
+int kr_summary_finish(const kr_forecast_request *r, const fc_job *job, const fc_summary *sum,
+                      kr_forecast_result *res, kr_error *err);
+void kr_summary_free(fc_summary *sum);
+/* summary.c: all of it at once. */
 int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
                           kr_forecast_result *res, kr_error *err);
 

@@ -93,24 +93,32 @@ double kr_stack_flops(double rows, double keys, int n, int d, int ff) {
 }
 #define stack_flops kr_stack_flops
 
-double kr_encode_cost_rows(const kr_model *m, int pos, int n) {
+double kr_tokenizer_cost_rows(const kr_model *m, int layers, int pos, int n) {
     const kr_tokenizer_config *t = &m->tc;
     const kr_predictor_config *p = &m->pc;
     const double row = stack_flops(1, 0, p->n_layers, p->d_model, p->ff_dim);
     /* the rows attend over pos + 1 .. pos + n keys: pos + (n + 1) / 2 on average */
-    return stack_flops(n, pos + (n + 1) / 2.0, m->tok.n_enc, t->d_model, t->ff_dim) / row;
+    return stack_flops(n, pos + (n + 1) / 2.0, layers, t->d_model, t->ff_dim) / row;
 }
 
-int kr_encode_fit(const kr_model *m, int pos, int left, double rows) {
+int kr_tokenizer_fit(const kr_model *m, int layers, int pos, int left, double rows) {
     int lo = 1, hi = left; /* the cost grows with n: the most that fits, at least one */
     while (lo < hi) {
         int mid = lo + (hi - lo + 1) / 2;
-        if (kr_encode_cost_rows(m, pos, mid) <= rows)
+        if (kr_tokenizer_cost_rows(m, layers, pos, mid) <= rows)
             lo = mid;
         else
             hi = mid - 1;
     }
     return lo;
+}
+
+double kr_encode_cost_rows(const kr_model *m, int pos, int n) {
+    return kr_tokenizer_cost_rows(m, m->tok.n_enc, pos, n);
+}
+
+int kr_encode_fit(const kr_model *m, int pos, int left, double rows) {
+    return kr_tokenizer_fit(m, m->tok.n_enc, pos, left, rows);
 }
 
 int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start) {

@@ -1,6 +1,6 @@
 /* summary.c — the forecast's answer from its paths' tokens: each path's last window
- * decoded by the tokenizer, denormalised, then mean, quantiles (numpy's linear rule) and the
- * probability of a higher close. */
+ * decoded by the tokenizer, in parts that a scheduler's steps can share out, denormalised,
+ * then mean, quantiles (numpy's linear rule) and the probability of a higher close. */
 #include "forecast_impl.h"
 #include "tokenizer.h"
 
@@ -20,90 +20,130 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Every path's last P rows, decoded: [S][P][6]. The cached path decodes the window's
- * shared context part once; the reference decodes each path's whole window. */
-static int decode_paths(const kr_model *m, const fc_job *job, bool shared, float *rows,
-                        kr_error *err) {
-    int L = job->L, P = job->P, S = job->samples;
-    int total = L + P, start, w = kr_forecast_window(&job->plan, L, P, &start), np = w - P;
-    if (shared && start == 0 && np > 0 && np == job->dec_len) { /* the prefix is a series' */
-        int32_t *g1 = malloc((size_t)S * P * sizeof *g1), *g2 = malloc((size_t)S * P * sizeof *g2);
-        int rc = g1 && g2 ? 0
-                          : kr_fail_code(err, KR_E_NO_MEMORY,
-                                         "forecast: out of memory decoding %d paths", S);
-        for (int p = 0; rc == 0 && p < S; p++) {
-            memcpy(g1 + (size_t)p * P, job->path_s1 + (size_t)p * total + L, (size_t)P * 4);
-            memcpy(g2 + (size_t)p * P, job->path_s2 + (size_t)p * total + L, (size_t)P * 4);
-        }
-        if (rc == 0)
-            rc = kr_tokenizer_decode_paths_kv(m, &job->dec_kv, np, g1, g2, S, P, rows, err);
-        free(g1);
-        free(g2);
-        return rc;
-    }
-    if (shared && np > 0) {
-        /* paths per batch: at most 4096 rows, and about 256 MiB of decoder keys and values
-         * (each path holds ceil(P / np) blocks of np positions) */
-        const kr_tokenizer_config *tc = kr_model_tokenizer_config(m);
-        size_t path_bytes = (size_t)((P + np - 1) / np) * np * 2 * (size_t)tc->d_model *
-                            (size_t)(tc->n_dec_layers > 1 ? tc->n_dec_layers - 1 : 1) *
-                            sizeof(float);
-        size_t by_mem = ((size_t)256 << 20) / path_bytes;
-        int group = 4096 / P > 0 ? 4096 / P : 1;
-        if ((size_t)group > by_mem) group = by_mem > 0 ? (int)by_mem : 1;
-        int32_t *g1 = malloc((size_t)(group < S ? group : S) * P * sizeof *g1);
-        int32_t *g2 = malloc((size_t)(group < S ? group : S) * P * sizeof *g2);
-        int rc = g1 && g2 ? 0
-                          : kr_fail_code(err, KR_E_NO_MEMORY,
-                                         "forecast: out of memory decoding %d paths", S);
-        for (int p0 = 0; rc == 0 && p0 < S; p0 += group) {
-            int n = S - p0 < group ? S - p0 : group;
-            for (int p = 0; p < n; p++) {
-                memcpy(g1 + (size_t)p * P, job->path_s1 + (size_t)(p0 + p) * total + L,
-                       (size_t)P * sizeof *g1);
-                memcpy(g2 + (size_t)p * P, job->path_s2 + (size_t)(p0 + p) * total + L,
-                       (size_t)P * sizeof *g2);
-            }
-            rc = kr_tokenizer_decode_paths(m, job->path_s1 + start, job->path_s2 + start, np, g1,
-                                           g2, n, P, rows + (size_t)p0 * P * KR_D_IN, err);
-        }
-        free(g1);
-        free(g2);
-        return rc;
-    }
-    float *dec = malloc((size_t)w * KR_D_IN * sizeof(float));
-    if (!dec)
-        return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory decoding a window of %d",
-                            w);
-    int rc = 0;
-    for (int p = 0; rc == 0 && p < S; p++) {
-        const int32_t *s1 = job->path_s1 + (size_t)p * total,
-                      *s2 = job->path_s2 + (size_t)p * total;
-        rc = kr_tokenizer_decode(m, s1 + start, s2 + start, w, dec, err);
-        if (rc == 0)
-            memcpy(rows + (size_t)p * P * KR_D_IN, dec + (size_t)(w - P) * KR_D_IN,
-                   (size_t)P * KR_D_IN * sizeof(float));
-    }
-    free(dec);
-    return rc;
+/* ---- every path's last window, decoded in parts ------------------------------------------ */
+
+/* Positions per block of a prefix's keys and values (as the tokenizer's own batched decode
+ * lays them: the same blocks, the same answer). */
+#define PREFIX_BLOCK 16
+
+void kr_summary_free(fc_summary *sum) {
+    free(sum->rows);
+    free(sum->kv_mem);
+    free(sum->kv_blocks);
+    free(sum->g1);
+    free(sum->g2);
+    free(sum->dec);
+    memset(sum, 0, sizeof *sum);
 }
 
-/* Decodes each path's last window, denormalises, and fills the result. */
-int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
-                          kr_forecast_result *res, kr_error *err) {
+int kr_summary_begin(const kr_model *m, const fc_job *job, bool shared, fc_summary *sum,
+                     kr_error *err) {
+    const int L = job->L, P = job->P, S = job->samples, total = L + P;
+    memset(sum, 0, sizeof *sum);
+    const int w = kr_forecast_window(&job->plan, L, P, &sum->start);
+    sum->np = w - P;
+    sum->mode = !shared || sum->np == 0                      ? SUM_WHOLE
+                : sum->start == 0 && sum->np == job->dec_len ? SUM_SERIES
+                                                             : SUM_PREFIX;
+    sum->rows = malloc((size_t)S * P * KR_D_IN * sizeof(float));
+    bool ok = sum->rows != NULL;
+    if (ok && sum->mode == SUM_WHOLE) {
+        ok = (sum->dec = malloc((size_t)w * KR_D_IN * sizeof(float))) != NULL;
+    } else if (ok) {
+        sum->g1 = malloc((size_t)S * P * sizeof *sum->g1);
+        sum->g2 = malloc((size_t)S * P * sizeof *sum->g2);
+        ok = sum->g1 && sum->g2;
+        for (int p = 0; ok && p < S; p++) {
+            memcpy(sum->g1 + (size_t)p * P, job->path_s1 + (size_t)p * total + L,
+                   (size_t)P * sizeof(int32_t));
+            memcpy(sum->g2 + (size_t)p * P, job->path_s2 + (size_t)p * total + L,
+                   (size_t)P * sizeof(int32_t));
+        }
+    }
+    if (ok && sum->mode == SUM_SERIES) {
+        sum->kv = job->dec_kv;
+        sum->prefix_done = sum->np;
+    } else if (ok && sum->mode == SUM_PREFIX) {
+        const int blocks = (sum->np + PREFIX_BLOCK - 1) / PREFIX_BLOCK, d = m->tc.d_model;
+        const size_t block = (size_t)(m->tok.n_dec > 0 ? m->tok.n_dec : 1) * 2 * PREFIX_BLOCK * d;
+        sum->kv_mem = malloc((size_t)blocks * block * sizeof(float));
+        sum->kv_blocks = malloc((size_t)blocks * sizeof *sum->kv_blocks);
+        ok = sum->kv_mem && sum->kv_blocks;
+        for (int b = 0; ok && b < blocks; b++)
+            sum->kv_blocks[b] = sum->kv_mem + (size_t)b * block;
+        sum->kv = (kr_kv_view){sum->kv_blocks, PREFIX_BLOCK, d};
+    }
+    if (ok) return 0;
+    kr_summary_free(sum);
+    return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory summarising %d paths", S);
+}
+
+/* What one path costs to decode: its window alone, or its own rows over the prefix. */
+static double path_cost(const kr_model *m, const fc_job *job, const fc_summary *sum) {
+    return sum->mode == SUM_WHOLE ? kr_tokenizer_cost_rows(m, m->tok.n_dec, 0, sum->np + job->P)
+                                  : kr_tokenizer_cost_rows(m, m->tok.n_dec, sum->np, job->P);
+}
+
+double kr_summary_left(const kr_model *m, const fc_job *job, const fc_summary *sum) {
+    double prefix =
+        sum->prefix_done < sum->np && sum->mode == SUM_PREFIX
+            ? kr_tokenizer_cost_rows(m, m->tok.n_dec, sum->prefix_done, sum->np - sum->prefix_done)
+            : 0;
+    return prefix + (job->samples - sum->paths_done) * path_cost(m, job, sum);
+}
+
+int kr_summary_advance(const kr_model *m, const fc_job *job, fc_summary *sum, double rows,
+                       double *cost, kr_error *err) {
+    const int P = job->P, S = job->samples, total = job->L + P;
+    *cost = 0;
+    if (sum->mode == SUM_PREFIX && sum->prefix_done < sum->np) { /* its keys, a chunk */
+        const int at = sum->prefix_done, left = sum->np - at;
+        const int n = kr_tokenizer_fit(m, m->tok.n_dec, at, left, rows);
+        const int32_t *s1 = job->path_s1 + sum->start + at, *s2 = job->path_s2 + sum->start + at;
+        if (kr_tokenizer_decoder_extend(m, &sum->kv, at, s1, s2, n, err)) return -1;
+        sum->prefix_done += n;
+        *cost = kr_tokenizer_cost_rows(m, m->tok.n_dec, at, n);
+        return 0; /* the paths at the next part */
+    }
+    const double one = path_cost(m, job, sum);
+    int g = one > 0 && rows / one < S - sum->paths_done ? (int)(rows / one) : S - sum->paths_done;
+    if (g < 1) g = 1;
+    const int p0 = sum->paths_done;
+    if (sum->mode == SUM_WHOLE) {
+        const int w = sum->np + P;
+        for (int p = p0; p < p0 + g; p++) {
+            const size_t at = (size_t)p * total + sum->start;
+            if (kr_tokenizer_decode(m, job->path_s1 + at, job->path_s2 + at, w, sum->dec, err))
+                return -1;
+            memcpy(sum->rows + (size_t)p * P * KR_D_IN, sum->dec + (size_t)(w - P) * KR_D_IN,
+                   (size_t)P * KR_D_IN * sizeof(float));
+        }
+    } else if (kr_tokenizer_decode_paths_kv(m, &sum->kv, sum->np, sum->g1 + (size_t)p0 * P,
+                                            sum->g2 + (size_t)p0 * P, g, P,
+                                            sum->rows + (size_t)p0 * P * KR_D_IN, err)) {
+        return -1;
+    }
+    sum->paths_done += g;
+    *cost = g * one;
+    return sum->paths_done == S;
+}
+
+/* ---- the answer ----------------------------------------------------------------------------- */
+
+int kr_summary_finish(const kr_forecast_request *r, const fc_job *job, const fc_summary *fs,
+                      kr_forecast_result *res, kr_error *err) {
     int L = job->L, P = job->P, S = job->samples;
-    float *dec = malloc((size_t)S * P * KR_D_IN * sizeof(float));
+    const float *dec = fs->rows;
     float *sum = calloc((size_t)P * KR_D_IN, sizeof(float));
     double *vals = malloc((size_t)S * sizeof(double));
     double *paths = malloc((size_t)S * KR_D_IN * P * sizeof(double));
     int rc = -1;
-    if (!dec || !sum || !vals || !paths) {
+    if (!sum || !vals || !paths) {
         kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory summarising %d paths", S);
         goto out;
     }
     memcpy(res->norm_mean, job->mean, sizeof res->norm_mean);
     memcpy(res->norm_std, job->std, sizeof res->norm_std);
-    if (decode_paths(m, job, r->use_cache, dec, err)) goto out;
     for (int p = 0; p < S; p++)
         for (int i = 0; i < P; i++)
             for (int c = 0; c < KR_D_IN; c++) {
@@ -139,9 +179,21 @@ int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_jo
     }
     rc = 0;
 out:
-    free(dec);
     free(sum);
     free(vals);
     free(paths);
+    return rc;
+}
+
+int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+                          kr_forecast_result *res, kr_error *err) {
+    fc_summary sum;
+    double cost;
+    int rc;
+    if (kr_summary_begin(m, job, r->use_cache, &sum, err)) return -1;
+    while ((rc = kr_summary_advance(m, job, &sum, 1e300, &cost, err)) == 0)
+        ;
+    if (rc == 1) rc = kr_summary_finish(r, job, &sum, res, err);
+    kr_summary_free(&sum);
     return rc;
 }

@@ -36,6 +36,7 @@ static void fc_release(sched_job *j) {
     free(f->t2);
     free(f->st);
     kr_forecast_job_free(&f->job);
+    kr_summary_free(&f->sum);
     kr_pool_free(f->own_pool);
 }
 
@@ -131,6 +132,7 @@ static int fc_start(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *e
     const kr_forecast_request *r = f->req;
     fc_job *job = &f->job;
     double t0 = kr_now_ms();
+    f->m = m;
     if (kr_forecast_job_init(m, r, f->series, job, f->res, err)) return -1;
     int S = r->samples, mc = job->plan.max_context;
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
@@ -182,6 +184,22 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
         return 0;
     }
     if (*budget <= 0) return 0;
+    if (f->phase == FC_SUMMARY) { /* a part now, outside the batch */
+        double cost;
+        int rc = kr_summary_advance(m, job, &f->sum, *budget, &cost, &jb->err);
+        if (rc < 0) return -1;
+        int rows = (int)ceil(cost) > 0 ? (int)ceil(cost) : 1;
+        *budget -= rows;
+        b->side_rows += rows;
+        jb->step_rows += rows;
+        if (rc == 0) return 0;
+        if (kr_summary_finish(f->req, job, &f->sum, f->res, &jb->err)) return -1;
+        kr_summary_free(&f->sum);
+        f->res->usage.generated_tokens = job->samples * job->P;
+        f->res->usage.elapsed_ms += kr_now_ms();
+        f->summarised = true;
+        return 0;
+    }
     if (f->phase == FC_ENCODE) {     /* a chunk now, outside the batch; its window at once after */
         if (job->encoded < job->L) { /* as many candles as the budget's rows cost */
             int c = kr_encode_fit(m, job->encoded, job->L - job->encoded, *budget);
@@ -225,6 +243,7 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
 static int fc_fill_left(const sched_job *jb) {
     const fc_state *f = &jb->u.fc;
     int S = f->job.samples;
+    if (f->phase == FC_SUMMARY) return (int)ceil(kr_summary_left(f->m, &f->job, &f->sum));
     if (f->phase == FC_ENCODE) { /* then step 0's window */
         int start;
         return f->job.L - f->job.encoded + kr_forecast_window(&f->job.plan, f->job.L, 0, &start);
@@ -237,6 +256,7 @@ static int fc_fill_left(const sched_job *jb) {
 static int fc_appended(const kr_model *m, sched_job *jb, kr_error *err) {
     fc_state *f = &jb->u.fc;
     int S = f->job.samples, v1 = 1 << m->pc.s1_bits;
+    if (f->phase == FC_SUMMARY) return f->summarised; /* complete once summarised */
     if (f->phase == FC_DECODE || f->phase == FC_FORKED) {
         jb->ready = true;
         return 0;
@@ -293,14 +313,13 @@ static int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
         job->path_s1[(size_t)p * total + at] = f->a[p];
         job->path_s2[(size_t)p * total + at] = f->b[p];
     }
-    if (++f->i == job->P) { /* complete: the pool back first, then the summary */
+    if (++f->i == job->P) { /* drawn: the pool back first, then the summary, in parts */
         free_paths(f);
         kr_pool_free(f->own_pool);
         f->own_pool = NULL;
-        if (kr_forecast_summarise(m, f->req, job, f->res, err)) return -1;
-        f->res->usage.generated_tokens = job->samples * job->P;
-        f->res->usage.elapsed_ms += kr_now_ms();
-        return 1;
+        if (kr_summary_begin(m, job, f->req->use_cache, &f->sum, err)) return -1;
+        f->phase = FC_SUMMARY;
+        return 0;
     }
     int start;
     kr_forecast_window(&job->plan, job->L, f->i, &start);

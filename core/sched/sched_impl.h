@@ -63,10 +63,12 @@ extern const sched_ops sched_forecast_ops, sched_series_ops, sched_generate_ops;
 
 /* A forecast's context is encoded (FC_ENCODE, a chunk a step); its window is filled in two
  * phases (its context part once into a prefix, then each path's generated part), or served
- * one cached token a path. FC_FORKED: the paths forked from a series' cache, logits ready. */
-typedef enum { FC_ENCODE, FC_PREFIX, FC_PATHS, FC_DECODE, FC_FORKED } fc_phase;
+ * one cached token a path. FC_FORKED: the paths forked from a series' cache, logits ready.
+ * Once every token is drawn its summary is decoded (FC_SUMMARY, a part a step). */
+typedef enum { FC_ENCODE, FC_PREFIX, FC_PATHS, FC_DECODE, FC_FORKED, FC_SUMMARY } fc_phase;
 
 typedef struct {
+    const kr_model *m;
     const kr_forecast_request *req;
     const kr_series *series; /* or NULL: the context is normalised and encoded here */
     kr_forecast_result *res;
@@ -81,6 +83,8 @@ typedef struct {
     int32_t *t1, *t2;          /* [S][g]: each path's generated part of the window */
     kr_stamp *st;              /* [g] */
     int prefix_start, prefix_need, prefix_done, g, g_done, chunk;
+    fc_summary sum;  /* FC_SUMMARY */
+    bool summarised; /* its answer is complete: it ends after this step's append */
 } fc_state;
 
 typedef struct {

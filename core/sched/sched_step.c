@@ -66,7 +66,8 @@ static int light_wait_rows(kr_sched *s, int rows, int budget) {
     return n < 1 ? 1 : n < budget ? (int)n : budget;
 }
 
-/* Each light job's cost alone, step by step: the step's fixed cost and its own rows. */
+/* Each light job's cost alone, step by step: the step's fixed cost and its own rows (the
+ * batch's owners are read here, before any job of the step ends and is freed). */
 static void count_light_rows(kr_sched *s) {
     const step_batch *b = &s->batch;
     for (int g = 0; g < b->n_groups; g++)
@@ -362,6 +363,7 @@ int kr_sched_step(kr_sched *s) {
     s->stats.encode_rows_last_step = b->side_rows;
     s->stats.rows += (unsigned long long)b->n_rows;
     s->stats.steps++;
+    count_light_rows(s); /* before any job of the step can end */
     run_append(s);
     /* what each job makes of its append: the next phase, fresh logits, or its end */
     s->short_pool = false;
@@ -382,7 +384,6 @@ int kr_sched_step(kr_sched *s) {
     run_s2(s);
     /* the step's cost without what a job does when it ends (a forecast's summary) */
     if (b->n_rows + b->side_rows > 0) cost_observe(s, b->n_rows + b->side_rows, kr_now_ms() - t0);
-    count_light_rows(s);
     if (!sched_step_cost(s, &s->stats.step_ms_fixed, &s->stats.step_ms_per_row))
         s->stats.step_ms_fixed = s->stats.step_ms_per_row = 0;
     for (sched_job *j = s->active, *next; j; j = next) {
