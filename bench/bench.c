@@ -483,8 +483,8 @@ READ_CLONES static void *read_loop(void *arg) {
  * back. A single-path decode step reads the same weights and KV cache every token, so the
  * floor reads a buffer of that size the same way: from memory where it is larger than the
  * last-level cache, from that cache where it fits (an Intel Xeon's 260 MB L3 holds
- * Kronos-small's 93 MB, read 2.2x faster than memory: a 256 MiB buffer, as here until
- * round 9, put the floor at 0.46x of what the step itself did). */
+ * Kronos-small's weights, read about twice as fast as memory: a buffer larger than that L3
+ * would put the floor below what the step itself does). */
 static double read_bandwidth(int threads, size_t bytes) {
     size_t words = bytes / 8;
     uint64_t *buf = malloc(words * 8);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fair_bench.sh — a light forecast beside heavy ones (issue 16, fair steps): the light
+# fair_bench.sh — a light forecast beside heavy ones (fair steps): the light
 # request's p50/p99 alone and beside two heavy forecasts, and the heavy ones' time with and
 # without the light ones, against one daemon, in one run so the ratios hold on a shared
 # machine.

@@ -1,6 +1,6 @@
-"""hostile.py — issue 19's hostile and careless inputs, once each, with the status each gets
+"""hostile.py — hostile and careless inputs, once each, with the status each gets
 and whether that is the wanted answer; prints status counts. Usage: hostile.py URL.
-(Points 2 and 6, idle connections and upload memory, are tests/e2e/idle.py and uploads.py.)"""
+(Idle connections and upload memory are tests/e2e/idle.py and uploads.py.)"""
 import collections
 import datetime
 import json

@@ -19,7 +19,7 @@
 #   * p99 of that short request with two long forecasts (30 samples, horizon 512) running,
 #     against its p99 alone;
 #   * RSS before and after each of RSS_ROUNDS rounds of RSS_DUR seconds of load;
-#   * fair serving (issue 16), by bench/fair_bench.sh on a daemon of its own (FAIR_N light
+#   * fair serving, by bench/fair_bench.sh on a daemon of its own (FAIR_N light
 #     requests alone, default 30; FAIR_FLAGS for its daemon): a light forecast's (64 candles,
 #     horizon 16, 1 path) p50/p99 alone and beside two heavy ones (400 candles, horizon 160,
 #     8 paths), and the heavy ones' time with and without the light ones;

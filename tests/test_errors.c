@@ -79,7 +79,7 @@ static void test_messages(void **state) {
         assert_string_equal(kd_error_message(kd_error_answer_of(cases[i].code), "forecast",
                                              "horizon: must be at least 1", out, sizeof out),
                             cases[i].want);
-    /* a core message that names the same thing is not prefixed twice (issue 19) */
+    /* a core message that names the same thing is not prefixed twice */
     assert_string_equal(kd_error_message(kd_error_answer_of(KR_E_DEADLINE), "forecast",
                                          "forecast: the deadline passed", out, sizeof out),
                         "forecast: the deadline passed (timeout_ms or request-timeout)");

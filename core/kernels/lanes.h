@@ -16,8 +16,8 @@
  * timed, whole on a CPU that has a higher one.
  *
  * Why a build per width and not one 16-lane type: GCC keeps a vector wider than the level's
- * registers in memory: its AVX2 attention went through the stack (the 30-path step 4.7x slower
- * on Zen 5, docs/performance.md round 8).
+ * registers in memory: its AVX2 attention went through the stack, several times slower
+ * (docs/design.md, "Tried and dropped").
  *
  * Every build performs the same IEEE operations in the same order on each element (the lanes
  * are independent, and -ffp-contract=off: no fused multiply-add unless written), so the bits

@@ -33,12 +33,12 @@
 #define ROW_CHUNK 64 /* rows whose x stays in cache while a task's panels stream past */
 /* One or two rows (a decode step of one path) stream the weights from memory at 2 flops a
  * float: the threads split the panels in equal runs, in whole 8-panel kernel calls, instead
- * of 8-panel tasks whose last one leaves the other thread idle (measured on Zen 5, one-path
- * step: 1.54-1.60 -> 1.46-1.52 ms). On two threads one run each: each streams one contiguous
- * half, two claims a product instead of four (in-process A/B on Zen 5, one-path step, three
- * runs under load: medians 2.5-3% lower than two runs a thread; a helper that comes late
- * finds its run unclaimed, or the caller has taken it). More threads take NARROW_TASKS runs
- * each: with runs rounded up to 8 panels, one a thread would leave some threads without. */
+ * of 8-panel tasks whose last one leaves the other thread idle (docs/performance.md has the
+ * one-path step timed). On two threads one run each: each streams one contiguous half, and
+ * a product takes two claims instead of four, which measured faster than two runs a thread
+ * (a helper that comes late finds its run unclaimed, or the caller has taken it). More
+ * threads take NARROW_TASKS runs each: with runs rounded up to 8 panels, one a thread would
+ * leave some threads without. */
 #define NARROW_ROWS  2
 #define NARROW_TASKS 2
 
@@ -173,9 +173,9 @@ static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear
  * pf, when not NULL: one cache line a step of k, pf + 64 k, fetched into L2 while the FMAs run.
  * A few rows (a decode step of 30 paths) read each block of 4 panels (in x 256 bytes) only
  * five times, the first straight from memory: the block of 6 rows waiting on it ran at memory
- * speed. Each of the first four row blocks of a panel group now fetches a quarter of the group
- * read next (measured on Zen 5: 30 rows, 8 layers' weights a step, 7.6 -> 6.8 ms on one thread,
- * 4.3 -> 3.8 ms on two). The weight streams themselves stay on the hardware's prefetcher. */
+ * speed. Each of the first four row blocks of a panel group fetches a quarter of the group
+ * read next, so the next group is in L2 when its first block starts (docs/performance.md).
+ * The weight streams themselves stay on the hardware's prefetcher. */
 #define AVX512_RB     8
 #define AVX512_CB     3
 #define AVX512_CB_MAX 8 /* panels for blocks of at most AVX512_NARROW rows */
@@ -496,7 +496,7 @@ static void forward(const y_map *y, int n, const float *x, int T, const kr_linea
     if (epi && T <= NARROW_ROWS) { /* a decode step of one path: the plain product (each
                                     * thread streams one contiguous run), then the epilogue of
                                     * a row or two after the join (in-task epilogues on paired
-                                    * runs: one-path step 1-3% slower, A/B on Zen 5) */
+                                    * runs measured slower for a one-path step) */
         forward(y, n, x, T, l, NULL, NULL);
         epi(epi_ctx, 0, T, 0, y->width);
         return;

@@ -221,7 +221,7 @@ static void save_raw_kv(const kr_block *b, int layer, const kr_seq *sq, const fl
 /* The new rows of the sequences into their caches (store_kv), RoPE on their queries and
  * their attention rows. Many sequences: a task a run of whole sequences. A few with many rows
  * (a prefill, the tokenizer's whole window): a task a run of STORE_CHUNK rows of one sequence
- * (on the calling thread, a 520-row window's stores took 0.9 of the tokenizer's 9.8 ms). */
+ * (on the calling thread, a long window's stores took about a tenth of the tokenizer's time). */
 #define STORE_PARALLEL 4  /* fewer sequences are stored by rows, or on the calling thread */
 #define STORE_CHUNK    32 /* rows a task when the rows are split */
 #define STORE_ROWS     64 /* fewer rows in all: stored on the calling thread */

@@ -91,8 +91,8 @@ KR_LEVEL_FN static void rope_heads(float *x, int n_heads, int hd, const float *c
 
 /* Writes keys krows[KEY_GROUP][d] at positions pos .. pos + 15 of one block. AVX-512:
  * 16 x 16 tiles transposed in registers, each line of the transposed keys written whole at
- * once, where a key at a time writes one float into each of d lines (kr_kv_put_k; measured
- * on Zen 5, the tokenizer's 520-row store on two threads: 0.30 -> 0.16 ms). Narrower levels
+ * once, where a key at a time writes one float into each of d lines (kr_kv_put_k; this
+ * halves the store of the tokenizer's window, docs/performance.md). Narrower levels
  * write each line from the 16 rows in turn. */
 KR_LEVEL_FN static void put_keys16(const kr_kv_view *kv, int layer, int pos, const float *krows,
                                    int d) {

@@ -1,4 +1,4 @@
-"""idle.py — idle keep-alive connections cannot lock new clients out (issue 19, point 2).
+"""idle.py — idle keep-alive connections cannot lock new clients out.
 
 Opens HOLD keep-alive connections spread over ADDRS loopback addresses (each asks
 GET /health once, then stays open and silent), more than the daemon's max-connections;

@@ -1,4 +1,4 @@
-"""uploads.py — request bodies are bounded in total and memory goes back (issue 19, point 6).
+"""uploads.py — request bodies are bounded in total and memory goes back.
 
 Opens N uploads that declare max-body-bytes and stall after sending most of it, reads the
 daemon's RSS while they are held, then closes them (or lets read-timeout close them) and

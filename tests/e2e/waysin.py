@@ -1,4 +1,4 @@
-"""waysin.py — one rule for every way in, over HTTP (issue 19, points 3-5).
+"""waysin.py — one rule for every way in, over HTTP.
 
 The same bad candles sent as a JSON /forecast (columns and rows), a CSV /forecast, a JSON
 and a CSV session creation, and a JSON and a CSV session append get the same status and
