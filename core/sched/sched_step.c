@@ -282,47 +282,55 @@ static int sit_out(kr_sched *s, double t) {
     return n;
 }
 
-int kr_sched_step(kr_sched *s) {
+/* The step's start: admission, the jobs whose caller gave up ended, who sits out. A job
+ * that sits out adds no rows and does nothing after the append: it takes the step after
+ * where it left off (its state is as its last appended/drawn left it). */
+static void begin_step(kr_sched *s) {
     sched_admit(s);
     step_batch *b = &s->batch;
     b->n_groups = b->n_rows = b->side_rows = b->encoded = 0;
-    /* jobs whose caller gave up end now */
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
         if (sched_check_cancel(j)) sched_end_active(s, j);
     }
-    /* a job that sits out adds no rows and does nothing after the append: it takes the
-     * step after where it left off (its state is as its last appended/drawn left it) */
     s->sitting_out = sit_out(s, kr_now_ms());
     for (sched_job *j = s->active; j; j = j->next)
         j->step_rows = 0;
-    /* every decode row */
+}
+
+/* A job's rows could not be added: it ends (its error, or out of memory). */
+static void end_unadded(kr_sched *s, sched_job *j) {
+    if (!j->err.code) kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
+    sched_end_active(s, j);
+}
+
+/* Every decode row of the jobs that take part. */
+static void add_decode_rows(kr_sched *s) {
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
-        if (j->out) continue;
         int none = 0;
-        if (j->ops->rows(s->m, j, b, true, &none)) {
-            kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
-            sched_end_active(s, j);
-        }
+        if (!j->out && j->ops->rows(s->m, j, &s->batch, true, &none)) end_unadded(s, j);
     }
-    /* then prefill and window-recompute chunks under the budget: the whole of step-tokens
-     * when one job runs alone, an eighth of it while other jobs decode, so that a long
-     * prefill or window recompute slows their tokens down little; shared the cheapest fill
-     * first, so a short request's prefill never waits behind a long one's recompute, and a
-     * job passed over AGE_STEPS steps in a row first of all, so none starves. While a light
-     * job runs, the light ones fill first under the whole of step-tokens, and the others
-     * add only the rows that keep the step within light_step_factor of its time without
-     * them (others_rows), in the steps they do not sit out (sit_out): a light job's every
-     * step stays short while the heavy ones still advance. A job that sits out keeps its
-     * starved count: it was not passed over. */
-    int decode_rows = b->n_rows, budget = s->cfg.step_tokens;
+}
+
+/* Then prefill and window-recompute chunks (and the encodes and summaries that run while
+ * they are gathered) under the budget: the whole of step-tokens when one job runs alone,
+ * an eighth of it while other jobs decode, so that a long prefill or window recompute
+ * slows their tokens down little, and less while light jobs come (light_wait_rows);
+ * shared the cheapest fill first, so a short request's prefill never waits behind a long
+ * one's recompute, and a job passed over AGE_STEPS steps in a row first of all, so none
+ * starves. While a light job runs, the light ones fill first under the whole of
+ * step-tokens, and the others add only the rows that keep the step within
+ * light_step_factor of its time without them (others_rows), in the steps they do not sit
+ * out (sit_out): a light job's every step stays short while the heavy ones still advance.
+ * A job that sits out keeps its starved count: it was not passed over. */
+static void add_window_rows(kr_sched *s, int decode_rows) {
+    step_batch *b = &s->batch;
+    int budget = s->cfg.step_tokens;
     if (decode_rows > 0 && s->stats.active > 1) {
         int busy = s->cfg.step_tokens / 8;
         budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
     }
-    /* the step's cost counts the encodes that run while its rows are gathered */
-    double t0 = kr_now_ms();
     bool light_on = s->stats.light_active > 0;
     /* no light job now, but one may come mid-step: a short step while they come */
     if (!light_on) budget = light_wait_rows(s, decode_rows, budget);
@@ -340,32 +348,19 @@ int kr_sched_step(kr_sched *s) {
         }
         int before = *bud, left = j->ops->fill_left(j);
         if (j->ops->rows(s->m, j, b, false, bud)) {
-            if (!j->err.code)
-                kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
-            sched_end_active(s, j);
+            end_unadded(s, j);
             continue;
         }
         j->starved = left > 0 && *bud == before ? j->starved + 1 : 0;
     }
-    if (n < 0) /* no order: admission order, as jobs come */
-        for (sched_job *j = s->active, *next; j; j = next) {
-            next = j->next;
-            if (j->out) continue;
-            if (j->ops->rows(s->m, j, b, false, &budget)) {
-                if (!j->err.code)
-                    kr_fail_code(&j->err, KR_E_NO_MEMORY, "scheduler: out of memory for a step");
-                sched_end_active(s, j);
-            }
-        }
-    s->stats.rows_last_step = b->n_rows;
-    s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
-    s->stats.encoded_last_step = b->encoded;
-    s->stats.encode_rows_last_step = b->side_rows;
-    s->stats.rows += (unsigned long long)b->n_rows;
-    s->stats.steps++;
-    count_light_rows(s); /* before any job of the step can end */
-    run_append(s);
-    /* what each job makes of its append: the next phase, fresh logits, or its end */
+    for (sched_job *j = s->active, *next; n < 0 && j; j = next) { /* no order: as jobs came */
+        next = j->next;
+        if (!j->out && j->ops->rows(s->m, j, b, false, &budget)) end_unadded(s, j);
+    }
+}
+
+/* What each job makes of its append: the next phase, fresh logits, or its end. */
+static void after_append(kr_sched *s) {
     s->short_pool = false;
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
@@ -377,15 +372,12 @@ int kr_sched_step(kr_sched *s) {
             continue;
         }
         int rc = j->ops->appended(s->m, j, &j->err);
-        if (rc) sched_end_active(s, j); /* an error, or a job with nothing left to draw */
+        if (rc) sched_end_active(s, j); /* an error, or a job with nothing left to do */
     }
-    for (sched_job *j = s->active; j; j = j->next)
-        if (j->ready) j->ops->draw_s1(s->m, j);
-    run_s2(s);
-    /* the step's cost without what a job does when it ends (a forecast's summary) */
-    if (b->n_rows + b->side_rows > 0) cost_observe(s, b->n_rows + b->side_rows, kr_now_ms() - t0);
-    if (!sched_step_cost(s, &s->stats.step_ms_fixed, &s->stats.step_ms_per_row))
-        s->stats.step_ms_fixed = s->stats.step_ms_per_row = 0;
+}
+
+/* The s2 draws done, each drawing job records its tokens, and ends when complete. */
+static void after_draw(kr_sched *s) {
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
         if (ended_failed(s, j)) continue;
@@ -394,5 +386,30 @@ int kr_sched_step(kr_sched *s) {
         int rc = j->ops->drawn(s->m, j, &j->err);
         if (rc) sched_end_active(s, j); /* complete (err code KR_OK) or failed */
     }
+}
+
+int kr_sched_step(kr_sched *s) {
+    step_batch *b = &s->batch;
+    begin_step(s);
+    add_decode_rows(s);
+    const int decode_rows = b->n_rows;
+    const double t0 = kr_now_ms(); /* the step's cost counts the encodes and summaries too */
+    add_window_rows(s, decode_rows);
+    s->stats.rows_last_step = b->n_rows;
+    s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
+    s->stats.encoded_last_step = b->encoded;
+    s->stats.encode_rows_last_step = b->side_rows;
+    s->stats.rows += (unsigned long long)b->n_rows;
+    s->stats.steps++;
+    count_light_rows(s); /* before any job of the step can end */
+    run_append(s);
+    after_append(s);
+    for (sched_job *j = s->active; j; j = j->next)
+        if (j->ready) j->ops->draw_s1(s->m, j);
+    run_s2(s);
+    if (b->n_rows + b->side_rows > 0) cost_observe(s, b->n_rows + b->side_rows, kr_now_ms() - t0);
+    if (!sched_step_cost(s, &s->stats.step_ms_fixed, &s->stats.step_ms_per_row))
+        s->stats.step_ms_fixed = s->stats.step_ms_per_row = 0;
+    after_draw(s);
     return s->stats.waiting + s->stats.active;
 }
