@@ -51,6 +51,7 @@ kd_outcome kd_handle_evaluate(kd_app *app, kd_request *r) {
         free(in);
         return KD_REPLIED;
     }
+    in->req.model_id = app->model_id; /* a fitted calibration names it, a given one matches */
     const char *accept = kd_request_header(r, "Accept");
     return kd_evaluate_job_submit(app, r, in, accept && strstr(accept, "text/event-stream"));
 }
