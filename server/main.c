@@ -298,11 +298,42 @@ static int print_response(const json_t *resp, bool compact) {
     return 0;
 }
 
+/* The model's identifier as the server's (its fingerprint in hex), which a calibration
+ * object names; -1 after complaining. */
+static int model_id(const kr_model *m, char id[24]) {
+    uint64_t fp = 0;
+    char desc[512];
+    kr_error err = {0};
+    if (kd_model_fingerprint(m, "model", &fp, desc, sizeof desc, &err) < 0) {
+        complain("the model's fingerprint: %s", err.msg);
+        return -1;
+    }
+    snprintf(id, 24, "%016llx", (unsigned long long)fp);
+    return 0;
+}
+
+/* A request's calibration object (if any) checked against the model and the request. */
+static int check_calibration(const kr_model *m, const kd_forecast_input *in) {
+    char id[24];
+    kr_error err = {0};
+    if (!in->calibration) return 0;
+    if (model_id(m, id) < 0) return -1;
+    const kr_forecast_request *q = &in->req;
+    if (kr_calibration_check(in->calibration, &err) < 0 ||
+        kr_calibration_match(in->calibration, id, q->horizon, q->samples, q->quantiles,
+                             q->n_quantiles, &err) < 0) {
+        complain("request: %s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs the parsed request on a loaded model and prints the result. */
 static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bool compact) {
     kr_forecast_result res;
     kr_error err = {0};
     memset(&res, 0, sizeof res);
+    if (check_calibration(m, in) < 0) return -1;
     if (kr_forecast(m, NULL, &in->req, &res, &err) < 0) {
         complain("forecast failed: %s", err.msg);
         return -1;
@@ -328,6 +359,8 @@ static int series_and_print(const kr_model *m, const kd_forecast_input *in, int 
         complain("out of memory for %d series", n);
         goto out;
     }
+    for (int i = 0; i < n; i++)
+        if (check_calibration(m, &in[i]) < 0) goto out;
     for (int i = 0; i < n; i++)
         reqs[i] = &in[i].req;
     kr_forecast_batch(m, NULL, reqs, n, res, errs);
@@ -433,6 +466,12 @@ static int cmd_evaluate(int argc, char **argv) {
     }
     kr_model *m = load_model(&o.model);
     int rc = EXIT_FAILURE;
+    char id[24];
+    if (m && model_id(m, id) < 0) {
+        kr_model_free(m);
+        m = NULL;
+    }
+    in.req.model_id = id;
     kr_evaluate_plan plan;
     kr_evaluation ev;
     kr_error err = {0};
