@@ -11,6 +11,7 @@
 #include "candles_csv.h"
 #include "config.h"
 #include "evaluate_json.h"
+#include "evaluate_text.h"
 #include "forecast_json.h"
 #include "series_json.h"
 #include "journal_check.h"
@@ -31,7 +32,9 @@ static const char usage_text[] =
     "  serve        run the HTTP daemon (kronosd serve --help lists its options)\n"
     "  forecast     run one forecast: read a request, print the response JSON\n"
     "  evaluate     run a walk-forward evaluation (POST /evaluate's request and response),\n"
-    "               with the same options as forecast\n"
+    "               with the same options as forecast, and --table: print the overall\n"
+    "               scores as a table (the raw model beside the calibrated one with\n"
+    "               \"calibration\": \"rolling\") in place of the JSON\n"
     "  journal      check or repair a session journal: kronosd journal check|repair\n"
     "               STATE_DIR [--model DIR | --tokenizer DIR --predictor DIR]\n"
     "               [--max-context N] (the model checks the tokens and the header)\n"
@@ -142,6 +145,7 @@ typedef struct {
     model_opts model;
     const char *request; /* NULL or "-": stdin */
     bool compact;
+    bool table;                     /* evaluate: the overall scores as a text table */
     const char *fields[MAX_FIELDS]; /* "KEY=VALUE": a CSV request's other fields */
     int n_fields;
 } forecast_opts;
@@ -165,6 +169,8 @@ static int parse_forecast_args(int argc, char **argv, const char *cmd, forecast_
             return 1;
         } else if (strcmp(a, "--compact") == 0) {
             o->compact = true;
+        } else if (strcmp(a, "--table") == 0 && strcmp(cmd, "evaluate") == 0) {
+            o->table = true;
         } else {
             const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
             if (strcmp(name, "--compact") == 0) { /* only "--compact=..." gets here */
@@ -478,10 +484,13 @@ static int cmd_evaluate(int argc, char **argv) {
     if (m && kr_evaluate_plan_make(m, &in.req, &plan, &err) == 0 &&
         kr_evaluate(m, NULL, &in.req, &ev, &err) == 0) {
         json_t *resp = kd_evaluate_response_json(&in, &plan, &ev);
-        if (!resp)
+        char *table = resp && o.table ? kd_evaluate_table(resp) : NULL;
+        if (!resp || (o.table && !table))
             complain("out of memory writing the response");
-        else if (print_response(resp, o.compact) == 0)
+        else if (table ? fputs(table, stdout) != EOF && fflush(stdout) == 0
+                       : print_response(resp, o.compact) == 0)
             rc = EXIT_SUCCESS;
+        free(table);
         json_decref(resp);
         kr_evaluation_free(&ev);
     } else if (m) {
