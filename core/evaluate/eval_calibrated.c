@@ -382,7 +382,7 @@ int kr_eval_calibrated_finish(kr_evaluation *ev, const kr_evaluate_request *req,
     tally t = {0};
     const bool rolling = req->calibration_mode == KR_CALIB_ROLLING;
     w.known = malloc(N * sizeof *w.known);
-    w.ux = malloc(6 * N * sizeof *w.ux); /* ux, uw, us, fx, fy: N each; scratch 3N below */
+    w.ux = malloc(5 * N * sizeof *w.ux); /* ux, uw, us, fx, fy: N each */
     w.scratch = malloc(3 * N * sizeof *w.scratch);
     if (rolling) {
         w.sc = malloc(N * sizeof *w.sc);
