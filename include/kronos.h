@@ -478,7 +478,7 @@ typedef struct {
     double grid[KR_CALIB_MAX_GRID];
     int fitted;          /* outcomes per step fitted on */
     double *shift;       /* [horizon][n_grid] */
-    int up_cap;          /* points per step room: samples + 1 */
+    int up_cap;          /* room for points per step (0 at alloc: samples + 1) */
     int *up_n;           /* [horizon] points of P(up)'s map */
     double *up_x, *up_y; /* [horizon][up_cap] */
 } kr_calibration;
@@ -489,8 +489,8 @@ int kr_calibration_grid(const double *levels, int n, double grid[KR_CALIB_MAX_GR
  * every shift 0 and every P(up) map the identity). */
 int kr_calibration_init(kr_calibration *c, const char *model, int horizon, int samples,
                         const double *levels, int n_levels, kr_error *err);
-/* The arrays of c for its horizon, n_grid and samples (up_cap = samples + 1), zeroed: what
- * a reader of a stored object fills in before kr_calibration_check. */
+/* The arrays of c for its horizon, n_grid and up_cap (0: samples + 1), zeroed: what a
+ * reader of a stored object fills in before kr_calibration_check. */
 int kr_calibration_alloc(kr_calibration *c, kr_error *err);
 void kr_calibration_free(kr_calibration *c);
 int kr_calibration_copy(kr_calibration *dst, const kr_calibration *src, kr_error *err);

@@ -54,7 +54,7 @@ int kr_calibration_alloc(kr_calibration *c, kr_error *err) {
         return kr_fail_code(err, KR_E_INVALID,
                             "calibration: horizon %d, samples %d, %d grid levels: out of range",
                             c->horizon, c->samples, c->n_grid);
-    c->up_cap = c->samples + 1;
+    if (c->up_cap < 1) c->up_cap = c->samples + 1;
     const size_t P = (size_t)c->horizon, U = (size_t)c->up_cap;
     c->shift = calloc(P * (size_t)c->n_grid, sizeof *c->shift);
     c->up_n = calloc(P, sizeof *c->up_n);
@@ -79,7 +79,6 @@ int kr_calibration_init(kr_calibration *c, const char *model, int horizon, int s
     c->n_levels = n_levels;
     if (n_levels) memcpy(c->levels, levels, (size_t)n_levels * sizeof *levels);
     c->n_grid = kr_calibration_grid(levels, n_levels, c->grid);
-    c->up_cap = samples + 1;
     if (kr_calibration_alloc(c, err)) return -1;
     for (int h = 0; h < horizon; h++) { /* the identity */
         c->up_n[h] = 2;
@@ -138,11 +137,11 @@ static int check_step(const kr_calibration *c, int h, kr_error *err) {
             return kr_fail_code(err, KR_E_INVALID,
                                 "calibration.steps[%d].shift[%d]: must be a finite number", h, g);
     const int n = c->up_n[h];
-    if (n < 1 || n > c->up_cap)
+    if (n < 1 || n > c->up_cap || n > c->samples + 1)
         return kr_fail_code(err, KR_E_INVALID,
                             "calibration.steps[%d].up_x: must hold 1 to %d points (samples + 1), "
                             "got %d",
-                            h, c->up_cap, n);
+                            h, c->samples + 1, n);
     const double *x = c->up_x + (size_t)h * c->up_cap, *y = c->up_y + (size_t)h * c->up_cap;
     for (int i = 0; i < n; i++) {
         if (!(x[i] >= 0 && x[i] <= 1) || (i > 0 && !(x[i] > x[i - 1])))
@@ -166,7 +165,7 @@ int kr_calibration_check(const kr_calibration *c, kr_error *err) {
     if (c->horizon < 1)
         return kr_fail_code(err, KR_E_INVALID, "calibration.horizon: must be >= 1, got %d",
                             c->horizon);
-    if (c->samples < 1 || c->up_cap != c->samples + 1)
+    if (c->samples < 1 || c->up_cap < 1)
         return kr_fail_code(err, KR_E_INVALID, "calibration.samples: must be >= 1, got %d",
                             c->samples);
     if (c->fitted < 1)

@@ -140,6 +140,13 @@ int kd_calibration_parse(const json_t *v, kr_calibration *c, char *err, size_t e
         return kd_fail(err, errlen, "calibration.steps: must hold horizon (%d) steps, got %zu",
                        c->horizon, json_array_size(steps));
     if (c->n_grid < 1) return kd_fail(err, errlen, "calibration.grid: must not be empty");
+    /* room for the points the steps hold, so that memory follows the object's size */
+    for (size_t h = 0; h < json_array_size(steps); h++) {
+        const json_t *x = json_object_get(json_array_get(steps, h), "up_x");
+        if (json_is_array(x) && json_array_size(x) > (size_t)c->up_cap)
+            c->up_cap = (int)json_array_size(x);
+    }
+    if (c->up_cap < 1) c->up_cap = 1;
     kr_error ke = {0};
     if (kr_calibration_alloc(c, &ke)) return kd_fail(err, errlen, "%s", ke.msg);
     for (int h = 0; h < c->horizon; h++)
