@@ -498,8 +498,9 @@ int kr_calibration_copy(kr_calibration *dst, const kr_calibration *src, kr_error
  * the version, sizes, the grid as kr_calibration_grid makes it, finite shifts, P(up) points
  * within [0, 1], x increasing, y non-decreasing. */
 int kr_calibration_check(const kr_calibration *c, kr_error *err);
-/* Whether c calibrates forecasts of this model (its identifier), horizon, samples and
- * levels (KR_E_INVALID naming the field of c that does not match). */
+/* Whether c calibrates forecasts of this model (its identifier; NULL: not checked),
+ * horizon, samples and levels (KR_E_INVALID naming the field of c that does not match; the
+ * levels compared at float32 precision, as answers write them). */
 int kr_calibration_match(const kr_calibration *c, const char *model, int horizon, int samples,
                          const double *levels, int n_levels, kr_error *err);
 
@@ -555,7 +556,8 @@ typedef struct {
      * o_j + h, only where o_j + h < o), scoring the origins with at least calibration_warmup
      * such outcomes at every step, and fits an object on every origin; KR_CALIB_GIVEN
      * applies calibration unchanged to every origin. model_id: the caller's identifier of
-     * the model, written into a fitted object and matched against a given one. */
+     * the model, written into a fitted object and matched against a given one (NULL: a
+     * given one's model is not checked). */
     kr_calib_mode calibration_mode;
     int calibration_warmup; /* >= 1; default 50 */
     const kr_calibration *calibration;

@@ -65,16 +65,26 @@ char *kd_evaluate_table(const json_t *resp) {
     const json_t *ks = json_object_get(resp, "pit_ks");
     if (ks) {
         const json_t *first = json_object_get(resp, "first_scored_origin");
-        snprintf(s, sizeof s,
-                 "model_scored and calibrated: the %lld origins from origin %lld (%s)\n"
-                 "PIT KS distance: model %.4g, model_scored %.4g, calibrated %.4g\n",
-                 (long long)json_integer_value(json_object_get(resp, "scored_origins")),
-                 json_is_integer(first) ? (long long)json_integer_value(first) : -1LL,
-                 json_string_value(json_object_get(resp, "calibration_mode")),
-                 json_number_value(json_object_get(ks, "model")),
-                 json_number_value(json_object_get(ks, "model_scored")),
-                 json_number_value(json_object_get(ks, "calibrated")));
+        if (json_is_integer(first))
+            snprintf(s, sizeof s,
+                     "model_scored and calibrated: the %lld origins from origin %lld (%s)\n",
+                     (long long)json_integer_value(json_object_get(resp, "scored_origins")),
+                     (long long)json_integer_value(first),
+                     json_string_value(json_object_get(resp, "calibration_mode")));
+        else
+            snprintf(s, sizeof s, "no origin scored calibrated (the warm-up needs more)\n");
         kd_strbuf_puts(&b, s);
+        kd_strbuf_puts(&b, "PIT KS distance:");
+        static const char *const kinds[] = {"model", "model_scored", "calibrated", NULL};
+        for (int k = 0; kinds[k]; k++) {
+            const json_t *v = json_object_get(ks, kinds[k]);
+            if (json_is_number(v))
+                snprintf(s, sizeof s, " %s %.4g", kinds[k], json_number_value(v));
+            else
+                snprintf(s, sizeof s, " %s -", kinds[k]);
+            kd_strbuf_puts(&b, s);
+        }
+        kd_strbuf_puts(&b, "\n");
     }
     return kd_strbuf_take(&b);
 }
