@@ -5,7 +5,8 @@
  *     clamp, the KS distance, the grid;
  *   * the object's rules and its match to a request, each refusal naming its field;
  *   * a rolling evaluation of six origins whose every calibrated quantile and P(up) is worked
- *     out by hand from the outcomes before it, and the object fitted on all of them;
+ *     out by hand from the outcomes before it, and the object fitted on all of them; an
+ *     outcome changed moves only the origins made after it was known;
  *   * a forecast calibrated by an object equals the evaluation with that object, bit for bit. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -287,6 +288,36 @@ static void test_rolling_by_hand(void **state) {
     kr_evaluation_free(&ev);
 }
 
+/* No look-ahead: an outcome changes only the origins made after it was known. Origin 6's
+ * outcome (candle 6) is known from origin 7 on; origin 7's own outcome from none. */
+static void test_no_look_ahead(void **state) {
+    (void)state;
+    kr_evaluate_request r;
+    hand_request(&r);
+    r.calibration_mode = KR_CALIB_ROLLING;
+    kr_evaluation before, after;
+    run_hand(&r, &before);
+    const double keep6 = close8[6], keep7 = close8[7];
+    close8[7] = 90; /* origin 7's outcome: no origin's calibration uses it */
+    run_hand(&r, &after);
+    assert_memory_equal(before.calibrated->quantiles, after.calibrated->quantiles,
+                        6 * 3 * sizeof(double));
+    assert_memory_equal(before.calibrated->prob_close_up, after.calibrated->prob_close_up,
+                        6 * sizeof(double));
+    kr_evaluation_free(&after);
+    close8[7] = keep7;
+    close8[6] = 150; /* origin 6's outcome: origin 7 (k 5) only */
+    run_hand(&r, &after);
+    assert_memory_equal(before.calibrated->quantiles, after.calibrated->quantiles,
+                        5 * 3 * sizeof(double));
+    assert_memory_equal(before.calibrated->prob_close_up, after.calibrated->prob_close_up,
+                        5 * sizeof(double));
+    assert_true(after.calibrated->quantiles[5 * 3 + 2] != before.calibrated->quantiles[5 * 3 + 2]);
+    close8[6] = keep6;
+    kr_evaluation_free(&after);
+    kr_evaluation_free(&before);
+}
+
 /* A forecast calibrated by an object is the evaluation's origin with that object. */
 static void test_given_equals_forecast(void **state) {
     (void)state;
@@ -338,15 +369,11 @@ static void test_given_equals_forecast(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conformal_rank),
-        cmocka_unit_test(test_quantile_and_rearrangement),
-        cmocka_unit_test(test_pit_in_grid),
-        cmocka_unit_test(test_crps_quantile),
-        cmocka_unit_test(test_pav_and_map),
-        cmocka_unit_test(test_ks_and_grid),
-        cmocka_unit_test(test_object_rules),
-        cmocka_unit_test(test_rolling_by_hand),
-        cmocka_unit_test(test_given_equals_forecast),
+        cmocka_unit_test(test_conformal_rank), cmocka_unit_test(test_quantile_and_rearrangement),
+        cmocka_unit_test(test_pit_in_grid),    cmocka_unit_test(test_crps_quantile),
+        cmocka_unit_test(test_pav_and_map),    cmocka_unit_test(test_ks_and_grid),
+        cmocka_unit_test(test_object_rules),   cmocka_unit_test(test_rolling_by_hand),
+        cmocka_unit_test(test_no_look_ahead),  cmocka_unit_test(test_given_equals_forecast),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
