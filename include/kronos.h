@@ -450,6 +450,80 @@ void kr_series_request(const kr_series *s, kr_forecast_request *req);
 int kr_forecast_series(const kr_series *s, const kr_forecast_request *req, kr_forecast_result *res,
                        kr_error *err);
 
+/* ---- calibration of a forecast's close ------------------------------------------------- */
+
+/* A calibration maps a forecast's raw close paths to calibrated quantiles and a calibrated
+ * P(up), per horizon step, learned from outcomes (kr_evaluate with a calibration). Methods:
+ *
+ *   quantiles  per step and level tau of a grid (the levels asked for and 0.01 .. 0.99): a
+ *              one-sided split-conformal shift of the paths' own tau-quantile (numpy's linear
+ *              rule), in units of the last close: score e = (actual - q_tau) / last close;
+ *              shift = the k-th smallest score, k = floor((n + 1) tau) below tau = 0.5 and
+ *              ceil((n + 1) tau) from it (clamped to 1..n; (n + 1) tau rounded to 9
+ *              decimals first); q'_tau = q_tau + last close * shift, then the grid sorted
+ *              ascending (monotone rearrangement);
+ *   P(up)      isotonic regression (pool-adjacent-violators) of [actual > last close] on the
+ *              raw P(up) per step: points (x ascending, y non-decreasing), a raw value
+ *              between two points interpolated linearly, outside them the end point's;
+ *              each fitted y clamped to [1 / (n + 2), (n + 1) / (n + 2)].
+ *
+ * An online update (adaptive conformal inference) may move the shifts and points of an
+ * object between forecasts; applying one is the same function whatever fitted it. */
+#define KR_CALIB_VERSION  1
+#define KR_CALIB_FINE     99 /* the fine grid: 0.01, 0.02, ..., 0.99 */
+#define KR_CALIB_MAX_GRID (KR_CALIB_FINE + KR_MAX_QUANTILES)
+#define KR_CALIB_MODEL    64 /* room for the model's identifier */
+
+typedef struct {
+    int version;                /* KR_CALIB_VERSION */
+    char model[KR_CALIB_MODEL]; /* the identifier of the model fitted on (the caller's) */
+    int horizon, samples;       /* of the forecasts fitted on */
+    int n_levels;               /* the levels a forecast answers, as the request asked */
+    double levels[KR_MAX_QUANTILES];
+    int n_grid; /* every level calibrated: levels and the fine grid, ascending */
+    double grid[KR_CALIB_MAX_GRID];
+    int fitted;          /* outcomes per step fitted on */
+    double *shift;       /* [horizon][n_grid] */
+    int up_cap;          /* room for points per step (0 at alloc: samples + 1) */
+    int *up_n;           /* [horizon] points of P(up)'s map */
+    double *up_x, *up_y; /* [horizon][up_cap] */
+} kr_calibration;
+
+/* The grid of levels: levels[n] and 0.01 .. 0.99, ascending, each once; its size. */
+int kr_calibration_grid(const double *levels, int n, double grid[KR_CALIB_MAX_GRID]);
+/* An empty calibration for horizon steps, samples paths and these levels (the grid made,
+ * every shift 0 and every P(up) map the identity). */
+int kr_calibration_init(kr_calibration *c, const char *model, int horizon, int samples,
+                        const double *levels, int n_levels, kr_error *err);
+/* The arrays of c for its horizon, n_grid and up_cap (0: samples + 1), zeroed: what a
+ * reader of a stored object fills in before kr_calibration_check. */
+int kr_calibration_alloc(kr_calibration *c, kr_error *err);
+void kr_calibration_free(kr_calibration *c);
+int kr_calibration_copy(kr_calibration *dst, const kr_calibration *src, kr_error *err);
+/* Every rule an object must meet (KR_E_INVALID naming the field, "calibration.grid[3]: ..."):
+ * the version, sizes, the grid as kr_calibration_grid makes it, finite shifts, P(up) points
+ * within [0, 1], x increasing, y non-decreasing. */
+int kr_calibration_check(const kr_calibration *c, kr_error *err);
+/* Whether c calibrates forecasts of this model (its identifier; NULL: not checked),
+ * horizon, samples and levels (KR_E_INVALID naming the field of c that does not match; the
+ * levels compared at float32 precision, as answers write them). */
+int kr_calibration_match(const kr_calibration *c, const char *model, int horizon, int samples,
+                         const double *levels, int n_levels, kr_error *err);
+
+/* A forecast's close, calibrated: quantiles at c's levels and P(up), per step. */
+typedef struct {
+    int horizon, n_levels;
+    double levels[KR_MAX_QUANTILES];
+    double *quantiles;     /* [n_levels][horizon] */
+    double *prob_close_up; /* [horizon] */
+} kr_calibrated;
+
+/* The forecast res of req (made with return_paths) calibrated by c; c must match it
+ * (kr_calibration_match). The same numbers an evaluation with c gives that origin. */
+int kr_calibrate_forecast(const kr_calibration *c, const kr_forecast_request *req,
+                          const kr_forecast_result *res, kr_calibrated *out, kr_error *err);
+void kr_calibrated_free(kr_calibrated *out);
+
 /* ---- walk-forward evaluation -------------------------------------------------------------- */
 
 /* Forecasts from many origins of one series, scored against what happened and against two
@@ -464,6 +538,7 @@ int kr_forecast_series(const kr_series *s, const kr_forecast_request *req, kr_fo
  * statistics pinned, which a series created with the first window and appended up to o
  * answers bit for bit. */
 typedef enum { KR_EVAL_WINDOW, KR_EVAL_LIVE } kr_eval_mode;
+typedef enum { KR_CALIB_NONE, KR_CALIB_ROLLING, KR_CALIB_GIVEN } kr_calib_mode;
 
 typedef struct {
     kr_candles candles; /* the whole series */
@@ -482,6 +557,17 @@ typedef struct {
     kr_norm norm;      /* KR_EVAL_LIVE only: statistics to pin instead of the first window's */
     bool keep_origins; /* keep each origin's close paths (kr_evaluation.paths) */
     kr_cancel cancel;
+    /* Beside the raw model, the calibrated forecaster (kr_calibration): KR_CALIB_ROLLING
+     * calibrates each origin from the outcomes known before it (origin j's step h, candle
+     * o_j + h, only where o_j + h < o), scoring the origins with at least calibration_warmup
+     * such outcomes at every step, and fits an object on every origin; KR_CALIB_GIVEN
+     * applies calibration unchanged to every origin. model_id: the caller's identifier of
+     * the model, written into a fitted object and matched against a given one (NULL: a
+     * given one's model is not checked). */
+    kr_calib_mode calibration_mode;
+    int calibration_warmup; /* >= 1; default 50 */
+    const kr_calibration *calibration;
+    const char *model_id;
 } kr_evaluate_request;
 
 /* Defaults: stride = horizon, first and last origin as above, samples 1, sampling and seed
@@ -549,7 +635,33 @@ typedef struct {
         double flops, elapsed_ms;
     } usage;
     void *acc; /* the per-origin scores gathered until kr_evaluation_finish */
+    struct kr_eval_calibrated *calibrated; /* with a calibration mode, else NULL */
 } kr_evaluation;
+
+/* The calibrated forecaster's scores (kr_evaluate_request.calibration_mode). Its CRPS is
+ * the quantile form, 2 x the mean pinball loss over the fine grid 0.01 .. 0.99; its point
+ * forecast the mean of those quantiles; its PIT the actual's level interpolated linearly
+ * within the calibrated grid (the grid's first level / 2 below it, (1 + the last) / 2
+ * above, the middle level of a run of equal quantiles). */
+enum { KR_CAL_MODEL, KR_CAL_MODEL_SCORED, KR_CAL_CALIBRATED, KR_CAL_KINDS };
+typedef struct kr_eval_calibrated {
+    int scored;       /* origins scored: the last `scored` of them */
+    int first_scored; /* the index (0-based) of the first; origins when none */
+    /* [0 the raw model on the scored origins, 1 calibrated][metric][horizon + 1] and
+     * [0, 1][pair][horizon + 1], as kr_evaluation.scores and coverage */
+    double *scores, *coverage;
+    double *crps_quantile_model;  /* [horizon + 1]: the raw quantile-form CRPS, scored origins */
+    double pit[KR_EVAL_PIT_BINS]; /* the calibrated PIT's histogram */
+    /* [KR_CAL_*]: the model on every origin, the model on the scored origins, calibrated */
+    double pit_ks[KR_CAL_KINDS]; /* Kolmogorov-Smirnov distance of the PIT from uniform */
+    /* reliability of P(up) in KR_EVAL_PIT_BINS equal bins of [0, 1] (the last closed) */
+    long rel_count[KR_CAL_KINDS][KR_EVAL_PIT_BINS];
+    double rel_prob[KR_CAL_KINDS][KR_EVAL_PIT_BINS], rel_up[KR_CAL_KINDS][KR_EVAL_PIT_BINS];
+    /* per origin: [origins][n_quantiles][horizon], [origins][horizon]; NAN where unscored */
+    double *quantiles, *prob_close_up;
+    kr_calibration fitted; /* rolling: fitted on every origin; given: the one applied */
+    void *acc;             /* each origin's sorted close paths until kr_evaluation_finish */
+} kr_eval_calibrated;
 
 /* An evaluation's buffers for plan's origins; then each origin's forecast added (in any
  * order, each once), then the scores. */

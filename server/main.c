@@ -12,6 +12,7 @@
 #include "config.h"
 #include "evaluate_json.h"
 #include "evaluate_series_json.h"
+#include "evaluate_text.h"
 #include "forecast_json.h"
 #include "series_json.h"
 #include "journal_check.h"
@@ -33,7 +34,9 @@ static const char usage_text[] =
     "  forecast     run one forecast: read a request, print the response JSON\n"
     "  evaluate     run a walk-forward evaluation (POST /evaluate's request and response),\n"
     "               with the same options as forecast; {\"series\": [...], ...} evaluates\n"
-    "               many aligned series and prints their cross-sectional scores too\n"
+    "               many aligned series and prints their cross-sectional scores too;\n"
+    "               --table: print the overall scores as a table (the raw model beside\n"
+    "               the calibrated one with \"calibration\": \"rolling\") in place of the JSON\n"
     "  journal      check or repair a session journal: kronosd journal check|repair\n"
     "               STATE_DIR [--model DIR | --tokenizer DIR --predictor DIR]\n"
     "               [--max-context N] (the model checks the tokens and the header)\n"
@@ -144,6 +147,7 @@ typedef struct {
     model_opts model;
     const char *request; /* NULL or "-": stdin */
     bool compact;
+    bool table;                     /* evaluate: the overall scores as a text table */
     const char *fields[MAX_FIELDS]; /* "KEY=VALUE": a CSV request's other fields */
     int n_fields;
 } forecast_opts;
@@ -167,6 +171,8 @@ static int parse_forecast_args(int argc, char **argv, const char *cmd, forecast_
             return 1;
         } else if (strcmp(a, "--compact") == 0) {
             o->compact = true;
+        } else if (strcmp(a, "--table") == 0 && strcmp(cmd, "evaluate") == 0) {
+            o->table = true;
         } else {
             const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
             if (strcmp(name, "--compact") == 0) { /* only "--compact=..." gets here */
@@ -300,11 +306,42 @@ static int print_response(const json_t *resp, bool compact) {
     return 0;
 }
 
+/* The model's identifier as the server's (its fingerprint in hex), which a calibration
+ * object names; -1 after complaining. */
+static int model_id(const kr_model *m, char id[24]) {
+    uint64_t fp = 0;
+    char desc[512];
+    kr_error err = {0};
+    if (kd_model_fingerprint(m, "model", &fp, desc, sizeof desc, &err) < 0) {
+        complain("the model's fingerprint: %s", err.msg);
+        return -1;
+    }
+    snprintf(id, 24, "%016llx", (unsigned long long)fp);
+    return 0;
+}
+
+/* A request's calibration object (if any) checked against the model and the request. */
+static int check_calibration(const kr_model *m, const kd_forecast_input *in) {
+    char id[24];
+    kr_error err = {0};
+    if (!in->calibration) return 0;
+    if (model_id(m, id) < 0) return -1;
+    const kr_forecast_request *q = &in->req;
+    if (kr_calibration_check(in->calibration, &err) < 0 ||
+        kr_calibration_match(in->calibration, id, q->horizon, q->samples, q->quantiles,
+                             q->n_quantiles, &err) < 0) {
+        complain("request: %s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs the parsed request on a loaded model and prints the result. */
 static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bool compact) {
     kr_forecast_result res;
     kr_error err = {0};
     memset(&res, 0, sizeof res);
+    if (check_calibration(m, in) < 0) return -1;
     if (kr_forecast(m, NULL, &in->req, &res, &err) < 0) {
         complain("forecast failed: %s", err.msg);
         return -1;
@@ -330,6 +367,8 @@ static int series_and_print(const kr_model *m, const kd_forecast_input *in, int 
         complain("out of memory for %d series", n);
         goto out;
     }
+    for (int i = 0; i < n; i++)
+        if (check_calibration(m, &in[i]) < 0) goto out;
     for (int i = 0; i < n; i++)
         reqs[i] = &in[i].req;
     kr_forecast_batch(m, NULL, reqs, n, res, errs);
@@ -502,16 +541,25 @@ static int cmd_evaluate(int argc, char **argv) {
     }
     kr_model *m = load_model(&o.model);
     int rc = EXIT_FAILURE;
+    char id[24];
+    if (m && model_id(m, id) < 0) {
+        kr_model_free(m);
+        m = NULL;
+    }
+    in.req.model_id = id;
     kr_evaluate_plan plan;
     kr_evaluation ev;
     kr_error err = {0};
     if (m && kr_evaluate_plan_make(m, &in.req, &plan, &err) == 0 &&
         kr_evaluate(m, NULL, &in.req, &ev, &err) == 0) {
         json_t *resp = kd_evaluate_response_json(&in, &plan, &ev);
-        if (!resp)
+        char *table = resp && o.table ? kd_evaluate_table(resp) : NULL;
+        if (!resp || (o.table && !table))
             complain("out of memory writing the response");
-        else if (print_response(resp, o.compact) == 0)
+        else if (table ? fputs(table, stdout) != EOF && fflush(stdout) == 0
+                       : print_response(resp, o.compact) == 0)
             rc = EXIT_SUCCESS;
+        free(table);
         json_decref(resp);
         kr_evaluation_free(&ev);
     } else if (m) {

@@ -55,7 +55,10 @@ class Forecast:
     """A forecast: mean, quantiles {level: table}, paths [table], prob_close_up, usage.
 
     A table is a DataFrame indexed by timestamp with pandas, else a dict of lists with a
-    "timestamps" key. quantiles and paths are empty unless asked for."""
+    "timestamps" key. quantiles and paths are empty unless asked for. Calibrated (a
+    calibration object given): calibrated is True, quantiles and prob_close_up are the
+    calibrated close (tables of one column, close), uncalibrated_quantiles and
+    uncalibrated_prob_close_up the model's own, calibration what calibrated it."""
 
     def __init__(self, raw):
         self.raw = raw
@@ -64,15 +67,19 @@ class Forecast:
         self.mean = _table(ts, raw["mean"])
         self.quantiles = {float(k): _table(ts, v) for k, v in raw.get("quantiles", {}).items()}
         self.paths = [_table(ts, p) for p in raw.get("paths", [])]
-        pcu = raw.get("prob_close_up")
-        if pcu is not None and pd is not None:
-            pcu = pd.Series(pcu, index=_index(ts), name="prob_close_up")
-        self.prob_close_up = pcu
+        self.prob_close_up = _series(ts, raw.get("prob_close_up"))
         self.usage = raw.get("usage", {})
+        self.calibrated = raw.get("calibrated", False)
+        self.calibration = raw.get("calibration")
+        unc = raw.get("raw", {})
+        self.uncalibrated_quantiles = {float(k): _table(ts, v)
+                                       for k, v in unc.get("quantiles", {}).items()}
+        self.uncalibrated_prob_close_up = _series(ts, unc.get("prob_close_up"))
 
     def __repr__(self):
         return (f"<Forecast horizon={self.raw['horizon']} samples={self.raw['samples']} "
-                f"quantiles={sorted(self.quantiles)} paths={len(self.paths)}>")
+                f"quantiles={sorted(self.quantiles)} paths={len(self.paths)}"
+                f"{' calibrated' if self.calibrated else ''}>")
 
 
 class Evaluation:
@@ -81,6 +88,12 @@ class Evaluation:
     one column per metric, coverage as "coverage_0.1-0.9"), overall (one row per
     forecaster), skill (one row per step, columns "mae_vs_persistence", ...),
     pit_histogram (10 shares) and origins (the by_origin detail, with return_origins).
+
+    With a calibration ("rolling" or an object): calibrated and model_scored (the raw model
+    on the same scored origins, plus crps_quantile) as per-step tables and rows of overall,
+    scored_origins, calibrated_pit_histogram, pit_ks {"model", "model_scored",
+    "calibrated"}, reliability {kind: table of count, mean_prob, observed per bin} and
+    calibration (the object: pass it to forecast(calibration=...)); else these are None.
 
     A table is a DataFrame with pandas, else a dict of lists ("step" first)."""
 
@@ -104,6 +117,26 @@ class Evaluation:
         self.pit_histogram = raw["pit_histogram"]
         self.origins = raw.get("by_origin", [])
         self.usage = raw.get("usage", {})
+        self._calibrated(raw, steps, over)
+
+    def _calibrated(self, raw, steps, over):
+        kinds = ("model_scored", "calibrated")
+        for f in kinds:
+            setattr(self, f, _steps_table(steps, _flat_scores(raw[f])) if f in raw else None)
+        self.scored_origins = raw.get("scored_origins")
+        self.calibrated_pit_histogram = raw.get("calibrated_pit_histogram")
+        self.pit_ks = raw.get("pit_ks")
+        self.calibration = raw.get("calibration")
+        self.reliability = None
+        if "calibrated" not in raw:
+            return
+        bins = list(range(1, len(raw["reliability"]["edges"])))
+        self.reliability = {k: _steps_table(bins, raw["reliability"][k])
+                            for k in ("model", "model_scored", "calibrated")}
+        for f in kinds:
+            over[f] = _flat_scores(raw[f]["overall"])
+        if pd is not None:
+            self.overall = pd.DataFrame.from_dict(over, orient="index")
 
     def __repr__(self):
         return (f"<Evaluation origins={self.raw['origins']} horizon={self.raw['horizon']} "
@@ -152,6 +185,12 @@ def _steps_table(steps, cols):
         t.update(cols)
         return t
     return pd.DataFrame(cols, index=pd.Index(steps, name="step"), dtype="float64")
+
+
+def _series(ts, values):
+    if values is not None and pd is not None:
+        return pd.Series(values, index=_index(ts), name="prob_close_up", dtype="float64")
+    return values
 
 
 def _index(ts):
@@ -279,9 +318,10 @@ class Client:
     # ---- forecasts ---------------------------------------------------------------------
     def forecast(self, df, horizon=None, future_timestamps=None, samples=None, temperature=None,
                  top_k=None, top_p=None, quantiles=None, seed=None, return_paths=None,
-                 max_context=None, use_cache=None, timestamps=None):
+                 max_context=None, use_cache=None, timestamps=None, calibration=None):
         """POST /forecast. df: the context candles; horizon defaults to the number of
-        future_timestamps. Returns a Forecast."""
+        future_timestamps. calibration: an object (an Evaluation's calibration, or the
+        Evaluation itself) to answer the close calibrated. Returns a Forecast."""
         if horizon is None:
             if future_timestamps is None:
                 raise ValueError("forecast: give horizon or future_timestamps")
@@ -291,7 +331,9 @@ class Client:
                 "temperature": temperature, "top_k": top_k, "top_p": top_p,
                 "quantiles": None if quantiles is None else [float(q) for q in quantiles],
                 "seed": seed, "return_paths": return_paths, "max_context": max_context,
-                "use_cache": use_cache}
+                "use_cache": use_cache,
+                "calibration": (calibration.calibration if isinstance(calibration, Evaluation)
+                                else calibration)}
         body.update({k: v for k, v in opts.items() if v is not None})
         return Forecast(self._call("POST", "/forecast", body))
 
@@ -315,9 +357,12 @@ class Client:
     def evaluate(self, df, lookback, horizon, stride=None, first_origin=None, last_origin=None,
                  samples=None, temperature=None, top_k=None, top_p=None, seed=None,
                  max_context=None, quantiles=None, mode=None, normalization=None,
-                 return_origins=None, timeout_ms=None, timestamps=None, progress=None):
+                 return_origins=None, timeout_ms=None, timestamps=None, progress=None,
+                 calibration=None, calibration_warmup=None):
         """POST /evaluate: a walk-forward evaluation of the model on df (every origin's
-        forecast against what happened and two baselines). Returns an Evaluation.
+        forecast against what happened and two baselines). calibration: "rolling" (score
+        the calibrated forecaster beside the raw one, learned without look-ahead, and fit
+        an object) or an object to apply. Returns an Evaluation.
         progress: called with {"done", "total", "elapsed_ms"} as origins end (the answer
         is then read as an event stream)."""
         body = {"candles": _candles(df, timestamps), "lookback": int(lookback),
@@ -327,7 +372,8 @@ class Client:
                 "seed": seed, "max_context": max_context,
                 "quantiles": None if quantiles is None else [float(q) for q in quantiles],
                 "mode": mode, "normalization": normalization, "return_origins": return_origins,
-                "timeout_ms": timeout_ms}
+                "timeout_ms": timeout_ms, "calibration": calibration,
+                "calibration_warmup": calibration_warmup}
         body.update({k: v for k, v in opts.items() if v is not None})
         if progress is None:
             return Evaluation(self._call("POST", "/evaluate", body))

@@ -20,6 +20,8 @@ void kr_evaluate_request_init(kr_evaluate_request *req) {
     req->quantiles[1] = 0.5;
     req->quantiles[2] = 0.9;
     req->mode = KR_EVAL_WINDOW;
+    req->calibration_mode = KR_CALIB_NONE;
+    req->calibration_warmup = 50;
 }
 
 void kr_evaluate_origin_request(const kr_evaluate_request *req, const kr_evaluate_plan *plan, int k,
@@ -130,11 +132,40 @@ static int live_statistics(const kr_evaluate_request *r, kr_evaluate_plan *plan,
     return xn ? 0 : -1;
 }
 
+/* A calibration: its warm-up, a given object's rules and match, closes it can scale by. */
+static int check_calibration(const kr_evaluate_request *r, const kr_evaluate_plan *plan,
+                             kr_error *err) {
+    if (r->calibration_mode == KR_CALIB_NONE) return 0;
+    if (r->calibration_mode != KR_CALIB_ROLLING && r->calibration_mode != KR_CALIB_GIVEN)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "calibration: must be \"none\", \"rolling\" or an object");
+    if (r->calibration_mode == KR_CALIB_ROLLING && r->calibration_warmup < 1)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "calibration_warmup: must be an integer >= 1, got %d",
+                            r->calibration_warmup);
+    if (r->calibration_mode == KR_CALIB_GIVEN &&
+        (!r->calibration || kr_calibration_check(r->calibration, err) ||
+         kr_calibration_match(r->calibration, r->model_id, r->horizon, r->samples, r->quantiles,
+                              r->n_quantiles, err)))
+        return r->calibration ? -1 : kr_fail_code(err, KR_E_INVALID, "calibration: missing");
+    const double *close = r->candles.columns[KR_CLOSE];
+    for (int k = 0; k < plan->origins; k++) {
+        const int o = plan->first_origin + k * plan->stride;
+        if (!(close[o - 1] > 0))
+            return kr_fail_code(err, KR_E_INVALID,
+                                "candles.close[%d]: %g is the last close before origin %d; "
+                                "calibration needs it > 0 (its scores are in units of it)",
+                                o - 1, close[o - 1], o);
+    }
+    return 0;
+}
+
 int kr_evaluate_plan_make(const kr_model *m, const kr_evaluate_request *req, kr_evaluate_plan *plan,
                           kr_error *err) {
     memset(plan, 0, sizeof *plan);
     if (check_series(req, err) || place_origins(req, plan, err)) return -1;
     if (req->mode == KR_EVAL_LIVE && live_statistics(req, plan, err)) return -1;
+    if (check_calibration(req, plan, err)) return -1;
     /* each origin's forecast as kr_forecast would plan it: the sampling fields, quantiles,
      * max_context and horizon are its rules */
     for (int k = 0; k < plan->origins; k++) {

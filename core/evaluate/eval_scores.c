@@ -91,6 +91,7 @@ void kr_evaluation_free(kr_evaluation *ev) {
         free(a->added);
         free(a);
     }
+    kr_eval_calibrated_free(ev);
     free(ev->scores);
     free(ev->coverage);
     free(ev->skill);
@@ -174,6 +175,10 @@ int kr_evaluation_init(const kr_evaluate_request *req, const kr_evaluate_plan *p
         }
     }
     ev->usage.flops = plan->flops;
+    if (kr_eval_calibrated_init(ev, req, err)) {
+        kr_evaluation_free(ev);
+        return -1;
+    }
     return 0;
 }
 
@@ -206,6 +211,7 @@ int kr_evaluation_add(kr_evaluation *ev, const kr_evaluate_request *req, int k,
         qsort(a->sorted, (size_t)S, sizeof(double), cmp_double);
         a->crps[at] = kr_crps_ensemble_sorted(a->sorted, S, ev->actual[at]);
         a->pit[at] = kr_share_below_sorted(a->sorted, S, ev->actual[at]);
+        if (ev->calibrated) kr_eval_calibrated_add(ev, k, h, a->sorted);
     }
     ev->usage.generated_tokens += res->usage.generated_tokens;
     a->added[k] = true;
@@ -220,14 +226,8 @@ static int sign(double x) {
     return (x > 0) - (x < 0);
 }
 
-/* Sums of one forecaster's scores at one step (or over all steps). */
-typedef struct {
-    double abs, sq, ape, hit, brier, crps, covered[KR_MAX_QUANTILES / 2];
-    long n, n_ape;
-} sums;
-
-static void add_to(sums *s, double point, double last, double y, double p_up, double crps,
-                   const double *covered, int n_pairs) {
+void kr_eval_sums_add(kr_eval_sums *s, double point, double last, double y, double p_up,
+                      double crps, const double *covered, int n_pairs) {
     const double e = point - y;
     s->abs += fabs(e);
     s->sq += e * e;
@@ -243,18 +243,25 @@ static void add_to(sums *s, double point, double last, double y, double p_up, do
     s->n++;
 }
 
-static void write_sums(kr_evaluation *ev, int f, int h, const sums *s) {
+void kr_eval_sums_write(const kr_eval_sums *s, unsigned what, int n_pairs, int H, int h,
+                        double *scores, double *coverage) {
+    scores[KR_EVAL_MAE * H + h] = s->abs / s->n;
+    scores[KR_EVAL_RMSE * H + h] = sqrt(s->sq / s->n);
+    scores[KR_EVAL_MAPE * H + h] = s->n_ape ? 100.0 * s->ape / s->n_ape : NAN;
+    scores[KR_EVAL_DIRECTION * H + h] = what & KR_SUMS_DIRECTION ? s->hit / s->n : NAN;
+    scores[KR_EVAL_BRIER * H + h] = what & KR_SUMS_BRIER ? s->brier / s->n : NAN;
+    scores[KR_EVAL_CRPS * H + h] = s->crps / s->n;
+    for (int j = 0; j < n_pairs; j++)
+        coverage[(size_t)j * H + h] = what & KR_SUMS_COVERAGE ? s->covered[j] / s->n : NAN;
+}
+
+static void write_sums(kr_evaluation *ev, int f, int h, const kr_eval_sums *s) {
     const int H = ev->horizon + 1;
-    double *sc = ev->scores + (size_t)f * KR_EVAL_METRICS * H;
-    sc[KR_EVAL_MAE * H + h] = s->abs / s->n;
-    sc[KR_EVAL_RMSE * H + h] = sqrt(s->sq / s->n);
-    sc[KR_EVAL_MAPE * H + h] = s->n_ape ? 100.0 * s->ape / s->n_ape : NAN;
-    sc[KR_EVAL_DIRECTION * H + h] = f == KR_EVAL_MODEL ? s->hit / s->n : NAN;
-    sc[KR_EVAL_BRIER * H + h] = f == KR_EVAL_PERSISTENCE ? NAN : s->brier / s->n;
-    sc[KR_EVAL_CRPS * H + h] = s->crps / s->n;
-    for (int j = 0; j < ev->n_pairs; j++)
-        ev->coverage[((size_t)f * ev->n_pairs + j) * H + h] =
-            f == KR_EVAL_PERSISTENCE ? NAN : s->covered[j] / s->n;
+    const unsigned what = f == KR_EVAL_MODEL ? KR_SUMS_DIRECTION | KR_SUMS_BRIER | KR_SUMS_COVERAGE
+                          : f == KR_EVAL_PERSISTENCE ? 0
+                                                     : KR_SUMS_BRIER | KR_SUMS_COVERAGE;
+    kr_eval_sums_write(s, what, ev->n_pairs, H, h, ev->scores + (size_t)f * KR_EVAL_METRICS * H,
+                       ev->coverage + (size_t)f * ev->n_pairs * H);
 }
 
 static double skill_of(double model, double baseline) {
@@ -266,7 +273,7 @@ int kr_evaluation_finish(kr_evaluation *ev, const kr_evaluate_request *req, kr_e
     const int N = ev->origins, P = ev->horizon, Q = ev->n_quantiles, H = P + 1;
     if (a->n_added != N)
         return kr_fail(err, "evaluate: %d of %d origins' forecasts were added", a->n_added, N);
-    sums *s = calloc((size_t)KR_EVAL_FORECASTERS * H, sizeof *s);
+    kr_eval_sums *s = calloc((size_t)KR_EVAL_FORECASTERS * H, sizeof *s);
     if (!s) return kr_fail_code(err, KR_E_NO_MEMORY, "evaluate: out of memory scoring");
     memset(ev->pit, 0, sizeof ev->pit);
     const double *close = req->candles.columns[KR_CLOSE];
@@ -292,13 +299,14 @@ int kr_evaluation_finish(kr_evaluation *ev, const kr_evaluate_request *req, kr_e
                 cov_rw[j] = isnan(u) ? NAN : (qlo <= u && u <= qhi) || (sd == 0 && y == last);
             }
             for (int t = 0; t < 2; t++) { /* the step's sums, then all steps' */
-                sums *m = &s[(size_t)KR_EVAL_MODEL * H + (t ? P : h)];
-                sums *pe = &s[(size_t)KR_EVAL_PERSISTENCE * H + (t ? P : h)];
-                sums *rw = &s[(size_t)KR_EVAL_RANDOM_WALK * H + (t ? P : h)];
-                add_to(m, ev->mean[at], last, y, ev->prob_close_up[at], a->crps[at], cov_m,
-                       ev->n_pairs);
-                add_to(pe, last, last, y, 0, fabs(y - last), cov_m, 0);
-                add_to(rw, last, last, y, 0.5, kr_crps_gaussian(last, sd, y), cov_rw, ev->n_pairs);
+                kr_eval_sums *m = &s[(size_t)KR_EVAL_MODEL * H + (t ? P : h)];
+                kr_eval_sums *pe = &s[(size_t)KR_EVAL_PERSISTENCE * H + (t ? P : h)];
+                kr_eval_sums *rw = &s[(size_t)KR_EVAL_RANDOM_WALK * H + (t ? P : h)];
+                kr_eval_sums_add(m, ev->mean[at], last, y, ev->prob_close_up[at], a->crps[at],
+                                 cov_m, ev->n_pairs);
+                kr_eval_sums_add(pe, last, last, y, 0, fabs(y - last), cov_m, 0);
+                kr_eval_sums_add(rw, last, last, y, 0.5, kr_crps_gaussian(last, sd, y), cov_rw,
+                                 ev->n_pairs);
             }
             int bin = (int)floor(a->pit[at] * KR_EVAL_PIT_BINS);
             ev->pit[bin < KR_EVAL_PIT_BINS ? bin : KR_EVAL_PIT_BINS - 1] += 1;
@@ -319,5 +327,5 @@ int kr_evaluation_finish(kr_evaluation *ev, const kr_evaluate_request *req, kr_e
         }
     for (int i = 0; i < KR_EVAL_PIT_BINS; i++)
         ev->pit[i] /= (double)N * P;
-    return 0;
+    return kr_eval_calibrated_finish(ev, req, a->crps, a->pit, err);
 }

@@ -189,6 +189,13 @@ static int load(kd_app *app, char *err, size_t errlen) {
         snprintf(err, errlen, "cannot load model: %s", ke.msg);
         return -1;
     }
+    uint64_t fp = 0;
+    char desc[512];
+    if (kd_model_fingerprint(app->model, "model", &fp, desc, sizeof desc, &ke) < 0) {
+        snprintf(err, errlen, "the model's fingerprint: %s", ke.msg);
+        return -1;
+    }
+    snprintf(app->model_id, sizeof app->model_id, "%016llx", (unsigned long long)fp);
     if (!(app->pool = kr_pool_create(app->model, c->pool_bytes, &ke))) {
         snprintf(err, errlen, "pool-bytes %zu: %s", c->pool_bytes, ke.msg);
         return -1;

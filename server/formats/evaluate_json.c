@@ -12,10 +12,26 @@
 #include "numfmt.h"
 
 /* The request's fields; the options are those after "candles". */
-static const char *const request_fields[] = {
-    "candles",   "lookback",    "horizon",       "stride",         "first_origin", "last_origin",
-    "samples",   "temperature", "top_k",         "top_p",          "seed",         "max_context",
-    "quantiles", "mode",        "normalization", "return_origins", "timeout_ms",   NULL};
+static const char *const request_fields[] = {"candles",
+                                             "lookback",
+                                             "horizon",
+                                             "stride",
+                                             "first_origin",
+                                             "last_origin",
+                                             "samples",
+                                             "temperature",
+                                             "top_k",
+                                             "top_p",
+                                             "seed",
+                                             "max_context",
+                                             "quantiles",
+                                             "mode",
+                                             "normalization",
+                                             "return_origins",
+                                             "timeout_ms",
+                                             "calibration",
+                                             "calibration_warmup",
+                                             NULL};
 
 const char *const *kd_evaluate_option_names(void) {
     return request_fields + 1;
@@ -24,6 +40,7 @@ const char *const *kd_evaluate_option_names(void) {
 void kd_evaluate_input_free(kd_evaluate_input *in) {
     if (!in) return;
     kd_candles_free(&in->candles);
+    kr_calibration_free(&in->calibration);
     memset(in, 0, sizeof *in);
 }
 
@@ -69,6 +86,31 @@ static int parse_mode(const json_t *body, kr_evaluate_request *r, char *err, siz
     return 0;
 }
 
+/* "calibration": "none" (absent), "rolling" or an object; "calibration_warmup". */
+static int parse_calibration(const json_t *body, kd_evaluate_input *in, char *err, size_t errlen) {
+    kr_evaluate_request *r = &in->req;
+    const json_t *c = kd_field(body, "calibration");
+    long long warmup = r->calibration_warmup;
+    if (kd_opt_int(body, "calibration_warmup", INT_MIN, INT_MAX, "an integer", &warmup, err,
+                   errlen) < 0)
+        return -1;
+    r->calibration_warmup = (int)warmup;
+    const char *s = json_is_string(c) ? json_string_value(c) : NULL;
+    if (!c || (s && !strcmp(s, "none"))) {
+        r->calibration_mode = KR_CALIB_NONE;
+    } else if (s && !strcmp(s, "rolling")) {
+        r->calibration_mode = KR_CALIB_ROLLING;
+    } else {
+        if (kd_calibration_parse(c, &in->calibration, err, errlen) < 0) return -1;
+        r->calibration_mode = KR_CALIB_GIVEN;
+        r->calibration = &in->calibration;
+    }
+    if (kd_field(body, "calibration_warmup") && r->calibration_mode != KR_CALIB_ROLLING)
+        return kd_fail(err, errlen,
+                       "calibration_warmup: applies to \"calibration\": \"rolling\" only");
+    return 0;
+}
+
 /* Everything but the candles, which are in in->candles already. */
 static int parse_options(const json_t *body, const kd_forecast_limits *lim, kd_evaluate_input *in,
                          char *err, size_t errlen) {
@@ -85,6 +127,7 @@ static int parse_options(const json_t *body, const kd_forecast_limits *lim, kd_e
         parse_mode(body, r, err, errlen) < 0 ||
         kd_normalization_parse(kd_field(body, "normalization"), &r->norm, err, errlen) < 0 ||
         kd_opt_bool(body, "return_origins", &in->return_origins, err, errlen) < 0 ||
+        parse_calibration(body, in, err, errlen) < 0 ||
         kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
                    err, errlen) < 0) {
         kd_evaluate_input_free(in);
@@ -129,6 +172,10 @@ int kd_evaluate_request_with_candles(const json_t *options, kd_candles *candles,
 
 /* ---- response ------------------------------------------------------------------------------- */
 
+json_t *kd_eval_real(double x) {
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 static json_t *real_or_null(double x) {
     return isfinite(x) ? json_real(x) : json_null();
 }
@@ -143,37 +190,40 @@ static json_t *reals(const double *x, int n) {
     return a;
 }
 
+json_t *kd_eval_reals(const double *x, int n) {
+    return reals(x, n);
+}
+
 /* o[key] = v; -1 (v released) when either is missing. */
 static int put(json_t *o, const char *key, json_t *v) {
     return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
 }
 
-static void pair_key(const kr_evaluation *ev, int j, char *key, size_t n) {
+void kd_eval_pair_key(const kr_evaluation *ev, int j, char *key, size_t n) {
     char lo[KD_NUM_MAX], hi[KD_NUM_MAX];
     kd_fmt_double(ev->quantile_levels[ev->pair_lo[j]], lo, sizeof lo);
     kd_fmt_double(ev->quantile_levels[ev->pair_hi[j]], hi, sizeof hi);
     snprintf(key, n, "%s-%s", lo, hi);
 }
 
-/* One forecaster's scores: the metrics that apply to it, per step, and overall. */
-static json_t *scores_object(const kr_evaluation *ev, int f) {
+json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const double *coverage,
+                            bool direction, bool brier) {
     const int P = ev->horizon, H = P + 1;
     json_t *o = json_object(), *overall = json_object();
     int rc = o && overall ? 0 : -1;
     for (int m = 0; rc == 0 && m < KR_EVAL_METRICS; m++) {
-        const double *v = ev->scores + ((size_t)f * KR_EVAL_METRICS + m) * H;
-        if ((m == KR_EVAL_DIRECTION && f != KR_EVAL_MODEL) ||
-            (m == KR_EVAL_BRIER && f == KR_EVAL_PERSISTENCE))
+        const double *v = scores + (size_t)m * H;
+        if ((m == KR_EVAL_DIRECTION && !direction) || (m == KR_EVAL_BRIER && !brier))
             continue; /* does not apply to it */
         rc = put(o, kr_eval_metric_names[m], reals(v, P));
         if (rc == 0) rc = put(overall, kr_eval_metric_names[m], real_or_null(v[P]));
     }
-    if (rc == 0 && f != KR_EVAL_PERSISTENCE) {
+    if (rc == 0 && coverage) {
         json_t *cov = json_object(), *cov_all = json_object();
         char key[2 * KD_NUM_MAX + 2];
         for (int j = 0; cov && cov_all && rc == 0 && j < ev->n_pairs; j++) {
-            const double *v = ev->coverage + ((size_t)f * ev->n_pairs + j) * H;
-            pair_key(ev, j, key, sizeof key);
+            const double *v = coverage + (size_t)j * H;
+            kd_eval_pair_key(ev, j, key, sizeof key);
             rc = put(cov, key, reals(v, P));
             if (rc == 0) rc = put(cov_all, key, real_or_null(v[P]));
         }
@@ -190,6 +240,15 @@ static json_t *scores_object(const kr_evaluation *ev, int f) {
     if (rc) json_decref(overall);
     json_decref(o);
     return NULL;
+}
+
+/* One forecaster's scores: the metrics that apply to it, per step, and overall. */
+static json_t *scores_object(const kr_evaluation *ev, int f) {
+    const int H = ev->horizon + 1;
+    return kd_eval_scores_json(
+        ev, ev->scores + (size_t)f * KR_EVAL_METRICS * H,
+        f == KR_EVAL_PERSISTENCE ? NULL : ev->coverage + (size_t)f * ev->n_pairs * H,
+        f == KR_EVAL_MODEL, f != KR_EVAL_PERSISTENCE);
 }
 
 static json_t *skill_object(const kr_evaluation *ev) {
@@ -256,6 +315,8 @@ static json_t *origin_object(const kd_evaluate_input *in, const kr_evaluation *e
         close = NULL;
     }
     if (rc == 0) rc = put(o, "prob_close_up", reals(ev->prob_close_up + (size_t)k * P, P));
+    if (rc == 0 && ev->calibrated)
+        rc = put(o, "calibrated", kd_evaluate_origin_calibrated_json(ev, k));
     json_decref(qs);
     json_decref(ts);
     json_decref(close);
@@ -280,6 +341,7 @@ json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate
     if (rc == 0)
         rc = put(r, "skill", skill_object(ev)) ||
              put(r, "pit_histogram", reals(ev->pit, KR_EVAL_PIT_BINS));
+    if (rc == 0) rc = kd_evaluate_calibrated_json(r, in, ev);
     if (rc == 0 && ev->mode == KR_EVAL_LIVE)
         rc = put(r, "normalization", kd_normalization_json(plan->mean, plan->std));
     if (rc == 0)

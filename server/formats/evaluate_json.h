@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "calibration_json.h"
 #include "forecast_json.h"
 
 /* A parsed request. It owns the candles that req points into. */
@@ -46,6 +47,7 @@ typedef struct {
     kd_candles candles;
     long long timeout_ms; /* the server's deadline for it; 0: request-timeout */
     bool return_origins;
+    kr_calibration calibration; /* a given "calibration" object, which req points at */
 } kd_evaluate_input;
 
 /* Parses a JSON body; 0, or -1 with a message naming the field (*in then holds nothing;
@@ -60,6 +62,20 @@ int kd_evaluate_request_with_candles(const json_t *options, kd_candles *candles,
 /* The request's fields other than "candles", NULL-terminated. */
 const char *const *kd_evaluate_option_names(void);
 void kd_evaluate_input_free(kd_evaluate_input *in);
+
+/* The parts of a response, shared with evaluate_calibrated_json.c: a number or null, an
+ * array of them, a pair's key ("0.1-0.9"), and one forecaster's scores (per step and
+ * overall; coverage NULL: none; direction, brier: whether they apply). NULL when out of
+ * memory. */
+json_t *kd_eval_real(double x);
+json_t *kd_eval_reals(const double *x, int n);
+void kd_eval_pair_key(const kr_evaluation *ev, int j, char *key, size_t n);
+json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const double *coverage,
+                            bool direction, bool brier);
+/* The calibrated parts (when ev has them) added to the response r; -1 when out of memory. */
+int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr_evaluation *ev);
+/* Origin k's calibrated close: {"quantiles": {"0.1": [P], ...}, "prob_close_up": [P]}. */
+json_t *kd_evaluate_origin_calibrated_json(const kr_evaluation *ev, int k);
 
 /* The response (above) of a finished evaluation, or NULL when out of memory. */
 json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate_plan *plan,

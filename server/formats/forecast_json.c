@@ -14,11 +14,10 @@
 const kd_forecast_limits kd_forecast_default_limits = {100000, 10000, 1000};
 
 /* The forecast request's fields; the options are those after "candles". */
-static const char *const request_fields[] = {"candles",    "horizon",       "future_timestamps",
-                                             "samples",    "temperature",   "top_k",
-                                             "top_p",      "seed",          "max_context",
-                                             "use_cache",  "quantiles",     "return_paths",
-                                             "timeout_ms", "normalization", NULL};
+static const char *const request_fields[] = {
+    "candles",    "horizon",       "future_timestamps", "samples",   "temperature", "top_k",
+    "top_p",      "seed",          "max_context",       "use_cache", "quantiles",   "return_paths",
+    "timeout_ms", "normalization", "calibration",       NULL};
 static const char *const normalization_fields[] = {"mean", "std", NULL};
 static const char *const kr_column_names_null[] = {"open",   "high",   "low", "close",
                                                    "volume", "amount", NULL};
@@ -242,6 +241,24 @@ static void set_defaults(kr_forecast_request *r) {
     r->n_quantiles = 0;
 }
 
+/* "calibration": an object; its levels are the answer's when "quantiles" is absent, and the
+ * paths are computed (the calibration reads them), answered only when asked for. */
+static int parse_calibration(const json_t *body, kd_forecast_input *in, char *err, size_t errlen) {
+    const json_t *v = kd_field(body, "calibration");
+    in->show_paths = in->req.return_paths;
+    if (!v) return 0;
+    if (!json_is_object(v)) return kd_wrong(v, "calibration", "a calibration object", err, errlen);
+    if (!(in->calibration = calloc(1, sizeof *in->calibration)))
+        return kd_fail(err, errlen, "calibration: out of memory");
+    if (kd_calibration_parse(v, in->calibration, err, errlen) < 0) return -1;
+    if (!kd_field(body, "quantiles")) {
+        in->req.n_quantiles = in->calibration->n_levels;
+        memcpy(in->req.quantiles, in->calibration->levels, sizeof in->req.quantiles);
+    }
+    in->req.return_paths = true;
+    return 0;
+}
+
 /* Everything but the candles, which are in in->candles already. */
 static int parse_options_of(const json_t *body, int model_max_context,
                             const kd_forecast_limits *lim, kd_forecast_input *in, char *err,
@@ -254,6 +271,10 @@ static int parse_options_of(const json_t *body, int model_max_context,
         kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
                    err, errlen) < 0 ||
         kd_normalization_parse(kd_field(body, "normalization"), &in->req.norm, err, errlen) < 0) {
+        kd_forecast_input_free(in);
+        return -1;
+    }
+    if (parse_calibration(body, in, err, errlen) < 0) {
         kd_forecast_input_free(in);
         return -1;
     }
@@ -314,6 +335,8 @@ void kd_forecast_input_free(kd_forecast_input *in) {
     if (!in) return;
     kd_candles_free(&in->candles);
     free(in->future_timestamps);
+    kr_calibration_free(in->calibration);
+    free(in->calibration);
     memset(in, 0, sizeof *in);
 }
 
@@ -410,8 +433,56 @@ static json_t *quantiles_object(const kr_forecast_result *res) {
     return o;
 }
 
-static int set_optional_parts(json_t *r, const kr_forecast_result *res) {
-    if (res->paths && json_object_set_new(r, "paths", paths_array(res)) < 0) return -1;
+/* {"0.1": {"close": [P]}, ...}: the calibrated close at the request's levels (the object's,
+ * in the same order). */
+static json_t *calibrated_quantiles(const kr_forecast_result *res, const kr_calibrated *cal) {
+    json_t *o = json_object();
+    char key[32];
+    for (int q = 0; o && q < cal->n_levels; q++) {
+        kd_fmt_double(res->quantile_levels[q], key, sizeof key);
+        json_t *close = json_pack(
+            "{s:o}", "close", real_array(cal->quantiles + (size_t)q * cal->horizon, cal->horizon));
+        if (json_object_set_new(o, key, close) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* The calibrated close in place of the raw, which move to "raw". */
+static int set_calibrated(json_t *r, const kd_forecast_input *in, const kr_forecast_result *res) {
+    kr_calibrated cal;
+    kr_error e = {0};
+    if (kr_calibrate_forecast(in->calibration, &in->req, res, &cal, &e) < 0) return -1;
+    json_t *raw = json_object();
+    int rc = raw ? 0 : -1;
+    if (rc == 0 && res->n_quantiles > 0 && res->quantiles)
+        rc = json_object_set_new(raw, "quantiles", quantiles_object(res));
+    if (rc == 0)
+        rc =
+            json_object_set_new(raw, "prob_close_up", real_array(res->prob_close_up, res->horizon));
+    if (rc == 0) {
+        rc = json_object_set_new(r, "raw", raw);
+        raw = NULL;
+    }
+    if (rc == 0 && res->n_quantiles > 0)
+        rc = json_object_set_new(r, "quantiles", calibrated_quantiles(res, &cal));
+    if (rc == 0)
+        rc = json_object_set_new(r, "prob_close_up", real_array(cal.prob_close_up, cal.horizon)) ||
+             json_object_set_new(r, "calibrated", json_true()) ||
+             json_object_set_new(r, "calibration", kd_calibration_summary_json(in->calibration));
+    json_decref(raw);
+    kr_calibrated_free(&cal);
+    return rc ? -1 : 0;
+}
+
+static int set_optional_parts(json_t *r, const kd_forecast_input *in,
+                              const kr_forecast_result *res) {
+    if (res->paths && (!in->calibration || in->show_paths) &&
+        json_object_set_new(r, "paths", paths_array(res)) < 0)
+        return -1;
+    if (in->calibration) return set_calibrated(r, in, res);
     if (res->n_quantiles > 0 && res->quantiles &&
         json_object_set_new(r, "quantiles", quantiles_object(res)) < 0)
         return -1;
@@ -431,7 +502,8 @@ json_t *kd_forecast_response_json(const kd_forecast_input *in, const kr_forecast
         json_object_set_new(r, "samples", json_integer(res->samples)) < 0 ||
         json_object_set_new(r, "normalization",
                             kd_normalization_json(res->norm_mean, res->norm_std)) < 0 ||
-        json_object_set_new(r, "usage", usage_object(res)) < 0 || set_optional_parts(r, res) < 0) {
+        json_object_set_new(r, "usage", usage_object(res)) < 0 ||
+        set_optional_parts(r, in, res) < 0) {
         json_decref(r);
         return NULL;
     }

@@ -7,7 +7,8 @@
  *    "samples": 1, "temperature": 1.0, "top_k": 0, "top_p": 0.9, "seed": 0,
  *    "max_context": N, "use_cache": true, "return_paths": false, "quantiles": [q, ...],
  *    "timeout_ms": T,                                         T: the server's deadline
- *    "normalization": {"mean": {"open": x, ...}, "std": {...}}}  pinned statistics
+ *    "normalization": {"mean": {"open": x, ...}, "std": {...}},  pinned statistics
+ *    "calibration": {...}}                                   calibration_json.h's object
  *
  * CANDLES is columnar, {"timestamps": [...], "open": [...], "high": [...], "low": [...],
  * "close": [...], "volume"?: [...], "amount"?: [...]}, or a list of rows,
@@ -29,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "calibration_json.h"
 #include "candles_json.h"
 #include "kronos.h"
 #include "timefmt.h"
@@ -62,6 +64,10 @@ typedef struct {
     kd_candles candles;
     int64_t *future_timestamps; /* [horizon], or NULL */
     long long timeout_ms;       /* the server's deadline for it; 0: request-timeout */
+    /* "calibration": the object the answer's close is calibrated by (its paths are then
+     * computed, req.return_paths, and answered only when asked, show_paths), or NULL */
+    kr_calibration *calibration;
+    bool show_paths;
 } kd_forecast_input;
 
 /* A request body's common part: a JSON object with no field outside fields (NULL-ended)
@@ -105,6 +111,11 @@ json_t *kd_normalization_json(const float mean[KR_D_IN], const float std[KR_D_IN
  *    "quantiles": {"0.1": {"open": [P], ...}}    when res->n_quantiles > 0; each key is
  *                                                the level's shortest round-trip decimal
  *    "prob_close_up": [P]}                       when res->prob_close_up
+ *
+ * With a calibration: "quantiles" is {"0.1": {"close": [P]}, ...} and "prob_close_up" [P]
+ * calibrated (kr_calibrate_forecast), the raw ones in "raw": {"quantiles": {...},
+ * "prob_close_up": [P]}, "calibrated": true and "calibration": {"version", "model",
+ * "origins", "methods"}; "paths" only when asked for.
  *
  * A value that is not finite is written as null. */
 json_t *kd_forecast_response_json(const kd_forecast_input *in, const kr_forecast_result *res);

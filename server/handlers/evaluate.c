@@ -20,6 +20,8 @@ static kd_outcome evaluate_series(kd_app *app, kd_request *r, const json_t *body
         kd_refuse_invalid(app, r, msg);
         return KD_REPLIED;
     }
+    for (int i = 0; i < set.n; i++) /* a fitted calibration names it, a given one matches */
+        set.in[i].req.model_id = app->model_id;
     return kd_evaluate_job_submit_series(app, r, &set, stream);
 }
 
@@ -73,5 +75,6 @@ kd_outcome kd_handle_evaluate(kd_app *app, kd_request *r) {
         free(in);
         return KD_REPLIED;
     }
+    in->req.model_id = app->model_id; /* a fitted calibration names it, a given one matches */
     return kd_evaluate_job_submit(app, r, in, stream);
 }

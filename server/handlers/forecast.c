@@ -72,6 +72,11 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
         kd_series_inputs_free(in, in ? 1 : 0);
         return KD_REPLIED;
     }
+    if (q.csv_out && in->calibration) {
+        kd_refuse_invalid(app, r, "format: a calibrated forecast is answered as JSON only");
+        kd_series_inputs_free(in, 1);
+        return KD_REPLIED;
+    }
     kd_forecast_job *f =
         kd_forecast_job_new(app, r, in, 1, q.csv_out ? KD_ANSWER_CSV : KD_ANSWER_JSON);
     return f ? kd_forecast_job_submit(f) : KD_REPLIED;

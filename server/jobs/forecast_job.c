@@ -85,7 +85,11 @@ static int admit_one(kd_forecast_job *f, int i, const kr_pool_stats *st, double 
     const kr_forecast_request *q = &f->in[i].req;
     kr_forecast_plan plan;
     kr_error err = {0};
-    if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0) {
+    const kr_calibration *cal = f->in[i].calibration;
+    if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0 ||
+        (cal && (kr_calibration_check(cal, &err) < 0 ||
+                 kr_calibration_match(cal, app->model_id, q->horizon, q->samples, q->quantiles,
+                                      q->n_quantiles, &err) < 0))) {
         kd_refuse_error(app, r, "forecast", &err);
         return -1;
     }

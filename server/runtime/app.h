@@ -31,6 +31,7 @@ typedef struct {
     int n_retired_keys;
     int n_workers; /* resolved from cfg.workers */
     kr_model *model;
+    char model_id[24]; /* the model's fingerprint in hex: what a calibration object names */
     kr_pool *pool;
     kd_sessions *sessions;
     kd_journal *journal; /* NULL without state-dir */

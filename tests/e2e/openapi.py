@@ -278,6 +278,28 @@ misaligned["series"][1]["candles"]["timestamps"] = moved
 check("POST /evaluate (series) misaligned", "POST", URL, "/evaluate", 400, misaligned)
 check("POST /evaluate (series) top_k over half", "POST", URL, "/evaluate", 400,
       {**many, "cross_section": {"top_k": 2}})
+# calibration: rolling (warm-up 1: four origins scored), the object applied, forecasts by it
+ev = check("POST /evaluate (calibration rolling)", "POST", URL, "/evaluate", 200,
+           {**evaluation, "calibration": "rolling", "calibration_warmup": 1,
+            "return_origins": True})
+cal_obj = ev.get("calibration") if isinstance(ev, dict) else None
+report(isinstance(ev, dict) and ev.get("scored_origins") == 4 and cal_obj is not None and
+       ev["by_origin"][0]["calibrated"]["prob_close_up"] == [None] * 4,
+       "POST /evaluate (calibration rolling): scored origins, the object", str(ev)[:300])
+check("POST /evaluate (a calibration object)", "POST", URL, "/evaluate", 200,
+      {**evaluation, "calibration": cal_obj})
+check("POST /evaluate (a calibration of another horizon)", "POST", URL, "/evaluate", 400,
+      {**evaluation, "horizon": 3, "calibration": cal_obj})
+cal_candles = {k: v[:40] for k, v in evaluation_candles.items()}
+fc = check("POST /forecast (calibrated)", "POST", URL, "/forecast", 200,
+           {"candles": cal_candles, "horizon": 4, "samples": 4, "calibration": cal_obj})
+report(isinstance(fc, dict) and fc.get("calibrated") is True and "raw" in fc and
+       set(fc["quantiles"]["0.5"]) == {"close"}, "POST /forecast (calibrated): the close",
+       str(fc)[:300])
+check("POST /forecast (series, calibrated)", "POST", URL, "/forecast", 200,
+      {"series": [{"candles": cal_candles}], "horizon": 4, "samples": 4, "calibration": cal_obj})
+check("POST /forecast (a calibration of other samples)", "POST", URL, "/forecast", 400,
+      {"candles": cal_candles, "horizon": 4, "samples": 2, "calibration": cal_obj})
 check("POST /evaluate unknown field", "POST", URL, "/evaluate", 400,
       {**evaluation, "pred_len": 4})
 check("POST /evaluate lookback 1", "POST", URL, "/evaluate", 400, {**evaluation, "lookback": 1})
@@ -330,6 +352,8 @@ check("POST /sessions/{id}/candles (token session)", "POST", URL,
       f"/sessions/{t_id}/candles", 400, {"candles": more})
 check("POST /sessions/{id}/forecast", "POST", URL, f"/sessions/{c_id}/forecast", 200,
       {"horizon": 3, "samples": 2, "quantiles": [0.5], "seed": 9})
+check("POST /sessions/{id}/forecast (calibrated)", "POST", URL, f"/sessions/{c_id}/forecast",
+      200, {"horizon": 4, "samples": 4, "calibration": cal_obj})
 check("POST /sessions/{id}/forecast with candles", "POST", URL, f"/sessions/{c_id}/forecast", 400,
       {"horizon": 3, "candles": candles})
 for sid in (t_id, c_id):

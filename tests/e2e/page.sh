@@ -102,6 +102,29 @@ then pass "the Evaluate view draws the walk-forward run (origins, table, PIT, co
 else fail "the Evaluate view draws the walk-forward run (origins, table, PIT, coverage)"; fi
 browse "$A/?autoevaluate=1&stream=0&context=128&horizon=8&stride=32&samples=4" --screenshot="$OUT/page-evaluate.png" \
     --window-size=1280,1500 >/dev/null
+# calibrated: stride 8 -> 34 origins, warm-up 10 outcomes per step -> the last 24 scored; the
+# PIT histogram and coverage raw beside calibrated, the reliability diagram, the table's
+# calibrated columns, the note with the scored origins
+CAL="$A/?autoevaluate=1&stream=0&context=128&horizon=8&stride=8&samples=4&calibration=rolling&warmup=10"
+browse "$CAL" --dump-dom >"$WORK/dom_cal.html"
+if "$PY" - "$WORK/dom_cal.html" <<'PYEOF'
+import re, sys
+dom = open(sys.argv[1]).read()
+state = re.search(r'id="evaluate" class="[^"]*" data-state="(\w+)"', dom)
+assert state and state.group(1) == "ready", "evaluate state: %s; error: %s" % (
+    state and state.group(1), re.search(r'id="error"[^>]*>([^<]*)<', dom).group(1))
+pit = re.search(r'<svg[^>]*id="pit-chart"(.*?)</svg>', dom, re.S).group(1)
+assert pit.count('class="bar"') == 10 and pit.count('class="bar2"') == 10, pit
+cov = re.search(r'<svg[^>]*id="coverage-chart"(.*?)</svg>', dom, re.S).group(1)
+assert cov.count('class="bar"') == 2 and cov.count('class="bar2"') == 2, cov
+rel = re.search(r'<svg[^>]*id="reliability-chart"(.*?)</svg>', dom, re.S).group(1)
+assert 'class="diagonal"' in rel and 'class="rel-raw"' in rel and 'class="rel-cal"' in rel, rel
+assert "<th>CRPS calibrated</th>" in dom and "<th>coverage calibrated</th>" in dom, "no table columns"
+assert re.search(r"Calibrated \(rolling, no look-ahead\) on 24 of 34 origins", dom), "no note"
+PYEOF
+then pass "the Evaluate view calibrated: PIT, coverage and reliability raw beside calibrated"
+else fail "the Evaluate view calibrated: PIT, coverage and reliability raw beside calibrated"; fi
+browse "$CAL" --screenshot="$OUT/page-calibrated.png" --window-size=1280,1800 >/dev/null
 
 # a server error is shown with the server's message
 browse "$A/?autorun=1&horizon=0" --dump-dom >"$WORK/dom_err.html"

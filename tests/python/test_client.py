@@ -116,6 +116,36 @@ class PlainClient(unittest.TestCase):
             self.kd.evaluate_series([a, b], lookback=40, horizon=4, cross_section_top_k=2)
         self.assertTrue(e.exception.message.startswith("cross_section.top_k:"), e.exception)
 
+    def test_calibration_both_ways(self):
+        c = columns(400)
+        ev = self.kd.evaluate(c, lookback=64, horizon=4, stride=4, samples=4, seed=2,
+                              calibration="rolling", calibration_warmup=20)
+        raw = raw_forecast({"candles": c, "lookback": 64, "horizon": 4, "stride": 4,
+                            "samples": 4, "seed": 2, "calibration": "rolling",
+                            "calibration_warmup": 20}, "/evaluate")
+        self.assertEqual(ev.scored_origins, raw["scored_origins"])
+        self.assertEqual(list(ev.calibrated["coverage_0.1-0.9"]),
+                         raw["calibrated"]["coverage"]["0.1-0.9"])
+        self.assertEqual(list(ev.model_scored["crps_quantile"]),
+                         raw["model_scored"]["crps_quantile"])
+        self.assertEqual(ev.pit_ks, raw["pit_ks"])
+        self.assertEqual(list(ev.reliability["calibrated"]["count"]),
+                         raw["reliability"]["calibrated"]["count"])
+        self.assertEqual(ev.calibration, raw["calibration"])
+        w = {k: v[-64:] for k, v in c.items()}
+        fc = self.kd.forecast(w, horizon=4, samples=4, calibration=ev)
+        api = raw_forecast({"candles": w, "horizon": 4, "samples": 4,
+                            "calibration": raw["calibration"]})
+        self.assertTrue(fc.calibrated)
+        self.assertEqual(fc.calibration, api["calibration"])
+        self.assertEqual(list(fc.prob_close_up), api["prob_close_up"])
+        self.assertEqual(list(fc.uncalibrated_prob_close_up), api["raw"]["prob_close_up"])
+        self.assertEqual(sorted(fc.quantiles), [0.1, 0.5, 0.9])
+        self.assertEqual(sorted(fc.uncalibrated_quantiles), [0.1, 0.5, 0.9])
+        plain = self.kd.evaluate(c, lookback=64, horizon=4, stride=40)
+        self.assertIsNone(plain.calibrated)
+        self.assertIsNone(plain.calibration)
+
     def test_rows_input(self):
         r = [{"timestamp": x["timestamps"], **{c: float(x[c]) for c in COLUMNS}} for x in rows(50)]
         fc = self.kd.forecast(r, horizon=3)
@@ -204,6 +234,13 @@ class PandasClient(unittest.TestCase):
         self.assertNotIn("brier", ev.persistence.columns)
         self.assertEqual(list(ev.overall.index), ["model", "persistence", "random_walk"])
         self.assertEqual(ev.overall.loc["model", "mae"], ev.raw["model"]["overall"]["mae"])
+        cal = self.kd.evaluate(self.df, lookback=40, horizon=4, stride=4, samples=2, seed=1,
+                               calibration="rolling", calibration_warmup=10)
+        self.assertEqual(list(cal.overall.index),
+                         ["model", "persistence", "random_walk", "model_scored", "calibrated"])
+        self.assertEqual(cal.overall.loc["calibrated", "brier"],
+                         cal.raw["calibrated"]["overall"]["brier"])
+        self.assertIsInstance(cal.reliability["model"], self.pd.DataFrame)
 
     def test_evaluate_series_dataframes(self):
         later = self.pd.read_csv(SERIES, skiprows=range(1, 121), nrows=120)

@@ -1,0 +1,98 @@
+/* evaluate_calibrated_json.c — the calibrated forecaster's part of an evaluation's answer
+ * (evaluate_json.h): its scores beside the raw model's on the same origins, the PIT
+ * histogram and KS distances, the reliability of P(up), the object, and each origin's
+ * calibrated close. */
+#include "evaluate_json.h"
+
+#include <stdio.h>
+
+#include "numfmt.h"
+
+static int put(json_t *o, const char *key, json_t *v) {
+    return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
+}
+
+static const char *const kinds[KR_CAL_KINDS] = {"model", "model_scored", "calibrated"};
+
+static json_t *reliability(const kr_eval_calibrated *c) {
+    double edges[KR_EVAL_PIT_BINS + 1], count[KR_EVAL_PIT_BINS];
+    for (int b = 0; b <= KR_EVAL_PIT_BINS; b++)
+        edges[b] = (double)b / KR_EVAL_PIT_BINS;
+    json_t *o = json_object();
+    int rc = put(o, "edges", kd_eval_reals(edges, KR_EVAL_PIT_BINS + 1));
+    for (int k = 0; rc == 0 && k < KR_CAL_KINDS; k++) {
+        for (int b = 0; b < KR_EVAL_PIT_BINS; b++)
+            count[b] = (double)c->rel_count[k][b];
+        json_t *t = json_object();
+        rc = put(t, "count", json_array()) ||
+             put(t, "mean_prob", kd_eval_reals(c->rel_prob[k], KR_EVAL_PIT_BINS)) ||
+             put(t, "observed", kd_eval_reals(c->rel_up[k], KR_EVAL_PIT_BINS));
+        for (int b = 0; rc == 0 && b < KR_EVAL_PIT_BINS; b++)
+            rc = json_array_append_new(json_object_get(t, "count"),
+                                       json_integer((json_int_t)count[b]));
+        rc = rc ? (json_decref(t), -1) : put(o, kinds[k], t);
+    }
+    if (rc == 0) return o;
+    json_decref(o);
+    return NULL;
+}
+
+/* The raw model on the scored origins, with its quantile-form CRPS beside the ensemble's. */
+static json_t *model_scored(const kr_evaluation *ev, const kr_eval_calibrated *c) {
+    const int P = ev->horizon;
+    json_t *o = kd_eval_scores_json(ev, c->scores, c->coverage, true, true);
+    if (put(o, "crps_quantile", kd_eval_reals(c->crps_quantile_model, P)) ||
+        put(json_object_get(o, "overall"), "crps_quantile",
+            kd_eval_real(c->crps_quantile_model[P]))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr_evaluation *ev) {
+    const kr_eval_calibrated *c = ev->calibrated;
+    if (!c) return 0;
+    const int H = ev->horizon + 1, NP = ev->n_pairs ? ev->n_pairs : 1;
+    const bool rolling = in->req.calibration_mode == KR_CALIB_ROLLING;
+    json_t *ks = json_object();
+    int rc = put(r, "calibration_mode", json_string(rolling ? "rolling" : "given")) ||
+             (rolling && put(r, "calibration_warmup", json_integer(in->req.calibration_warmup))) ||
+             put(r, "scored_origins", json_integer(c->scored)) ||
+             put(r, "first_scored_origin",
+                 c->scored ? json_integer(ev->origin_index[c->first_scored]) : json_null());
+    for (int k = 0; rc == 0 && k < KR_CAL_KINDS; k++)
+        rc = put(ks, kinds[k], kd_eval_real(c->pit_ks[k]));
+    if (rc == 0)
+        rc = put(r, "calibrated",
+                 kd_eval_scores_json(ev, c->scores + (size_t)KR_EVAL_METRICS * H,
+                                     c->coverage + (size_t)NP * H, true, true)) ||
+             put(r, "model_scored", model_scored(ev, c)) ||
+             put(r, "calibrated_pit_histogram", kd_eval_reals(c->pit, KR_EVAL_PIT_BINS)) ||
+             put(r, "pit_ks", ks) || put(r, "reliability", reliability(c)) ||
+             put(r, "calibration", kd_calibration_json(&c->fitted));
+    else
+        json_decref(ks);
+    return rc ? -1 : 0;
+}
+
+json_t *kd_evaluate_origin_calibrated_json(const kr_evaluation *ev, int k) {
+    const kr_eval_calibrated *c = ev->calibrated;
+    const int P = ev->horizon, Q = ev->n_quantiles;
+    json_t *o = json_object(), *qs = json_object();
+    char key[KD_NUM_MAX];
+    int rc = o && qs ? 0 : -1;
+    for (int q = 0; rc == 0 && q < Q; q++) {
+        kd_fmt_double(ev->quantile_levels[q], key, sizeof key);
+        rc = put(qs, key, kd_eval_reals(c->quantiles + ((size_t)k * Q + q) * P, P));
+    }
+    if (rc == 0) {
+        rc = put(o, "quantiles", qs);
+        qs = NULL;
+    }
+    if (rc == 0) rc = put(o, "prob_close_up", kd_eval_reals(c->prob_close_up + (size_t)k * P, P));
+    json_decref(qs);
+    if (rc == 0) return o;
+    json_decref(o);
+    return NULL;
+}
