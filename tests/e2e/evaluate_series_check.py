@@ -3,7 +3,7 @@ answers of POST /evaluate with "series" (the bodies are made by evaluate_series.
 
   solo     each series' answer equals the single-series /evaluate of that series, number for
            number as written (every field in order) but usage.elapsed_ms, in window mode and
-           in live mode; saves the answers;
+           in live mode, and with calibration; saves the answers;
   numpy    every cross-sectional score recomputed with numpy from the series' by_origin
            detail (Pearson; Spearman with average ranks for ties, written here; hit rate;
            top-k minus bottom-k spread with ties by series index), per origin, per step and
@@ -77,6 +77,19 @@ if CHECK == "solo":
             st, solo = post(dict(shared, candles=s["candles"]), raw=True)
             same = st == 200 and drop_elapsed(exact(solo)) == drop_elapsed(got[i])
             check(f"live: series[{i}] = /evaluate of it alone", same, str(solo)[:200])
+    # calibration: every series calibrated from its own history, as alone
+    cal = dict(BODY, series=BODY["series"][:2], calibration="rolling", calibration_warmup=2)
+    st, text = post(cal, raw=True)
+    check("the series form with calibration answers", st == 200, str(text)[:300])
+    if st == 200:
+        got = dict(exact(text))["series"]
+        shared = {k: v for k, v in cal.items() if k != "series"}
+        for i, s in enumerate(cal["series"]):
+            st, solo = post(dict(shared, candles=s["candles"]), raw=True)
+            same = st == 200 and drop_elapsed(exact(solo)) == drop_elapsed(got[i])
+            check(f"calibrated: series[{i}] = /evaluate of it alone", same, str(solo)[:200])
+            check(f"calibrated: series[{i}] has its calibration object",
+                  "calibration" in dict(got[i]), str(got[i])[:200])
     st, text = post(dict(BODY, cross_section={"top_k": 3}), raw=True)
     check("cross_section.top_k 3 answers", st == 200, str(text)[:300])
     if st == 200:
