@@ -746,9 +746,9 @@ static void test_scheduler_encodes_within_the_step(void **state) {
 }
 
 /* One heavy forecast after a light one (half its candles) ran alone, on a scheduler whose
- * step holds a whole context at once and whose fixed cost is 4 rows; light_recent_ms: the light_wait window
- * (negative: never). The most window and encode rows any of the heavy one's steps held, and
- * the light one's cost alone in rows; the heavy one's answer is its solo one. */
+ * step holds a whole context at once and whose fixed cost is 4 rows; light_recent_ms: the
+ * light_wait window (negative: never). The most window and encode rows any of the heavy one's steps
+ * held, and the light one's cost alone in rows; the heavy one's answer is its solo one. */
 static int heavy_after_light(double light_recent_ms, double *alone_rows) {
     json_t *g = tu_load_golden();
     tu_case tc;
@@ -809,8 +809,8 @@ static int heavy_after_light(double light_recent_ms, double *alone_rows) {
 /* While light jobs come, a step without one holds no more than keeps it within light_wait
  * (a half) of what the last light job cost alone (its context encoded and prefilled, then a
  * row a path each step, then its summary, each step with the fixed cost): a light job
- * coming mid-step waits that long at most. Without light_wait the heavy one's first step holds its whole context,
- * encoded and prefilled. */
+ * coming mid-step waits that long at most. Without light_wait the heavy one's first step holds its
+ * whole context, encoded and prefilled. */
 static void test_scheduler_short_steps_while_light_come(void **state) {
     (void)state;
     double alone, alone_off;
@@ -973,6 +973,62 @@ static void light_beside_heavy(int sit_out_steps) {
     free(st);
 }
 
+/* A heavy job that starts while a light one runs sits steps out at once, as one that had
+ * just joined a step: the light one's next step holds its own row alone. */
+static void test_scheduler_heavy_starts_sitting_out(void **state) {
+    (void)state;
+    enum { HEAVY = 300, N = HEAVY + 16 };
+    int32_t t1[N], t2[N];
+    kr_stamp st[N];
+    for (int i = 0; i < N; i++) {
+        t1[i] = (int32_t)(i * 53 % 1024);
+        t2[i] = (int32_t)(i * 29 % 1024);
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+    kr_error err;
+    kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    kr_generate_request hr = sampled_request(t1, t2, st, HEAVY, 1, 5);
+    kr_generate_request lr = sampled_request(t1, t2, st, 4, 12, 6);
+    kr_cache *hc = kr_cache_create(pool, 0, &err), *lc = kr_cache_create(pool, 0, &err);
+    assert_true(hc && lc);
+    int32_t h1[1], h2[1], l1[12], l2[12], w1[12], w2[12];
+    sched_log log = {0};
+    kr_sched_config cfg = {.step_tokens = 128,
+                           .light_flops = 10e6,
+                           .step_fixed_rows = 8,
+                           .sit_out_steps = 2,
+                           .sit_out_ms = 1e9,
+                           .done = log_done,
+                           .ctx = &log};
+    kr_sched *s = kr_sched_create(model, pool, &cfg, &err);
+    assert_non_null(s);
+    assert_int_equal(kr_sched_add_generate(s, lc, &lr, l1, l2, (void *)(intptr_t)1, &err), 0);
+    kr_sched_step(s); /* the light one's prefill */
+    assert_int_equal(kr_sched_add_generate(s, hc, &hr, h1, h2, (void *)(intptr_t)0, &err), 0);
+    kr_sched_stats ks;
+    for (int k = 0; k < 2; k++) { /* the heavy one started, and sits out two steps */
+        kr_sched_step(s);
+        kr_sched_stats_get(s, &ks);
+        assert_int_equal(ks.active, 2);
+        assert_int_equal(ks.rows_last_step, 1);
+        assert_int_equal(ks.sat_out, (unsigned long long)k + 1);
+    }
+    kr_sched_step(s); /* then joins one */
+    kr_sched_stats_get(s, &ks);
+    assert_true(ks.rows_last_step > 1);
+    while (kr_sched_step(s) > 0)
+        ;
+    kr_sched_free(s);
+    assert_int_equal(log.errs[0].code, 0);
+    assert_int_equal(log.errs[1].code, 0);
+    same_as_alone(pool, &lr, l1, l2, w1, w2);
+    same_as_alone(pool, &hr, h1, h2, w1, w2);
+    kr_cache_free(lc);
+    kr_cache_free(hc);
+    kr_pool_free(pool);
+}
+
 static void test_scheduler_light_steps_bounded(void **state) {
     (void)state;
     light_beside_heavy(-1); /* none sits out: the heavy one advances at every step */
@@ -1006,6 +1062,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_scheduler_short_steps_while_light_come, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_scheduler_heavy_sits_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scheduler_heavy_starts_sitting_out, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,6 +146,8 @@ static bool start_job(kr_sched *s, sched_job *j, bool cancelled) {
     s->stats.active++;
     s->stats.light_active += j->light;
     if (j->light) s->light_seen_ms = kr_now_ms();
+    /* a job that starts beside a light one sits steps out as if it had just joined one */
+    j->last_ms = kr_now_ms();
     if (s->cfg.started) s->cfg.started(j->tag, j->light, s->cfg.ctx);
     return true;
 }

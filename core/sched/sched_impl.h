@@ -111,7 +111,7 @@ struct sched_job {
     int starved;    /* steps in a row it had window rows to fill and got no budget */
     bool out;       /* it sits this step out (beside a light job): no rows, nothing after */
     int sat_out;    /* steps in a row it sat out */
-    double last_ms; /* when the last step it joined began (0: none yet) */
+    double last_ms; /* when the last step it joined began, or it started (0: not started) */
     bool light;     /* its class's planned work at most cfg.light_flops: latency-sensitive */
     double flops;
     double class_flops; /* the planned work of the request it is part of (0: its own) */
