@@ -506,6 +506,23 @@ static void log_done(void *tag, const kr_error *err, void *ctx) {
     l->errs[k] = *err;
 }
 
+/* Every one of n forecasts the scheduler ran ended well with its solo answer (each run
+ * alone as its own class: class_flops 0); frees the results. */
+static void all_as_alone(const sched_log *log, const kr_forecast_request *q,
+                         kr_forecast_result *res, int n) {
+    kr_forecast_result solo;
+    kr_error err;
+    for (int k = 0; k < n; k++) {
+        if (log->errs[k].code) fail_msg("forecast %d: %s", k, log->errs[k].msg);
+        kr_forecast_request alone = q[k];
+        alone.class_flops = 0;
+        assert_int_equal(kr_forecast(model, NULL, &alone, &solo, &err), 0);
+        same_result(&res[k], &solo);
+        kr_forecast_result_free(&solo);
+        kr_forecast_result_free(&res[k]);
+    }
+}
+
 /* Forecasts and token generations added at different steps of one scheduler with a small
  * token budget (prefills cut into chunks of 7 rows, shared with other jobs' decode rows):
  * each ends once, with the tokens and numbers it gets alone. */
@@ -695,7 +712,7 @@ static void test_scheduler_encodes_within_the_step(void **state) {
     enum { HEAVY = 4, BUDGET = 7 };
     assert_true(tc.req.context.n > 2 * BUDGET);
     kr_forecast_request q[HEAVY + 1];
-    kr_forecast_result res[HEAVY + 1], solo;
+    kr_forecast_result res[HEAVY + 1];
     for (int k = 0; k <= HEAVY; k++) {
         q[k] = tc.req;
         q[k].seed = (uint64_t)(40 + k);
@@ -731,15 +748,7 @@ static void test_scheduler_encodes_within_the_step(void **state) {
     assert_int_equal(encoded, (HEAVY + 1) * tc.req.context.n);
     assert_true(encoding_steps >= (HEAVY + 1) * tc.req.context.n / most);
     kr_sched_free(s);
-    for (int k = 0; k <= HEAVY; k++) {
-        if (log.errs[k].code) fail_msg("forecast %d: %s", k, log.errs[k].msg);
-        kr_forecast_request alone = q[k];
-        alone.class_flops = 0;
-        assert_int_equal(kr_forecast(model, NULL, &alone, &solo, &err), 0);
-        same_result(&res[k], &solo);
-        kr_forecast_result_free(&solo);
-        kr_forecast_result_free(&res[k]);
-    }
+    all_as_alone(&log, q, res, HEAVY + 1);
     kr_pool_free(pool);
     tu_case_free(&tc);
     json_decref(g);
@@ -764,7 +773,7 @@ static int heavy_after_light(double light_recent_ms, double *alone_rows) {
         if (q[0].context.columns[c]) q[0].context.columns[c] += half;
     q[1].seed = 77;
     q[1].class_flops = 1000 * plan.flops;
-    kr_forecast_result res[2], solo;
+    kr_forecast_result res[2];
     kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
     assert_non_null(pool);
     sched_log log = {0};
@@ -791,15 +800,7 @@ static int heavy_after_light(double light_recent_ms, double *alone_rows) {
         if (rows > most) most = rows;
     }
     kr_sched_free(s);
-    for (int k = 0; k < 2; k++) {
-        if (log.errs[k].code) fail_msg("forecast %d: %s", k, log.errs[k].msg);
-        kr_forecast_request alone = q[k];
-        alone.class_flops = 0;
-        assert_int_equal(kr_forecast(model, NULL, &alone, &solo, &err), 0);
-        same_result(&res[k], &solo);
-        kr_forecast_result_free(&solo);
-        kr_forecast_result_free(&res[k]);
-    }
+    all_as_alone(&log, q, res, 2);
     kr_pool_free(pool);
     tu_case_free(&tc);
     json_decref(g);

@@ -176,22 +176,14 @@ json_t *kd_eval_real(double x) {
     return isfinite(x) ? json_real(x) : json_null();
 }
 
-static json_t *real_or_null(double x) {
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
-static json_t *reals(const double *x, int n) {
+json_t *kd_eval_reals(const double *x, int n) {
     json_t *a = json_array();
     for (int i = 0; a && i < n; i++)
-        if (json_array_append_new(a, real_or_null(x[i])) < 0) {
+        if (json_array_append_new(a, kd_eval_real(x[i])) < 0) {
             json_decref(a);
             return NULL;
         }
     return a;
-}
-
-json_t *kd_eval_reals(const double *x, int n) {
-    return reals(x, n);
 }
 
 /* o[key] = v; -1 (v released) when either is missing. */
@@ -215,8 +207,8 @@ json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const
         const double *v = scores + (size_t)m * H;
         if ((m == KR_EVAL_DIRECTION && !direction) || (m == KR_EVAL_BRIER && !brier))
             continue; /* does not apply to it */
-        rc = put(o, kr_eval_metric_names[m], reals(v, P));
-        if (rc == 0) rc = put(overall, kr_eval_metric_names[m], real_or_null(v[P]));
+        rc = put(o, kr_eval_metric_names[m], kd_eval_reals(v, P));
+        if (rc == 0) rc = put(overall, kr_eval_metric_names[m], kd_eval_real(v[P]));
     }
     if (rc == 0 && coverage) {
         json_t *cov = json_object(), *cov_all = json_object();
@@ -224,8 +216,8 @@ json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const
         for (int j = 0; cov && cov_all && rc == 0 && j < ev->n_pairs; j++) {
             const double *v = coverage + (size_t)j * H;
             kd_eval_pair_key(ev, j, key, sizeof key);
-            rc = put(cov, key, reals(v, P));
-            if (rc == 0) rc = put(cov_all, key, real_or_null(v[P]));
+            rc = put(cov, key, kd_eval_reals(v, P));
+            if (rc == 0) rc = put(cov_all, key, kd_eval_real(v[P]));
         }
         if (rc == 0)
             rc = put(o, "coverage", cov);
@@ -261,8 +253,8 @@ static json_t *skill_object(const kr_evaluation *ev) {
         int rc = s && overall ? 0 : -1;
         for (int m = 0; rc == 0 && m < 2; m++) {
             const double *v = ev->skill + ((size_t)b * 2 + m) * H;
-            rc = put(s, metrics[m], reals(v, P));
-            if (rc == 0) rc = put(overall, metrics[m], real_or_null(v[P]));
+            rc = put(s, metrics[m], kd_eval_reals(v, P));
+            if (rc == 0) rc = put(overall, metrics[m], kd_eval_real(v[P]));
         }
         if (rc == 0)
             rc = put(s, "overall", overall);
@@ -287,12 +279,12 @@ static json_t *origin_object(const kd_evaluate_input *in, const kr_evaluation *e
     char key[KD_NUM_MAX];
     for (int q = 0; rc == 0 && q < Q; q++) {
         kd_fmt_double(ev->quantile_levels[q], key, sizeof key);
-        rc = put(qs, key, reals(ev->quantiles + ((size_t)k * Q + q) * P, P));
+        rc = put(qs, key, kd_eval_reals(ev->quantiles + ((size_t)k * Q + q) * P, P));
     }
     if (rc == 0)
         rc = put(close, "last", json_real(ev->last_close[k])) ||
-             put(close, "actual", reals(ev->actual + (size_t)k * P, P)) ||
-             put(close, "mean", reals(ev->mean + (size_t)k * P, P));
+             put(close, "actual", kd_eval_reals(ev->actual + (size_t)k * P, P)) ||
+             put(close, "mean", kd_eval_reals(ev->mean + (size_t)k * P, P));
     if (rc == 0) {
         rc = put(close, "quantiles", qs);
         qs = NULL;
@@ -300,7 +292,8 @@ static json_t *origin_object(const kd_evaluate_input *in, const kr_evaluation *e
     if (rc == 0 && S > 1 && ev->paths) {
         json_t *paths = json_array();
         for (int p = 0; paths && rc == 0 && p < S; p++)
-            rc = json_array_append_new(paths, reals(ev->paths + ((size_t)k * S + p) * P, P));
+            rc =
+                json_array_append_new(paths, kd_eval_reals(ev->paths + ((size_t)k * S + p) * P, P));
         rc = rc ? (json_decref(paths), -1) : put(close, "paths", paths);
     }
     if (rc == 0)
@@ -314,7 +307,7 @@ static json_t *origin_object(const kd_evaluate_input *in, const kr_evaluation *e
         rc = put(o, "close", close);
         close = NULL;
     }
-    if (rc == 0) rc = put(o, "prob_close_up", reals(ev->prob_close_up + (size_t)k * P, P));
+    if (rc == 0) rc = put(o, "prob_close_up", kd_eval_reals(ev->prob_close_up + (size_t)k * P, P));
     if (rc == 0 && ev->calibrated)
         rc = put(o, "calibrated", kd_evaluate_origin_calibrated_json(ev, k));
     json_decref(qs);
@@ -340,7 +333,7 @@ json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate
         rc = put(r, kr_eval_forecaster_names[f], scores_object(ev, f));
     if (rc == 0)
         rc = put(r, "skill", skill_object(ev)) ||
-             put(r, "pit_histogram", reals(ev->pit, KR_EVAL_PIT_BINS));
+             put(r, "pit_histogram", kd_eval_reals(ev->pit, KR_EVAL_PIT_BINS));
     if (rc == 0) rc = kd_evaluate_calibrated_json(r, in, ev);
     if (rc == 0 && ev->mode == KR_EVAL_LIVE)
         rc = put(r, "normalization", kd_normalization_json(plan->mean, plan->std));

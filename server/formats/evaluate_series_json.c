@@ -107,20 +107,6 @@ int kd_evaluate_series_parse(const json_t *body, const kd_forecast_limits *limit
 
 /* ---- response ------------------------------------------------------------------------------- */
 
-static json_t *real_or_null(double x) {
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
-static json_t *reals(const double *x, int n) {
-    json_t *a = json_array();
-    for (int i = 0; a && i < n; i++)
-        if (json_array_append_new(a, real_or_null(x[i])) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    return a;
-}
-
 static json_t *ints(const int *x, int n) {
     json_t *a = json_array();
     for (int i = 0; a && i < n; i++)
@@ -139,10 +125,10 @@ static int put(json_t *o, const char *key, json_t *v) {
 static json_t *per_step(const kr_cross_section *cs) {
     const int P = cs->horizon;
     json_t *o = json_object();
-    if (put(o, "ic_std", reals(cs->ic_std, P)) || put(o, "ic_ir", reals(cs->ic_ir, P)) ||
-        put(o, "ic_count", ints(cs->ic_count, P)) ||
-        put(o, "rank_ic_std", reals(cs->rank_ic_std, P)) ||
-        put(o, "rank_ic_ir", reals(cs->rank_ic_ir, P)) ||
+    if (put(o, "ic_std", kd_eval_reals(cs->ic_std, P)) ||
+        put(o, "ic_ir", kd_eval_reals(cs->ic_ir, P)) || put(o, "ic_count", ints(cs->ic_count, P)) ||
+        put(o, "rank_ic_std", kd_eval_reals(cs->rank_ic_std, P)) ||
+        put(o, "rank_ic_ir", kd_eval_reals(cs->rank_ic_ir, P)) ||
         put(o, "rank_ic_count", ints(cs->rank_ic_count, P))) {
         json_decref(o);
         return NULL;
@@ -158,9 +144,10 @@ static json_t *by_origin(const kd_evaluate_input *in0, const kr_evaluation *ev0,
         const size_t at = (size_t)k * P;
         json_t *o = json_object();
         if (put(o, "timestamp", kd_timestamp_json(ev0->timestamps[at], &in0->candles.time_form)) ||
-            put(o, "ic", reals(cs->ic + at, P)) || put(o, "rank_ic", reals(cs->rank_ic + at, P)) ||
-            put(o, "hit_rate", reals(cs->hit + at, P)) ||
-            put(o, "top_bottom_spread", reals(cs->spread + at, P)) ||
+            put(o, "ic", kd_eval_reals(cs->ic + at, P)) ||
+            put(o, "rank_ic", kd_eval_reals(cs->rank_ic + at, P)) ||
+            put(o, "hit_rate", kd_eval_reals(cs->hit + at, P)) ||
+            put(o, "top_bottom_spread", kd_eval_reals(cs->spread + at, P)) ||
             json_array_append_new(a, o) < 0) {
             json_decref(o);
             json_decref(a);
@@ -176,17 +163,18 @@ json_t *kd_cross_section_json(const kd_evaluate_input *in0, const kr_evaluation 
     json_t *o = json_object();
     int rc = put(o, "series", json_integer(cs->series)) || put(o, "origins", json_integer(N)) ||
              put(o, "horizon", json_integer(P)) || put(o, "top_k", json_integer(cs->top_k)) ||
-             put(o, "ic", reals(cs->ic_mean, P)) || put(o, "rank_ic", reals(cs->rank_ic_mean, P)) ||
-             put(o, "hit_rate", reals(cs->hit_rate, P)) ||
-             put(o, "top_bottom_spread", reals(cs->top_bottom_spread, P)) ||
-             put(o, "ic_mean", real_or_null(cs->ic_mean[P])) ||
-             put(o, "ic_std", real_or_null(cs->ic_std[P])) ||
-             put(o, "ic_ir", real_or_null(cs->ic_ir[P])) ||
+             put(o, "ic", kd_eval_reals(cs->ic_mean, P)) ||
+             put(o, "rank_ic", kd_eval_reals(cs->rank_ic_mean, P)) ||
+             put(o, "hit_rate", kd_eval_reals(cs->hit_rate, P)) ||
+             put(o, "top_bottom_spread", kd_eval_reals(cs->top_bottom_spread, P)) ||
+             put(o, "ic_mean", kd_eval_real(cs->ic_mean[P])) ||
+             put(o, "ic_std", kd_eval_real(cs->ic_std[P])) ||
+             put(o, "ic_ir", kd_eval_real(cs->ic_ir[P])) ||
              put(o, "ic_count", json_integer(cs->ic_count[P])) ||
              put(o, "ic_undefined", json_integer((json_int_t)N * P - cs->ic_count[P])) ||
-             put(o, "rank_ic_mean", real_or_null(cs->rank_ic_mean[P])) ||
-             put(o, "rank_ic_std", real_or_null(cs->rank_ic_std[P])) ||
-             put(o, "rank_ic_ir", real_or_null(cs->rank_ic_ir[P])) ||
+             put(o, "rank_ic_mean", kd_eval_real(cs->rank_ic_mean[P])) ||
+             put(o, "rank_ic_std", kd_eval_real(cs->rank_ic_std[P])) ||
+             put(o, "rank_ic_ir", kd_eval_real(cs->rank_ic_ir[P])) ||
              put(o, "rank_ic_count", json_integer(cs->rank_ic_count[P])) ||
              put(o, "rank_ic_undefined", json_integer((json_int_t)N * P - cs->rank_ic_count[P])) ||
              put(o, "per_step", per_step(cs));

@@ -66,30 +66,28 @@ if CHECK == "solo":
             st, solo = post(dict(shared, candles=s["candles"]), raw=True)
             same = st == 200 and drop_elapsed(exact(solo)) == drop_elapsed(got[i])
             check(f"series[{i}] = /evaluate of it alone (but elapsed_ms)", same, str(solo)[:200])
+    def each_as_alone(body, what):
+        """body's series form answers, and each series' answer is its solo /evaluate"""
+        st, text = post(body, raw=True)
+        check(f"the series form {what} answers", st == 200, str(text)[:300])
+        if st != 200:
+            return []
+        got = dict(exact(text))["series"]
+        shared = {k: v for k, v in body.items() if k != "series"}
+        for i, s in enumerate(body["series"]):
+            st, solo = post(dict(shared, candles=s["candles"]), raw=True)
+            same = st == 200 and drop_elapsed(exact(solo)) == drop_elapsed(got[i])
+            check(f"{what}: series[{i}] = /evaluate of it alone", same, str(solo)[:200])
+        return got
+
     # live mode: each series grown from its own first window, one after another
-    live = dict(BODY, series=BODY["series"][:3], mode="live", max_context=96)
-    st, text = post(live, raw=True)
-    check("the series form in live mode answers", st == 200, str(text)[:300])
-    if st == 200:
-        got = dict(exact(text))["series"]
-        shared = {k: v for k, v in live.items() if k != "series"}
-        for i, s in enumerate(live["series"]):
-            st, solo = post(dict(shared, candles=s["candles"]), raw=True)
-            same = st == 200 and drop_elapsed(exact(solo)) == drop_elapsed(got[i])
-            check(f"live: series[{i}] = /evaluate of it alone", same, str(solo)[:200])
+    each_as_alone(dict(BODY, series=BODY["series"][:3], mode="live", max_context=96), "in live mode")
     # calibration: every series calibrated from its own history, as alone
-    cal = dict(BODY, series=BODY["series"][:2], calibration="rolling", calibration_warmup=2)
-    st, text = post(cal, raw=True)
-    check("the series form with calibration answers", st == 200, str(text)[:300])
-    if st == 200:
-        got = dict(exact(text))["series"]
-        shared = {k: v for k, v in cal.items() if k != "series"}
-        for i, s in enumerate(cal["series"]):
-            st, solo = post(dict(shared, candles=s["candles"]), raw=True)
-            same = st == 200 and drop_elapsed(exact(solo)) == drop_elapsed(got[i])
-            check(f"calibrated: series[{i}] = /evaluate of it alone", same, str(solo)[:200])
-            check(f"calibrated: series[{i}] has its calibration object",
-                  "calibration" in dict(got[i]), str(got[i])[:200])
+    got = each_as_alone(dict(BODY, series=BODY["series"][:2], calibration="rolling",
+                             calibration_warmup=2), "with calibration")
+    for i, g in enumerate(got):
+        check(f"with calibration: series[{i}] has its calibration object", "calibration" in dict(g),
+              str(g)[:200])
     st, text = post(dict(BODY, cross_section={"top_k": 3}), raw=True)
     check("cross_section.top_k 3 answers", st == 200, str(text)[:300])
     if st == 200:
