@@ -459,12 +459,15 @@ static int evaluate_series_and_print(const kr_model *m, const kd_evaluate_series
     kr_cross_section cs = {0};
     kr_error err = {0};
     int done = 0, rc = -1;
+    char id[24];
     if (!plans || !reqs || !evs) {
         complain("out of memory for %d series", n);
         goto out;
     }
+    if (model_id(m, id) < 0) goto out;
     for (int i = 0; i < n; i++) {
         reqs[i] = s->in[i].req;
+        reqs[i].model_id = id; /* a fitted calibration names it, a given one matches */
         if (kr_evaluate_plan_make(m, &reqs[i], &plans[i], &err) < 0) {
             complain("request: series[%d].%s", i, err.msg);
             goto out;
@@ -475,7 +478,7 @@ static int evaluate_series_and_print(const kr_model *m, const kd_evaluate_series
         goto out;
     }
     for (; done < n; done++)
-        if (kr_evaluate(m, NULL, &s->in[done].req, &evs[done], &err) < 0) {
+        if (kr_evaluate(m, NULL, &reqs[done], &evs[done], &err) < 0) {
             complain("evaluate failed: series[%d]: %s", done, err.msg);
             goto out;
         }

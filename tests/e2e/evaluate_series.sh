@@ -130,6 +130,10 @@ expect "an unknown field of cross_section: 400" 400 'd["error"]["message"].start
 if "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); [s.pop("usage") for d in (a, b) for s in d["series"]]; sys.exit(a != b)' \
     "$WORK/cli.out" "$WORK/series_k_default.json"; then pass "kronosd evaluate answers the series form as POST /evaluate does"
 else fail "kronosd evaluate answers the series form as POST /evaluate does" "$(head -c 300 "$WORK/cli.err" "$WORK/cli.out")"; fi
+"$KRONOSD" evaluate --model "$MODEL" --compact "$WORK/series_calibrated_body.json" >"$WORK/cli.out" 2>"$WORK/cli.err"
+if "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); [s.pop("usage") for d in (a, b) for s in d["series"]]; sys.exit(a != b)' \
+    "$WORK/cli.out" "$WORK/series_calibrated.json"; then pass "kronosd evaluate answers the calibrated series form as POST /evaluate does"
+else fail "kronosd evaluate answers the calibrated series form as POST /evaluate does" "$(head -c 300 "$WORK/cli.err" "$WORK/cli.out")"; fi
 "$KRONOSD" evaluate --model "$MODEL" "$WORK/misaligned.json" >/dev/null 2>"$WORK/cli.err"
 if [ $? -eq 1 ] && grep -q 'series\[2\].candles.timestamps\[145\]' "$WORK/cli.err"; then
     pass "kronosd evaluate: misaligned series are exit 1 naming the series"

@@ -66,12 +66,16 @@ if CHECK == "solo":
             st, solo = post(dict(shared, candles=s["candles"]), raw=True)
             same = st == 200 and drop_elapsed(exact(solo)) == drop_elapsed(got[i])
             check(f"series[{i}] = /evaluate of it alone (but elapsed_ms)", same, str(solo)[:200])
-    def each_as_alone(body, what):
-        """body's series form answers, and each series' answer is its solo /evaluate"""
+    def each_as_alone(body, what, save=None):
+        """body's series form answers, and each series' answer is its solo /evaluate; save:
+        the name its body and answer are kept under"""
         st, text = post(body, raw=True)
         check(f"the series form {what} answers", st == 200, str(text)[:300])
         if st != 200:
             return []
+        if save:
+            json.dump(body, open(f"{WORK}/{save}_body.json", "w"))
+            open(f"{WORK}/{save}.json", "w").write(text)
         got = dict(exact(text))["series"]
         shared = {k: v for k, v in body.items() if k != "series"}
         for i, s in enumerate(body["series"]):
@@ -84,7 +88,7 @@ if CHECK == "solo":
     each_as_alone(dict(BODY, series=BODY["series"][:3], mode="live", max_context=96), "in live mode")
     # calibration: every series calibrated from its own history, as alone
     got = each_as_alone(dict(BODY, series=BODY["series"][:2], calibration="rolling",
-                             calibration_warmup=2), "with calibration")
+                             calibration_warmup=2), "with calibration", "series_calibrated")
     for i, g in enumerate(got):
         check(f"with calibration: series[{i}] has its calibration object", "calibration" in dict(g),
               str(g)[:200])
