@@ -62,7 +62,8 @@ int kr_forecast_window(const kr_forecast_plan *plan, int L, int i, int *start);
  * of n layers of width d and feed-forward ff (plan.c's estimate, shared with series.c). */
 double kr_stack_flops(double rows, double keys, int n, int d, int ff);
 /* plan.c: the cost of running positions [pos, pos + n) of a sequence through `layers`
- * tokenizer blocks, in predictor rows (a row's products through the predictor's layers):
+ * tokenizer blocks (its attention counted twice), in predictor rows (a row's products
+ * through the predictor's layers):
  * what a step's budget counts for the tokenizer's work; and the most of `left` positions
  * from pos that cost at most `rows` (at least one). */
 double kr_tokenizer_cost_rows(const kr_model *m, int layers, int pos, int n);

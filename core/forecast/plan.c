@@ -97,8 +97,13 @@ double kr_tokenizer_cost_rows(const kr_model *m, int layers, int pos, int n) {
     const kr_tokenizer_config *t = &m->tc;
     const kr_predictor_config *p = &m->pc;
     const double row = stack_flops(1, 0, p->n_layers, p->d_model, p->ff_dim);
-    /* the rows attend over pos + 1 .. pos + n keys: pos + (n + 1) / 2 on average */
-    return stack_flops(n, pos + (n + 1) / 2.0, layers, t->d_model, t->ff_dim) / row;
+    /* the rows attend over pos + 1 .. pos + n keys: pos + (n + 1) / 2 on average; attention
+     * counted twice, as it runs at about half the products' rate (its softmax, its keys and
+     * values read per tile of rows: a long context's encode is mostly attention) */
+    const double products = stack_flops(n, 0, layers, t->d_model, t->ff_dim);
+    const double attention =
+        stack_flops(n, pos + (n + 1) / 2.0, layers, t->d_model, t->ff_dim) - products;
+    return (products + 2 * attention) / row;
 }
 
 int kr_tokenizer_fit(const kr_model *m, int layers, int pos, int left, double rows) {
