@@ -25,11 +25,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kronos_version.h" /* KR_VERSION, generated from meson's project(version) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define KR_VERSION "0.1.0"
 #define KR_ERR_MAX 512
 #define KR_D_IN    6 /* open, high, low, close, volume, amount */
 
