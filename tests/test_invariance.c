@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cache.h"         /* kr_cache_s1_logits */
 #include "forecast_impl.h" /* kr_encode_fit */
 #include "kronos.h"
 #include "matmul.h"
