@@ -10,13 +10,14 @@
  * - A function that can fail returns 0 (KR_OK) on success and -1 on failure, with the code
  *   and a message saying what went wrong and where in a kr_error (which may be NULL).
  *   Functions returning a pointer return NULL on failure, with the kr_error filled.
- * - Batch functions (kr_forecast_batch, kr_generate_batch) return 0 when every item
- *   succeeded and -1 when any failed; errs[i] says how item i ended (code KR_OK: success).
+ * - Batch functions (kr_forecast_batch) return 0 when every item succeeded and -1 when any
+ *   failed; errs[i] says how item i ended (code KR_OK: success).
  * - A loaded model is read-only and may be shared by any number of threads.
  *
- * Internals (the kernels, the weights, test hooks such as a forecast's windows or a
- * series' tokens) are in the internal headers of core/'s floors (core/base/base.h says
- * which); only the tests and core/ itself include them.
+ * Internals (the kernels, the weights, test hooks such as a forecast's windows, a series'
+ * tokens, kr_normalise, kr_cache_s1_logits, kr_generate_batch, kr_forecast_series) are in
+ * the internal headers of core/'s floors (core/base/base.h says which); only the tests and
+ * core/ itself include them.
  */
 #ifndef KRONOS_H
 #define KRONOS_H
@@ -25,11 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kronos_version.h" /* KR_VERSION, generated from meson's project(version) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define KR_VERSION "0.1.0"
 #define KR_ERR_MAX 512
 #define KR_D_IN    6 /* open, high, low, close, volume, amount */
 
@@ -219,8 +221,6 @@ size_t kr_cache_bytes(const kr_cache *c); /* pool bytes referenced (shared block
  * gives the same logits. On error no cache changes length. */
 int kr_cache_append(kr_cache *const *caches, int S, const int32_t *s1, const int32_t *s2,
                     const kr_stamp *stamps, int T, float *s1_logits, kr_error *err);
-/* s1 logits [2^s1_bits] at the last position of a non-empty cache. */
-int kr_cache_s1_logits(const kr_cache *c, float *s1_logits, kr_error *err);
 /* s2 logits [S][2^s2_bits] for each cache's chosen s1 (s1: [S]), over its whole window. */
 int kr_cache_s2_logits(kr_cache *const *caches, int S, const int32_t *s1, float *s2_logits,
                        kr_error *err);
@@ -241,13 +241,6 @@ typedef struct {
 
 int kr_generate(kr_cache *c, const kr_generate_request *r, int32_t *out_s1, int32_t *out_s2,
                 kr_error *err);
-/* n requests on n distinct caches at once: each request's own tokens are appended on their
- * own, then the new tokens of all of them are generated in lockstep, one batched step at a
- * time. errs[i] says how request i ended (code KR_OK: it succeeded); a request that fails
- * leaves the others running. Returns 0 when all succeeded, -1 when any failed. Each request
- * gets what kr_generate gives it (every row's arithmetic is its own). */
-int kr_generate_batch(kr_cache *const *caches, const kr_generate_request *reqs, int n,
-                      int32_t *const *out_s1, int32_t *const *out_s2, kr_error *errs);
 
 /* ---- candles and their normalisation ------------------------------------------------------ */
 
@@ -274,12 +267,6 @@ typedef struct {
     bool pinned;
     float mean[KR_D_IN], std[KR_D_IN];
 } kr_norm;
-
-/* Upstream's per-column normalisation of x[n][6] raw float32 candles, as numpy computes it
- * on float32 arrays: mean and population std per column, xn = clip((x - mean) / (std +
- * 1e-5), -5, 5). */
-int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float std[KR_D_IN],
-                 kr_error *err);
 
 /* ---- forecast ---------------------------------------------------------------------------- */
 
@@ -444,11 +431,6 @@ size_t kr_series_bytes_for(const kr_model *m, int n, size_t *pool_bytes);
 /* Points req's context at the series' candles and pins its statistics: the stateless
  * request that a forecast from the series equals. The other fields are left. */
 void kr_series_request(const kr_series *s, kr_forecast_request *req);
-/* A forecast from the series, run to completion on a scheduler of its own with the
- * series' pool: req as kr_series_request fills it, plus the forecast's own fields. The
- * same answer as kr_sched_add_forecast_series gives. */
-int kr_forecast_series(const kr_series *s, const kr_forecast_request *req, kr_forecast_result *res,
-                       kr_error *err);
 
 /* ---- calibration of a forecast's close ------------------------------------------------- */
 
@@ -634,7 +616,7 @@ typedef struct {
         long long generated_tokens;
         double flops, elapsed_ms;
     } usage;
-    void *acc; /* the per-origin scores gathered until kr_evaluation_finish */
+    struct kr_eval_acc *acc; /* opaque: the per-origin scores gathered until kr_evaluation_finish */
     struct kr_eval_calibrated *calibrated; /* with a calibration mode, else NULL */
 } kr_evaluation;
 
@@ -763,6 +745,11 @@ typedef struct {
     bool (*make_room)(void *ctx);
     void *ctx;
 } kr_sched_config;
+
+/* The defaults of every knob above (step_fixed_rows 0: measured; no callbacks, ctx NULL):
+ * an embedder starts from them and sets what it changes and its callbacks. A knob left 0
+ * in a config given to kr_sched_create takes the same default. */
+kr_sched_config kr_sched_config_default(void);
 
 /* pool NULL: every forecast gets a private pool sized by its plan (the one-shot command). */
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,

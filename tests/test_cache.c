@@ -10,6 +10,7 @@
 
 #include "cache.h" /* KR_BLOCK_LEN */
 #include "kronos.h"
+#include "run.h" /* kr_generate_batch */
 #include "test_util.h"
 
 #include <math.h>

@@ -14,6 +14,7 @@
 
 #include "evaluate_impl.h"
 #include "kronos.h"
+#include "run.h" /* kr_forecast_series */
 #include "test_util.h"
 
 #include <math.h>

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "cache.h"         /* kr_cache_s1_logits */
 #include "forecast_impl.h" /* kr_encode_fit */
 #include "kronos.h"
 #include "matmul.h"
@@ -27,9 +28,9 @@ static float lcg(void) { /* uniform in [-1, 1) */
 
 /* ---- linear layers ---------------------------------------------------------------------- */
 
-/* a partial panel and odd sizes on purpose; OUT2 spans a whole task of panels (the narrow
+/* a partial panel and odd sizes on purpose; LIN_OUT2 spans a whole task of panels (the narrow
  * kernels for one or two rows take up to 8 panels at once) and a partial one */
-enum { OUT = 70, IN = 53, ROWS = 41, OUT2 = 200 };
+enum { LIN_OUT = 70, LIN_IN = 53, LIN_ROWS = 41, LIN_OUT2 = 200 };
 
 static void linear_rows(int OUT, int IN, int ROWS) {
     float *w = malloc(OUT * IN * sizeof(float)), *b = malloc(OUT * sizeof(float));
@@ -66,8 +67,8 @@ static void linear_rows(int OUT, int IN, int ROWS) {
 
 static void test_linear_rows(void **state) {
     (void)state;
-    linear_rows(OUT, IN, ROWS);
-    linear_rows(OUT2, IN, 5);
+    linear_rows(LIN_OUT, LIN_IN, LIN_ROWS);
+    linear_rows(LIN_OUT2, LIN_IN, 5);
 }
 
 /* A stacked layer written into its parts equals the whole product cut afterwards, at every

@@ -11,6 +11,7 @@
 
 #include "forecast_impl.h" /* kr_series_tokens */
 #include "kronos.h"
+#include "run.h" /* kr_forecast_series */
 #include "test_util.h"
 
 #include <math.h>

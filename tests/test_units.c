@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "forecast_impl.h" /* kr_normalise */
 #include "kronos.h"
 #include "model.h"
 #include "nn.h"

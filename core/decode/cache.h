@@ -38,4 +38,8 @@ static inline kr_kv_view kr_cache_view(const kr_cache *c) {
     return (kr_kv_view){c->ptrs, KR_BLOCK_LEN, c->m->pc.d_model};
 }
 
+/* s1 logits [2^s1_bits] at the last position of a non-empty cache (the scheduler's first
+ * draw after a fork; the tests). */
+int kr_cache_s1_logits(const kr_cache *c, float *s1_logits, kr_error *err);
+
 #endif

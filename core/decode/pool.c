@@ -86,7 +86,7 @@ void kr_pool_stats_get(kr_pool *p, kr_pool_stats *st) {
     st->bytes_used = (size_t)st->blocks_used * st->block_bytes;
 }
 
-float *kr_pool_block(kr_pool *p, int id) {
+static float *kr_pool_block(kr_pool *p, int id) {
     return p->mem + (size_t)id * p->block_floats;
 }
 

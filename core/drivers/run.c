@@ -13,7 +13,11 @@ static void run_done(void *tag, const kr_error *err, void *ctx) {
 
 int kr_run(const kr_model *m, kr_pool *pool, int n, kr_run_add add, void *ctx, kr_error *errs) {
     if (n <= 0) return 0;
-    kr_sched_config cfg = {.step_tokens = 2048, .max_rows = 1 << 30, .done = run_done, .ctx = errs};
+    kr_sched_config cfg = kr_sched_config_default();
+    cfg.step_tokens = 2048;
+    cfg.max_rows = 1 << 30;
+    cfg.done = run_done;
+    cfg.ctx = errs;
     kr_error e;
     kr_sched *s = kr_sched_create(m, pool, &cfg, &e);
     for (int i = 0; i < n; i++) {

@@ -74,7 +74,8 @@ double kr_log_return_sd(const double *close, int n) {
 /* ---- the evaluation's buffers -----------------------------------------------------------------
  */
 
-typedef struct {
+/* kronos.h's struct kr_eval_acc, complete only here */
+typedef struct kr_eval_acc {
     double *crps, *pit; /* [origins][horizon]: the model's, from the paths */
     double *sorted;     /* [samples]: one step's closes */
     bool *added;        /* [origins] */

@@ -152,4 +152,10 @@ void kr_forecast_job_free(fc_job *job);
 int kr_forecast_reference(const kr_model *m, const kr_forecast_request *req,
                           kr_forecast_result *res, kr_error *err);
 
+/* Upstream's per-column normalisation of x[n][6] raw float32 candles, as numpy computes it
+ * on float32 arrays: mean and population std per column, xn = clip((x - mean) / (std +
+ * 1e-5), -5, 5). */
+int kr_normalise(const float *x, int n, float *xn, float mean[KR_D_IN], float std[KR_D_IN],
+                 kr_error *err);
+
 #endif

@@ -10,14 +10,6 @@
 
 /* ---- the scheduler ------------------------------------------------------------------------ */
 
-#define DEFAULT_STEP_TOKENS       256
-#define DEFAULT_MAX_ROWS          512
-#define DEFAULT_LIGHT_FLOPS       20e9
-#define DEFAULT_LIGHT_STEP_FACTOR 1.5
-#define DEFAULT_SIT_OUT_STEPS     8
-#define DEFAULT_SIT_OUT_MS        40.0
-#define DEFAULT_LIGHT_WAIT        0.5
-#define DEFAULT_LIGHT_RECENT_MS   10000.0
 /* the weight of the newest light job in the moving average of their cost alone */
 #define LIGHT_ALONE_WEIGHT 0.25
 
@@ -28,14 +20,7 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     s->m = m;
     s->pool = pool;
     if (cfg) s->cfg = *cfg;
-    if (s->cfg.step_tokens <= 0) s->cfg.step_tokens = DEFAULT_STEP_TOKENS;
-    if (s->cfg.max_rows <= 0) s->cfg.max_rows = DEFAULT_MAX_ROWS;
-    if (s->cfg.light_flops <= 0) s->cfg.light_flops = DEFAULT_LIGHT_FLOPS;
-    if (s->cfg.light_step_factor <= 1) s->cfg.light_step_factor = DEFAULT_LIGHT_STEP_FACTOR;
-    if (s->cfg.sit_out_steps == 0) s->cfg.sit_out_steps = DEFAULT_SIT_OUT_STEPS;
-    if (s->cfg.sit_out_ms <= 0) s->cfg.sit_out_ms = DEFAULT_SIT_OUT_MS;
-    if (s->cfg.light_wait <= 0) s->cfg.light_wait = DEFAULT_LIGHT_WAIT;
-    if (s->cfg.light_recent_ms == 0) s->cfg.light_recent_ms = DEFAULT_LIGHT_RECENT_MS;
+    sched_config_resolve(&s->cfg);
     return s;
 }
 

@@ -163,6 +163,9 @@ struct kr_sched {
     kr_sched_stats stats;
 };
 
+/* Each knob of c left 0 (or out of its range) set to kr_sched_config_default's
+ * (sched_config.c). */
+void sched_config_resolve(kr_sched_config *c);
 /* A new job of a kind, not yet queued (NULL and err set when out of memory). */
 sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cancel, kr_error *err);
 /* Queues j at the end of the waiting line. */

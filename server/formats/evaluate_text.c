@@ -77,9 +77,9 @@ char *kd_evaluate_table(const json_t *resp) {
         kd_strbuf_puts(&b, "PIT KS distance:");
         static const char *const kinds[] = {"model", "model_scored", "calibrated", NULL};
         for (int k = 0; kinds[k]; k++) {
-            const json_t *v = json_object_get(ks, kinds[k]);
-            if (json_is_number(v))
-                snprintf(s, sizeof s, " %s %.4g", kinds[k], json_number_value(v));
+            const json_t *d = json_object_get(ks, kinds[k]);
+            if (json_is_number(d))
+                snprintf(s, sizeof s, " %s %.4g", kinds[k], json_number_value(d));
             else
                 snprintf(s, sizeof s, " %s -", kinds[k]);
             kd_strbuf_puts(&b, s);

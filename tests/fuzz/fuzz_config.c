@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0;

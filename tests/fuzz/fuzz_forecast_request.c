@@ -7,6 +7,7 @@
 
 #include "evaluate_json.h"
 #include "forecast_json.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_error_t je;

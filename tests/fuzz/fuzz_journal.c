@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "journal_scan.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kd_jbuf expected = {0};

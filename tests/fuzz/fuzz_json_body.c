@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../body_diff.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char why[1200];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "safetensors.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     st_file f = {0};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "timefmt.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > 64) return 0;

@@ -6,6 +6,7 @@
 
 #include "forecast_json.h"
 #include "tokens_json.h"
+#include "fuzz_target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_error_t je;
