@@ -51,6 +51,12 @@ void *kr_scratch_take(kr_scratch *s, kr_scratch_slot slot, size_t bytes) {
         rounded > KR_SCRATCH_KEEP_MAX)
         return s->p = malloc(bytes);
     if (tls.cap[slot] < rounded) {
+        /* half as much again at least: a need that grows a little every call (a long
+         * context encoded in chunks, its keys growing) is not reallocated, its pages faulted
+         * in afresh, every time */
+        size_t grown = tls.cap[slot] + tls.cap[slot] / 2;
+        grown = grown > KR_SCRATCH_KEEP_MAX ? KR_SCRATCH_KEEP_MAX : grown / ALIGN * ALIGN;
+        if (grown > rounded) rounded = grown;
         free(tls.buf[slot]);
         tls.cap[slot] = 0;
         tls.buf[slot] = aligned_alloc(ALIGN, rounded);
