@@ -9,6 +9,7 @@ numpy. Each answer's "anomalies" recomputed from its by_origin detail (return_or
               quantiles; the origins of the warm-up (calibrated quantiles null) not checked;
               the calibrated PIT below the band's lower level where the actual is below its
               lower bound, above the upper level where above;
+              every rate 1 - the answer's pooled coverage of the band (raw or calibrated);
   series      each series of the "series" form carries its own flags, recomputed alike.
 
 Prints one line per check ("ok ..." or "FAIL ..."); writes WORK/flagged (the points of every
@@ -97,6 +98,9 @@ def same_points(ev, band, calibrated, name):
             ok, bad = False, (got, want)
             break
     check(f"{name}: every point as numpy finds it, in origin then step order", ok, str(bad))
+    cov = ev["calibrated" if calibrated else "model"]["overall"]["coverage"][a["band"]]
+    check(f"{name}: rate = 1 - the band's pooled coverage", abs(a["rate"] - (1 - cov)) < 1e-6,
+          (a["rate"], cov))
     return a
 
 
