@@ -550,6 +550,11 @@ typedef struct {
     int calibration_warmup; /* >= 1; default 50 */
     const kr_calibration *calibration;
     const char *model_id;
+    /* Anomaly flags: with anomalies, each origin-step whose actual close fell outside the band
+     * anomaly_lo..anomaly_hi, which must be one of the symmetric pairs of quantiles
+     * (kr_evaluation.anomalies). */
+    bool anomalies;
+    double anomaly_lo, anomaly_hi;
 } kr_evaluate_request;
 
 /* Defaults: stride = horizon, first and last origin as above, samples 1, sampling and seed
@@ -618,6 +623,7 @@ typedef struct {
     } usage;
     struct kr_eval_acc *acc; /* opaque: the per-origin scores gathered until kr_evaluation_finish */
     struct kr_eval_calibrated *calibrated; /* with a calibration mode, else NULL */
+    struct kr_anomalies *anomalies;        /* with kr_evaluate_request.anomalies, else NULL */
 } kr_evaluation;
 
 /* The calibrated forecaster's scores (kr_evaluate_request.calibration_mode). Its CRPS is
@@ -641,9 +647,29 @@ typedef struct kr_eval_calibrated {
     double rel_prob[KR_CAL_KINDS][KR_EVAL_PIT_BINS], rel_up[KR_CAL_KINDS][KR_EVAL_PIT_BINS];
     /* per origin: [origins][n_quantiles][horizon], [origins][horizon]; NAN where unscored */
     double *quantiles, *prob_close_up;
+    double *pit_at;        /* [origins][horizon]: the calibrated PIT; NAN where unscored */
     kr_calibration fitted; /* rolling: fitted on every origin; given: the one applied */
     void *acc;             /* each origin's sorted close paths until kr_evaluation_finish */
 } kr_eval_calibrated;
+
+/* The origin-steps whose actual close fell outside the request's anomaly band, set by
+ * kr_evaluation_finish. Calibrated evaluations flag against the calibrated bands and PIT,
+ * checking only the scored origins (kr_eval_calibrated.first_scored on: the origins of the
+ * warm-up are not checked); others against the paths' quantiles (kr_evaluation.quantiles)
+ * and the share of paths below the actual (ties half). Outside a band is strictly below its
+ * lower level's value or strictly above its upper's (coverage counts the bounds in). */
+typedef struct {
+    int origin, step; /* the origin's index k among the evaluation's (0-based), step (0-based) */
+    double pit, lower, upper; /* the PIT, the band's bounds */
+    unsigned outside;         /* bit j: outside pair j (kr_evaluation.pair_lo/hi) */
+} kr_anomaly;
+typedef struct kr_anomalies {
+    int pair;        /* the band's index among the evaluation's pairs */
+    bool calibrated; /* flagged against the calibrated forecaster */
+    long checked;    /* origin-steps checked */
+    int count;       /* of them flagged: points[count], by origin then step */
+    kr_anomaly *points;
+} kr_anomalies;
 
 /* An evaluation's buffers for plan's origins; then each origin's forecast added (in any
  * order, each once), then the scores. */

@@ -31,6 +31,7 @@ void kr_eval_calibrated_free(kr_evaluation *ev) {
     free(c->crps_quantile_model);
     free(c->quantiles);
     free(c->prob_close_up);
+    free(c->pit_at);
     kr_calibration_free(&c->fitted);
     free(c);
     ev->calibrated = NULL;
@@ -49,9 +50,10 @@ int kr_eval_calibrated_init(kr_evaluation *ev, const kr_evaluate_request *req, k
         c->crps_quantile_model = malloc(H * sizeof(double));
         c->quantiles = malloc((Q ? Q : 1) * N * P * sizeof(double));
         c->prob_close_up = malloc(N * P * sizeof(double));
+        c->pit_at = malloc(N * P * sizeof(double));
     }
     if (!a || !a->sorted || !c->scores || !c->coverage || !c->crps_quantile_model ||
-        !c->quantiles || !c->prob_close_up) {
+        !c->quantiles || !c->prob_close_up || !c->pit_at) {
         kr_eval_calibrated_free(ev);
         return kr_fail_code(err, KR_E_NO_MEMORY,
                             "evaluate: out of memory calibrating %d origins of %d steps and %d "
@@ -261,7 +263,7 @@ static void score_origin(kr_evaluation *ev, const work *w, const places *pl, tal
         kr_eval_sums_add(&t->sums[(P + 1) + i], point, last, y, p, crps_c, cov_c, ev->n_pairs);
         t->crps_q[i] += crps_r;
     }
-    const double u = kr_pit_in_grid(cal, w->grid, G, y);
+    const double u = c->pit_at[at] = kr_pit_in_grid(cal, w->grid, G, y);
     int bin = (int)floor(u * KR_EVAL_PIT_BINS);
     c->pit[bin < KR_EVAL_PIT_BINS ? bin : KR_EVAL_PIT_BINS - 1] += 1;
     t->pit_raw[t->n_pit] = pit[at];
@@ -411,7 +413,7 @@ int kr_eval_calibrated_finish(kr_evaluation *ev, const kr_evaluate_request *req,
     c->first_scored = w.k0;
     c->scored = ev->origins - w.k0;
     for (size_t i = 0; i < N * P; i++)
-        c->prob_close_up[i] = NAN;
+        c->prob_close_up[i] = c->pit_at[i] = NAN;
     for (size_t i = 0; i < N * P * (size_t)ev->n_quantiles; i++)
         c->quantiles[i] = NAN;
     memset(c->pit, 0, sizeof c->pit);

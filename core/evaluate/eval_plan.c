@@ -4,6 +4,8 @@
 #include "evaluate_impl.h"
 #include "forecast_impl.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,12 +162,39 @@ static int check_calibration(const kr_evaluate_request *r, const kr_evaluate_pla
     return 0;
 }
 
+/* An anomaly band: one of the symmetric pairs of the request's quantiles (lo + hi = 1). */
+static int check_anomalies(const kr_evaluate_request *r, kr_error *err) {
+    if (!r->anomalies) return 0;
+    char pairs[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < r->n_quantiles; i++)
+        for (int j = 0; j < r->n_quantiles; j++) {
+            const double lo = r->quantiles[i], hi = r->quantiles[j];
+            if (!(lo < hi && fabs(lo + hi - 1.0) < 1e-9)) continue;
+            if (fabs(lo - r->anomaly_lo) < 1e-9 && fabs(hi - r->anomaly_hi) < 1e-9) return 0;
+            if (used < sizeof pairs) {
+                const int w = snprintf(pairs + used, sizeof pairs - used, "%s\"%g-%g\"",
+                                       used ? ", " : "", lo, hi);
+                used += w > 0 ? (size_t)w : 0;
+            }
+        }
+    if (!used)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "anomalies.band: \"%g-%g\" is not a band of this request: its "
+                            "quantiles hold no symmetric pair (lo + hi = 1)",
+                            r->anomaly_lo, r->anomaly_hi);
+    return kr_fail_code(err, KR_E_INVALID,
+                        "anomalies.band: \"%g-%g\" is not a symmetric pair of the request's "
+                        "quantiles; it could be %s",
+                        r->anomaly_lo, r->anomaly_hi, pairs);
+}
+
 int kr_evaluate_plan_make(const kr_model *m, const kr_evaluate_request *req, kr_evaluate_plan *plan,
                           kr_error *err) {
     memset(plan, 0, sizeof *plan);
     if (check_series(req, err) || place_origins(req, plan, err)) return -1;
     if (req->mode == KR_EVAL_LIVE && live_statistics(req, plan, err)) return -1;
-    if (check_calibration(req, plan, err)) return -1;
+    if (check_calibration(req, plan, err) || check_anomalies(req, err)) return -1;
     /* each origin's forecast as kr_forecast would plan it: the sampling fields, quantiles,
      * max_context and horizon are its rules */
     for (int k = 0; k < plan->origins; k++) {

@@ -93,6 +93,7 @@ void kr_evaluation_free(kr_evaluation *ev) {
         free(a);
     }
     kr_eval_calibrated_free(ev);
+    kr_eval_anomalies_free(ev);
     free(ev->scores);
     free(ev->coverage);
     free(ev->skill);
@@ -328,5 +329,6 @@ int kr_evaluation_finish(kr_evaluation *ev, const kr_evaluate_request *req, kr_e
         }
     for (int i = 0; i < KR_EVAL_PIT_BINS; i++)
         ev->pit[i] /= (double)N * P;
-    return kr_eval_calibrated_finish(ev, req, a->crps, a->pit, err);
+    if (kr_eval_calibrated_finish(ev, req, a->crps, a->pit, err)) return -1;
+    return kr_eval_anomalies_finish(ev, req, a->pit, err);
 }

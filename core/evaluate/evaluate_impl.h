@@ -11,6 +11,7 @@
  *   eval_scores.c      the scores: per origin as each forecast ends, then per step and overall
  *   eval_calibrated.c  the calibrated forecaster's scores: rolling (no look-ahead) or a given
  *                      object, and the object fitted on every origin
+ *   eval_anomalies.c   the origin-steps outside a chosen band (raw or calibrated)
  *   eval_run.c         kr_evaluate: every origin's forecast through the one driver (kr_run)
  *   eval_cross.c       cross-sectional scores of many series' evaluations at the same origins
  */
@@ -99,5 +100,16 @@ void kr_eval_calibrated_add(kr_evaluation *ev, int k, int h, const double *sorte
 int kr_eval_calibrated_finish(kr_evaluation *ev, const kr_evaluate_request *req, const double *crps,
                               const double *pit, kr_error *err);
 void kr_eval_calibrated_free(kr_evaluation *ev);
+
+/* ---- anomaly flags (kr_anomalies) ---- */
+
+/* The index of the request's pair lo..hi among ev's pairs (levels matched within 1e-9), or
+ * -1. */
+int kr_eval_pair_index(const kr_evaluation *ev, double lo, double hi);
+/* ev->anomalies from a scored evaluation (after the calibrated scores, when calibrated):
+ * pit[origins][horizon] is the raw model's share of paths below the actual. */
+int kr_eval_anomalies_finish(kr_evaluation *ev, const kr_evaluate_request *req, const double *pit,
+                             kr_error *err);
+void kr_eval_anomalies_free(kr_evaluation *ev);
 
 #endif

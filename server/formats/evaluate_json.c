@@ -31,6 +31,7 @@ static const char *const request_fields[] = {"candles",
                                              "timeout_ms",
                                              "calibration",
                                              "calibration_warmup",
+                                             "anomalies",
                                              NULL};
 
 const char *const *kd_evaluate_option_names(void) {
@@ -111,6 +112,31 @@ static int parse_calibration(const json_t *body, kd_evaluate_input *in, char *er
     return 0;
 }
 
+/* "anomalies": {"band": "lo-hi"}, a pair named as the answer's coverage keys name pairs;
+ * whether it is one of the request's pairs is the core's rule (kr_evaluate_plan_make). */
+static int parse_anomalies(const json_t *body, kr_evaluate_request *r, char *err, size_t errlen) {
+    static const char *const fields[] = {"band", NULL};
+    const json_t *a = kd_field(body, "anomalies");
+    if (!a) return 0;
+    if (!json_is_object(a))
+        return kd_wrong(a, "anomalies", "an object {\"band\": \"0.1-0.9\"}", err, errlen);
+    if (kd_check_fields(a, "anomalies: ", fields, err, errlen) < 0) return -1;
+    const json_t *b = kd_field(a, "band");
+    const char *s = json_is_string(b) ? json_string_value(b) : NULL;
+    char *end = NULL, *end2 = NULL;
+    const double lo = s ? strtod(s, &end) : 0;
+    const double hi = end && end != s && *end == '-' ? strtod(end + 1, &end2) : 0;
+    if (!b || !s || !end2 || end2 == end + 1 || *end2)
+        return kd_wrong(b ? b : a, "anomalies.band",
+                        "a pair of the quantiles named as the answer's coverage keys, e.g. "
+                        "\"0.1-0.9\"",
+                        err, errlen);
+    r->anomalies = true;
+    r->anomaly_lo = lo;
+    r->anomaly_hi = hi;
+    return 0;
+}
+
 /* Everything but the candles, which are in in->candles already. */
 static int parse_options(const json_t *body, const kd_forecast_limits *lim, kd_evaluate_input *in,
                          char *err, size_t errlen) {
@@ -127,7 +153,7 @@ static int parse_options(const json_t *body, const kd_forecast_limits *lim, kd_e
         parse_mode(body, r, err, errlen) < 0 ||
         kd_normalization_parse(kd_field(body, "normalization"), &r->norm, err, errlen) < 0 ||
         kd_opt_bool(body, "return_origins", &in->return_origins, err, errlen) < 0 ||
-        parse_calibration(body, in, err, errlen) < 0 ||
+        parse_calibration(body, in, err, errlen) < 0 || parse_anomalies(body, r, err, errlen) < 0 ||
         kd_opt_int(body, "timeout_ms", 1, 86400000LL, "an integer in 1..86400000", &in->timeout_ms,
                    err, errlen) < 0) {
         kd_evaluate_input_free(in);
@@ -335,6 +361,7 @@ json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate
         rc = put(r, "skill", skill_object(ev)) ||
              put(r, "pit_histogram", kd_eval_reals(ev->pit, KR_EVAL_PIT_BINS));
     if (rc == 0) rc = kd_evaluate_calibrated_json(r, in, ev);
+    if (rc == 0 && ev->anomalies) rc = put(r, "anomalies", kd_evaluate_anomalies_json(in, ev));
     if (rc == 0 && ev->mode == KR_EVAL_LIVE)
         rc = put(r, "normalization", kd_normalization_json(plan->mean, plan->std));
     if (rc == 0)

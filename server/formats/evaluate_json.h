@@ -6,7 +6,8 @@
  *    "samples": 1, "temperature": 1.0, "top_k": 0, "top_p": 0.9, "seed": 0,
  *    "max_context": N, "quantiles": [0.1, 0.5, 0.9],             as /forecast
  *    "mode": "window" | "live", "normalization": {...},          live: statistics pinned
- *    "return_origins": false, "timeout_ms": T}
+ *    "return_origins": false, "timeout_ms": T,
+ *    "anomalies": {"band": "0.1-0.9"}}                           a symmetric pair of quantiles
  *
  * CANDLES is any /forecast form (forecast_json.h); with a text/csv body the other fields
  * come as query parameters. The response (metrics on close; each per-step array has P
@@ -26,7 +27,11 @@
  *    "by_origin": [{"origin": o, "timestamp": t, "timestamps": [P],   with return_origins
  *                   "close": {"last": x, "actual": [P], "mean": [P],
  *                             "quantiles": {"0.1": [P], ...}, "paths": [[P], ...S]},
- *                   "prob_close_up": [P]}, ...]}                 paths only when S > 1
+ *                   "prob_close_up": [P]}, ...],                 paths only when S > 1
+ *    "anomalies": {"band": "0.1-0.9", "calibrated": b, "count": n, "checked": m,
+ *                  "rate": n / m, "points": [{"origin": o, "step": h (1-based),
+ *                  "timestamp": t, "actual": x, "pit": u, "lower": x, "upper": x,
+ *                  "outside": ["0.05-0.95", "0.1-0.9"]}, ...]}}     with "anomalies"
  *
  * A value that is not finite (a MAPE over zero actuals, a skill over a zero baseline) is
  * written as null. Many aligned series in one request: evaluate_series_json.h.
@@ -74,6 +79,8 @@ json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const
                             bool direction, bool brier);
 /* The calibrated parts (when ev has them) added to the response r; -1 when out of memory. */
 int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr_evaluation *ev);
+/* The anomaly flags (ev->anomalies, which must be set), or NULL when out of memory. */
+json_t *kd_evaluate_anomalies_json(const kd_evaluate_input *in, const kr_evaluation *ev);
 /* Origin k's calibrated close: {"quantiles": {"0.1": [P], ...}, "prob_close_up": [P]}. */
 json_t *kd_evaluate_origin_calibrated_json(const kr_evaluation *ev, int k);
 

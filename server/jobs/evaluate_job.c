@@ -108,6 +108,10 @@ static json_t *answer(evaluate_job *j, kr_error *e) {
         if (kr_evaluation_finish(&j->evs[i], &j->set.in[i].req, e) < 0) return NULL;
         j->evs[i].usage.elapsed_ms = elapsed; /* the whole request's */
         tokens += j->evs[i].usage.generated_tokens;
+        const kr_anomalies *an = j->evs[i].anomalies;
+        if (an)
+            kd_metrics_add_anomalies(j->work.app->metrics, (unsigned long long)an->count,
+                                     (unsigned long long)an->checked);
     }
     kd_metrics_add_tokens(j->work.app->metrics, (unsigned long long)tokens);
     if (!j->series_form) return kd_evaluate_response_json(&j->set.in[0], &j->plans[0], &j->evs[0]);

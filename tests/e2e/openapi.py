@@ -286,6 +286,18 @@ cal_obj = ev.get("calibration") if isinstance(ev, dict) else None
 report(isinstance(ev, dict) and ev.get("scored_origins") == 4 and cal_obj is not None and
        ev["by_origin"][0]["calibrated"]["prob_close_up"] == [None] * 4,
        "POST /evaluate (calibration rolling): scored origins, the object", str(ev)[:300])
+ev = check("POST /evaluate (anomalies, calibrated)", "POST", URL, "/evaluate", 200,
+           {**evaluation, "calibration": "rolling", "calibration_warmup": 1,
+            "anomalies": {"band": "0.25-0.75"}})
+report(isinstance(ev, dict) and ev["anomalies"]["checked"] == 16 and
+       ev["anomalies"]["count"] == len(ev["anomalies"]["points"]) > 0,
+       "POST /evaluate (anomalies, calibrated): the scored origins checked", str(ev)[:300])
+ev = check("POST /evaluate (series, anomalies)", "POST", URL, "/evaluate", 200,
+           {**many, "anomalies": {"band": "0.1-0.9"}})
+report(isinstance(ev, dict) and all(s["anomalies"]["checked"] == 20 for s in ev["series"]),
+       "POST /evaluate (series, anomalies): each series its own", str(ev)[:300])
+check("POST /evaluate (anomalies, a band not among the pairs)", "POST", URL, "/evaluate", 400,
+      {**evaluation, "anomalies": {"band": "0.2-0.8"}})
 check("POST /evaluate (a calibration object)", "POST", URL, "/evaluate", 200,
       {**evaluation, "calibration": cal_obj})
 check("POST /evaluate (a calibration of another horizon)", "POST", URL, "/evaluate", 400,

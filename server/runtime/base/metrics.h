@@ -15,6 +15,9 @@ void kd_metrics_free(kd_metrics *m);
 /* One answered request. endpoint indexes the list given at creation. */
 void kd_metrics_observe(kd_metrics *m, int endpoint, int status, double seconds);
 void kd_metrics_add_tokens(kd_metrics *m, unsigned long long generated);
+/* The origin-steps an /evaluate answer flagged as anomalies, and those it checked. */
+void kd_metrics_add_anomalies(kd_metrics *m, unsigned long long flagged,
+                              unsigned long long checked);
 
 /* A model request's class: light when the core's job plans at most light-request-mflop of
  * work (the label of the queueing-delay histogram). */
