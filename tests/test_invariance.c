@@ -891,6 +891,15 @@ static void test_scheduler_cheapest_fill_first(void **state) {
     kr_pool_free(pool);
 }
 
+/* n token pairs and their 5-minute stamps that a light and a heavy generation share. */
+static void token_run(int32_t *t1, int32_t *t2, kr_stamp *st, int n) {
+    for (int i = 0; i < n; i++) {
+        t1[i] = (int32_t)(i * 53 % 1024);
+        t2[i] = (int32_t)(i * 29 % 1024);
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+}
+
 /* A light generation (4 tokens in, 12 out) beside a heavy one (a 300-token prompt): while
  * the light one runs, a step takes only the heavy one's rows that keep it within
  * light_step_factor of its time without them (a step's fixed cost pinned to 8 rows here, so
@@ -903,11 +912,7 @@ static void light_beside_heavy(int sit_out_steps) {
     int32_t *t1 = malloc(N * sizeof *t1), *t2 = malloc(N * sizeof *t2);
     kr_stamp *st = malloc(N * sizeof *st);
     assert_true(t1 && t2 && st);
-    for (int i = 0; i < N; i++) {
-        t1[i] = (int32_t)(i * 53 % 1024);
-        t2[i] = (int32_t)(i * 29 % 1024);
-        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
-    }
+    token_run(t1, t2, st, N);
     kr_error err;
     kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
     assert_non_null(pool);
@@ -982,11 +987,7 @@ static void test_scheduler_heavy_starts_sitting_out(void **state) {
     enum { HEAVY = 300, N = HEAVY + 16 };
     int32_t t1[N], t2[N];
     kr_stamp st[N];
-    for (int i = 0; i < N; i++) {
-        t1[i] = (int32_t)(i * 53 % 1024);
-        t2[i] = (int32_t)(i * 29 % 1024);
-        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
-    }
+    token_run(t1, t2, st, N);
     kr_error err;
     kr_pool *pool = kr_pool_create(model, (size_t)64 << 20, &err);
     assert_non_null(pool);

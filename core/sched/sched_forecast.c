@@ -167,6 +167,15 @@ static int fc_start(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *e
     return f->series && series_window(m, f) ? 0 : enter_window(f, 0, err);
 }
 
+/* Tokenizer work done outside the batch while the step's rows are gathered: its cost (at
+ * least a row) out of the budget and into the step's. */
+static void charge(sched_job *jb, step_batch *b, int *budget, double cost) {
+    int rows = (int)ceil(cost) > 0 ? (int)ceil(cost) : 1;
+    *budget -= rows;
+    b->side_rows += rows;
+    jb->step_rows += rows;
+}
+
 static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
     fc_state *f = &jb->u.fc;
     fc_job *job = &f->job;
@@ -188,10 +197,7 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
         double cost;
         int rc = kr_summary_advance(m, job, &f->sum, *budget, &cost, &jb->err);
         if (rc < 0) return -1;
-        int rows = (int)ceil(cost) > 0 ? (int)ceil(cost) : 1;
-        *budget -= rows;
-        b->side_rows += rows;
-        jb->step_rows += rows;
+        charge(jb, b, budget, cost);
         if (rc == 0) return 0;
         if (kr_summary_finish(f->req, job, &f->sum, f->res, &jb->err)) return -1;
         kr_summary_free(&f->sum);
@@ -203,13 +209,10 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
     if (f->phase == FC_ENCODE) {     /* a chunk now, outside the batch; its window at once after */
         if (job->encoded < job->L) { /* as many candles as the budget's rows cost */
             int c = kr_encode_fit(m, job->encoded, job->L - job->encoded, *budget);
-            int cost = (int)ceil(kr_encode_cost_rows(m, job->encoded, c));
-            if (cost < 1) cost = 1;
+            double cost = kr_encode_cost_rows(m, job->encoded, c);
             if (kr_forecast_job_encode(m, job, c, &jb->err)) return -1;
-            *budget -= cost;
-            b->side_rows += cost;
+            charge(jb, b, budget, cost);
             b->encoded += c;
-            jb->step_rows += cost;
         }
         if (job->encoded < job->L || *budget <= 0) return 0;
         if (enter_window(f, 0, &jb->err)) return -1;

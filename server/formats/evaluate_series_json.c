@@ -80,13 +80,9 @@ int kd_evaluate_series_parse(const json_t *body, const kd_forecast_limits *limit
     memset(out, 0, sizeof *out);
     if (check_top_fields(body, err, errlen) < 0 || parse_cross(body, &out->top_k, err, errlen) < 0)
         return -1;
-    const json_t *list = kd_field(body, "series");
-    if (!json_is_array(list) || json_array_size(list) == 0)
-        return kd_wrong(list, "series", "a non-empty array of {\"candles\": ...}", err, errlen);
-    if (json_array_size(list) > KD_MAX_SERIES)
-        return kd_fail(err, errlen, "series: %zu series exceed the limit of %d",
-                       json_array_size(list), KD_MAX_SERIES);
-    const int count = (int)json_array_size(list);
+    const json_t *list;
+    const int count = kd_series_list(body, &list, err, errlen);
+    if (count < 0) return -1;
     json_t *options = json_copy((json_t *)body); /* shallow: the shared fields, borrowed */
     out->in = calloc((size_t)count, sizeof *out->in);
     if (!out->in || !options || json_object_del(options, "series") < 0) {

@@ -10,6 +10,16 @@
 
 static const char *const element_fields[] = {"candles", "future_timestamps", NULL};
 
+int kd_series_list(const json_t *body, const json_t **list, char *err, size_t errlen) {
+    *list = kd_field(body, "series");
+    if (!json_is_array(*list) || json_array_size(*list) == 0)
+        return kd_wrong(*list, "series", "a non-empty array of {\"candles\": ...}", err, errlen);
+    if (json_array_size(*list) > KD_MAX_SERIES)
+        return kd_fail(err, errlen, "series: %zu series exceed the limit of %d",
+                       json_array_size(*list), KD_MAX_SERIES);
+    return (int)json_array_size(*list);
+}
+
 bool kd_is_series_request(const json_t *body) {
     return json_is_object(body) && json_object_get(body, "series") != NULL;
 }
@@ -47,13 +57,9 @@ int kd_series_request_parse(const json_t *body, int model_max_context,
     *n = 0;
     char where[48];
     if (kd_check_fields(body, "", top_fields(), err, errlen) < 0) return -1;
-    const json_t *list = kd_field(body, "series");
-    if (!json_is_array(list) || json_array_size(list) == 0)
-        return kd_wrong(list, "series", "a non-empty array of {\"candles\": ...}", err, errlen);
-    if (json_array_size(list) > KD_MAX_SERIES)
-        return kd_fail(err, errlen, "series: %zu series exceed the limit of %d",
-                       json_array_size(list), KD_MAX_SERIES);
-    const int count = (int)json_array_size(list);
+    const json_t *list;
+    const int count = kd_series_list(body, &list, err, errlen);
+    if (count < 0) return -1;
     kd_forecast_input *in = calloc((size_t)count, sizeof *in);
     json_t *solo = json_copy((json_t *)body); /* shallow: the shared fields, borrowed */
     if (!in || !solo || json_object_del(solo, "series") < 0) {

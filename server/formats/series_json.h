@@ -20,6 +20,9 @@
 
 /* Whether body asks for many series. */
 bool kd_is_series_request(const json_t *body);
+/* body's "series": a non-empty array of at most KD_MAX_SERIES; how many, or -1 with a
+ * message naming the field. */
+int kd_series_list(const json_t *body, const json_t **list, char *err, size_t errlen);
 /* The inputs, one a series (*out: [*n], free with kd_series_inputs_free); -1 with a message
  * naming the field on failure, *out then NULL. */
 int kd_series_request_parse(const json_t *body, int model_max_context,
