@@ -8,6 +8,7 @@
  *   calib_math.c       calibration's arithmetic: conformal ranks, grids, PIT, PAV, KS
  *   calibration.c      the calibration object: its rules, its match to a request, a forecast
  *                      calibrated by it
+ *   eval_sums.c        the score sums over origin-steps, and the scores they give
  *   eval_scores.c      the scores: per origin as each forecast ends, then per step and overall
  *   eval_calibrated.c  the calibrated forecaster's scores: rolling (no look-ahead) or a given
  *                      object, and the object fitted on every origin

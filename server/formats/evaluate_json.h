@@ -44,6 +44,7 @@
 #include <stddef.h>
 
 #include "calibration_json.h"
+#include "evaluate_parts_json.h"
 #include "forecast_json.h"
 
 /* A parsed request. It owns the candles that req points into. */
@@ -68,15 +69,6 @@ int kd_evaluate_request_with_candles(const json_t *options, kd_candles *candles,
 const char *const *kd_evaluate_option_names(void);
 void kd_evaluate_input_free(kd_evaluate_input *in);
 
-/* The parts of a response, shared with evaluate_calibrated_json.c: a number or null, an
- * array of them, a pair's key ("0.1-0.9"), and one forecaster's scores (per step and
- * overall; coverage NULL: none; direction, brier: whether they apply). NULL when out of
- * memory. */
-json_t *kd_eval_real(double x);
-json_t *kd_eval_reals(const double *x, int n);
-void kd_eval_pair_key(const kr_evaluation *ev, int j, char *key, size_t n);
-json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const double *coverage,
-                            bool direction, bool brier);
 /* The calibrated parts (when ev has them) added to the response r; -1 when out of memory. */
 int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr_evaluation *ev);
 /* The anomaly flags (ev->anomalies, which must be set), or NULL when out of memory. */
