@@ -160,19 +160,6 @@ static void sched_done(void *tag, const kr_error *err, void *ctx) {
     *(kr_error *)tag = *err;
 }
 
-static void same_result(const kr_forecast_result *a, const kr_forecast_result *b) {
-    int P = a->horizon, S = a->samples;
-    assert_int_equal(P, b->horizon);
-    assert_int_equal(S, b->samples);
-    assert_memory_equal(a->timestamps, b->timestamps, P * sizeof(int64_t));
-    assert_memory_equal(a->mean, b->mean, (size_t)KR_D_IN * P * sizeof(double));
-    assert_memory_equal(a->paths, b->paths, (size_t)S * KR_D_IN * P * sizeof(double));
-    assert_memory_equal(a->quantiles, b->quantiles, (size_t)a->n_quantiles * KR_D_IN * P * 8);
-    assert_memory_equal(a->prob_close_up, b->prob_close_up, P * sizeof(double));
-    assert_memory_equal(a->norm_mean, b->norm_mean, sizeof a->norm_mean);
-    assert_memory_equal(a->norm_std, b->norm_std, sizeof a->norm_std);
-}
-
 static void test_series_forecast(void **state) {
     (void)state;
     kr_error err = {0};
@@ -204,18 +191,18 @@ static void test_series_forecast(void **state) {
             ;
         if (done.code) fail_msg("series forecast %zu: %s", k, done.msg);
         assert_int_equal(kr_forecast(model, NULL, &r, &stateless, &err), 0);
-        same_result(&from_series, &stateless);
+        tu_same_result(&from_series, &stateless);
         /* the series' cache is as it was: a second forecast is the same again */
         kr_forecast_result again;
         assert_int_equal(kr_sched_add_forecast_series(ks, s, &r, &again, &done, &err), 0);
         while (kr_sched_step(ks) > 0)
             ;
         assert_int_equal(done.code, 0);
-        same_result(&again, &stateless);
+        tu_same_result(&again, &stateless);
         /* and the one-shot driver gives the same */
         kr_forecast_result once;
         assert_int_equal(kr_forecast_series(s, &r, &once, &err), 0);
-        same_result(&once, &stateless);
+        tu_same_result(&once, &stateless);
         print_message("# %d candles (built from %d%s), horizon %d: series = one-shot = "
                       "stateless\n",
                       n, cases[k / 2][1], cacheless ? ", cacheless" : "", P);
@@ -284,7 +271,7 @@ static void test_shifted_append(void **state) {
         r.seed = q.seed;
         r.return_paths = true;
         assert_int_equal(kr_forecast(model, NULL, &r, &stateless, &err), 0);
-        same_result(&from_series, &stateless);
+        tu_same_result(&from_series, &stateless);
         print_message("# %d candles on +01:00, %d appended on UTC: series = stateless\n", held,
                       add);
         kr_forecast_result_free(&from_series);
@@ -309,7 +296,7 @@ static void test_pinned_forecast(void **state) {
     memcpy(r.norm.mean, a.norm_mean, sizeof r.norm.mean);
     memcpy(r.norm.std, a.norm_std, sizeof r.norm.std);
     assert_int_equal(kr_forecast(model, NULL, &r, &b, &err), 0);
-    same_result(&a, &b); /* pinning the context's own statistics changes nothing */
+    tu_same_result(&a, &b); /* pinning the context's own statistics changes nothing */
     kr_forecast_result_free(&b);
     r.norm.std[KR_CLOSE] = -1.0f;
     assert_int_equal(kr_forecast(model, NULL, &r, &b, &err), -1);

@@ -1,3 +1,9 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
 #include "test_util.h"
 
 #include <math.h>
@@ -148,4 +154,29 @@ void tu_random_candles(uint32_t seed, int n, int64_t *ts, double *const cols[KR_
         cols[KR_AMOUNT][i] = cols[KR_VOLUME][i] * close;
     }
 #undef LCG
+}
+
+void tu_tokens(int32_t *s1, int32_t *s2, kr_stamp *st, int n, int m1, int m2) {
+    for (int i = 0; i < n; i++) {
+        s1[i] = (int32_t)(i * m1 % 1024);
+        s2[i] = (int32_t)(i * m2 % 1024);
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+}
+
+void tu_same_result(const kr_forecast_result *a, const kr_forecast_result *b) {
+    int P = a->horizon, S = a->samples;
+    assert_int_equal(P, b->horizon);
+    assert_int_equal(S, b->samples);
+    assert_int_equal(a->n_quantiles, b->n_quantiles);
+    assert_memory_equal(a->timestamps, b->timestamps, (size_t)P * sizeof(int64_t));
+    assert_memory_equal(a->mean, b->mean, (size_t)KR_D_IN * P * sizeof(double));
+    assert_memory_equal(a->prob_close_up, b->prob_close_up, (size_t)P * sizeof(double));
+    if (a->n_quantiles)
+        assert_memory_equal(a->quantiles, b->quantiles,
+                            (size_t)a->n_quantiles * KR_D_IN * P * sizeof(double));
+    assert_true(!a->paths == !b->paths);
+    if (a->paths) assert_memory_equal(a->paths, b->paths, (size_t)S * KR_D_IN * P * sizeof(double));
+    assert_memory_equal(a->norm_mean, b->norm_mean, sizeof a->norm_mean);
+    assert_memory_equal(a->norm_std, b->norm_std, sizeof a->norm_std);
 }

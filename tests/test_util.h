@@ -34,4 +34,11 @@ double tu_max_rel_matrix(const float *a, json_t *b, int rows, int cols);
 /* Largest |a - b| / max(|b|, 1e-3 · max|b|): element-wise, for forecasts in price units. */
 double tu_max_rel_doubles(const double *a, json_t *b, int n);
 
+/* n tokens and their stamps, five minutes apart: s1[i] = i * m1 % 1024, s2[i] = i * m2 % 1024
+ * (tokens every fixture's vocabulary holds). */
+void tu_tokens(int32_t *s1, int32_t *s2, kr_stamp *st, int n, int m1, int m2);
+/* Two forecasts' results are the same bits: timestamps, means, paths, quantiles, P(up) and
+ * the normalisation (a cmocka assertion). */
+void tu_same_result(const kr_forecast_result *a, const kr_forecast_result *b);
+
 #endif
