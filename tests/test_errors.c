@@ -49,14 +49,6 @@ static void test_every_code(void **state) {
     }
 }
 
-/* Success and failure are told apart by the status alone. */
-static void test_status_classes(void **state) {
-    (void)state;
-    assert_int_equal(kd_error_answer_of(0)->status / 100, 2);
-    for (int code = KR_E_FAILED; code <= KD_LAST_ERROR_CODE; code++)
-        assert_true(kd_error_answer_of(code)->status >= 400);
-}
-
 /* The messages, worded as the server has always worded them. */
 static void test_messages(void **state) {
     (void)state;
@@ -126,7 +118,6 @@ static void test_kinds_list_the_core_codes(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_code),
-        cmocka_unit_test(test_status_classes),
         cmocka_unit_test(test_messages),
         cmocka_unit_test(test_unknown_codes),
         cmocka_unit_test(test_kinds_list_the_core_codes),

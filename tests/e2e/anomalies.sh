@@ -49,10 +49,6 @@ refuse not_string "a band that is no string: 400" 'd["error"]["message"].startsw
 refuse unknown "an unknown field in anomalies: 400" '"anomalies" in d["error"]["message"] and "level" in d["error"]["message"]'
 refuse not_object "anomalies not an object: 400" 'd["error"]["message"].startswith("anomalies: ")'
 
-NP_PY=""
-for py in "$PY" /usr/bin/python3; do
-    if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then NP_PY=$py; break; fi
-done
 if [ -n "$NP_PY" ]; then
     before=$(metric "$U" kronosd_anomalies_total)
     before_checks=$(metric "$U" kronosd_anomaly_checks_total)
@@ -74,6 +70,6 @@ if [ -n "$NP_PY" ]; then
             "anomalies $before -> $after (want +$flagged), checks $before_checks -> $after_checks (want +$checked)"
     fi
 else
-    echo "skip numpy: no Python with numpy"
+    skip "numpy: no Python with numpy"
 fi
 summary

@@ -40,11 +40,7 @@ run_check() {
     fi
 }
 run_check targets "$PY"
-NP_PY=""
-for py in "$PY" /usr/bin/python3; do
-    if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then NP_PY=$py; break; fi
-done
-if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else echo "skip numpy: no Python with numpy"; fi
+if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else skip "numpy: no Python with numpy"; fi
 run_check bytes "$PY"
 run_check refusals "$PY"
 

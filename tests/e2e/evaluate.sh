@@ -78,11 +78,7 @@ if kill -0 "$EVAL_PID" 2>/dev/null; then
 else fail "a forecast during a long evaluation is served" "the evaluation ended first"; fi
 kill "$EVAL_PID" 2>/dev/null
 wait "$EVAL_PID"
-NP_PY=""
-for py in "$PY" /usr/bin/python3; do
-    if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then NP_PY=$py; break; fi
-done
-if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else echo "skip numpy: no Python with numpy"; fi
+if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else skip "numpy: no Python with numpy"; fi
 
 http POST "$U/evaluate" --data-binary @"$WORK/no_lookback.json"
 expect "lookback missing: 400 naming it" 400 'd["error"]["message"].startswith("lookback: missing")'

@@ -76,11 +76,7 @@ run_check() {
     fi
 }
 run_check solo "$PY"
-NP_PY=""
-for py in "$PY" /usr/bin/python3; do
-    if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then NP_PY=$py; break; fi
-done
-if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else echo "skip numpy: no Python with numpy"; fi
+if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else skip "numpy: no Python with numpy"; fi
 
 # streamed: progress counts every series' origins, then the answer of the JSON request
 curl -sS -m 60 -N "$U/evaluate" -H 'Accept: text/event-stream' \

@@ -34,10 +34,21 @@ fail() {
     [ -n "${2:-}" ] && echo "     $2"
     return 0
 }
+# skip NAME: a part that could not run here (its tool is missing); a script with no failure
+# and a skipped part exits 77, which meson reports as a skip, not a pass.
+SKIPPED=0
+skip() { SKIPPED=$((SKIPPED + 1)); echo "skip $(elapsed) $1"; }
 summary() {
-    echo "$PASSED passed, $FAILED failed"
-    [ "$FAILED" -eq 0 ]
+    echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+    [ "$FAILED" -eq 0 ] || return 1
+    [ "$SKIPPED" -eq 0 ] || return 77
 }
+
+# The first Python here with numpy (empty: none), for the checks that recompute with it.
+NP_PY=""
+for py in "$PY" /usr/bin/python3; do
+    if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then NP_PY=$py; break; fi
+done
 
 # start_daemon NAME [ARGS...]: starts `kronosd serve` on a free port with its log in
 # $WORK/NAME.log; sets PID_<NAME> and URL_<NAME>. Env vars in DAEMON_ENV (an array) apply.

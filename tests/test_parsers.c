@@ -1,4 +1,4 @@
-/* test_inputs.c — the parsers of outside input: timestamps compared
+/* test_parsers.c — the parsers of outside input: timestamps compared
  * as instants, the config file's comments and quotes, a safetensors header from memory. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_units.c — the building blocks (RMSNorm, RoPE, attention, linear layers, the
+/* test_layers.c — the building blocks (RMSNorm, RoPE, attention, linear layers, the
  * transformer block, time stamps, the tokenizer's bit packing, normalisation) against small
  * values computed by hand or by an independent double-precision reference. */
 #include <setjmp.h>
