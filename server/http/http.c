@@ -5,9 +5,9 @@
 #include <malloc.h>
 #include <microhttpd.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -19,12 +19,12 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <errno.h>
-#include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "framing.h"
 #include "guard.h"
+#include "listen.h"
 #include "json_body.h"
 #include "json_fields.h"
 #include "json_out.h"
@@ -382,94 +382,15 @@ static void assign_id(kd_http *h, kd_request *r) {
              (unsigned long long)atomic_fetch_add(&h->next_request, 1) + 1);
 }
 
-/* What the headers say about the body's framing. */
-typedef struct {
-    int content_length, transfer_encoding; /* how many of each */
-    bool length_ok;                        /* every Content-Length is plain digits */
-    const char *coding;                    /* the (last) Transfer-Encoding */
-    const char *bad_name;                  /* the first field name that is not a token */
-    const char *folded;                    /* the first field continued by an obs-fold */
-} framing;
-
-/* libmicrohttpd 0.9.75 takes an obs-fold (a header line that starts with whitespace) as
- * more of the previous field's *name*: "Content-Length: 0\r\n 56" arrives as the name
- * "Content-Length56" with the value "0", moved out of the line it was read in. An
- * unfolded field's name and value stay where they were read, "name\0<OWS>value" in one
- * buffer; a field whose value is not right after its name (and its colon and spaces) was
- * folded. RFC 9112 §5.2: a server must refuse obs-fold or replace it by a space, and
- * libmicrohttpd has done neither. (e2e-edge checks the folds; an MHD that laid headers out
- * otherwise would refuse every request there, not pass folds.) */
-static bool was_folded(const char *key, size_t key_size, const char *value) {
-    if (!value || value < key + key_size + 1 || value > key + key_size + 1 + 8192) return true;
-    if (key[key_size] != '\0') return true;
-    for (const char *p = key + key_size + 1; p < value; p++)
-        if (*p != ' ' && *p != '\t') return true;
-    return false;
-}
-
-/* A field name is a token (RFC 9110 §5.1): libmicrohttpd passes on "Content-Length : 5"
- * as the name "Content-Length " rather than refusing it, and a proxy may read it as the
- * length (RFC 9112 §5.1: 400). */
-static bool is_token(const char *s) {
-    static const char punct[] = "!#$%&'*+-.^_`|~";
-    if (!*s) return false;
-    for (; *s; s++)
-        if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-              strchr(punct, *s)))
-            return false;
-    return true;
-}
-
-static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key,
-                                     size_t key_size, const char *value, size_t value_size) {
-    framing *f = cls;
-    (void)kind;
-    (void)value_size;
-    if (!f->bad_name && !is_token(key)) f->bad_name = key;
-    if (!f->folded && was_folded(key, key_size, value)) f->folded = key;
-    if (strcasecmp(key, "Content-Length") == 0) {
-        f->content_length++;
-        if (!value || !*value || strspn(value, "0123456789") != strlen(value)) f->length_ok = false;
-    } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
-        f->transfer_encoding++;
-        f->coding = value ? value : "";
-    }
-    return MHD_YES;
-}
-
-/* Refuses a body whose length two parties could read differently (request smuggling
- * through a proxy): repeated or malformed Content-Length, Content-Length with
- * Transfer-Encoding, codings other than chunked. The connection is then closed, since
- * where this request ends is exactly what is in doubt. True after replying. */
+/* Refuses a body whose length two parties could read differently (framing.c). The
+ * connection is then closed, since where this request ends is exactly what is in doubt.
+ * True after replying. */
 static bool refuse_framing(kd_request *r) {
-    framing f = {.length_ok = true};
-    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, count_framing, &f);
-    r->close = true;
-    if (f.folded)
-        kd_reply_error(r, 400, "bad_framing",
-                       "a header line starts with whitespace, continuing the field before it "
-                       "(obs-fold, RFC 9112 5.2); send each field on one line");
-    else if (f.bad_name)
-        kd_reply_error(r, 400, "bad_framing",
-                       "header field name \"%.64s\" is not a token (whitespace before the colon?)",
-                       f.bad_name);
-    else if (f.content_length > 1)
-        kd_reply_error(r, 400, "bad_framing",
-                       "Content-Length given %d times; send it once (or use chunked encoding)",
-                       f.content_length);
-    else if (f.content_length == 1 && !f.length_ok)
-        kd_reply_error(r, 400, "bad_framing", "Content-Length is not a plain decimal number");
-    else if (f.content_length && f.transfer_encoding)
-        kd_reply_error(r, 400, "bad_framing",
-                       "Content-Length and Transfer-Encoding together; send one of them");
-    else if (f.transfer_encoding > 1)
-        kd_reply_error(r, 400, "bad_framing", "Transfer-Encoding given %d times; send it once",
-                       f.transfer_encoding);
-    else if (f.transfer_encoding && strcasecmp(f.coding, "chunked") != 0)
-        kd_reply_error(r, 501, "unsupported_transfer_coding",
-                       "Transfer-Encoding: only chunked is supported");
-    else
-        r->close = false;
+    const char *code;
+    char msg[256];
+    const int status = kd_framing_check(r->conn, &code, msg, sizeof msg);
+    if (status) kd_reply_error(r, status, code, "%s", msg);
+    r->close = status != 0;
     return r->close;
 }
 
@@ -710,48 +631,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* ---- daemon ------------------------------------------------------------------------------ */
 
-/* The listening socket, bound here rather than by libmicrohttpd so that a failure names
- * the address and port asked for and the reason. -1 after a message in err. */
-static int listen_on(const kd_config *c, bool *v6, char *err, size_t errlen) {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-    char port[16];
-    snprintf(port, sizeof port, "%d", c->port);
-    const int gai = getaddrinfo(c->host, port, &hints, &ai);
-    if (gai != 0) {
-        snprintf(err, errlen, "cannot listen on %s port %d: %s", c->host, c->port,
-                 gai_strerror(gai));
-        return -1;
-    }
-    const char *what = "socket";
-    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    if (fd >= 0) {
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0)
-            what = "bind";
-        else if (listen(fd, 1024) < 0)
-            what = "listen";
-        else
-            what = NULL;
-    }
-    const bool ipv6 = strchr(c->host, ':') != NULL;
-    if (what) {
-        snprintf(err, errlen, "cannot listen on %s%s%s:%d: %s: %s%s", ipv6 ? "[" : "", c->host,
-                 ipv6 ? "]" : "", c->port, what, strerror(errno),
-                 errno == EADDRINUSE      ? " (another process has this port; see ss -ltnp)"
-                 : errno == EADDRNOTAVAIL ? " (not an address of this host)"
-                                          : "");
-        if (fd >= 0) close(fd);
-        fd = -1;
-    }
-    *v6 = ai->ai_family == AF_INET6;
-    freeaddrinfo(ai);
-    return fd;
-}
-
 kd_http *kd_http_start(kd_app *app, const kd_router *router, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
     bool v6 = false;
-    const int fd = listen_on(c, &v6, err, errlen);
+    const int fd = kd_listen(c->host, c->port, &v6, err, errlen);
     if (fd < 0) return NULL;
     kd_http *h = calloc(1, sizeof *h);
     if (!h ||
