@@ -182,6 +182,8 @@ int kd_candle_calib_resolve(kd_app *app, kd_candle_calib *c, long first, const k
     json_t *list = app ? json_array() : NULL;
     if (app && !list) return kr_fail_code(err, KR_E_NO_MEMORY, "calibration: out of memory");
     unsigned long long flagged = 0, checked = 0;
+    kr_calib_online_stats st; /* for the bands' names */
+    kr_calib_online_stats_get(c->online, &st);
     for (int i = 0; i < cand->n; i++) {
         kr_online_outcome out;
         if (kr_calib_online_resolve(c->online, first + i, cand->columns[KR_CLOSE][i], &out, err)) {
@@ -192,8 +194,6 @@ int kd_candle_calib_resolve(kd_app *app, kd_candle_calib *c, long first, const k
         checked++;
         flagged += out.outside != 0;
         if (!list) continue;
-        kr_calib_online_stats st;
-        kr_calib_online_stats_get(c->online, &st);
         json_t *a = kd_calib_anomaly_json(kd_timestamp_json(cand->timestamps[i], form), &out, &st);
         if (!a || json_array_append_new(list, a) < 0) {
             json_decref(list);
