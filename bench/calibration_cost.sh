@@ -2,7 +2,9 @@
 # calibration_cost.sh — what calibration adds to a walk-forward evaluation: the same
 # evaluation of tests/data/kline_5min.csv (lookback 128, horizon 8, stride 4, 16 samples:
 # about 590 origins) with "calibration": "none" and "rolling", alternating, by the
-# evaluation's own usage.elapsed_ms (kronosd evaluate, no server), in one run.
+# evaluation's own usage.elapsed_ms (kronosd evaluate, no server), in one run; then what a
+# calibration object adds to one forecast's answer, and a live session's own work per
+# forecast and candle (kronos-calib-bench, calib_bench.c; built with the bench feature).
 #
 #   bench/calibration_cost.sh [BUILD_DIR] [MODEL_DIR] [RUNS]
 set -uo pipefail
@@ -40,3 +42,8 @@ a, b = statistics.median(t["none"]), statistics.median(t["rolling"])
 print(f"{origins} origins: none {a:.1f} ms, rolling {b:.1f} ms (medians of {len(t['none'])}): "
       f"calibration adds {100 * (b - a) / a:+.2f}% (target < 2%)")
 PYEOF
+if [ -x "$BUILD/bench/kronos-calib-bench" ]; then
+    "$BUILD/bench/kronos-calib-bench" "$MODEL" "$SRC/tests/data/kline_5min.csv" 7 2000
+else
+    echo "no $BUILD/bench/kronos-calib-bench (the bench feature is off): the forecast's cost not measured"
+fi

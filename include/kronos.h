@@ -506,6 +506,84 @@ int kr_calibrate_forecast(const kr_calibration *c, const kr_forecast_request *re
                           const kr_forecast_result *res, kr_calibrated *out, kr_error *err);
 void kr_calibrated_free(kr_calibrated *out);
 
+/* ---- online calibration of a live series ----------------------------------------------- */
+
+/* A live series that calibrates its own forecasts: each forecast is kept (its raw close grid
+ * and P(up), from the series' length at the time, its origin) until the candles it forecast
+ * arrive; candle origin + h resolves its step h. Per step h and grid level tau:
+ *
+ *   score      e = (actual - q_tau) / last close, as the offline object's, over the last
+ *              KR_ONLINE_WINDOW outcomes of the step;
+ *   shift      the k-th smallest score, k = kr_conformal rank of n and tau_t (floor((n + 1)
+ *              tau_t) below 0.5, ceil from it, clamped to 1..n); the starting object's shift
+ *              (0 without one) until the step has KR_ONLINE_WARMUP outcomes;
+ *   tau_t      adaptive conformal inference (Gibbs and Candes, 2021): starts at tau, and each
+ *              outcome of a forecast issued past the warm-up moves it by
+ *              tau_{t+1} = tau_t + KR_ONLINE_GAMMA (tau - [actual <= q'_tau]), q'_tau the
+ *              level's calibrated quantile that forecast issued (before rearrangement);
+ *   P(up)      isotonic regression of every outcome at the step, as the offline object's (the
+ *              starting object's map until the warm-up is over).
+ *
+ * The current object (kr_calib_online_current) calibrates the next forecast exactly as a
+ * given object would (kr_calibrate_forecast). Everything is deterministic arithmetic on the
+ * kept forecasts and the closes, so replaying them gives the same object bit for bit. */
+#define KR_ONLINE_GAMMA  0.005
+#define KR_ONLINE_WINDOW 250
+#define KR_ONLINE_WARMUP 20
+
+typedef struct kr_calib_online kr_calib_online;
+
+/* Online calibration starting from start (copied; NULL: every shift 0, P(up) the identity,
+ * its shape set by the first forecast). NULL with err when out of memory or start breaks a
+ * rule (kr_calibration_check). */
+kr_calib_online *kr_calib_online_new(const kr_calibration *start, kr_error *err);
+void kr_calib_online_free(kr_calib_online *o);
+/* Whether a forecast of this model, horizon, samples and levels fits (KR_E_INVALID naming
+ * the request's field otherwise); the first one sets the shape of one started without an
+ * object. */
+int kr_calib_online_fit(kr_calib_online *o, const char *model, int horizon, int samples,
+                        const double *levels, int n_levels, kr_error *err);
+/* Whether the shape is set (by a starting object or a first forecast). */
+bool kr_calib_online_shaped(const kr_calib_online *o);
+/* The object the next forecast is calibrated by (shaped only; changed by keep and resolve). */
+const kr_calibration *kr_calib_online_current(const kr_calib_online *o);
+/* The close paths of res sorted per step: out[horizon][samples]. */
+void kr_forecast_sorted_close(const kr_forecast_result *res, double *out);
+/* A fitted forecast from origin (the series' length when made) kept until resolved: its sorted
+ * close paths [horizon][samples], raw P(up) [horizon] and the last close before it. It
+ * replaces an unresolved forecast from the same origin. */
+int kr_calib_online_keep(kr_calib_online *o, long origin, double last_close, const double *sorted,
+                         const double *p_up, kr_error *err);
+
+/* What the candle at one index told: the most recent kept forecast of it (the smallest
+ * step), its PIT within that forecast's calibrated grid and the symmetric pairs of its levels
+ * it fell outside (bit j: pair j of kr_calib_online_stats, strictly below or above). */
+typedef struct {
+    bool covered; /* a kept forecast had forecast this candle */
+    int step;     /* 0-based step of that forecast */
+    double pit;
+    unsigned outside;
+} kr_online_outcome;
+
+/* The candle at index (0-based in the series) closed at close: every kept forecast of it
+ * resolved (PIT, coverage, P(up) outcome), the calibration updated. -1 when out of memory
+ * (err), and then the state is as before only at the steps not yet updated. */
+int kr_calib_online_resolve(kr_calib_online *o, long index, double close, kr_online_outcome *out,
+                            kr_error *err);
+
+typedef struct {
+    bool shaped;
+    long resolved; /* forecast-steps resolved */
+    int n_pairs;   /* symmetric pairs of the levels, outermost first */
+    double pair_lo[KR_MAX_QUANTILES / 2], pair_hi[KR_MAX_QUANTILES / 2];
+    double coverage[KR_MAX_QUANTILES / 2]; /* share within the calibrated pair, bounds in */
+    double pit_ks;                         /* KS distance of the PITs from uniform; NAN at 0 */
+    double brier;                          /* of the calibrated P(up); NAN at 0 */
+    size_t bytes;                          /* what the state holds */
+} kr_calib_online_stats;
+
+void kr_calib_online_stats_get(const kr_calib_online *o, kr_calib_online_stats *st);
+
 /* ---- walk-forward evaluation -------------------------------------------------------------- */
 
 /* Forecasts from many origins of one series, scored against what happened and against two

@@ -444,6 +444,33 @@ class Client:
         """POST /sessions: {"session": id, "max_context": ..., "ttl_seconds": ...}."""
         return self._call("POST", "/sessions")
 
+    def create_candle_session(self, df, normalization=None, calibration=None, timestamps=None):
+        """POST /sessions with candles: a live series. calibration: "online" (the session
+        calibrates its own forecasts from the candles that arrive after them) or an object
+        (an Evaluation's calibration, or the Evaluation) to start from. Returns the answer,
+        {"session": id, "length": n, ...; "calibration": {...} when calibrating}."""
+        body = {"candles": _candles(df, timestamps), "normalization": normalization,
+                "calibration": (calibration.calibration if isinstance(calibration, Evaluation)
+                                else calibration)}
+        return self._call("POST", "/sessions", {k: v for k, v in body.items() if v is not None})
+
+    def append_candles(self, session, df, timestamps=None):
+        """POST /sessions/{id}/candles. A calibrating session's answer adds "anomalies": for
+        each candle one of its forecasts had covered, {"timestamp", "step", "pit", "outside"}."""
+        return self._call("POST", "/sessions/" + urllib.parse.quote(session, safe="") + "/candles",
+                          {"candles": _candles(df, timestamps)})
+
+    def session_forecast(self, session, horizon, samples=None, temperature=None, top_k=None,
+                         top_p=None, quantiles=None, seed=None, return_paths=None):
+        """POST /sessions/{id}/forecast: a Forecast (calibrated by the session's own
+        calibration when it calibrates itself)."""
+        opts = {"horizon": int(horizon), "samples": samples, "temperature": temperature,
+                "top_k": top_k, "top_p": top_p, "seed": seed, "return_paths": return_paths,
+                "quantiles": None if quantiles is None else [float(q) for q in quantiles]}
+        return Forecast(self._call(
+            "POST", "/sessions/" + urllib.parse.quote(session, safe="") + "/forecast",
+            {k: v for k, v in opts.items() if v is not None}))
+
     def get_session(self, session):
         return self._call("GET", "/sessions/" + urllib.parse.quote(session, safe=""))
 

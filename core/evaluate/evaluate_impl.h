@@ -13,6 +13,8 @@
  *   eval_calibrated.c  the calibrated forecaster's scores: rolling (no look-ahead) or a given
  *                      object, and the object fitted on every origin
  *   eval_anomalies.c   the origin-steps outside a chosen band (raw or calibrated)
+ *   calib_online.c     online calibration of a live series: kept forecasts resolved as
+ *                      their candles arrive, adaptive conformal inference
  *   eval_run.c         kr_evaluate: every origin's forecast through the one driver (kr_run)
  *   eval_cross.c       cross-sectional scores of many series' evaluations at the same origins
  */

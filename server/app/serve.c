@@ -141,6 +141,7 @@ static kd_replay_status replay(void *ctx, const kd_journal_record *rec, char *ms
     switch (rec->type) {
     case KD_REC_CANDLES:
     case KD_REC_APPEND:
+    case KD_REC_CALIB:
         return kd_replay_candle_record(app, rec, msg, msglen);
     case KD_REC_TOKENS:
     case KD_REC_GENERATED:

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "candle_calib.h"
 #include "forecast_job.h"
 #include "inputs.h"
 #include "json_fields.h"
@@ -37,6 +38,7 @@ typedef struct {
     kr_series *series;        /* NULL while pending */
     pending_candles *pending; /* a restored session's candles, until the series is built */
     kd_time_form form;        /* how the last candles' timestamps were written */
+    kd_candle_calib *calib;   /* NULL: its forecasts are not calibrated online */
 } candle_state;
 
 static void pending_free(pending_candles *p) {
@@ -81,6 +83,7 @@ static void state_free(void *p) {
     if (!st) return;
     kr_series_free(st->series);
     pending_free(st->pending);
+    kd_candle_calib_free(st->calib);
     free(st);
 }
 
@@ -153,6 +156,7 @@ static void state_describe(const void *p, kd_session_extra *out) {
     if (!st->form.unix_seconds)
         kd_format_timestamp(out->last_timestamp, st->form.tz_offset_min, st->form.has_tz,
                             out->last_timestamp_text, sizeof out->last_timestamp_text);
+    kd_candle_calib_describe(st->calib, out);
 }
 
 static const kd_session_kind candle_kind = {"candles", state_free, state_describe};
@@ -231,8 +235,10 @@ static kd_replay_status replay_append(kd_app *app, const kd_journal_record *rec,
     const kr_candles c = kd_journal_record_candles(rec);
     const kd_time_form form = {rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
     kd_replay_status rc = KD_REPLAY_INVALID;
-    snprintf(msg, msglen, "candles for a session that is not a restored candle session");
-    if (st && st->pending) {
+    snprintf(msg, msglen, "a record for a session that is not a restored candle session");
+    if (st && st->pending && rec->type == KD_REC_CALIB) /* its calibration's start or forecast */
+        rc = kd_candle_calib_replay(app, &st->calib, st->pending->n, rec, msg, msglen);
+    else if (st && st->pending) {
         /* an append at a new offset moved the series to its clock (append_candles): the
          * pending candles move with it, so the rebuilt series is the one before the crash */
         const int64_t shift = (int64_t)(kd_form_offset(&form) - kd_form_offset(&st->form)) * 60;
@@ -244,6 +250,8 @@ static kd_replay_status replay_append(kd_app *app, const kd_journal_record *rec,
         else
             snprintf(msg, msglen, "out of memory for %d more candles", rec->n);
     }
+    if (rc == KD_REPLAY_OK && rec->type == KD_REC_APPEND) /* the candles resolve its forecasts */
+        rc = kd_candle_calib_replay(app, &st->calib, st->pending->n - rec->n, rec, msg, msglen);
     kd_sessions_release(app->sessions, s);
     return rc;
 }
@@ -284,11 +292,13 @@ typedef struct {
     kr_candles view; /* the candles, for the core */
     kr_norm norm;    /* pinned statistics, if given */
     kr_series *series;
+    kd_candle_calib *calib; /* "calibration", if given */
 } create_job;
 
 static void create_discard(kd_work *w) {
     create_job *c = (create_job *)w;
     kd_candles_free(&c->candles);
+    kd_candle_calib_free(c->calib);
     free(c);
 }
 
@@ -352,6 +362,7 @@ static void create_run(kd_work *w) {
         kr_fail_code(&err, KR_E_NO_MEMORY, "out of memory for a session");
     }
     const kd_time_form form = c->candles.time_form;
+    if (st) st->calib = kd_candle_calib_take(&c->calib);
     create_discard(w);
     if (!st) {
         kd_sessions_unreserve(app->sessions, heap);
@@ -369,7 +380,8 @@ static void create_run(kd_work *w) {
         return;
     }
     /* held until its creation is written, so that nothing can end it before */
-    if (journal_created(app, held, owner, msg, sizeof msg) < 0) {
+    if (journal_created(app, held, owner, msg, sizeof msg) < 0 ||
+        kd_candle_calib_journal_start(app, st->calib, id, msg, sizeof msg) < 0) {
         kd_sessions_discard(app->sessions, held);
         kd_reply_journal_failed(
             r, "the session could not be written to the journal (state-dir), so it was not created",
@@ -382,7 +394,7 @@ static void create_run(kd_work *w) {
 
 static const kd_work_ops create_ops = {.run = create_run, .discard = create_discard};
 
-static const char *const create_fields[] = {"candles", "normalization", NULL};
+static const char *const create_fields[] = {"candles", "normalization", "calibration", NULL};
 
 kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const json_t *body) {
     char msg[KD_MSG_MAX];
@@ -396,9 +408,12 @@ kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const jso
                    kd_candles_parse(kd_field(body, "candles"), 2, app->cfg.max_candles, &c->candles,
                                     msg, sizeof msg) < 0 ||
                    kd_normalization_parse(kd_field(body, "normalization"), &c->norm, msg,
-                                          sizeof msg) < 0
+                                          sizeof msg) < 0 ||
+                   kd_candle_calib_parse(app, kd_field(body, "calibration"), &c->calib, msg,
+                                         sizeof msg) < 0
              : kd_body_csv_candles(r, 2, app->cfg.max_candles, &c->candles, msg, sizeof msg) < 0) {
         kd_candles_free(&c->candles);
+        kd_candle_calib_free(c->calib);
         free(c);
         kd_refuse_invalid(app, r, msg);
         return KD_REPLIED;
@@ -544,15 +559,19 @@ static void append_run(kd_work *w) {
         kd_reply_journal_failed(r, outcome, msg);
         return;
     }
+    json_t *anomalies = NULL; /* the candles' outcomes, once they are kept */
+    const int resolved = rc || kd_candle_calib_resolve(app, st->calib, length - appended, &a->view,
+                                                       &a->candles.time_form, &anomalies, &err);
     append_discard(w); /* releases the session before the client can see the answer */
     kd_sessions_unreserve(app->sessions, heap); /* counted as the session's at its release */
-    if (rc) {
+    if (rc || resolved) {
         kd_work_fail(app, r, "append", &err);
         return;
     }
     kd_reply_json(r, 200,
-                  json_pack("{s:s,s:i,s:i,s:o}", "session", id, "length", length, "appended",
-                            appended, "last_timestamp", kd_session_timestamp_json(&e)));
+                  json_pack("{s:s,s:i,s:i,s:o,s:o*}", "session", id, "length", length, "appended",
+                            appended, "last_timestamp", kd_session_timestamp_json(&e), "anomalies",
+                            anomalies));
 }
 
 static const kd_work_ops append_ops = {.run = append_run, .discard = append_discard};
@@ -655,7 +674,8 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     candle_state *st = kd_session_state(session);
-    const int bad = parse_session_forecast(app, body, st, in, msg, sizeof msg);
+    const int bad = parse_session_forecast(app, body, st, in, msg, sizeof msg) ||
+                    kd_candle_calib_prepare(app, st->calib, body, in, msg, sizeof msg);
     json_decref(body);
     if (bad || !in->req.use_cache) {
         kd_sessions_release(app->sessions, session);
@@ -674,5 +694,6 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     kd_forecast_job_on_series(f, session, st->series); /* NULL: a stateless forecast */
+    if (st->calib) kd_forecast_job_on_done(f, kd_candle_calib_kept, st->calib);
     return kd_forecast_job_submit(f);
 }

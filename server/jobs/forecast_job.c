@@ -27,6 +27,8 @@ struct kd_forecast_job {
     kd_forecast_answer answer;
     kd_session *session; /* a session forecast's, released at the end; else NULL */
     const kr_series *series;
+    kd_forecast_done_fn on_done; /* or NULL */
+    void *done_ctx;
 };
 
 static void job_free(kd_forecast_job *f) {
@@ -52,6 +54,11 @@ static void finish(kd_forecast_job *f) {
     for (int i = 0; i < f->n; i++) {
         if (f->errs[i].code && failed < 0) failed = i;
         if (!f->errs[i].code) tokens += (unsigned long long)f->res[i].usage.generated_tokens;
+    }
+    if (failed < 0 && f->on_done &&
+        f->on_done(app, f->done_ctx, &f->in[0], &f->res[0], &f->errs[0]) < 0) {
+        kr_forecast_result_free(&f->res[0]);
+        failed = 0;
     }
     json_t *body = NULL;
     char *text = NULL;
@@ -233,6 +240,11 @@ kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_inp
 void kd_forecast_job_on_series(kd_forecast_job *f, kd_session *session, const kr_series *series) {
     f->session = session;
     f->series = series;
+}
+
+void kd_forecast_job_on_done(kd_forecast_job *f, kd_forecast_done_fn fn, void *ctx) {
+    f->on_done = fn;
+    f->done_ctx = ctx;
 }
 
 kd_outcome kd_forecast_job_submit(kd_forecast_job *f) {

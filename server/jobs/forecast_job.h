@@ -27,6 +27,12 @@ kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_inp
 /* A session forecast: the forecast continues series (in[0].req already points at its
  * candles), and session (busy for this request) is released when the job ends. */
 void kd_forecast_job_on_series(kd_forecast_job *f, kd_session *session, const kr_series *series);
+/* Called once every forecast succeeded, before the answer is made and while a session
+ * forecast's session is still held: a session keeps what it learns from its forecasts. -1
+ * with err fails the request. */
+typedef int (*kd_forecast_done_fn)(kd_app *app, void *ctx, kd_forecast_input *in,
+                                   const kr_forecast_result *res, kr_error *err);
+void kd_forecast_job_on_done(kd_forecast_job *f, kd_forecast_done_fn fn, void *ctx);
 /* kd_submit for it: KD_DEFERRED, or KD_REPLIED after a refusal (the job then freed). */
 kd_outcome kd_forecast_job_submit(kd_forecast_job *f);
 

@@ -1,6 +1,8 @@
 /* replies.c — the shared answers of replies.h. */
 #include "replies.h"
 
+#include "calib_online_json.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +59,10 @@ json_t *kd_session_timestamp_json(const kd_session_extra *e) {
 
 int kd_session_extra_json(json_t *o, const kd_session_info *info) {
     const kd_session_extra *e = &info->extra;
+    if (e->calibrated &&
+        json_object_set_new(o, "calibration",
+                            kd_calib_online_json(&e->calib, e->calib_from_object)) < 0)
+        return -1;
     return json_object_set_new(o, "normalization", kd_normalization_json(e->mean, e->std)) < 0 ||
                    json_object_set_new(o, "last_timestamp", kd_session_timestamp_json(e)) < 0
                ? -1

@@ -50,8 +50,8 @@ refuse unknown "an unknown field in anomalies: 400" '"anomalies" in d["error"]["
 refuse not_object "anomalies not an object: 400" 'd["error"]["message"].startswith("anomalies: ")'
 
 if [ -n "$NP_PY" ]; then
-    before=$(metric "$U" kronosd_anomalies_total)
-    before_checks=$(metric "$U" kronosd_anomaly_checks_total)
+    before=$(metric "$U" 'kronosd_anomalies_total{source="evaluate"}')
+    before_checks=$(metric "$U" 'kronosd_anomaly_checks_total{source="evaluate"}')
     if out=$("$NP_PY" "$SRC/tests/e2e/anomalies_check.py" "$U" "$WORK" 2>&1); then
         echo "$out" | sed 's/^/     /'
         pass "numpy: $(echo "$out" | grep -c '^ok') checks"
@@ -60,8 +60,8 @@ if [ -n "$NP_PY" ]; then
         fail "numpy"
     fi
     read -r flagged checked <"$WORK/flagged"
-    after=$(metric "$U" kronosd_anomalies_total)
-    after_checks=$(metric "$U" kronosd_anomaly_checks_total)
+    after=$(metric "$U" 'kronosd_anomalies_total{source="evaluate"}')
+    after_checks=$(metric "$U" 'kronosd_anomaly_checks_total{source="evaluate"}')
     if [ -n "$before" ] && [ $((after - before)) -eq "$flagged" ] && [ "$flagged" -gt 0 ] &&
         [ $((after_checks - before_checks)) -eq "$checked" ]; then
         pass "metrics: kronosd_anomalies_total +$flagged, kronosd_anomaly_checks_total +$checked"

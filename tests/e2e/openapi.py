@@ -370,6 +370,17 @@ check("POST /sessions/{id}/forecast with candles", "POST", URL, f"/sessions/{c_i
       {"horizon": 3, "candles": candles})
 for sid in (t_id, c_id):
     check("DELETE /sessions/{id}", "DELETE", URL, f"/sessions/{sid}", 200)
+ls = check("POST /sessions (candles, calibration online)", "POST", URL, "/sessions", 201,
+           {"candles": candles, "calibration": "online"})
+l_id = ls["session"] if isinstance(ls, dict) else "x"
+check("POST /sessions/{id}/forecast (calibrating itself)", "POST", URL,
+      f"/sessions/{l_id}/forecast", 200, {"horizon": 2, "samples": 4, "seed": 3})
+check("POST /sessions/{id}/candles (anomalies)", "POST", URL, f"/sessions/{l_id}/candles", 200,
+      {"candles": more})
+check("GET /sessions/{id} (calibrating itself)", "GET", URL, f"/sessions/{l_id}", 200)
+check("POST /sessions bad calibration", "POST", URL, "/sessions", 400,
+      {"candles": candles, "calibration": "offline"})
+check("DELETE /sessions/{id} (calibrating itself)", "DELETE", URL, f"/sessions/{l_id}", 200)
 gone = "kronos-1-" + "0" * 32
 check("GET /sessions/{id} unknown", "GET", URL, f"/sessions/{gone}", 404)
 check("DELETE /sessions/{id} deleted", "DELETE", URL, f"/sessions/{t_id}", 404)

@@ -183,6 +183,26 @@ class PlainClient(unittest.TestCase):
             self.kd.get_session(s)
         self.assertEqual((cm.exception.status, cm.exception.code), (404, "session_not_found"))
 
+    def test_candle_session_calibrating_itself(self):
+        c = columns(130)
+        first = {k: v[:120] for k, v in c.items()}
+        s = self.kd.create_candle_session(first, calibration="online")
+        self.assertEqual(s["calibration"]["resolved"], 0)
+        sid = s["session"]
+        fc = self.kd.session_forecast(sid, horizon=2, samples=4, seed=5)
+        self.assertTrue(fc.calibrated)
+        self.assertEqual(sorted(fc.quantiles), [0.1, 0.5, 0.9])
+        out = self.kd.append_candles(sid, {k: v[120:121] for k, v in c.items()})
+        self.assertEqual(len(out["anomalies"]), 1)
+        self.assertEqual(out["anomalies"][0]["step"], 1)
+        lo, hi = fc.raw["quantiles"]["0.1"]["close"][0], fc.raw["quantiles"]["0.9"]["close"][0]
+        y = c["close"][120]
+        self.assertEqual(out["anomalies"][0]["outside"], [] if lo <= y <= hi else ["0.1-0.9"])
+        cal = self.kd.get_session(sid)["calibration"]
+        self.assertEqual((cal["mode"], cal["resolved"]), ("online", 1))
+        self.assertEqual(cal["coverage"]["0.1-0.9"], 1.0 if lo <= y <= hi else 0.0)
+        self.kd.delete_session(sid)
+
     def test_api_key(self):
         url, key = os.environ["KRONOSD_KEY_URL"], os.environ["KRONOSD_KEY"]
         with self.assertRaises(KronosdError) as cm:

@@ -18,6 +18,10 @@ void kd_metrics_add_tokens(kd_metrics *m, unsigned long long generated);
 /* The origin-steps an /evaluate answer flagged as anomalies, and those it checked. */
 void kd_metrics_add_anomalies(kd_metrics *m, unsigned long long flagged,
                               unsigned long long checked);
+/* The appended candles a calibrated session's forecasts had covered (checked) and of them
+ * those outside a band (flagged). */
+void kd_metrics_add_append_anomalies(kd_metrics *m, unsigned long long flagged,
+                                     unsigned long long checked);
 
 /* A model request's class: light when the core's job plans at most light-request-mflop of
  * work (the label of the queueing-delay histogram). */

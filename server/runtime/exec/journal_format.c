@@ -85,6 +85,25 @@ static int put_candles(kd_jbuf *b, const kd_journal_record *r) {
     return 0;
 }
 
+static int put_calib(kd_jbuf *b, const kd_journal_calib *k) {
+    PUT(b, uint8_t, k->kind);
+    if (k->kind == KD_CALIB_START) {
+        PUT(b, uint32_t, k->text_len);
+        return put(b, k->text, k->text_len);
+    }
+    PUT(b, int64_t, k->origin);
+    PUT(b, double, k->last);
+    PUT(b, uint32_t, k->horizon);
+    PUT(b, uint32_t, k->samples);
+    PUT(b, uint8_t, k->n_levels);
+    const size_t P = (size_t)k->horizon;
+    if (put(b, k->levels, (size_t)k->n_levels * sizeof(double)) < 0 ||
+        put(b, k->sorted, P * (size_t)k->samples * sizeof(double)) < 0 ||
+        put(b, k->p_up, P * sizeof(double)) < 0)
+        return -1;
+    return 0;
+}
+
 /* The framed record in b->p. */
 int kd_journal_encode(kd_jbuf *b, const kd_journal_record *r) {
     b->len = 0;
@@ -116,6 +135,9 @@ int kd_journal_encode(kd_jbuf *b, const kd_journal_record *r) {
         }
         break;
     case KD_REC_GONE:
+        break;
+    case KD_REC_CALIB:
+        if (put_calib(b, &r->calib) < 0) return -1;
         break;
     }
     const size_t payload = b->len - KD_JOURNAL_FRAME;
@@ -285,13 +307,39 @@ static void take_candles(cursor *c, kd_journal_record *r, kd_journal_decoded *d)
         r->columns[k] = mask & (1u << k) ? take_array(c, n, sizeof(double), &d->mem[1 + k]) : NULL;
 }
 
+static void take_calib(cursor *c, kd_journal_calib *k, kd_journal_decoded *d) {
+    uint8_t kind = 0, nl = 0;
+    uint32_t n = 0, P = 0, S = 0;
+    take(c, &kind, 1);
+    k->kind = (kd_calib_record)kind;
+    if (kind == KD_CALIB_START) {
+        take(c, &n, sizeof n);
+        k->text = take_array(c, n, 1, &d->mem[0]);
+        k->text_len = n;
+        return;
+    }
+    if (kind != KD_CALIB_FORECAST) c->bad = true;
+    take(c, &k->origin, sizeof k->origin);
+    take(c, &k->last, sizeof k->last);
+    take(c, &P, sizeof P);
+    take(c, &S, sizeof S);
+    take(c, &nl, 1);
+    if (P < 1 || S < 1 || P > INT_MAX / S || nl > KR_MAX_QUANTILES) c->bad = true;
+    k->horizon = (int)P;
+    k->samples = (int)S;
+    k->n_levels = nl;
+    take(c, k->levels, c->bad ? 0 : (size_t)nl * sizeof(double));
+    k->sorted = c->bad ? NULL : take_array(c, (size_t)P * S, sizeof(double), &d->mem[1]);
+    k->p_up = c->bad ? NULL : take_array(c, P, sizeof(double), &d->mem[2]);
+}
+
 bool kd_journal_peek(const unsigned char *p, size_t n, char *type, char *id) {
     cursor c = {p, p + n, false};
     uint8_t t = 0;
     take(&c, &t, 1);
     take_str(&c, id, KD_SESSION_ID_LEN + 1);
     *type = (char)t;
-    return !c.bad && strchr("CATGD", t) && t != 0;
+    return !c.bad && strchr("CATGDK", t) && t != 0;
 }
 
 int kd_journal_decode(const unsigned char *p, size_t n, kd_journal_record *r,
@@ -338,6 +386,9 @@ int kd_journal_decode(const unsigned char *p, size_t n, kd_journal_record *r,
         break;
     }
     case KD_REC_GONE:
+        break;
+    case KD_REC_CALIB:
+        take_calib(&c, &r->calib, d);
         break;
     default:
         c.bad = true;

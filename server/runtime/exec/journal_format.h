@@ -12,6 +12,9 @@
  *   T: u16 + owner
  *   G: u32 n, i32 s1[n], i32 s2[n], i32 stamp[n][5] (minute, hour, weekday, day, month)
  *   D: nothing
+ *   K: u8 0, u32 n + the starting calibration object as JSON ("" for online), or
+ *      u8 1, i64 origin, f64 last close, u32 horizon, u32 samples, u8 levels, f64 level[],
+ *      f64 sorted close paths[horizon][samples], f64 P(up)[horizon]
  * where form is u8 unix_seconds, u8 has_tz, i32 tz_offset_min.
  */
 #ifndef KD_JOURNAL_FORMAT_H
@@ -34,7 +37,21 @@ typedef enum {
     KD_REC_TOKENS = 'T',    /* a token session created: id, owner */
     KD_REC_GENERATED = 'G', /* token pairs appended to a token session: id, pairs */
     KD_REC_GONE = 'D',      /* a session ended: id */
+    KD_REC_CALIB = 'K',     /* a candle session's calibration: its start, or a forecast kept */
 } kd_record_type;
+
+/* K: what a candle session's online calibration learns from (candle_calibration.c). */
+typedef enum { KD_CALIB_START = 0, KD_CALIB_FORECAST = 1 } kd_calib_record;
+typedef struct {
+    kd_calib_record kind;
+    const char *text; /* START: the starting object's JSON, "" for online; text_len bytes */
+    uint32_t text_len;
+    int64_t origin; /* FORECAST: the series' length when it was made */
+    double last;    /* the close before it */
+    int horizon, samples, n_levels;
+    double levels[KR_MAX_QUANTILES];
+    const double *sorted, *p_up; /* [horizon][samples], [horizon] */
+} kd_journal_calib;
 
 typedef struct {
     kd_record_type type;
@@ -49,6 +66,7 @@ typedef struct {
     const double *columns[KR_D_IN];    /* C, A: [n] each, NULL for an absent column */
     const int32_t *s1, *s2;            /* G: [n] */
     const kr_stamp *stamps;            /* G: [n] */
+    kd_journal_calib calib;            /* K */
 } kd_journal_record;
 
 /* A growing byte buffer that records and headers are encoded into. */

@@ -2,6 +2,7 @@
  * (journal_rules.h). The candle and token rules are the core's, as for a live request. */
 #include "journal_rules.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,24 @@ static int apply_tokens(kd_session_rules *s, const kd_journal_record *rec, const
     return 0;
 }
 
+/* A calibration record: its forecast's numbers as a live forecast makes them (the object
+ * itself is checked when the session is restored). */
+static int apply_calib(kd_session_rules *s, const kd_journal_record *rec, kr_error *err) {
+    const kd_journal_calib *k = &rec->calib;
+    if (k->kind == KD_CALIB_START) return 0;
+    if (k->origin != s->shape.n)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "its forecast's origin %lld is not the session's length, %d candles",
+                            (long long)k->origin, s->shape.n);
+    for (long i = 0; i < (long)k->horizon * k->samples; i++)
+        if (!isfinite(k->sorted[i]) || (i % k->samples && k->sorted[i] < k->sorted[i - 1]))
+            return kr_fail_code(err, KR_E_INVALID, "its forecast's paths are not sorted numbers");
+    for (int h = 0; h < k->horizon; h++)
+        if (!(k->p_up[h] >= 0 && k->p_up[h] <= 1))
+            return kr_fail_code(err, KR_E_INVALID, "its forecast's P(up) is not in [0, 1]");
+    return 0;
+}
+
 int kd_journal_rules_apply(kd_session_rules *s, const kd_journal_record *rec, const kr_model *m,
                            kr_error *err) {
     static const char *const kinds[] = {"no session", "a candle session", "a token session",
@@ -80,7 +99,8 @@ int kd_journal_rules_apply(kd_session_rules *s, const kd_journal_record *rec, co
     if (creates && s->kind != KD_RULES_NONE)
         return kr_fail_code(err, KR_E_INVALID, "it creates %s that exists already (%s)", rec->id,
                             kinds[s->kind]);
-    const kd_rules_kind wants = rec->type == KD_REC_APPEND      ? KD_RULES_CANDLES
+    const kd_rules_kind wants = rec->type == KD_REC_APPEND || rec->type == KD_REC_CALIB
+                                    ? KD_RULES_CANDLES
                                 : rec->type == KD_REC_GENERATED ? KD_RULES_TOKENS
                                                                 : KD_RULES_NONE;
     if (!creates && rec->type != KD_REC_GONE && s->kind != wants)
@@ -96,6 +116,8 @@ int kd_journal_rules_apply(kd_session_rules *s, const kd_journal_record *rec, co
         return 0;
     case KD_REC_GENERATED:
         return apply_tokens(s, rec, m, err);
+    case KD_REC_CALIB:
+        return apply_calib(s, rec, err);
     case KD_REC_GONE: /* of a session whose creation was never written, too: harmless */
         if (s->kind != KD_RULES_NONE) s->kind = KD_RULES_GONE;
         return 0;

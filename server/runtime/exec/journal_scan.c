@@ -73,6 +73,7 @@ int kd_jindex_note(kd_jindex *x, char type, const char *id, size_t bytes, bool k
         break;
     case KD_REC_APPEND:
     case KD_REC_GENERATED:
+    case KD_REC_CALIB:
         if (!e->live) break;
         e->bytes += bytes;
         x->live_bytes += bytes;

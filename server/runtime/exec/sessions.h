@@ -47,6 +47,9 @@ typedef struct {
     int64_t last_timestamp; /* wall-clock seconds */
     char last_timestamp_text[48]; /* as the client wrote such timestamps, "" for Unix seconds */
     float mean[KR_D_IN], std[KR_D_IN];
+    /* a candle session that calibrates itself: its running statistics */
+    bool calibrated, calib_from_object;
+    kr_calib_online_stats calib;
 } kd_session_extra;
 
 typedef struct {
