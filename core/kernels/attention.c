@@ -4,11 +4,13 @@
  * Every path computes each (row, head) the same way, so a row's result does not depend on
  * which path ran it, on what else was in the batch or on the thread count:
  *
- *   score_j = (sum over i, in order, of q_i * k_ji) * scale   (products and sums rounded
- *                                                              one by one: no FMA)
+ *   score_j = (chain over i, in order, of acc = fma(q_i, k_ji, acc)) * scale
  *   e_j     = exp(score_j - max_j score_j)                    (exp_array)
  *   Z       = sum over j, in order, of e_j
- *   o_i     = (sum over j, in order, of e_j * v_ji) * (1 / Z)
+ *   o_i     = (chain over j, in order, of acc = fma(e_j, v_ji, acc)) * (1 / Z)
+ *
+ * Each fma rounds once: the level's FMA instruction (KR_FMA, vmath.h) or fmaf, the same
+ * bits on every level.
  *
  * Keys are stored transposed within a block (nn.h), so the row path computes a head's
  * scores for 16 keys at once, one vector lane a key.

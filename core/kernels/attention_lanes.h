@@ -41,7 +41,7 @@ _Static_assert(VALUE_ROWS >= 1 && VALUE_ROWS <= 6, "attend_tile's switch has cas
  * (two or three groups repeat their last one; each key's sum still runs over i in order);
  * a last partial group whose 16 lanes lie within its block is one group too, its lanes
  * past k1 computed and dropped (each lane is a key of its own). */
-KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd, int k0,
+KR_INLINE KR_LEVEL_FN void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd, int k0,
                            int k1, float scale, float *out) {
     int B = kv->block_len;
     for (int key = k0; key < k1;) {
@@ -60,10 +60,10 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
                 for (int n = 0; n < KEY_VECS; n++)
                     a[g][n] = (vf){0};
             for (int i = 0; i < hd; i++) {
-                float qi = qh[i];
+                vf qv = KR_SPLAT(qh[i]);
                 for (int g = 0; g < 4; g++)
                     for (int n = 0; n < KEY_VECS; n++)
-                        a[g][n] += qi * KR_LOAD(kt[g] + (size_t)i * B + n * KR_W);
+                        a[g][n] = KR_FMA(qv, KR_LOAD(kt[g] + (size_t)i * B + n * KR_W), a[g][n]);
             }
             for (int g = 0; g < n_full; g++)
                 for (int n = 0; n < KEY_VECS; n++) {
@@ -83,7 +83,7 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
                 acc[v] = (vf){0};
             for (int i = 0; i < hd; i++)
                 for (int v = 0; v < KEY_VECS; v++)
-                    acc[v] += qh[i] * KR_LOAD(kc + (size_t)i * B + v * KR_W);
+                    acc[v] = KR_FMA(KR_SPLAT(qh[i]), KR_LOAD(kc + (size_t)i * B + v * KR_W), acc[v]);
             float s[KEY_LANES];
             for (int v = 0; v < KEY_VECS; v++) {
                 vf sv = acc[v] * scale;
@@ -94,7 +94,7 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
             float acc[KEY_LANES] = {0};
             for (int i = 0; i < hd; i++)
                 for (int l = 0; l < n; l++)
-                    acc[l] += qh[i] * kc[(size_t)i * B + l];
+                    acc[l] = fmaf(qh[i], kc[(size_t)i * B + l], acc[l]);
             for (int l = 0; l < n; l++)
                 out[key - k0 + l] = acc[l] * scale;
         }
@@ -103,7 +103,7 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
 }
 
 /* s[n] -> e^(s - max s) in place; returns 1 / (their sum, in order). */
-KR_INLINE float exp_shifted(float *s, int n) {
+KR_INLINE KR_LEVEL_FN float exp_shifted(float *s, int n) {
     float mx = s[0];
     for (int i = 1; i < n; i++)
         if (s[i] > mx) mx = s[i];
@@ -119,7 +119,7 @@ KR_INLINE float exp_shifted(float *s, int n) {
 /* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order: 64 columns at a time
  * (32 on SSE) held in registers while the keys go by (each column still adds its products
  * in key order, one rounding each), then KR_W and then one at a time. */
-KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
+KR_INLINE KR_LEVEL_FN void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
                            int hd, int k0, int k1) {
     enum { COLS = KR_W == 4 ? 32 : 64, VECS = COLS / KR_W };
     int i0 = 0;
@@ -131,21 +131,21 @@ KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int
             const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd + i0;
             float p = e[key - k0];
             for (int c = 0; c < VECS; c++)
-                a[c] += p * KR_LOAD(v + c * KR_W);
+                a[c] = KR_FMA(KR_SPLAT(p), KR_LOAD(v + c * KR_W), a[c]);
         }
         memcpy(out + i0, a, sizeof a);
     }
     for (; i0 + KR_W <= hd; i0 += KR_W) {
         vf a = KR_LOAD(out + i0);
         for (int key = k0; key < k1; key++)
-            a += e[key - k0] * KR_LOAD(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0);
+            a = KR_FMA(KR_SPLAT(e[key - k0]), KR_LOAD(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0), a);
         memcpy(out + i0, &a, sizeof a);
     }
     for (int key = k0; key < k1 && i0 < hd; key++) {
         const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd;
         float p = e[key - k0];
         for (int i = i0; i < hd; i++)
-            out[i] += p * v[i];
+            out[i] = fmaf(p, v[i], out[i]);
     }
 }
 
@@ -154,7 +154,7 @@ KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int
  * e + hh * e_stride: each key's value row is read as one run of 1 KiB while 16 registers
  * hold the sums; each column still adds its products in key order. (AVX-512 only: the sums
  * take all 16 registers of AVX2.) */
-KR_INLINE void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
+KR_INLINE KR_LEVEL_FN void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
                            int layer, int h0, int k0, int k1) {
     vf a[16];
     for (int c = 0; c < 16; c++)
@@ -167,7 +167,7 @@ KR_INLINE void values_4x64(float *o, const float *e, size_t e_stride, const kr_k
             for (int hh = 0; hh < 4; hh++) {
                 float p = e[hh * e_stride + (size_t)(key - k0)];
                 for (int c = 0; c < 4; c++)
-                    a[4 * hh + c] += p * KR_LOAD(vb + 16 * (4 * hh + c));
+                    a[4 * hh + c] = KR_FMA(KR_SPLAT(p), KR_LOAD(vb + 16 * (4 * hh + c)), a[4 * hh + c]);
             }
         }
     }
@@ -208,7 +208,7 @@ KR_LEVEL_FN static void attend_heads(float *o, const float *q, const kr_kv_view 
  * serves them all, TILE_KEYS x NV chains of adds in flight (a block's last group repeats its
  * last key, writing the same scores twice). The other vectors' scores are not written.
  * V0 and NV are constants at each call (the caller's switch), so the sums stay in registers. */
-KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer, int h,
+KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer, int h,
                            int hd, int k0, int k1, float scale, int V0, int NV) {
     enum { T = KR_ATTN_TILE, G = TILE_KEYS };
     int B = kv->block_len;
@@ -234,7 +234,7 @@ KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int
                     const float *qi = qt + (size_t)i * T;
                     for (int c = 0; c < G; c++)
                         for (int n = V0; n < V0 + NV; n++)
-                            a[c][n] += KR_LOAD(qi + n * KR_W) * kc[c];
+                            a[c][n] = KR_FMA(KR_LOAD(qi + n * KR_W), KR_SPLAT(kc[c]), a[c][n]);
                 }
             } else {
                 for (int i = 0; i < hd; i++, kc += B) {
@@ -242,7 +242,7 @@ KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int
                     for (int c = 0; c < G; c++) {
                         float ki = kc[c < last ? c : last];
                         for (int n = V0; n < V0 + NV; n++)
-                            a[c][n] += KR_LOAD(qi + n * KR_W) * ki;
+                            a[c][n] = KR_FMA(KR_LOAD(qi + n * KR_W), KR_SPLAT(ki), a[c][n]);
                     }
                 }
             }
@@ -260,7 +260,7 @@ KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int
  * group (k0 and the block length multiples of 16: each group lies in one block), the rows
  * side by side so that four chains of adds are in flight; each key's sum runs over i in
  * order, as in head_scores. */
-KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int r0, int r, int nr,
+KR_INLINE KR_LEVEL_FN void own_scores4(float *sc, const float *qt, const attend_job *j, int r0, int r, int nr,
                            int h, int hd, int k0, float scale) {
     enum { T = KR_ATTN_TILE };
     int B = j->rows[r0].kv->block_len;
@@ -281,10 +281,10 @@ KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int 
         for (int i = 0; i < hd; i++, qr += T)
             for (int n = 0; n < KEY_VECS; n++) {
                 size_t at_i = (size_t)i * B + n * KR_W;
-                a[0][n] += qr[0] * KR_LOAD(kc[0] + at_i);
-                a[1][n] += qr[q1] * KR_LOAD(kc[1] + at_i);
-                a[2][n] += qr[q2] * KR_LOAD(kc[2] + at_i);
-                a[3][n] += qr[q3] * KR_LOAD(kc[3] + at_i);
+                a[0][n] = KR_FMA(KR_SPLAT(qr[0]), KR_LOAD(kc[0] + at_i), a[0][n]);
+                a[1][n] = KR_FMA(KR_SPLAT(qr[q1]), KR_LOAD(kc[1] + at_i), a[1][n]);
+                a[2][n] = KR_FMA(KR_SPLAT(qr[q2]), KR_LOAD(kc[2] + at_i), a[2][n]);
+                a[3][n] = KR_FMA(KR_SPLAT(qr[q3]), KR_LOAD(kc[3] + at_i), a[3][n]);
             }
         for (int g = 0; g < nr; g++) {
             float s[KEY_LANES];
@@ -301,7 +301,7 @@ KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int 
  * registers while the keys go by; each (row, column) adds its products in key order. With
  * `ahead`, the rows VALUE_CHUNK keys on are asked for into the second-level cache, a key at a
  * time (the chunk's other tiles find them in the first). */
-KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const value_run *runs,
+KR_INLINE KR_LEVEL_FN void values_rows(float *o, int rt, const float *sc, int ra, const value_run *runs,
                            int n_runs, int d, int hd, int i0, int k1, int ahead) {
     enum { T = KR_ATTN_TILE };
     vf c[VALUE_ROWS][4];
@@ -321,10 +321,10 @@ KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const valu
                v3 = KR_LOAD(vb + 3 * KR_W);
             const float *p = sc + (size_t)key * T + ra;
             for (int r = 0; r < rt; r++) {
-                c[r][0] += p[r] * v0;
-                c[r][1] += p[r] * v1;
-                c[r][2] += p[r] * v2;
-                c[r][3] += p[r] * v3;
+                c[r][0] = KR_FMA(KR_SPLAT(p[r]), v0, c[r][0]);
+                c[r][1] = KR_FMA(KR_SPLAT(p[r]), v1, c[r][1]);
+                c[r][2] = KR_FMA(KR_SPLAT(p[r]), v2, c[r][2]);
+                c[r][3] = KR_FMA(KR_SPLAT(p[r]), v3, c[r][3]);
             }
         }
     }
@@ -411,7 +411,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 const float *kc = kr_kv_kcol(row->kv, j->layer, key) + (size_t)h * hd * B;
                 float acc = 0.0f;
                 for (int i = 0; i < hd; i++)
-                    acc += qt[(size_t)i * T + r] * kc[(size_t)i * B];
+                    acc = fmaf(qt[(size_t)i * T + r], kc[(size_t)i * B], acc);
                 sc[(size_t)key * T + r] = acc * scale;
             }
         }
@@ -516,7 +516,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 vf v = KR_LOAD(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
                 const float *p = sc + (size_t)key * T + ra;
                 for (int r = 0; r < 4; r++)
-                    c[r] += p[r] * v;
+                    c[r] = KR_FMA(KR_SPLAT(p[r]), v, c[r]);
             }
             for (int r = 0; r < 4 && ra + r < R; r++)
                 memcpy(o + (size_t)(ra + r) * hd + i0, &c[r], sizeof c[r]);
@@ -526,7 +526,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (int r = 0; r < R; r++) {
             float pk = sc[(size_t)key * T + r], *orow = o + (size_t)r * hd;
             for (int i = hdw; i < hd; i++)
-                orow[i] += pk * v[i];
+                orow[i] = fmaf(pk, v[i], orow[i]);
         }
     }
     /* each row's keys past the shared ones, from its own cache, in key order; then 1 / Z */
@@ -544,7 +544,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 for (; key < kb1; key++, vb += d) { /* block by block: rows d apart */
                     float p = sc[(size_t)key * T + r];
                     for (int x = 0; x < 4; x++)
-                        a[x] += p * KR_LOAD(vb + x * KR_W);
+                        a[x] = KR_FMA(KR_SPLAT(p), KR_LOAD(vb + x * KR_W), a[x]);
                 }
             }
             for (int x = 0; x < 4; x++)
@@ -554,8 +554,8 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (; i0 < hdw; i0 += KR_W) {
             vf a = KR_LOAD(orow + i0);
             for (int key = shared; key < row->n_keys; key++)
-                a += sc[(size_t)key * T + r] *
-                     KR_LOAD(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0);
+                a = KR_FMA(KR_SPLAT(sc[(size_t)key * T + r]),
+                       KR_LOAD(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0), a);
             a *= inv[r];
             memcpy(out + i0, &a, sizeof a);
         }
@@ -563,7 +563,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
             const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
             float p = sc[(size_t)key * T + r];
             for (int i = i0; i < hd; i++)
-                orow[i] += p * v[i];
+                orow[i] = fmaf(p, v[i], orow[i]);
         }
         for (int i = i0; i < hd; i++)
             out[i] = orow[i] * inv[r];
