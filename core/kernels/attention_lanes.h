@@ -41,8 +41,8 @@ _Static_assert(VALUE_ROWS >= 1 && VALUE_ROWS <= 6, "attend_tile's switch has cas
  * (two or three groups repeat their last one; each key's sum still runs over i in order);
  * a last partial group whose 16 lanes lie within its block is one group too, its lanes
  * past k1 computed and dropped (each lane is a key of its own). */
-KR_INLINE KR_LEVEL_FN void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd, int k0,
-                           int k1, float scale, float *out) {
+KR_INLINE KR_LEVEL_FN void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h,
+                                       int hd, int k0, int k1, float scale, float *out) {
     int B = kv->block_len;
     for (int key = k0; key < k1;) {
         const float *kt[4];
@@ -83,7 +83,8 @@ KR_INLINE KR_LEVEL_FN void head_scores(const float *qh, const kr_kv_view *kv, in
                 acc[v] = (vf){0};
             for (int i = 0; i < hd; i++)
                 for (int v = 0; v < KEY_VECS; v++)
-                    acc[v] = KR_FMA(KR_SPLAT(qh[i]), KR_LOAD(kc + (size_t)i * B + v * KR_W), acc[v]);
+                    acc[v] =
+                        KR_FMA(KR_SPLAT(qh[i]), KR_LOAD(kc + (size_t)i * B + v * KR_W), acc[v]);
             float s[KEY_LANES];
             for (int v = 0; v < KEY_VECS; v++) {
                 vf sv = acc[v] * scale;
@@ -119,8 +120,8 @@ KR_INLINE KR_LEVEL_FN float exp_shifted(float *s, int n) {
 /* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order: 64 columns at a time
  * (32 on SSE) held in registers while the keys go by (each column still adds its products
  * in key order, one rounding each), then KR_W and then one at a time. */
-KR_INLINE KR_LEVEL_FN void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
-                           int hd, int k0, int k1) {
+KR_INLINE KR_LEVEL_FN void head_values(float *out, const float *e, const kr_kv_view *kv, int layer,
+                                       int h, int hd, int k0, int k1) {
     enum { COLS = KR_W == 4 ? 32 : 64, VECS = COLS / KR_W };
     int i0 = 0;
     for (; i0 + COLS <= hd; i0 += COLS) {
@@ -138,7 +139,8 @@ KR_INLINE KR_LEVEL_FN void head_values(float *out, const float *e, const kr_kv_v
     for (; i0 + KR_W <= hd; i0 += KR_W) {
         vf a = KR_LOAD(out + i0);
         for (int key = k0; key < k1; key++)
-            a = KR_FMA(KR_SPLAT(e[key - k0]), KR_LOAD(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0), a);
+            a = KR_FMA(KR_SPLAT(e[key - k0]),
+                       KR_LOAD(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0), a);
         memcpy(out + i0, &a, sizeof a);
     }
     for (int key = k0; key < k1 && i0 < hd; key++) {
@@ -154,8 +156,8 @@ KR_INLINE KR_LEVEL_FN void head_values(float *out, const float *e, const kr_kv_v
  * e + hh * e_stride: each key's value row is read as one run of 1 KiB while 16 registers
  * hold the sums; each column still adds its products in key order. (AVX-512 only: the sums
  * take all 16 registers of AVX2.) */
-KR_INLINE KR_LEVEL_FN void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
-                           int layer, int h0, int k0, int k1) {
+KR_INLINE KR_LEVEL_FN void values_4x64(float *o, const float *e, size_t e_stride,
+                                       const kr_kv_view *kv, int layer, int h0, int k0, int k1) {
     vf a[16];
     for (int c = 0; c < 16; c++)
         a[c] = KR_LOAD(o + 16 * c);
@@ -167,7 +169,8 @@ KR_INLINE KR_LEVEL_FN void values_4x64(float *o, const float *e, size_t e_stride
             for (int hh = 0; hh < 4; hh++) {
                 float p = e[hh * e_stride + (size_t)(key - k0)];
                 for (int c = 0; c < 4; c++)
-                    a[4 * hh + c] = KR_FMA(KR_SPLAT(p), KR_LOAD(vb + 16 * (4 * hh + c)), a[4 * hh + c]);
+                    a[4 * hh + c] =
+                        KR_FMA(KR_SPLAT(p), KR_LOAD(vb + 16 * (4 * hh + c)), a[4 * hh + c]);
             }
         }
     }
@@ -208,8 +211,8 @@ KR_LEVEL_FN static void attend_heads(float *o, const float *q, const kr_kv_view 
  * serves them all, TILE_KEYS x NV chains of adds in flight (a block's last group repeats its
  * last key, writing the same scores twice). The other vectors' scores are not written.
  * V0 and NV are constants at each call (the caller's switch), so the sums stay in registers. */
-KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer, int h,
-                           int hd, int k0, int k1, float scale, int V0, int NV) {
+KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer,
+                                       int h, int hd, int k0, int k1, float scale, int V0, int NV) {
     enum { T = KR_ATTN_TILE, G = TILE_KEYS };
     int B = kv->block_len;
     for (int kb = k0; kb < k1;) {
@@ -260,8 +263,8 @@ KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_v
  * group (k0 and the block length multiples of 16: each group lies in one block), the rows
  * side by side so that four chains of adds are in flight; each key's sum runs over i in
  * order, as in head_scores. */
-KR_INLINE KR_LEVEL_FN void own_scores4(float *sc, const float *qt, const attend_job *j, int r0, int r, int nr,
-                           int h, int hd, int k0, float scale) {
+KR_INLINE KR_LEVEL_FN void own_scores4(float *sc, const float *qt, const attend_job *j, int r0,
+                                       int r, int nr, int h, int hd, int k0, float scale) {
     enum { T = KR_ATTN_TILE };
     int B = j->rows[r0].kv->block_len;
     for (int at = k0;; at += KEY_LANES) {
@@ -301,8 +304,9 @@ KR_INLINE KR_LEVEL_FN void own_scores4(float *sc, const float *qt, const attend_
  * registers while the keys go by; each (row, column) adds its products in key order. With
  * `ahead`, the rows VALUE_CHUNK keys on are asked for into the second-level cache, a key at a
  * time (the chunk's other tiles find them in the first). */
-KR_INLINE KR_LEVEL_FN void values_rows(float *o, int rt, const float *sc, int ra, const value_run *runs,
-                           int n_runs, int d, int hd, int i0, int k1, int ahead) {
+KR_INLINE KR_LEVEL_FN void values_rows(float *o, int rt, const float *sc, int ra,
+                                       const value_run *runs, int n_runs, int d, int hd, int i0,
+                                       int k1, int ahead) {
     enum { T = KR_ATTN_TILE };
     vf c[VALUE_ROWS][4];
     for (int r = 0; r < rt; r++)
@@ -555,7 +559,7 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
             vf a = KR_LOAD(orow + i0);
             for (int key = shared; key < row->n_keys; key++)
                 a = KR_FMA(KR_SPLAT(sc[(size_t)key * T + r]),
-                       KR_LOAD(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0), a);
+                           KR_LOAD(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0), a);
             a *= inv[r];
             memcpy(out + i0, &a, sizeof a);
         }
