@@ -2,7 +2,7 @@
  * shared, noisy machine.
  *
  *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
- *                [--cached-only] [--phases-cpu] [--only PHASE]
+ *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
  * forecast, uncached reference vs KV-cached, horizons 112 (the window never slides at
@@ -771,6 +771,7 @@ int main(int argc, char **argv) {
     int L = 400, reps = 2;
     bool full = false, decode_only = false, cached_only = false, phases_cpu = false;
     const char *only = NULL;
+    kr_precision weights = KR_PREC_F32;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
     if (argc == 2 && !strcmp(argv[1], "--sgemm-yardstick")) { /* a child of measured_on */
         double gf = yardstick_here();
@@ -802,10 +803,17 @@ int main(int argc, char **argv) {
             phases_cpu = decode_only = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i], decode_only = true;
-        else {
+        else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
+            kr_error err = {0};
+            if (kr_precision_parse(argv[++i], "--weights", &weights, &err)) {
+                fprintf(stderr, "kronos-bench: %s\n", err.msg);
+                return 2;
+            }
+        } else {
             fprintf(stderr,
                     "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
-                    "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE]\n");
+                    "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
+                    "[--weights f32|bf16]\n");
             return 2;
         }
     }
@@ -815,12 +823,13 @@ int main(int argc, char **argv) {
     }
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
-    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s\n", cpu, kr_threads(),
-           kb_blas_core(), kr_simd_name(kr_simd_level()));
+    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s; weights %s\n", cpu,
+           kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()), kr_precision_name(weights));
     char tok[1024], pred[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer", model);
     snprintf(pred, sizeof pred, "%s/predictor", model);
-    kr_model_paths paths = {tok, pred, 512};
+    kr_model_paths paths = {
+        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = weights};
     kr_error err;
     kr_model *m = kr_model_load(&paths, &err);
     if (!m) {

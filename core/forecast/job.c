@@ -32,6 +32,7 @@ int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const 
     job->seed = r->seed;
     job->sampling = r->sampling;
     if (kr_forecast_alloc_result(r, res, err)) return -1;
+    res->usage.weights = kr_model_weights(m);
     job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
     job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
     job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));

@@ -340,9 +340,11 @@ static void block_qkv(const kr_block *b, int layer, float *x, int R, int S, cons
     int d = b->d;
     for_rows(b, s, x, R, ROWS_NORM, b->norm1);
     float *qkv[3] = {s->q, s->k, s->v};
-    if ((b->qkv.w || b->qkv.wp) && kr_linear_forward_parts(qkv, 3, s->xn, R, &b->qkv) == 0) {
+    if ((b->qkv.w || kr_linear_is_packed(&b->qkv)) &&
+        kr_linear_forward_parts(qkv, 3, s->xn, R, &b->qkv) == 0) {
         /* one product, written straight into q, k and v */
-    } else if (b->qkv.w || b->qkv.wp) { /* one product, then the rows split into q, k, v */
+    } else if (b->qkv.w ||
+               kr_linear_is_packed(&b->qkv)) { /* one product, then the rows split into q, k, v */
         kr_linear_forward(s->stacked, s->xn, R, &b->qkv);
         for (size_t r = 0; r < (size_t)R; r++) {
             const float *row = s->stacked + r * 3 * d;
@@ -378,11 +380,11 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
     kr_linear_forward_add(x, s->attn, R, &b->o); /* residual connection */
     for_rows(b, s, x, R, ROWS_NORM, b->norm2);
     swiglu_ctx sw = {s->h1, s->h3, b->ff};
-    if ((b->w13.w || b->w13.wp) &&
+    if ((b->w13.w || kr_linear_is_packed(&b->w13)) &&
         kr_linear_forward_then(w13, 2, s->xn, R, &b->w13, swiglu, &sw) == 0) {
         /* one product into h1 and h3, each task's columns of h1 through silu(h1) * h3 */
     } else {
-        if (b->w13.w || b->w13.wp) {
+        if (b->w13.w || kr_linear_is_packed(&b->w13)) {
             kr_linear_forward(s->stacked, s->xn, R, &b->w13);
             for (size_t r = 0; r < (size_t)R; r++) {
                 const float *row = s->stacked + r * 2 * b->ff;

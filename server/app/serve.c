@@ -185,7 +185,10 @@ static int open_journal(kd_app *app, char *err, size_t errlen) {
 static int load(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
     kr_error ke = {0};
-    if (!(app->model = kd_model_open(c->model, c->tokenizer, c->predictor, c->max_context, &ke))) {
+    kr_precision weights = KR_PREC_F32; /* kd_config_load checked the name */
+    kr_precision_parse(c->weights, "weights", &weights, &ke);
+    if (!(app->model =
+              kd_model_open(c->model, c->tokenizer, c->predictor, c->max_context, weights, &ke))) {
         snprintf(err, errlen, "cannot load model: %s", ke.msg);
         return -1;
     }
