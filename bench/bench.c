@@ -3,6 +3,7 @@
  *
  *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
  *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16]
+ *   kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
  * forecast, uncached reference vs KV-cached, horizons 112 (the window never slides at
@@ -36,6 +37,7 @@
  * a step's products), prints every figure and says when the environment's core is
  * below the CPU's best; the table's percentages use the fastest.
  */
+#include "agreement.h"
 #include "blas_core.h"
 #include "fp_rates.h"
 #include "kronos.h"
@@ -772,6 +774,8 @@ int main(int argc, char **argv) {
     bool full = false, decode_only = false, cached_only = false, phases_cpu = false;
     const char *only = NULL;
     kr_precision weights = KR_PREC_F32;
+    bool agreement = false;
+    const char *agreement_dump = NULL;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
     if (argc == 2 && !strcmp(argv[1], "--sgemm-yardstick")) { /* a child of measured_on */
         double gf = yardstick_here();
@@ -803,6 +807,10 @@ int main(int argc, char **argv) {
             phases_cpu = decode_only = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i], decode_only = true;
+        else if (!strcmp(argv[i], "--agreement"))
+            agreement = true;
+        else if (!strcmp(argv[i], "--agreement-dump") && i + 1 < argc)
+            agreement = true, agreement_dump = argv[++i];
         else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
             kr_error err = {0};
             if (kr_precision_parse(argv[++i], "--weights", &weights, &err)) {
@@ -813,7 +821,7 @@ int main(int argc, char **argv) {
             fprintf(stderr,
                     "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
                     "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
-                    "[--weights f32|bf16]\n");
+                    "[--weights f32|bf16] [--agreement [--agreement-dump DIR]]\n");
             return 2;
         }
     }
@@ -823,6 +831,12 @@ int main(int argc, char **argv) {
     }
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
+    if (agreement) { /* each reduced mode against float32: no timing */
+        series a;
+        printf("machine: %s, kronosd kernels %s\n", cpu, kr_simd_name(kr_simd_level()));
+        if (read_csv(csv, &a)) return 1;
+        return kb_agreement(model, a.wall, a.col, a.n, L, agreement_dump);
+    }
     printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s; weights %s\n", cpu,
            kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()), kr_precision_name(weights));
     char tok[1024], pred[1024];
