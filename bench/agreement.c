@@ -21,12 +21,18 @@ typedef struct {
     float *s1, *s2; /* [P][V1], [P][V2] */
 } logits;
 
-static kr_model *load(const char *dir, kr_precision w, kr_error *err) {
+/* A reduced mode: the model's weights and KV cache */
+typedef struct {
+    const char *name, *file; /* the table's and the dump's */
+    kr_precision weights, kv;
+} mode;
+
+static kr_model *load(const char *dir, kr_precision w, kr_precision kv, kr_error *err) {
     char tok[1024], pred[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer", dir);
     snprintf(pred, sizeof pred, "%s/predictor", dir);
     kr_model_paths p = {
-        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = w};
+        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = w, .kv = kv};
     return kr_model_load(&p, err);
 }
 
@@ -86,7 +92,7 @@ static int dump_floats(const char *dir, const char *name, const float *x, size_t
 }
 
 /* One table row: the mode against float32 */
-static void row(const char *mode, const logits *a, const logits *b, double tok_same,
+static void row(const char *label, const logits *a, const logits *b, double tok_same,
                 double *scratch) {
     int s1_same = 0, s2_same = 0;
     double kl1 = 0, kl2 = 0, kl1_max = 0;
@@ -100,7 +106,7 @@ static void row(const char *mode, const logits *a, const logits *b, double tok_s
         kl1_max = fmax(kl1_max, k1);
         kl2 += kl(a2, b2, a->V2, scratch);
     }
-    printf("| %s | %d | %.4f | %.4f | %.4f | %.3g | %.3g | %.3g |\n", mode, a->P, tok_same,
+    printf("| %s | %d | %.4f | %.4f | %.4f | %.3g | %.3g | %.3g |\n", label, a->P, tok_same,
            (double)s1_same / a->P, (double)s2_same / a->P, kl1 / a->P, kl1_max, kl2 / a->P);
 }
 
@@ -112,13 +118,17 @@ static int alloc_logits(logits *l, int P, int V1, int V2) {
 
 int kb_agreement(const char *model_dir, const int64_t *wall, double *const cols[KR_D_IN], int n,
                  int L, const char *dump) {
-    static const kr_precision modes[] = {KR_PREC_BF16};
+    static const mode modes[] = {
+        {"weights bf16", "weights_bf16", KR_PREC_BF16, KR_PREC_F32},
+        {"kv bf16", "kv_bf16", KR_PREC_F32, KR_PREC_BF16},
+        {"weights and kv bf16", "both_bf16", KR_PREC_BF16, KR_PREC_BF16},
+    };
     if (L < 2 || L > n || L > 512) {
         fprintf(stderr, "kronos-bench --agreement: lookback %d: need 2 to 512 and %d rows\n", L, n);
         return 1;
     }
     kr_error err = {0};
-    kr_model *ref = load(model_dir, KR_PREC_F32, &err);
+    kr_model *ref = load(model_dir, KR_PREC_F32, KR_PREC_F32, &err);
     if (!ref) {
         fprintf(stderr, "kronos-bench: %s\n", err.msg);
         return 1;
@@ -153,18 +163,18 @@ int kb_agreement(const char *model_dir, const int64_t *wall, double *const cols[
                  dump_floats(dump, "f32_s2.bin", a.s2, (size_t)a.P * V2)))
         goto out;
     for (size_t k = 0; k < sizeof modes / sizeof *modes; k++) {
-        if (!(m = load(model_dir, modes[k], &err))) goto fail;
+        if (!(m = load(model_dir, modes[k].weights, modes[k].kv, &err))) goto fail;
         int same = 0;
         if (kr_tokenize_candles(m, &cd, NULL, u1, u2, mean, std, &err) ||
             teacher_forced(m, t1, t2, st, L, &b, &err))
             goto fail;
         for (int i = 0; i < L; i++)
             same += u1[i] == t1[i] && u2[i] == t2[i];
-        row(kr_precision_name(modes[k]), &a, &b, (double)same / L, scratch);
+        row(modes[k].name, &a, &b, (double)same / L, scratch);
         char name[64];
-        snprintf(name, sizeof name, "%s_s1.bin", kr_precision_name(modes[k]));
+        snprintf(name, sizeof name, "%s_s1.bin", modes[k].file);
         if (dump && dump_floats(dump, name, b.s1, (size_t)b.P * V1)) goto out;
-        snprintf(name, sizeof name, "%s_s2.bin", kr_precision_name(modes[k]));
+        snprintf(name, sizeof name, "%s_s2.bin", modes[k].file);
         if (dump && dump_floats(dump, name, b.s2, (size_t)b.P * V2)) goto out;
         kr_model_free(m);
         m = NULL;

@@ -2,7 +2,7 @@
  * shared, noisy machine.
  *
  *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
- *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16]
+ *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16] [--kv f32|bf16]
  *   kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
@@ -773,7 +773,7 @@ int main(int argc, char **argv) {
     int L = 400, reps = 2;
     bool full = false, decode_only = false, cached_only = false, phases_cpu = false;
     const char *only = NULL;
-    kr_precision weights = KR_PREC_F32;
+    kr_precision weights = KR_PREC_F32, kv_mode = KR_PREC_F32;
     bool agreement = false;
     const char *agreement_dump = NULL;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
@@ -811,7 +811,13 @@ int main(int argc, char **argv) {
             agreement = true;
         else if (!strcmp(argv[i], "--agreement-dump") && i + 1 < argc)
             agreement = true, agreement_dump = argv[++i];
-        else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
+            kr_error err = {0};
+            if (kr_precision_parse(argv[++i], "--kv", &kv_mode, &err)) {
+                fprintf(stderr, "kronos-bench: %s\n", err.msg);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
             kr_error err = {0};
             if (kr_precision_parse(argv[++i], "--weights", &weights, &err)) {
                 fprintf(stderr, "kronos-bench: %s\n", err.msg);
@@ -821,7 +827,7 @@ int main(int argc, char **argv) {
             fprintf(stderr,
                     "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
                     "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
-                    "[--weights f32|bf16] [--agreement [--agreement-dump DIR]]\n");
+                    "[--weights f32|bf16] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n");
             return 2;
         }
     }
@@ -837,13 +843,17 @@ int main(int argc, char **argv) {
         if (read_csv(csv, &a)) return 1;
         return kb_agreement(model, a.wall, a.col, a.n, L, agreement_dump);
     }
-    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s; weights %s\n", cpu,
-           kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()), kr_precision_name(weights));
+    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s; weights %s, kv %s\n",
+           cpu, kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()),
+           kr_precision_name(weights), kr_precision_name(kv_mode));
     char tok[1024], pred[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer", model);
     snprintf(pred, sizeof pred, "%s/predictor", model);
-    kr_model_paths paths = {
-        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = weights};
+    kr_model_paths paths = {.tokenizer_dir = tok,
+                            .predictor_dir = pred,
+                            .max_context = 512,
+                            .weights = weights,
+                            .kv = kv_mode};
     kr_error err;
     kr_model *m = kr_model_load(&paths, &err);
     if (!m) {
@@ -960,7 +970,9 @@ int main(int argc, char **argv) {
      * time a shared machine's bandwidth can be had (its neighbours move it by a third from
      * one minute to the next); the table takes the rounds' median step */
     int mid = TIMED_STEPS / 2; /* the timed steps' median position past their start */
-    double bytes = weight_bytes(c), kv = kv_bytes(c, L + mid);
+    /* a reduced mode reads two bytes an element */
+    double bytes = weight_bytes(c) / (kr_model_weights(m) == KR_PREC_BF16 ? 2 : 1),
+           kv = kv_bytes(c, L + mid) / (kr_model_kv(m) == KR_PREC_BF16 ? 2 : 1);
     double step1 = NAN, read[SINGLE_ROUNDS + 1], round_ms[SINGLE_ROUNDS];
     double ratio[SINGLE_ROUNDS], ratio_kv[SINGLE_ROUNDS];
     if (phases_cpu) {

@@ -114,6 +114,7 @@ typedef struct {
     const char *predictor_dir;
     int max_context;      /* the released model's window (512 or 2048); 0 means 512 */
     kr_precision weights; /* the linear layers' weights (F32, F16 or BF16 files alike) */
+    kr_precision kv;      /* the predictor's KV cache (and the reference path's keys, values) */
 } kr_model_paths;
 
 kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err);
@@ -124,6 +125,7 @@ const kr_predictor_config *kr_model_predictor_config(const kr_model *m);
 int kr_model_max_context(const kr_model *m);
 size_t kr_model_param_count(const kr_model *m); /* weights used at inference, both parts */
 kr_precision kr_model_weights(const kr_model *m);
+kr_precision kr_model_kv(const kr_model *m);
 
 /* ---- time stamps --------------------------------------------------------------------- */
 
@@ -345,7 +347,7 @@ typedef struct {
         int cached_steps;     /* steps served from the KV cache */
         int recomputed_steps; /* steps that recomputed the window */
         double elapsed_ms;
-        kr_precision weights; /* the model's weights mode that produced it */
+        kr_precision weights, kv; /* the model's modes that produced it */
     } usage;
 } kr_forecast_result;
 
@@ -631,7 +633,7 @@ typedef struct {
     struct {
         long long generated_tokens;
         double flops, elapsed_ms;
-        kr_precision weights; /* the model's weights mode that produced it */
+        kr_precision weights, kv; /* the model's modes that produced it */
     } usage;
     struct kr_eval_acc *acc; /* opaque: the per-origin scores gathered until kr_evaluation_finish */
     struct kr_eval_calibrated *calibrated; /* with a calibration mode, else NULL */

@@ -1,6 +1,7 @@
 /* test_precision.c — reduced-precision modes: weights bf16 on F32, BF16 and F16 checkpoints
  * (kronos-mkmodel writes one model in each dtype from the same values; KR_MKMODEL names the
- * tool), and each mode's invariances: kernel levels, batch, cached = uncached.
+ * tool), kv bf16's attention against float32 attention over the same rounded keys and
+ * values, and each mode's invariances: kernel levels, batch, cached = uncached.
  *
  * The anchor: a BF16 checkpoint's values are exact in float32, so the same file loaded with
  * weights f32 runs the float32 kernels on the very numbers the BF16 kernels widen. The two
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "attention.h"
 #include "kronos.h"
 #include "matmul.h" /* kr_simd_set */
 #include "model.h"  /* the packed weights, compared across loads */
@@ -26,21 +28,28 @@
 #define V     1024
 #define PATHS 6
 
-static char dirs[3][64]; /* the model in F32, BF16 and F16 */
-static const char *const dtypes[3] = {"f32", "bf16", "f16"};
+static char dirs[4][64]; /* the model in F32, BF16 and F16; and in F32 with kv_shift */
+static const char *const dtypes[4] = {"f32", "bf16", "f16", "f32 --kv-shift"};
 static int32_t tok1[N_TOK + 1], tok2[N_TOK + 1];
 static kr_stamp stamps[N_TOK + 1];
 
-static kr_model *load(int file, kr_precision weights) {
+static kr_model *load_kv(int file, kr_precision weights, kr_precision kv) {
     char tok[128], pred[128];
     snprintf(tok, sizeof tok, "%s/tokenizer", dirs[file]);
     snprintf(pred, sizeof pred, "%s/predictor", dirs[file]);
-    kr_model_paths p = {
-        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = weights};
+    kr_model_paths p = {.tokenizer_dir = tok,
+                        .predictor_dir = pred,
+                        .max_context = 512,
+                        .weights = weights,
+                        .kv = kv};
     kr_error err = {0};
     kr_model *m = kr_model_load(&p, &err);
     if (!m) fprintf(stderr, "%s as %s: %s\n", dirs[file], kr_precision_name(weights), err.msg);
     return m;
+}
+
+static kr_model *load(int file, kr_precision weights) {
+    return load_kv(file, weights, KR_PREC_F32);
 }
 
 static int setup(void **state) {
@@ -50,7 +59,7 @@ static int setup(void **state) {
         fprintf(stderr, "KR_MKMODEL is not set\n");
         return -1;
     }
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
         snprintf(dirs[f], sizeof dirs[f], "/tmp/kr-precision-test-XXXXXX");
         if (!mkdtemp(dirs[f])) return -1;
         char cmd[512];
@@ -71,8 +80,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    for (int f = 0; f < 3; f++) {
-        char cmd[256];
+    for (int f = 0; f < 4; f++) {
+        char cmd[384];
         snprintf(cmd, sizeof cmd, "rm -rf %s", dirs[f]);
         if (system(cmd) != 0) return -1;
     }
@@ -290,6 +299,135 @@ static void test_bf16_from_f32_and_f16(void **state) {
     kr_model_free(f16_bf);
 }
 
+/* ---- kv bf16 ------------------------------------------------------------------------------ */
+
+static float lcg(uint32_t *st) { /* uniform in [-1, 1) */
+    *st = *st * 1664525u + 1013904223u;
+    return (float)((*st >> 8) & 0xffffff) / (float)(1 << 23) - 1.0f;
+}
+
+/* Attention over a BF16 view equals attention over a float32 view holding the same keys and
+ * values rounded by nearest_bf16 (the test's own rounding), bit for bit, on every level: the
+ * row path (a few rows) and the tile path (many rows over a shared prefix), heads of 32
+ * and 64 (the AVX-512 four-heads path). */
+static void attention_over_bf16(int d, int n_heads, int n_rows) {
+    enum { B = 16, KEYS = 112 };
+    int blocks = KEYS / B;
+    size_t per_block = (size_t)2 * B * d;
+    float *fmem = malloc((size_t)blocks * per_block * sizeof(float));
+    float *hmem = malloc((size_t)blocks * per_block * sizeof(float)); /* half of it used */
+    float *fb[KEYS / B], *hb[KEYS / B];
+    float *krow = malloc((size_t)d * sizeof(float)), *kw = malloc((size_t)d * sizeof(float));
+    float *q = malloc((size_t)n_rows * d * sizeof(float));
+    float *o1 = malloc((size_t)n_rows * d * sizeof(float)), *o2 = malloc((size_t)n_rows * d * 4);
+    float *scratch = malloc(kr_attend_scores_floats(KEYS, n_heads, d) * sizeof(float));
+    assert_non_null(fmem);
+    assert_non_null(hmem);
+    assert_non_null(scratch);
+    for (int b = 0; b < blocks; b++) {
+        fb[b] = fmem + (size_t)b * per_block;
+        hb[b] = hmem + (size_t)b * per_block / 2;
+    }
+    kr_kv_view fv = {fb, B, d, 0}, hv = {hb, B, d, 1};
+    uint32_t st = 12345u + (uint32_t)d;
+    for (int pos = 0; pos < KEYS; pos++)
+        for (int kind = 0; kind < 2; kind++) {
+            for (int i = 0; i < d; i++) {
+                krow[i] = lcg(&st) * 3.0f;
+                uint32_t u = (uint32_t)nearest_bf16(krow[i]) << 16;
+                memcpy(&kw[i], &u, sizeof u);
+            }
+            if (kind == 0) {
+                kr_kv_put_k(&fv, 0, pos, kw);
+                kr_kv_put_k(&hv, 0, pos, krow);
+            } else {
+                kr_kv_put_v(&fv, 0, pos, kw);
+                kr_kv_put_v(&hv, 0, pos, krow);
+            }
+        }
+    for (size_t i = 0; i < (size_t)n_rows * d; i++)
+        q[i] = lcg(&st);
+    kr_attn_row *fr = malloc((size_t)n_rows * sizeof *fr),
+                *hr = malloc((size_t)n_rows * sizeof *hr);
+    for (int r = 0; r < n_rows; r++) { /* causal ends from 70 keys: a shared prefix past 64 */
+        int n = 70 + r * (KEYS - 70) / n_rows;
+        fr[r] = (kr_attn_row){&fv, n};
+        hr[r] = (kr_attn_row){&hv, n};
+    }
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        kr_attend_rows(o1, q, fr, n_rows, d, 0, n_heads, scratch, KEYS);
+        kr_attend_rows(o2, q, hr, n_rows, d, 0, n_heads, scratch, KEYS);
+        assert_memory_equal(o1, o2, (size_t)n_rows * d * sizeof(float));
+    }
+    kr_simd_set(kr_simd_level());
+    free(fmem), free(hmem), free(krow), free(kw), free(q), free(o1), free(o2), free(scratch);
+    free(fr), free(hr);
+}
+
+static void test_kv_bf16_attention(void **state) {
+    (void)state;
+    attention_over_bf16(128, 4, 3);  /* heads of 32, the row path */
+    attention_over_bf16(256, 4, 2);  /* heads of 64: four heads at once */
+    attention_over_bf16(128, 4, 40); /* the tile path */
+    attention_over_bf16(256, 4, 40);
+    attention_over_bf16(104, 2, 40); /* heads of 52: each level's tails */
+    attention_over_bf16(104, 2, 3);
+}
+
+/* A model with kv bf16: a pool position takes half the bytes; on every level the batched
+ * and token-by-token logits equal the whole ones (logits()), the level's numbers equal the
+ * first level's and a cached forecast equals the reference one; with weights bf16 too, and
+ * on a kv_shift model (its shifted keys and values stored rounded alike). */
+static void test_kv_bf16_model(void **state) {
+    (void)state;
+    for (int w = 0; w < 3; w++) { /* weights f32, bf16; f32 with kv_shift */
+        kr_model *f32 = load(w == 2 ? 3 : 0, KR_PREC_F32);
+        kr_model *m = load_kv(w == 2 ? 3 : 0, w == 1 ? KR_PREC_BF16 : KR_PREC_F32, KR_PREC_BF16);
+        assert_non_null(f32);
+        assert_non_null(m);
+        assert_int_equal(kr_model_kv(m), KR_PREC_BF16);
+        assert_int_equal(2 * kr_pool_bytes_for(m, 512), kr_pool_bytes_for(f32, 512));
+        static float first[OUT_FLOATS], b[OUT_FLOATS], ref[OUT_FLOATS];
+        kr_forecast_result first_fc = {0};
+        int levels = 0;
+        for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+            if (kr_simd_set((kr_simd)s) != 0) continue;
+            logits(m, b);
+            kr_forecast_result cached, plain;
+            forecast(m, true, &cached);
+            forecast(m, false, &plain);
+            assert_int_equal(cached.usage.kv, KR_PREC_BF16);
+            same_paths(&cached, &plain);
+            kr_forecast_result_free(&plain);
+            if (levels++ == 0) {
+                memcpy(first, b, sizeof first);
+                first_fc = cached;
+            } else {
+                assert_memory_equal(first, b, sizeof first);
+                same_paths(&first_fc, &cached);
+                kr_forecast_result_free(&cached);
+            }
+        }
+        kr_simd_set(kr_simd_level());
+        logits(f32, ref);
+        double worst = 0, scale = 0;
+        for (int i = 0; i < V; i++) {
+            worst = fmax(worst, fabs((double)ref[i] - first[i]));
+            scale = fmax(scale, fabs((double)ref[i]));
+        }
+        print_message("# kv bf16%s: %d levels agree; s1 logits moved by %.3g of their %.3g\n",
+                      w == 1   ? " with weights bf16"
+                      : w == 2 ? " with kv_shift"
+                               : "",
+                      levels, worst, scale);
+        assert_true(worst > 0);
+        kr_forecast_result_free(&first_fc);
+        kr_model_free(m);
+        kr_model_free(f32);
+    }
+}
+
 static void test_precision_names(void **state) {
     (void)state;
     kr_precision p = KR_PREC_BF16;
@@ -310,9 +448,9 @@ static void test_precision_names(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_precision_names),
-        cmocka_unit_test(test_bf16_anchor_levels),
-        cmocka_unit_test(test_bf16_from_f32_and_f16),
+        cmocka_unit_test(test_precision_names),       cmocka_unit_test(test_bf16_anchor_levels),
+        cmocka_unit_test(test_bf16_from_f32_and_f16), cmocka_unit_test(test_kv_bf16_attention),
+        cmocka_unit_test(test_kv_bf16_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -99,8 +99,7 @@ static void store_cache(void *ctx, int i, int worker) {
     for (int t = 0; t < n; t++) {
         size_t row = (size_t)(j->row0[i] + t);
         kr_kv_put_k(&j->views[i], dep, c->len + t, j->k + row * j->stride);
-        memcpy(kr_kv_v(&j->views[i], dep, c->len + t), j->v + row * j->stride,
-               (size_t)d * sizeof(float));
+        kr_kv_put_v(&j->views[i], dep, c->len + t, j->v + row * j->stride);
     }
     size_t last = (size_t)(j->row0[i] + n - 1);
     memcpy(c->h_last, j->x + last * d, (size_t)d * sizeof(float));

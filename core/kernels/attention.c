@@ -71,17 +71,30 @@ static inline int block_end(int key, int B, int k1) {
  * VALUE_CHUNK keys on that the first tile asks for (NULL: none) */
 typedef struct {
     int k0, k1;
-    const float *v, *ahead;
+    const void *v, *ahead; /* the view's elements: float32 or BF16 */
 } value_run;
 
-#define KR_LANES_TEMPLATE "attention_lanes.h"
+#define KR_LANES_TEMPLATE "attention_modes.h"
 #include "lanes.h"
 
-KR_DISPATCH(attend_heads,
+KR_DISPATCH(attend_heads_f,
             (float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh, int hd,
              int n_keys, float *s),
             (o, q, kv, layer, h0, nh, hd, n_keys, s))
-KR_DISPATCH(attend_tile, (void *arg, int task, int worker), (arg, task, worker))
+KR_DISPATCH(attend_heads_h,
+            (float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh, int hd,
+             int n_keys, float *s),
+            (o, q, kv, layer, h0, nh, hd, n_keys, s))
+KR_DISPATCH(attend_tile_f, (void *arg, int task, int worker), (arg, task, worker))
+KR_DISPATCH(attend_tile_h, (void *arg, int task, int worker), (arg, task, worker))
+
+static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh,
+                         int hd, int n_keys, float *s) {
+    if (kv->bf16)
+        attend_heads_h(o, q, kv, layer, h0, nh, hd, n_keys, s);
+    else
+        attend_heads_f(o, q, kv, layer, h0, nh, hd, n_keys, s);
+}
 
 /* ---- one row ------------------------------------------------------------------------------ */
 
@@ -180,7 +193,8 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     }
     /* without the tables (out of memory) the row-by-row path gives the same answer */
     if (most_shared >= 64 && j.shared) {
-        kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
+        /* the rows of one call read one model's caches: one element type */
+        kr_parallel_for(j.n_tiles * n_heads, rows[0].kv->bf16 ? attend_tile_h : attend_tile_f, &j);
         kr_scratch_release(&tables);
         return;
     }

@@ -549,9 +549,14 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
     }
     m->max_context = max_context;
     m->weights = paths->weights;
+    m->kv = paths->kv;
     if (m->weights != KR_PREC_F32 && m->weights != KR_PREC_BF16) {
         kr_fail_code(err, KR_E_INVALID, "model load: weights = %d is not a precision",
                      (int)m->weights);
+        goto fail;
+    }
+    if (m->kv != KR_PREC_F32 && m->kv != KR_PREC_BF16) {
+        kr_fail_code(err, KR_E_INVALID, "model load: kv = %d is not a precision", (int)m->kv);
         goto fail;
     }
     loader L = {.m = m, .err = err};
@@ -597,4 +602,7 @@ size_t kr_model_param_count(const kr_model *m) {
 }
 kr_precision kr_model_weights(const kr_model *m) {
     return m->weights;
+}
+kr_precision kr_model_kv(const kr_model *m) {
+    return m->kv;
 }

@@ -34,6 +34,9 @@ static const key_def keys[] = {
      "the model's context window (512 or 2048 for released models)"},
     {"weights", T_STRING, AT(weights), "f32", 0, 0,
      "the linear layers' weights: f32, or bf16 (half the bytes; opt-in, the numbers move)"},
+    {"kv", T_STRING, AT(kv), "f32", 0, 0,
+     "the KV cache: f32, or bf16 (half the bytes a position: twice the sessions a pool holds; "
+     "opt-in, the numbers move)"},
     {"host", T_STRING, AT(host), "127.0.0.1", 0, 0, "address to listen on"},
     {"port", T_INT, AT(port), "8080", 0, 65535, "TCP port (0: any free port, logged)"},
     {"api-key-file", T_STRING, AT(api_key_file), NULL, 0, 0,
@@ -353,7 +356,8 @@ static int check(kd_config *c, char *err, size_t errlen) {
                     c->journal_fsync);
     kr_precision prec;
     kr_error ke = {0};
-    if (kr_precision_parse(c->weights, "weights", &prec, &ke) != 0)
+    if (kr_precision_parse(c->weights, "weights", &prec, &ke) != 0 ||
+        kr_precision_parse(c->kv, "kv", &prec, &ke) != 0)
         return fail(err, errlen, "%s", ke.msg);
     if (c->state_dir && !*c->state_dir)
         return fail(err, errlen, "state-dir: empty (leave it unset for no journal)");

@@ -13,7 +13,7 @@ static char *join_path(const char *dir, const char *name) {
 }
 
 kr_model *kd_model_open(const char *model_dir, const char *tokenizer_dir, const char *predictor_dir,
-                        int max_context, kr_precision weights, kr_error *err) {
+                        int max_context, kr_precision weights, kr_precision kv, kr_error *err) {
     char *tok = model_dir ? join_path(model_dir, "tokenizer") : NULL;
     char *pred = model_dir ? join_path(model_dir, "predictor") : NULL;
     kr_model *m = NULL;
@@ -23,7 +23,8 @@ kr_model *kd_model_open(const char *model_dir, const char *tokenizer_dir, const 
         const kr_model_paths paths = {.tokenizer_dir = model_dir ? tok : tokenizer_dir,
                                       .predictor_dir = model_dir ? pred : predictor_dir,
                                       .max_context = max_context,
-                                      .weights = weights};
+                                      .weights = weights,
+                                      .kv = kv};
         m = kr_model_load(&paths, err);
     }
     free(tok);
