@@ -2,7 +2,8 @@
  * shared, noisy machine.
  *
  *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
- *                [--cached-only] [--phases-cpu] [--only PHASE]
+ *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16] [--kv f32|bf16]
+ *   kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
  * forecast, uncached reference vs KV-cached, horizons 112 (the window never slides at
@@ -36,6 +37,7 @@
  * a step's products), prints every figure and says when the environment's core is
  * below the CPU's best; the table's percentages use the fastest.
  */
+#include "agreement.h"
 #include "blas_core.h"
 #include "fp_rates.h"
 #include "kronos.h"
@@ -771,6 +773,9 @@ int main(int argc, char **argv) {
     int L = 400, reps = 2;
     bool full = false, decode_only = false, cached_only = false, phases_cpu = false;
     const char *only = NULL;
+    kr_precision weights = KR_PREC_F32, kv_mode = KR_PREC_F32;
+    bool agreement = false;
+    const char *agreement_dump = NULL;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
     if (argc == 2 && !strcmp(argv[1], "--sgemm-yardstick")) { /* a child of measured_on */
         double gf = yardstick_here();
@@ -802,10 +807,27 @@ int main(int argc, char **argv) {
             phases_cpu = decode_only = true;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i], decode_only = true;
-        else {
+        else if (!strcmp(argv[i], "--agreement"))
+            agreement = true;
+        else if (!strcmp(argv[i], "--agreement-dump") && i + 1 < argc)
+            agreement = true, agreement_dump = argv[++i];
+        else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
+            kr_error err = {0};
+            if (kr_precision_parse(argv[++i], "--kv", &kv_mode, &err)) {
+                fprintf(stderr, "kronos-bench: %s\n", err.msg);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--weights") && i + 1 < argc) {
+            kr_error err = {0};
+            if (kr_precision_parse(argv[++i], "--weights", &weights, &err)) {
+                fprintf(stderr, "kronos-bench: %s\n", err.msg);
+                return 2;
+            }
+        } else {
             fprintf(stderr,
                     "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
-                    "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE]\n");
+                    "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
+                    "[--weights f32|bf16] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n");
             return 2;
         }
     }
@@ -815,12 +837,23 @@ int main(int argc, char **argv) {
     }
     char cpu[256];
     cpu_model(cpu, sizeof cpu);
-    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s\n", cpu, kr_threads(),
-           kb_blas_core(), kr_simd_name(kr_simd_level()));
+    if (agreement) { /* each reduced mode against float32: no timing */
+        series a;
+        printf("machine: %s, kronosd kernels %s\n", cpu, kr_simd_name(kr_simd_level()));
+        if (read_csv(csv, &a)) return 1;
+        return kb_agreement(model, a.wall, a.col, a.n, L, agreement_dump);
+    }
+    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s; weights %s, kv %s\n",
+           cpu, kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()),
+           kr_precision_name(weights), kr_precision_name(kv_mode));
     char tok[1024], pred[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer", model);
     snprintf(pred, sizeof pred, "%s/predictor", model);
-    kr_model_paths paths = {tok, pred, 512};
+    kr_model_paths paths = {.tokenizer_dir = tok,
+                            .predictor_dir = pred,
+                            .max_context = 512,
+                            .weights = weights,
+                            .kv = kv_mode};
     kr_error err;
     kr_model *m = kr_model_load(&paths, &err);
     if (!m) {
@@ -937,7 +970,9 @@ int main(int argc, char **argv) {
      * time a shared machine's bandwidth can be had (its neighbours move it by a third from
      * one minute to the next); the table takes the rounds' median step */
     int mid = TIMED_STEPS / 2; /* the timed steps' median position past their start */
-    double bytes = weight_bytes(c), kv = kv_bytes(c, L + mid);
+    /* a reduced mode reads two bytes an element */
+    double bytes = weight_bytes(c) / (kr_model_weights(m) == KR_PREC_BF16 ? 2 : 1),
+           kv = kv_bytes(c, L + mid) / (kr_model_kv(m) == KR_PREC_BF16 ? 2 : 1);
     double step1 = NAN, read[SINGLE_ROUNDS + 1], round_ms[SINGLE_ROUNDS];
     double ratio[SINGLE_ROUNDS], ratio_kv[SINGLE_ROUNDS];
     if (phases_cpu) {

@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
     char tok[1024], pred[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer", argv[1]);
     snprintf(pred, sizeof pred, "%s/predictor", argv[1]);
-    kr_model_paths paths = {tok, pred, N_CTX};
+    kr_model_paths paths = {.tokenizer_dir = tok, .predictor_dir = pred, .max_context = N_CTX};
     kr_error err = {0};
     kr_model *m = kr_model_load(&paths, &err);
     kr_pool *pool = m ? kr_pool_create(m, (size_t)256 << 20, &err) : NULL;

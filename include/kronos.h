@@ -101,10 +101,20 @@ typedef struct {
 
 typedef struct kr_model kr_model;
 
+/* What a model's numbers are stored in. Float32 is the default and the answer that equals
+ * upstream; a reduced mode is opt-in per model and keeps every invariance within the mode
+ * (docs/design.md, "Reduced precision"). */
+typedef enum { KR_PREC_F32 = 0, KR_PREC_BF16 = 1 } kr_precision;
+const char *kr_precision_name(kr_precision p); /* "f32", "bf16" */
+/* "f32" or "bf16" into *out; else KR_E_INVALID with a message naming `field`. */
+int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err);
+
 typedef struct {
     const char *tokenizer_dir; /* holds config.json + model.safetensors */
     const char *predictor_dir;
-    int max_context; /* the released model's window (512 or 2048); 0 means 512 */
+    int max_context;      /* the released model's window (512 or 2048); 0 means 512 */
+    kr_precision weights; /* the linear layers' weights (F32, F16 or BF16 files alike) */
+    kr_precision kv;      /* the predictor's KV cache (and the reference path's keys, values) */
 } kr_model_paths;
 
 kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err);
@@ -114,6 +124,8 @@ const kr_tokenizer_config *kr_model_tokenizer_config(const kr_model *m);
 const kr_predictor_config *kr_model_predictor_config(const kr_model *m);
 int kr_model_max_context(const kr_model *m);
 size_t kr_model_param_count(const kr_model *m); /* weights used at inference, both parts */
+kr_precision kr_model_weights(const kr_model *m);
+kr_precision kr_model_kv(const kr_model *m);
 
 /* ---- time stamps --------------------------------------------------------------------- */
 
@@ -335,6 +347,7 @@ typedef struct {
         int cached_steps;     /* steps served from the KV cache */
         int recomputed_steps; /* steps that recomputed the window */
         double elapsed_ms;
+        kr_precision weights, kv; /* the model's modes that produced it */
     } usage;
 } kr_forecast_result;
 
@@ -698,6 +711,7 @@ typedef struct {
     struct {
         long long generated_tokens;
         double flops, elapsed_ms;
+        kr_precision weights, kv; /* the model's modes that produced it */
     } usage;
     struct kr_eval_acc *acc; /* opaque: the per-origin scores gathered until kr_evaluation_finish */
     struct kr_eval_calibrated *calibrated; /* with a calibration mode, else NULL */

@@ -44,12 +44,16 @@ static const char usage_text[] =
     "  --version    print the version\n"
     "\n"
     "kronosd forecast (--model DIR | --tokenizer DIR --predictor DIR)\n"
-    "                 [--max-context N] [--compact] [--field KEY=VALUE ...]\n"
+    "                 [--max-context N] [--weights f32|bf16] [--kv f32|bf16] [--compact]\n"
+    "                 [--field KEY=VALUE ...]\n"
     "                 [REQUEST.json | CANDLES.csv | -]\n"
     "  --model DIR        a model directory holding tokenizer/ and predictor/\n"
     "  --tokenizer DIR    the tokenizer (config.json + model.safetensors)\n"
     "  --predictor DIR    the predictor (config.json + model.safetensors)\n"
     "  --max-context N    the model's context window (default 512)\n"
+    "  --weights f32|bf16 the linear layers' weights as float32 (default: the answer that\n"
+    "                     equals upstream) or BF16 (half the bytes; the numbers move)\n"
+    "  --kv f32|bf16      the KV cache as float32 (default) or BF16 (half the bytes)\n"
     "  --compact          print the response on one line\n"
     "  REQUEST.json       the request; '-' or nothing reads stdin\n"
     "  CANDLES.csv        or the candles as CSV (as POST /forecast takes a text/csv body),\n"
@@ -87,6 +91,7 @@ static void complain(const char *fmt, ...) {
 typedef struct {
     const char *model, *tokenizer, *predictor;
     int max_context;
+    kr_precision weights, kv;
 } model_opts;
 
 /* Parses a positive int option value; -1 if it is not one. */
@@ -101,7 +106,8 @@ static int parse_positive(const char *s, int *out) {
 
 static bool is_model_option(const char *name) {
     return strcmp(name, "--model") == 0 || strcmp(name, "--tokenizer") == 0 ||
-           strcmp(name, "--predictor") == 0 || strcmp(name, "--max-context") == 0;
+           strcmp(name, "--predictor") == 0 || strcmp(name, "--max-context") == 0 ||
+           strcmp(name, "--weights") == 0 || strcmp(name, "--kv") == 0;
 }
 
 /* Takes a model option (is_model_option(name)) and its value; -1 after a message. */
@@ -112,6 +118,18 @@ static int take_model_option(model_opts *o, const char *cmd, const char *name, c
         o->tokenizer = value;
     } else if (strcmp(name, "--predictor") == 0) {
         o->predictor = value;
+    } else if (strcmp(name, "--weights") == 0) {
+        kr_error err = {0};
+        if (kr_precision_parse(value, "--weights", &o->weights, &err) != 0) {
+            complain("%s: %s", cmd, err.msg);
+            return -1;
+        }
+    } else if (strcmp(name, "--kv") == 0) {
+        kr_error err = {0};
+        if (kr_precision_parse(value, "--kv", &o->kv, &err) != 0) {
+            complain("%s: %s", cmd, err.msg);
+            return -1;
+        }
     } else if (parse_positive(value, &o->max_context) < 0) {
         complain("%s: --max-context: '%s' is not a positive integer", cmd, value);
         return -1;
@@ -134,7 +152,8 @@ static int check_model_opts(const model_opts *o, const char *cmd) {
 /* Loads the model the options name; NULL after a message on stderr. */
 static kr_model *load_model(const model_opts *o) {
     kr_error err = {0};
-    kr_model *m = kd_model_open(o->model, o->tokenizer, o->predictor, o->max_context, &err);
+    kr_model *m = kd_model_open(o->model, o->tokenizer, o->predictor, o->max_context, o->weights,
+                                o->kv, &err);
     if (!m) complain("cannot load model: %s", err.msg);
     return m;
 }

@@ -76,7 +76,7 @@ static int setup(void **state) {
     char tok[128], pred[128];
     snprintf(tok, sizeof tok, "%s/tokenizer", shifted_dir);
     snprintf(pred, sizeof pred, "%s/predictor", shifted_dir);
-    kr_model_paths p = {tok, pred, 512};
+    kr_model_paths p = {.tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512};
     kr_error err = {0};
     shifted.m = kr_model_load(&p, &err);
     if (!shifted.m) {

@@ -145,7 +145,7 @@ static void attend_row_path(int d, int n_heads, int block_len) {
         for (size_t i = 0; i < (size_t)2 * block_len * d; i++)
             blk[b][i] = lcg();
     }
-    kr_kv_view kv = {blk, block_len, d};
+    kr_kv_view kv = {blk, block_len, d, 0};
     int max_keys = BLOCKS * block_len, n_keys[ROWS] = {max_keys, max_keys - 19, 37};
     float *q = malloc((size_t)TILE_ROWS * d * sizeof(float));
     float *ref = malloc((size_t)TILE_ROWS * d * sizeof(float));
@@ -193,7 +193,7 @@ static void attend_row_path(int d, int n_heads, int block_len) {
             own[i][k] = lcg();
         blk2[BLOCKS - 2 + i] = own[i];
     }
-    kr_kv_view kv2 = {blk2, block_len, d};
+    kr_kv_view kv2 = {blk2, block_len, d, 0};
     float *qr = malloc((size_t)RUN * d * sizeof(float)),
           *rr = malloc((size_t)RUN * d * sizeof(float));
     float *orr = malloc((size_t)RUN * d * sizeof(float));

@@ -149,7 +149,7 @@ static void cache_init(test_cache *c, int n_blocks, int block_len, int n_layers,
         c->blk[b] = calloc((size_t)n_layers * 2 * block_len * d, sizeof(float));
         assert_non_null(c->blk[b]);
     }
-    c->view = (kr_kv_view){c->blk, block_len, d};
+    c->view = (kr_kv_view){c->blk, block_len, d, 0};
 }
 
 static void cache_put(test_cache *c, int layer, int pos, const float *k, const float *v) {

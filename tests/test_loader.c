@@ -264,7 +264,7 @@ static void make_case(const char *name, case_dirs *c) {
 }
 
 static kr_model *load_case(const case_dirs *c, kr_error *err) {
-    kr_model_paths p = {c->tok, c->pred, 512};
+    kr_model_paths p = {.tokenizer_dir = c->tok, .predictor_dir = c->pred, .max_context = 512};
     memset(err, 0, sizeof *err);
     return kr_model_load(&p, err);
 }
@@ -432,7 +432,8 @@ static void test_fixture_loads(void **state) {
     size_t pred = 131072 + 8256 + 8704 + 2 * 41352 + 64 + 16640 + 64 + 133120;
     assert_int_equal(kr_model_param_count(g_ref), tok + pred);
     /* max_context 0 means 512 */
-    kr_model_paths p = {FIXTURE "/tokenizer", FIXTURE "/predictor", 0};
+    kr_model_paths p = {.tokenizer_dir = FIXTURE "/tokenizer",
+                        .predictor_dir = FIXTURE "/predictor"};
     kr_error err = {0};
     kr_model *m = kr_model_load(&p, &err);
     assert_non_null(m);

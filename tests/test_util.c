@@ -12,8 +12,14 @@
 #include <string.h>
 
 kr_model *tu_load_tiny(int max_context) {
-    kr_model_paths p = {KR_TEST_DATA "/tiny/tokenizer", KR_TEST_DATA "/tiny/predictor",
-                        max_context};
+    return tu_load_tiny_as(max_context, KR_PREC_F32);
+}
+
+kr_model *tu_load_tiny_as(int max_context, kr_precision weights) {
+    kr_model_paths p = {.tokenizer_dir = KR_TEST_DATA "/tiny/tokenizer",
+                        .predictor_dir = KR_TEST_DATA "/tiny/predictor",
+                        .max_context = max_context,
+                        .weights = weights};
     kr_error err = {0};
     kr_model *m = kr_model_load(&p, &err);
     if (!m) fprintf(stderr, "load: %s\n", err.msg);

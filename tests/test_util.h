@@ -18,6 +18,7 @@ typedef struct {
 } tu_case;
 
 kr_model *tu_load_tiny(int max_context);
+kr_model *tu_load_tiny_as(int max_context, kr_precision weights); /* weights f32 or bf16 */
 json_t *tu_load_golden(void);
 /* A golden case as a greedy request (top_k = 1, T = 1, one path). */
 int tu_case_load(json_t *c, tu_case *tc);

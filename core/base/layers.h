@@ -6,12 +6,21 @@
 
 #include "base.h"
 
+#include <stdbool.h>
+#include <stdint.h>
+
 typedef struct {
     const float *w; /* [out][in], as torch stores it; NULL once packed at load */
     const float *b; /* [out] or NULL */
     int out, in;
-    const float *wp; /* the same weights packed for the kernels (matmul.h), or NULL */
+    const float *wp;    /* the same weights packed for the kernels (matmul.h), or NULL */
+    const uint16_t *wh; /* or packed as BF16 (a model loaded with weights bf16), or NULL */
 } kr_linear;
+
+/* Whether the kernels read l's weights packed (float32 or BF16) */
+static inline bool kr_linear_is_packed(const kr_linear *l) {
+    return l->wp || l->wh;
+}
 
 typedef struct {
     int d, n_heads, hd, ff;

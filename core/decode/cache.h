@@ -35,7 +35,7 @@ int kr_cache_append_ragged(kr_cache *const *caches, int S, const int *T, const i
 void kr_cache_trim(kr_cache *c);
 
 static inline kr_kv_view kr_cache_view(const kr_cache *c) {
-    return (kr_kv_view){c->ptrs, KR_BLOCK_LEN, c->m->pc.d_model};
+    return (kr_kv_view){c->ptrs, KR_BLOCK_LEN, c->m->pc.d_model, c->m->kv == KR_PREC_BF16};
 }
 
 /* s1 logits [2^s1_bits] at the last position of a non-empty cache (the scheduler's first

@@ -40,7 +40,8 @@ static void append_scratch_free(append_scratch *a) {
 /* The arrays in 64-byte steps from base (NULL: only the size) */
 static size_t append_layout(append_scratch *a, char *base, const kr_model *m, int S, int rows) {
     int d = m->pc.d_model;
-    size_t v1 = (size_t)1 << m->pc.s1_bits, heads = m->pred.dep_kv_s1.wp ? 2 * (size_t)d + v1 : 0;
+    size_t v1 = (size_t)1 << m->pc.s1_bits,
+           heads = kr_linear_is_packed(&m->pred.dep_kv_s1) ? 2 * (size_t)d + v1 : 0;
     size_t at = 0,
            sizes[] = {(size_t)rows * d * sizeof(float),  (size_t)rows * 2 * d * sizeof(float),
                       (size_t)S * d * sizeof(float),     (size_t)S * v1 * sizeof(float),
@@ -98,8 +99,7 @@ static void store_cache(void *ctx, int i, int worker) {
     for (int t = 0; t < n; t++) {
         size_t row = (size_t)(j->row0[i] + t);
         kr_kv_put_k(&j->views[i], dep, c->len + t, j->k + row * j->stride);
-        memcpy(kr_kv_v(&j->views[i], dep, c->len + t), j->v + row * j->stride,
-               (size_t)d * sizeof(float));
+        kr_kv_put_v(&j->views[i], dep, c->len + t, j->v + row * j->stride);
     }
     size_t last = (size_t)(j->row0[i] + n - 1);
     memcpy(c->h_last, j->x + last * d, (size_t)d * sizeof(float));
@@ -137,7 +137,7 @@ static void append_chunk(kr_cache *const *caches, int S, const int *n, const int
      * step (every row the last of its cache, each wanting its logits) takes them and the s1
      * logits in one product */
     store_job j = {caches, a->views, n, a->row0, a->x, a->blk.k, a->blk.v, NULL, (size_t)d, NULL};
-    bool fused = s1_logits && n_want == R && w->dep_kv_s1.wp;
+    bool fused = s1_logits && n_want == R && kr_linear_is_packed(&w->dep_kv_s1);
     if (fused) {
         kr_linear_forward(a->heads, a->x, R, &w->dep_kv_s1);
         j.k = a->heads;

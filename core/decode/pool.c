@@ -20,8 +20,10 @@ struct kr_pool {
 };
 
 static size_t block_floats(const kr_model *m) {
-    /* per layer K and V rows, plus the dependency layer's K and V */
-    return (size_t)(m->pc.n_layers + 1) * 2 * KR_BLOCK_LEN * (size_t)m->pc.d_model;
+    /* per layer K and V rows, plus the dependency layer's K and V; kv bf16: two elements a
+     * float (KR_BLOCK_LEN is even) */
+    size_t elements = (size_t)(m->pc.n_layers + 1) * 2 * KR_BLOCK_LEN * (size_t)m->pc.d_model;
+    return m->kv == KR_PREC_BF16 ? elements / 2 : elements;
 }
 
 size_t kr_pool_bytes_for(const kr_model *m, int positions) {

@@ -163,7 +163,7 @@ int kr_predictor_window(const kr_model *m, const int32_t *s1, const int32_t *s2,
     }
     if (kr_block_scratch_init(&s, n, n, d, m->pc.ff_dim, m->pc.n_heads, err)) goto out;
     kr_predictor_embed(m, s1, s2, stamps, n, x, pair);
-    kr_kv_view view = {&kv, n, d};
+    kr_kv_view view = {&kv, n, d, m->kv == KR_PREC_BF16};
     kr_seq seq = {&view, 0, NULL, n};
     for (int l = 0; l < w->n_layers; l++)
         kr_block_forward(&w->blocks[l], 0, x, 1, &seq, &s);
@@ -187,18 +187,20 @@ int kr_predictor_s2_logits(const kr_model *m, const float *context, int n, int32
         return kr_fail(err, "predictor: s1 = %d is outside [0, %d)", (int)s1, 1 << m->pc.s1_bits);
     size_t nd = (size_t)n * d;
     float *kv = malloc(2 * nd * sizeof(float)); /* the dependency layer's K then V */
-    float *k = malloc(nd * sizeof(float)), *stacked = malloc(2 * nd * sizeof(float));
+    float *k = malloc(2 * nd * sizeof(float)), *stacked = malloc(2 * nd * sizeof(float));
     if (!kv || !k || !stacked) {
         free(kv);
         free(k);
         free(stacked);
         return kr_fail_code(err, KR_E_NO_MEMORY, "predictor: out of memory for a context of %d", n);
     }
-    kr_predictor_dep_kv(m, context, n, k, kv + nd, stacked);
+    kr_predictor_dep_kv(m, context, n, k, k + nd, stacked);
     free(stacked);
-    kr_kv_view view = {&kv, n, d};
-    for (int t = 0; t < n; t++)
+    kr_kv_view view = {&kv, n, d, m->kv == KR_PREC_BF16};
+    for (int t = 0; t < n; t++) { /* as the cache stores them (kv bf16: rounded) */
         kr_kv_put_k(&view, 0, t, k + (size_t)t * d);
+        kr_kv_put_v(&view, 0, t, k + nd + (size_t)t * d);
+    }
     free(k);
     kr_attn_row row = {&view, n};
     const float *h_last = context + (size_t)(n - 1) * d;

@@ -14,7 +14,7 @@ static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int
     if (n_blocks == 0) return 0;
     kr_block_scratch s;
     if (kr_block_scratch_init(&s, n, n, d, ff, blocks[0].n_heads, err)) return -1;
-    kr_kv_view view = {&kv, n, d};
+    kr_kv_view view = {&kv, n, d, 0};
     kr_seq seq = {&view, 0, NULL, n};
     for (int i = 0; i < n_blocks; i++)
         kr_block_forward(&blocks[i], 0, x, 1, &seq, &s);
@@ -227,7 +227,7 @@ int kr_tokenizer_decode_paths(const kr_model *m, const int32_t *pre_s1, const in
         goto out;
     for (int b = 0; b < n_blocks; b++)
         pm.ptrs[b] = pm.mem + block * b;
-    kr_kv_view pre = {pm.ptrs, PREFIX_BLOCK, d};
+    kr_kv_view pre = {pm.ptrs, PREFIX_BLOCK, d, 0};
     token_bits(c, pre_s1, pre_s2, np, pm.bits);
     kr_linear_forward(pm.x, pm.bits, np, &w->post_quant_embed);
     kr_seq seq = {&pre, 0, NULL, np};
@@ -300,7 +300,7 @@ int kr_tokenizer_decode_paths_kv(const kr_model *m, const kr_kv_view *pre, int n
             for (int b = 0; b < own; b++)
                 bp[nf + b] = mem + block * ((size_t)p * own + b);
             if (np % B) memcpy(bp[nf], pre->blocks[nf], block * sizeof(float));
-            views[p] = (kr_kv_view){bp, B, d};
+            views[p] = (kr_kv_view){bp, B, d, 0};
             seqs[p] = (kr_seq){&views[p], np, NULL, P};
         }
         token_bits(c, s1 + (size_t)p0 * P, s2 + (size_t)p0 * P, g * P, bits);

@@ -26,6 +26,8 @@ int kr_evaluate(const kr_model *m, kr_pool *pool, const kr_evaluate_request *req
     memset(ev, 0, sizeof *ev);
     if (kr_evaluate_plan_make(m, req, &plan, err) || kr_evaluation_init(req, &plan, ev, err))
         return -1;
+    ev->usage.weights = kr_model_weights(m);
+    ev->usage.kv = kr_model_kv(m);
     const int n = plan.origins;
     origins o = {calloc((size_t)n, sizeof *o.reqs), calloc((size_t)n, sizeof *o.res)};
     kr_error *errs = calloc((size_t)n, sizeof *errs);

@@ -32,6 +32,8 @@ int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const 
     job->seed = r->seed;
     job->sampling = r->sampling;
     if (kr_forecast_alloc_result(r, res, err)) return -1;
+    res->usage.weights = kr_model_weights(m);
+    res->usage.kv = kr_model_kv(m);
     job->stamps = malloc((size_t)(L + P) * sizeof *job->stamps);
     job->path_s1 = malloc((size_t)S * (L + P) * sizeof(int32_t));
     job->path_s2 = malloc((size_t)S * (L + P) * sizeof(int32_t));
@@ -77,7 +79,7 @@ int kr_forecast_job_encode(const kr_model *m, fc_job *job, int n, kr_error *err)
                 return kr_fail_code(err, KR_E_NO_MEMORY,
                                     "forecast: out of memory to encode %d candles", L);
         }
-        const kr_kv_view kv = {&job->enc_kv, L, d};
+        const kr_kv_view kv = {&job->enc_kv, L, d, 0};
         if (kr_tokenizer_encode_rows(m, job->xn + (size_t)at * KR_D_IN, n, &kv, at,
                                      job->path_s1 + at, job->path_s2 + at, err))
             return -1;

@@ -275,8 +275,8 @@ static int add_candles(kr_series *s, const kr_candles *r, bool refill, kr_error 
         for (int c = 0; c < KR_D_IN; c++)
             if (s->has[c]) s->columns[c][n0 + i] = r->columns[c][i];
     }
-    kr_kv_view kv = {s->enc, ENC_BLOCK, s->m->tc.d_model};
-    kr_kv_view dv = {s->dec, DEC_BLOCK, s->m->tc.d_model};
+    kr_kv_view kv = {s->enc, ENC_BLOCK, s->m->tc.d_model, 0};
+    kr_kv_view dv = {s->dec, DEC_BLOCK, s->m->tc.d_model, 0};
     bool decoder = s->dec_len == n0 && n0 + k < s->m->max_context;
     /* positions past n are scratch until n moves: a failure leaves the series as it was */
     if (kr_tokenizer_encode_rows(s->m, xn, k, &kv, n0, s->s1 + n0, s->s2 + n0, err) ||
@@ -403,7 +403,7 @@ kr_pool *kr_series_pool(const kr_series *s) {
 }
 
 int kr_series_decoder(const kr_series *s, kr_kv_view *kv) {
-    *kv = (kr_kv_view){s->dec, DEC_BLOCK, s->m->tc.d_model};
+    *kv = (kr_kv_view){s->dec, DEC_BLOCK, s->m->tc.d_model, 0};
     return s->dec_len > 0 ? s->dec_len : 0;
 }
 

@@ -71,7 +71,7 @@ int kr_summary_begin(const kr_model *m, const fc_job *job, bool shared, fc_summa
         ok = sum->kv_mem && sum->kv_blocks;
         for (int b = 0; ok && b < blocks; b++)
             sum->kv_blocks[b] = sum->kv_mem + (size_t)b * block;
-        sum->kv = (kr_kv_view){sum->kv_blocks, PREFIX_BLOCK, d};
+        sum->kv = (kr_kv_view){sum->kv_blocks, PREFIX_BLOCK, d, 0};
     }
     if (ok) return 0;
     kr_summary_free(sum);

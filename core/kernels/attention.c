@@ -4,11 +4,13 @@
  * Every path computes each (row, head) the same way, so a row's result does not depend on
  * which path ran it, on what else was in the batch or on the thread count:
  *
- *   score_j = (sum over i, in order, of q_i * k_ji) * scale   (products and sums rounded
- *                                                              one by one: no FMA)
+ *   score_j = (chain over i, in order, of acc = fma(q_i, k_ji, acc)) * scale
  *   e_j     = exp(score_j - max_j score_j)                    (exp_array)
  *   Z       = sum over j, in order, of e_j
- *   o_i     = (sum over j, in order, of e_j * v_ji) * (1 / Z)
+ *   o_i     = (chain over j, in order, of acc = fma(e_j, v_ji, acc)) * (1 / Z)
+ *
+ * Each fma rounds once: the level's FMA instruction (KR_FMA, vmath.h) or fmaf, the same
+ * bits on every level.
  *
  * Keys are stored transposed within a block (nn.h), so the row path computes a head's
  * scores for 16 keys at once, one vector lane a key.
@@ -69,17 +71,30 @@ static inline int block_end(int key, int B, int k1) {
  * VALUE_CHUNK keys on that the first tile asks for (NULL: none) */
 typedef struct {
     int k0, k1;
-    const float *v, *ahead;
+    const void *v, *ahead; /* the view's elements: float32 or BF16 */
 } value_run;
 
-#define KR_LANES_TEMPLATE "attention_lanes.h"
+#define KR_LANES_TEMPLATE "attention_modes.h"
 #include "lanes.h"
 
-KR_DISPATCH(attend_heads,
+KR_DISPATCH(attend_heads_f,
             (float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh, int hd,
              int n_keys, float *s),
             (o, q, kv, layer, h0, nh, hd, n_keys, s))
-KR_DISPATCH(attend_tile, (void *arg, int task, int worker), (arg, task, worker))
+KR_DISPATCH(attend_heads_h,
+            (float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh, int hd,
+             int n_keys, float *s),
+            (o, q, kv, layer, h0, nh, hd, n_keys, s))
+KR_DISPATCH(attend_tile_f, (void *arg, int task, int worker), (arg, task, worker))
+KR_DISPATCH(attend_tile_h, (void *arg, int task, int worker), (arg, task, worker))
+
+static void attend_heads(float *o, const float *q, const kr_kv_view *kv, int layer, int h0, int nh,
+                         int hd, int n_keys, float *s) {
+    if (kv->bf16)
+        attend_heads_h(o, q, kv, layer, h0, nh, hd, n_keys, s);
+    else
+        attend_heads_f(o, q, kv, layer, h0, nh, hd, n_keys, s);
+}
 
 /* ---- one row ------------------------------------------------------------------------------ */
 
@@ -178,7 +193,8 @@ void kr_attend_rows(float *out, const float *q, const kr_attn_row *rows, int n_r
     }
     /* without the tables (out of memory) the row-by-row path gives the same answer */
     if (most_shared >= 64 && j.shared) {
-        kr_parallel_for(j.n_tiles * n_heads, attend_tile, &j);
+        /* the rows of one call read one model's caches: one element type */
+        kr_parallel_for(j.n_tiles * n_heads, rows[0].kv->bf16 ? attend_tile_h : attend_tile_f, &j);
         kr_scratch_release(&tables);
         return;
     }

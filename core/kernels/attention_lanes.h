@@ -1,21 +1,40 @@
 /* attention_lanes.h — attention's hot loops, a template built once per instruction set
- * (lanes.h) on vectors vf of KR_W floats. Entry points: attend_heads (the row path: heads of
- * one row) and attend_tile (the tile path: one task of a tile of rows and one head), each
- * named with the level's suffix; attention.c dispatches to them. Included only by
+ * (lanes.h) on vectors vf of KR_W floats, and per element type of the keys and values
+ * (attention_modes.h: float32 or BF16, names suffixed _f and _h). Entry points: attend_heads (the
+ * row path: heads of one row) and attend_tile (the tile path: one task of a tile of rows and one
+ * head), each named with the level's suffix; attention.c dispatches to them. Included only by
  * attention.c, after attend_job.
  *
  * Register blocks are chosen per level for its register file (32 registers on AVX-512, 16 on
  * AVX2 and SSE); each sum still runs in the order attention.c states, whatever the block. */
 
-#define head_scores  KR_LN(head_scores)
-#define exp_shifted  KR_LN(exp_shifted)
-#define head_values  KR_LN(head_values)
-#define values_4x64  KR_LN(values_4x64)
-#define attend_heads KR_LN(attend_heads)
-#define tile_scores  KR_LN(tile_scores)
-#define own_scores4  KR_LN(own_scores4)
-#define values_rows  KR_LN(values_rows)
-#define attend_tile  KR_LN(attend_tile)
+#define head_scores  KV_LN(head_scores)
+#define exp_shifted  KV_LN(exp_shifted)
+#define head_values  KV_LN(head_values)
+#define values_4x64  KV_LN(values_4x64)
+#define attend_heads KV_LN(attend_heads)
+#define tile_scores  KV_LN(tile_scores)
+#define own_scores4  KV_LN(own_scores4)
+#define values_rows  KV_LN(values_rows)
+#define attend_tile  KV_LN(attend_tile)
+
+/* The keys' and values' elements (attention_modes.h sets KV_BF16): float32, or BF16 widened
+ * exactly on load (a 16-bit shift), so that the arithmetic below is the same in both. */
+#if KV_BF16
+#define kv_t uint16_t
+#define vh   KV_LN(vh)
+typedef uint16_t vh __attribute__((vector_size(2 * KR_W), aligned(2)));
+#define KV_LOAD(p) ((vf)(__builtin_convertvector(*(const vh *)(p), vi) << 16))
+#define KV_F(x)    kr_bf16_widen(x)
+#define KV_KCOL    kr_kv_kcol_h
+#define KV_VROW    kr_kv_v_h
+#else
+#define kv_t       float
+#define KV_LOAD(p) KR_LOAD(p)
+#define KV_F(x)    (x)
+#define KV_KCOL    kr_kv_kcol
+#define KV_VROW    kr_kv_v
+#endif
 
 #define KEY_VECS (KEY_LANES / KR_W)    /* vectors a group of 16 keys */
 #define ROW_VECS (KR_ATTN_TILE / KR_W) /* vectors a tile's 32 rows */
@@ -41,15 +60,15 @@ _Static_assert(VALUE_ROWS >= 1 && VALUE_ROWS <= 6, "attend_tile's switch has cas
  * (two or three groups repeat their last one; each key's sum still runs over i in order);
  * a last partial group whose 16 lanes lie within its block is one group too, its lanes
  * past k1 computed and dropped (each lane is a key of its own). */
-KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h, int hd, int k0,
-                           int k1, float scale, float *out) {
+KR_INLINE KR_LEVEL_FN void head_scores(const float *qh, const kr_kv_view *kv, int layer, int h,
+                                       int hd, int k0, int k1, float scale, float *out) {
     int B = kv->block_len;
     for (int key = k0; key < k1;) {
-        const float *kt[4];
+        const kv_t *kt[4];
         int n_full = 0, at = key;
         while (n_full < 4 && at % B + KEY_LANES <= B && at + KEY_LANES <= k1 &&
                (at % B) % KEY_LANES == 0) { /* a whole aligned group of 16 within a block */
-            kt[n_full++] = kr_kv_kcol(kv, layer, at) + (size_t)h * hd * B;
+            kt[n_full++] = KV_KCOL(kv, layer, at) + (size_t)h * hd * B;
             at += KEY_LANES;
         }
         if (n_full >= 2) {
@@ -60,10 +79,10 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
                 for (int n = 0; n < KEY_VECS; n++)
                     a[g][n] = (vf){0};
             for (int i = 0; i < hd; i++) {
-                float qi = qh[i];
+                vf qv = KR_SPLAT(qh[i]);
                 for (int g = 0; g < 4; g++)
                     for (int n = 0; n < KEY_VECS; n++)
-                        a[g][n] += qi * KR_LOAD(kt[g] + (size_t)i * B + n * KR_W);
+                        a[g][n] = KR_FMA(qv, KV_LOAD(kt[g] + (size_t)i * B + n * KR_W), a[g][n]);
             }
             for (int g = 0; g < n_full; g++)
                 for (int n = 0; n < KEY_VECS; n++) {
@@ -76,14 +95,15 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
         int j0 = key % B, n = B - j0;
         if (n > k1 - key) n = k1 - key;
         if (n > KEY_LANES) n = KEY_LANES;
-        const float *kc = kr_kv_kcol(kv, layer, key) + (size_t)h * hd * B;
+        const kv_t *kc = KV_KCOL(kv, layer, key) + (size_t)h * hd * B;
         if (n == KEY_LANES || j0 + KEY_LANES <= B) {
             vf acc[KEY_VECS];
             for (int v = 0; v < KEY_VECS; v++)
                 acc[v] = (vf){0};
             for (int i = 0; i < hd; i++)
                 for (int v = 0; v < KEY_VECS; v++)
-                    acc[v] += qh[i] * KR_LOAD(kc + (size_t)i * B + v * KR_W);
+                    acc[v] =
+                        KR_FMA(KR_SPLAT(qh[i]), KV_LOAD(kc + (size_t)i * B + v * KR_W), acc[v]);
             float s[KEY_LANES];
             for (int v = 0; v < KEY_VECS; v++) {
                 vf sv = acc[v] * scale;
@@ -94,7 +114,7 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
             float acc[KEY_LANES] = {0};
             for (int i = 0; i < hd; i++)
                 for (int l = 0; l < n; l++)
-                    acc[l] += qh[i] * kc[(size_t)i * B + l];
+                    acc[l] = fmaf(qh[i], KV_F(kc[(size_t)i * B + l]), acc[l]);
             for (int l = 0; l < n; l++)
                 out[key - k0 + l] = acc[l] * scale;
         }
@@ -103,7 +123,7 @@ KR_INLINE void head_scores(const float *qh, const kr_kv_view *kv, int layer, int
 }
 
 /* s[n] -> e^(s - max s) in place; returns 1 / (their sum, in order). */
-KR_INLINE float exp_shifted(float *s, int n) {
+KR_INLINE KR_LEVEL_FN float exp_shifted(float *s, int n) {
     float mx = s[0];
     for (int i = 1; i < n; i++)
         if (s[i] > mx) mx = s[i];
@@ -119,8 +139,8 @@ KR_INLINE float exp_shifted(float *s, int n) {
 /* out[hd] += e_j * v_j over keys [k0, k1) of head h, keys in order: 64 columns at a time
  * (32 on SSE) held in registers while the keys go by (each column still adds its products
  * in key order, one rounding each), then KR_W and then one at a time. */
-KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int layer, int h,
-                           int hd, int k0, int k1) {
+KR_INLINE KR_LEVEL_FN void head_values(float *out, const float *e, const kr_kv_view *kv, int layer,
+                                       int h, int hd, int k0, int k1) {
     enum { COLS = KR_W == 4 ? 32 : 64, VECS = COLS / KR_W };
     int i0 = 0;
     for (; i0 + COLS <= hd; i0 += COLS) {
@@ -128,24 +148,25 @@ KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int
         for (int c = 0; c < VECS; c++)
             a[c] = KR_LOAD(out + i0 + c * KR_W);
         for (int key = k0; key < k1; key++) {
-            const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd + i0;
+            const kv_t *v = KV_VROW(kv, layer, key) + (size_t)h * hd + i0;
             float p = e[key - k0];
             for (int c = 0; c < VECS; c++)
-                a[c] += p * KR_LOAD(v + c * KR_W);
+                a[c] = KR_FMA(KR_SPLAT(p), KV_LOAD(v + c * KR_W), a[c]);
         }
         memcpy(out + i0, a, sizeof a);
     }
     for (; i0 + KR_W <= hd; i0 += KR_W) {
         vf a = KR_LOAD(out + i0);
         for (int key = k0; key < k1; key++)
-            a += e[key - k0] * KR_LOAD(kr_kv_v(kv, layer, key) + (size_t)h * hd + i0);
+            a = KR_FMA(KR_SPLAT(e[key - k0]),
+                       KV_LOAD(KV_VROW(kv, layer, key) + (size_t)h * hd + i0), a);
         memcpy(out + i0, &a, sizeof a);
     }
     for (int key = k0; key < k1 && i0 < hd; key++) {
-        const float *v = kr_kv_v(kv, layer, key) + (size_t)h * hd;
+        const kv_t *v = KV_VROW(kv, layer, key) + (size_t)h * hd;
         float p = e[key - k0];
         for (int i = i0; i < hd; i++)
-            out[i] += p * v[i];
+            out[i] = fmaf(p, KV_F(v[i]), out[i]);
     }
 }
 
@@ -154,20 +175,21 @@ KR_INLINE void head_values(float *out, const float *e, const kr_kv_view *kv, int
  * e + hh * e_stride: each key's value row is read as one run of 1 KiB while 16 registers
  * hold the sums; each column still adds its products in key order. (AVX-512 only: the sums
  * take all 16 registers of AVX2.) */
-KR_INLINE void values_4x64(float *o, const float *e, size_t e_stride, const kr_kv_view *kv,
-                           int layer, int h0, int k0, int k1) {
+KR_INLINE KR_LEVEL_FN void values_4x64(float *o, const float *e, size_t e_stride,
+                                       const kr_kv_view *kv, int layer, int h0, int k0, int k1) {
     vf a[16];
     for (int c = 0; c < 16; c++)
         a[c] = KR_LOAD(o + 16 * c);
     int B = kv->block_len;
     for (int kb = k0; kb < k1; kb = block_end(kb, B, k1)) { /* block by block, rows d apart */
         int kb1 = block_end(kb, B, k1);
-        const float *vb = kr_kv_v(kv, layer, kb) + (size_t)h0 * 64;
+        const kv_t *vb = KV_VROW(kv, layer, kb) + (size_t)h0 * 64;
         for (int key = kb; key < kb1; key++, vb += kv->d) {
             for (int hh = 0; hh < 4; hh++) {
                 float p = e[hh * e_stride + (size_t)(key - k0)];
                 for (int c = 0; c < 4; c++)
-                    a[4 * hh + c] += p * KR_LOAD(vb + 16 * (4 * hh + c));
+                    a[4 * hh + c] =
+                        KR_FMA(KR_SPLAT(p), KV_LOAD(vb + 16 * (4 * hh + c)), a[4 * hh + c]);
             }
         }
     }
@@ -208,17 +230,17 @@ KR_LEVEL_FN static void attend_heads(float *o, const float *q, const kr_kv_view 
  * serves them all, TILE_KEYS x NV chains of adds in flight (a block's last group repeats its
  * last key, writing the same scores twice). The other vectors' scores are not written.
  * V0 and NV are constants at each call (the caller's switch), so the sums stay in registers. */
-KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer, int h,
-                           int hd, int k0, int k1, float scale, int V0, int NV) {
+KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer,
+                                       int h, int hd, int k0, int k1, float scale, int V0, int NV) {
     enum { T = KR_ATTN_TILE, G = TILE_KEYS };
     int B = kv->block_len;
     for (int kb = k0; kb < k1;) {
         int kb1 = block_end(kb, B, k1); /* this block's keys [kb, kb1) */
-        const float *blk = kr_kv_kcol(kv, layer, kb) + (size_t)h * hd * B;
+        const kv_t *blk = KV_KCOL(kv, layer, kb) + (size_t)h * hd * B;
         /* the next block's keys of this head, asked for now: blocks lie far apart in the
          * pool, where the hardware's prefetch does not follow */
         if (kb1 < k1) {
-            const float *next = kr_kv_kcol(kv, layer, kb1) + (size_t)h * hd * B;
+            const kv_t *next = KV_KCOL(kv, layer, kb1) + (size_t)h * hd * B;
             for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
                 __builtin_prefetch(next + (size_t)i * B);
         }
@@ -228,21 +250,22 @@ KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int
             for (int c = 0; c < G; c++)
                 for (int n = V0; n < V0 + NV; n++)
                     a[c][n] = (vf){0};
-            const float *kc = blk + (key - kb);
+            const kv_t *kc = blk + (key - kb);
             if (last == G - 1) { /* G keys side by side */
                 for (int i = 0; i < hd; i++, kc += B) {
                     const float *qi = qt + (size_t)i * T;
                     for (int c = 0; c < G; c++)
                         for (int n = V0; n < V0 + NV; n++)
-                            a[c][n] += KR_LOAD(qi + n * KR_W) * kc[c];
+                            a[c][n] =
+                                KR_FMA(KR_LOAD(qi + n * KR_W), KR_SPLAT(KV_F(kc[c])), a[c][n]);
                 }
             } else {
                 for (int i = 0; i < hd; i++, kc += B) {
                     const float *qi = qt + (size_t)i * T;
                     for (int c = 0; c < G; c++) {
-                        float ki = kc[c < last ? c : last];
+                        float ki = KV_F(kc[c < last ? c : last]);
                         for (int n = V0; n < V0 + NV; n++)
-                            a[c][n] += KR_LOAD(qi + n * KR_W) * ki;
+                            a[c][n] = KR_FMA(KR_LOAD(qi + n * KR_W), KR_SPLAT(ki), a[c][n]);
                     }
                 }
             }
@@ -260,15 +283,15 @@ KR_INLINE void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int
  * group (k0 and the block length multiples of 16: each group lies in one block), the rows
  * side by side so that four chains of adds are in flight; each key's sum runs over i in
  * order, as in head_scores. */
-KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int r0, int r, int nr,
-                           int h, int hd, int k0, float scale) {
+KR_INLINE KR_LEVEL_FN void own_scores4(float *sc, const float *qt, const attend_job *j, int r0,
+                                       int r, int nr, int h, int hd, int k0, float scale) {
     enum { T = KR_ATTN_TILE };
     int B = j->rows[r0].kv->block_len;
     for (int at = k0;; at += KEY_LANES) {
-        const float *kc[4] = {NULL, NULL, NULL, NULL}, *any = NULL;
+        const kv_t *kc[4] = {NULL, NULL, NULL, NULL}, *any = NULL;
         for (int g = 0; g < nr; g++)
             if (j->rows[r0 + r + g].n_keys > at)
-                any = kc[g] = kr_kv_kcol(j->rows[r0 + r + g].kv, j->layer, at) + (size_t)h * hd * B;
+                any = kc[g] = KV_KCOL(j->rows[r0 + r + g].kv, j->layer, at) + (size_t)h * hd * B;
         if (!any) return;
         for (int g = 0; g < 4; g++)
             if (!kc[g]) kc[g] = any;
@@ -281,10 +304,10 @@ KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int 
         for (int i = 0; i < hd; i++, qr += T)
             for (int n = 0; n < KEY_VECS; n++) {
                 size_t at_i = (size_t)i * B + n * KR_W;
-                a[0][n] += qr[0] * KR_LOAD(kc[0] + at_i);
-                a[1][n] += qr[q1] * KR_LOAD(kc[1] + at_i);
-                a[2][n] += qr[q2] * KR_LOAD(kc[2] + at_i);
-                a[3][n] += qr[q3] * KR_LOAD(kc[3] + at_i);
+                a[0][n] = KR_FMA(KR_SPLAT(qr[0]), KV_LOAD(kc[0] + at_i), a[0][n]);
+                a[1][n] = KR_FMA(KR_SPLAT(qr[q1]), KV_LOAD(kc[1] + at_i), a[1][n]);
+                a[2][n] = KR_FMA(KR_SPLAT(qr[q2]), KV_LOAD(kc[2] + at_i), a[2][n]);
+                a[3][n] = KR_FMA(KR_SPLAT(qr[q3]), KV_LOAD(kc[3] + at_i), a[3][n]);
             }
         for (int g = 0; g < nr; g++) {
             float s[KEY_LANES];
@@ -301,8 +324,9 @@ KR_INLINE void own_scores4(float *sc, const float *qt, const attend_job *j, int 
  * registers while the keys go by; each (row, column) adds its products in key order. With
  * `ahead`, the rows VALUE_CHUNK keys on are asked for into the second-level cache, a key at a
  * time (the chunk's other tiles find them in the first). */
-KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const value_run *runs,
-                           int n_runs, int d, int hd, int i0, int k1, int ahead) {
+KR_INLINE KR_LEVEL_FN void values_rows(float *o, int rt, const float *sc, int ra,
+                                       const value_run *runs, int n_runs, int d, int hd, int i0,
+                                       int k1, int ahead) {
     enum { T = KR_ATTN_TILE };
     vf c[VALUE_ROWS][4];
     for (int r = 0; r < rt; r++)
@@ -310,21 +334,22 @@ KR_INLINE void values_rows(float *o, int rt, const float *sc, int ra, const valu
             c[r][x] = KR_LOAD(o + (size_t)r * hd + KR_W * x);
     for (int u = 0; u < n_runs && runs[u].k0 < k1; u++) { /* block by block: rows d apart */
         int kend = runs[u].k1 < k1 ? runs[u].k1 : k1;
-        const float *vb = runs[u].v + i0, *pf = ahead && runs[u].ahead ? runs[u].ahead + i0 : NULL;
+        const kv_t *vb = (const kv_t *)runs[u].v + i0;
+        const kv_t *pf = ahead && runs[u].ahead ? (const kv_t *)runs[u].ahead + i0 : NULL;
         for (int key = runs[u].k0; key < kend; key++, vb += d) {
             if (pf) {
                 for (int x = 0; x < VALUE_COLS; x += 16)
                     __builtin_prefetch(pf + x, 0, 2);
                 pf += d;
             }
-            vf v0 = KR_LOAD(vb), v1 = KR_LOAD(vb + KR_W), v2 = KR_LOAD(vb + 2 * KR_W),
-               v3 = KR_LOAD(vb + 3 * KR_W);
+            vf v0 = KV_LOAD(vb), v1 = KV_LOAD(vb + KR_W), v2 = KV_LOAD(vb + 2 * KR_W),
+               v3 = KV_LOAD(vb + 3 * KR_W);
             const float *p = sc + (size_t)key * T + ra;
             for (int r = 0; r < rt; r++) {
-                c[r][0] += p[r] * v0;
-                c[r][1] += p[r] * v1;
-                c[r][2] += p[r] * v2;
-                c[r][3] += p[r] * v3;
+                c[r][0] = KR_FMA(KR_SPLAT(p[r]), v0, c[r][0]);
+                c[r][1] = KR_FMA(KR_SPLAT(p[r]), v1, c[r][1]);
+                c[r][2] = KR_FMA(KR_SPLAT(p[r]), v2, c[r][2]);
+                c[r][3] = KR_FMA(KR_SPLAT(p[r]), v3, c[r][3]);
             }
         }
     }
@@ -408,10 +433,10 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (int r = 0; r < R; r++) {
             const kr_attn_row *row = &j->rows[r0 + r];
             for (int key = scored; key < row->n_keys; key++) {
-                const float *kc = kr_kv_kcol(row->kv, j->layer, key) + (size_t)h * hd * B;
+                const kv_t *kc = KV_KCOL(row->kv, j->layer, key) + (size_t)h * hd * B;
                 float acc = 0.0f;
                 for (int i = 0; i < hd; i++)
-                    acc += qt[(size_t)i * T + r] * kc[(size_t)i * B];
+                    acc = fmaf(qt[(size_t)i * T + r], KV_F(kc[(size_t)i * B]), acc);
                 sc[(size_t)key * T + r] = acc * scale;
             }
         }
@@ -465,10 +490,10 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         int n_runs = 0;
         for (int kb = k0; kb < k1; n_runs++) {
             int kb1 = block_end(kb, B, k1);
-            const float *ahead = kb + VALUE_CHUNK < group_end[0] && VALUE_CHUNK % B == 0
-                                     ? kr_kv_v(kv0, j->layer, kb + VALUE_CHUNK) + (size_t)h * hd
-                                     : NULL;
-            runs[n_runs] = (value_run){kb, kb1, kr_kv_v(kv0, j->layer, kb) + (size_t)h * hd, ahead};
+            const kv_t *ahead = kb + VALUE_CHUNK < group_end[0] && VALUE_CHUNK % B == 0
+                                    ? KV_VROW(kv0, j->layer, kb + VALUE_CHUNK) + (size_t)h * hd
+                                    : NULL;
+            runs[n_runs] = (value_run){kb, kb1, KV_VROW(kv0, j->layer, kb) + (size_t)h * hd, ahead};
             kb = kb1;
         }
         for (int i0 = 0; i0 < hdc; i0 += VALUE_COLS)
@@ -513,20 +538,20 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (int i0 = hdc; i0 < hdw; i0 += KR_W) {
             vf c[4] = {{0}};
             for (int key = 0; key < shared; key++) {
-                vf v = KR_LOAD(kr_kv_v(kv0, j->layer, key) + (size_t)h * hd + i0);
+                vf v = KV_LOAD(KV_VROW(kv0, j->layer, key) + (size_t)h * hd + i0);
                 const float *p = sc + (size_t)key * T + ra;
                 for (int r = 0; r < 4; r++)
-                    c[r] += p[r] * v;
+                    c[r] = KR_FMA(KR_SPLAT(p[r]), v, c[r]);
             }
             for (int r = 0; r < 4 && ra + r < R; r++)
                 memcpy(o + (size_t)(ra + r) * hd + i0, &c[r], sizeof c[r]);
         }
     for (int key = 0; key < shared && hdw < hd; key++) {
-        const float *v = kr_kv_v(kv0, j->layer, key) + (size_t)h * hd;
+        const kv_t *v = KV_VROW(kv0, j->layer, key) + (size_t)h * hd;
         for (int r = 0; r < R; r++) {
             float pk = sc[(size_t)key * T + r], *orow = o + (size_t)r * hd;
             for (int i = hdw; i < hd; i++)
-                orow[i] += pk * v[i];
+                orow[i] = fmaf(pk, KV_F(v[i]), orow[i]);
         }
     }
     /* each row's keys past the shared ones, from its own cache, in key order; then 1 / Z */
@@ -540,11 +565,11 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 a[x] = KR_LOAD(orow + i0 + x * KR_W);
             for (int key = hdc > 0 ? group_end[r / RT] : shared; key < row->n_keys;) {
                 int kb1 = block_end(key, B, row->n_keys);
-                const float *vb = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0;
+                const kv_t *vb = KV_VROW(row->kv, j->layer, key) + (size_t)h * hd + i0;
                 for (; key < kb1; key++, vb += d) { /* block by block: rows d apart */
                     float p = sc[(size_t)key * T + r];
                     for (int x = 0; x < 4; x++)
-                        a[x] += p * KR_LOAD(vb + x * KR_W);
+                        a[x] = KR_FMA(KR_SPLAT(p), KV_LOAD(vb + x * KR_W), a[x]);
                 }
             }
             for (int x = 0; x < 4; x++)
@@ -554,22 +579,30 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (; i0 < hdw; i0 += KR_W) {
             vf a = KR_LOAD(orow + i0);
             for (int key = shared; key < row->n_keys; key++)
-                a += sc[(size_t)key * T + r] *
-                     KR_LOAD(kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd + i0);
+                a = KR_FMA(KR_SPLAT(sc[(size_t)key * T + r]),
+                           KV_LOAD(KV_VROW(row->kv, j->layer, key) + (size_t)h * hd + i0), a);
             a *= inv[r];
             memcpy(out + i0, &a, sizeof a);
         }
         for (int key = shared; key < row->n_keys && i0 < hd; key++) {
-            const float *v = kr_kv_v(row->kv, j->layer, key) + (size_t)h * hd;
+            const kv_t *v = KV_VROW(row->kv, j->layer, key) + (size_t)h * hd;
             float p = sc[(size_t)key * T + r];
             for (int i = i0; i < hd; i++)
-                orow[i] += p * v[i];
+                orow[i] = fmaf(p, KV_F(v[i]), orow[i]);
         }
         for (int i = i0; i < hd; i++)
             out[i] = orow[i] * inv[r];
     }
 }
 
+#if KV_BF16
+#undef vh
+#endif
+#undef kv_t
+#undef KV_LOAD
+#undef KV_F
+#undef KV_KCOL
+#undef KV_VROW
 #undef VALUE_COLS
 #undef VALUE_ROWS
 #undef TILE_KEYS

@@ -20,7 +20,8 @@
  * (docs/design.md, "Tried and dropped").
  *
  * Every build performs the same IEEE operations in the same order on each element (the lanes
- * are independent, and -ffp-contract=off: no fused multiply-add unless written), so the bits
+ * are independent, and -ffp-contract=off: no fused multiply-add unless written, KR_FMA where it
+ * is, fmaf on the baseline), so the bits
  * never depend on the level; test_invariance and the conformance tests on each level check it.
  */
 #ifndef KR_LANES_ONCE
@@ -34,6 +35,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define KR_LANES_X86 1
+#include <immintrin.h> /* the levels' FMA (vmath.h) */
 #define KR_DISPATCH(name, params, args)                                                            \
     static void name params {                                                                      \
         switch (kr_simd_level()) {                                                                 \

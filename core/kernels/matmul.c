@@ -10,6 +10,12 @@
  *
  * Weights are packed at load into panels of 16 output columns, [panel][in][16], so each
  * step of the chain reads 16 consecutive columns: one AVX-512 register, two AVX2 ones.
+ *
+ * A model loaded with weights bf16 packs them as BF16 in the same panels (wh): each step
+ * widens its 16 weights to float32 exactly (a shift) and runs the same float32 chain, so
+ * every level still computes the same bits. Half the bytes a step reads, the same
+ * arithmetic; activations stay float32 (AVX512-BF16's dot product would round them to BF16
+ * too, and sum its pairs with flushed denormals, which the other levels cannot match).
  */
 #include "matmul.h"
 #include "parallel.h"
@@ -65,6 +71,32 @@ static inline void y_put(const y_map *y, float *yo, float v) {
 
 size_t kr_linear_packed_floats(int out, int in) {
     return (size_t)((out + PANEL - 1) / PANEL) * PANEL * (size_t)in;
+}
+
+/* f rounded to the nearest BF16, ties to even (finite weights: the loader checks) */
+static inline uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static inline float from_bf16(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+void kr_linear_pack_bf16(uint16_t *dst, const float *w, int out, int in) {
+    int panels = (out + PANEL - 1) / PANEL;
+    for (int p = 0; p < panels; p++)
+        for (int k = 0; k < in; k++)
+            for (int c = 0; c < PANEL; c++) {
+                int o = p * PANEL + c;
+                dst[((size_t)p * in + k) * PANEL + c] =
+                    o < out ? to_bf16(w[(size_t)o * in + k]) : 0;
+            }
 }
 
 void kr_linear_pack(float *dst, const float *w, int out, int in) {
@@ -134,13 +166,15 @@ static void panels_generic(const y_map *y, const float *x, int r0, int r1, int p
                            const kr_linear *l) {
     int in = l->in, out = l->out;
     for (int p = p0; p < p1; p++) {
-        const float *wp = l->wp + (size_t)p * in * PANEL;
+        size_t at = (size_t)p * in * PANEL;
         for (int r = r0; r < r1; r++) {
             float acc[PANEL] = {0};
             const float *xr = x + (size_t)r * in;
             for (int k = 0; k < in; k++)
-                for (int c = 0; c < PANEL; c++)
-                    acc[c] = fmaf(xr[k], wp[(size_t)k * PANEL + c], acc[c]);
+                for (int c = 0; c < PANEL; c++) {
+                    size_t i = at + (size_t)k * PANEL + c;
+                    acc[c] = fmaf(xr[k], l->wh ? from_bf16(l->wh[i]) : l->wp[i], acc[c]);
+                }
             for (int c = 0; c < PANEL && p * PANEL + c < out; c++) {
                 int o = p * PANEL + c;
                 y_put(y, y_at(y, r, o), l->b ? acc[c] + l->b[o] : acc[c]);
@@ -181,11 +215,18 @@ static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear
 #define AVX512_CB_MAX 8 /* panels for blocks of at most AVX512_NARROW rows */
 #define AVX512_NARROW 2
 
+/* 16 weights from BF16: widened to float32 exactly */
+__attribute__((target("avx512f"), always_inline)) static inline __m512
+load_bf16_512(const uint16_t *h) {
+    __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)h));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
+}
+
 __attribute__((target("avx512f"), always_inline)) static inline void
-micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_linear *l,
+micro512(int RN, int CB, bool bf, const y_map *y, const float *x, int r, int p, const kr_linear *l,
          const char *pf) {
     int in = l->in, out = l->out;
-    const float *wp = l->wp + (size_t)p * in * PANEL;
+    size_t at = (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
     __m512 acc[AVX512_RB][AVX512_CB_MAX];
 #pragma GCC unroll 8
@@ -201,7 +242,8 @@ micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_
         __m512 w[AVX512_CB_MAX];
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
-            w[c] = _mm512_loadu_ps(wp + ((size_t)c * in + k) * PANEL);
+            w[c] = bf ? load_bf16_512(l->wh + at + ((size_t)c * in + k) * PANEL)
+                      : _mm512_loadu_ps(l->wp + at + ((size_t)c * in + k) * PANEL);
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512 xb = _mm512_set1_ps(xr[(size_t)i * in + k]);
@@ -228,7 +270,10 @@ micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_
 #define M512(RN, CB)                                                                               \
     __attribute__((target("avx512f"))) static void micro512_##RN##_##CB(                           \
         const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {        \
-        micro512(RN, CB, y, x, r, p, l, pf);                                                       \
+        if (l->wh)                                                                                 \
+            micro512(RN, CB, true, y, x, r, p, l, pf);                                             \
+        else                                                                                       \
+            micro512(RN, CB, false, y, x, r, p, l, pf);                                            \
     }
 #define M512_ROW(RN)  M512(RN, 1) M512(RN, 2) M512(RN, 3)
 #define M512_WIDE(RN) M512(RN, 4) M512(RN, 5) M512(RN, 6) M512(RN, 7) M512(RN, 8)
@@ -271,10 +316,18 @@ static const micro_fn micro512_narrow[AVX512_NARROW][AVX512_CB_MAX] = {M512_WIDE
 /* A panel is two registers; 6 rows x 1 panel = 12 accumulators of the 16 registers. */
 #define AVX2_RB 6
 
+/* 8 weights from BF16: widened to float32 exactly */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256
+load_bf16_256(const uint16_t *h) {
+    __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
+}
+
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {
+micro256(int RN, bool bf, const y_map *y, const float *x, int r, int p, const kr_linear *l,
+         const char *pf) {
     int in = l->in, out = l->out;
-    const float *wp = l->wp + (size_t)p * in * PANEL;
+    size_t at = (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
     __m256 lo[AVX2_RB], hi[AVX2_RB];
 #pragma GCC unroll 6
@@ -282,8 +335,9 @@ micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *
         lo[i] = hi[i] = _mm256_setzero_ps();
     for (int k = 0; k < in; k++) {
         if (pf) _mm_prefetch(pf + (size_t)k * 64, _MM_HINT_T1);
-        __m256 w0 = _mm256_loadu_ps(wp + (size_t)k * PANEL),
-               w1 = _mm256_loadu_ps(wp + (size_t)k * PANEL + 8);
+        size_t ik = at + (size_t)k * PANEL;
+        __m256 w0 = bf ? load_bf16_256(l->wh + ik) : _mm256_loadu_ps(l->wp + ik),
+               w1 = bf ? load_bf16_256(l->wh + ik + 8) : _mm256_loadu_ps(l->wp + ik + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < RN; i++) {
             __m256 xb = _mm256_broadcast_ss(xr + (size_t)i * in + k);
@@ -306,11 +360,10 @@ micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *
 }
 
 /* One row over 4 panels (8 chains in flight, 8 accumulators): a decode step's row. */
-__attribute__((target("avx2,fma"))) static void
-micro256_row4(const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {
-    (void)pf;
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+row4_256(bool bf, const y_map *y, const float *x, int r, int p, const kr_linear *l) {
     int in = l->in, out = l->out;
-    const float *wp = l->wp + (size_t)p * in * PANEL;
+    size_t at = (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
     size_t ps = (size_t)in * PANEL; /* floats from one panel to the next */
     __m256 a[8];
@@ -319,11 +372,14 @@ micro256_row4(const y_map *y, const float *x, int r, int p, const kr_linear *l, 
         a[c] = _mm256_setzero_ps();
     for (int k = 0; k < in; k++) {
         __m256 xb = _mm256_broadcast_ss(xr + k);
-        const float *w = wp + (size_t)k * PANEL;
+        size_t i = at + (size_t)k * PANEL;
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
-            a[2 * c] = _mm256_fmadd_ps(xb, _mm256_loadu_ps(w + c * ps), a[2 * c]);
-            a[2 * c + 1] = _mm256_fmadd_ps(xb, _mm256_loadu_ps(w + c * ps + 8), a[2 * c + 1]);
+            size_t ic = i + c * ps;
+            __m256 w0 = bf ? load_bf16_256(l->wh + ic) : _mm256_loadu_ps(l->wp + ic),
+                   w1 = bf ? load_bf16_256(l->wh + ic + 8) : _mm256_loadu_ps(l->wp + ic + 8);
+            a[2 * c] = _mm256_fmadd_ps(xb, w0, a[2 * c]);
+            a[2 * c + 1] = _mm256_fmadd_ps(xb, w1, a[2 * c + 1]);
         }
     }
 #pragma GCC unroll 4 /* constant indices keep the accumulators in registers (micro256) */
@@ -338,10 +394,22 @@ micro256_row4(const y_map *y, const float *x, int r, int p, const kr_linear *l, 
     }
 }
 
+__attribute__((target("avx2,fma"))) static void
+micro256_row4(const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {
+    (void)pf;
+    if (l->wh)
+        row4_256(true, y, x, r, p, l);
+    else
+        row4_256(false, y, x, r, p, l);
+}
+
 #define M256(RN)                                                                                   \
     __attribute__((target("avx2,fma"))) static void micro256_##RN(                                 \
         const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {        \
-        micro256(RN, y, x, r, p, l, pf);                                                           \
+        if (l->wh)                                                                                 \
+            micro256(RN, true, y, x, r, p, l, pf);                                                 \
+        else                                                                                       \
+            micro256(RN, false, y, x, r, p, l, pf);                                                \
     }
 M256(1)
 M256(2)
@@ -395,7 +463,8 @@ static const char *next_panels(const linear_job *j, int task, int run, int want,
         if (*next_task >= 0) run_range(j, *next_task % j->col_tasks, 0, &np, &e);
     }
     *got = e - np < n ? e - np : n;
-    return (const char *)(j->l->wp + (size_t)np * j->l->in * PANEL);
+    size_t at = (size_t)np * j->l->in * PANEL;
+    return j->l->wh ? (const char *)(j->l->wh + at) : (const char *)(j->l->wp + at);
 }
 
 /* Rows [rc, rc1) x panels [p0, p1) of a task: the kernel level's blocks. */
@@ -417,6 +486,7 @@ static void task_block(const linear_job *j, int task, int run, int rc, int rc1, 
                 int np_n;
                 const char *next =
                     next_panels(j, task, run, p + 4, 4, p1, last_chunk, next_task, &np_n);
+                if (l->wh) np_n = (np_n + 1) / 2; /* a line a step of k holds two BF16 panels */
                 for (int r = rc, b = 0; r < rc1; r += 6, b++) {
                     int rn = rc1 - r < 6 ? rc1 - r : 6;
                     const char *pf = b < np_n ? next + (size_t)b * l->in * 64 : NULL;
@@ -488,7 +558,7 @@ static void linear_task(void *arg, int task, int worker) {
 static void forward(const y_map *y, int n, const float *x, int T, const kr_linear *l,
                     kr_linear_epilogue epi, void *epi_ctx) {
     if (T < 1) return;
-    if (!l->wp) {
+    if (!kr_linear_is_packed(l)) {
         rows_unpacked(y, x, T, l);
         if (epi) epi(epi_ctx, 0, T, 0, y->width);
         return;

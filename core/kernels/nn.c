@@ -178,11 +178,11 @@ static void store_kv(const kr_block *b, int layer, const kr_seq *sq, const float
                     : 1;
         for (int r = 0; r < g; r++, t++) {
             int pos = first + r;
-            float *vc = kr_kv_v(sq->kv, layer, pos), *kr = krow + (size_t)r * d;
+            float *kr = krow + (size_t)r * d;
             const float *kt = k + (size_t)t * d, *vt = v + (size_t)t * d;
             if (!b->kv_shift) {
                 memcpy(kr, kt, (size_t)d * sizeof(float));
-                memcpy(vc, vt, (size_t)d * sizeof(float));
+                kr_kv_put_v(sq->kv, layer, pos, vt);
             } else {
                 const float *a0 = b->kv_shift, *a1 = a0 + H, *b0 = a0 + 2 * H, *b1 = a0 + 3 * H;
                 const float *kp = NULL, *vp = NULL; /* k_{-1} = v_{-1} = 0 */
@@ -193,18 +193,22 @@ static void store_kv(const kr_block *b, int layer, const kr_seq *sq, const float
                     kp = raw;
                     vp = raw + d;
                 }
+                /* the value row through kr first (stored as the view's elements), then the key */
                 for (int h = 0; h < H; h++)
-                    for (int i = h * hd; i < (h + 1) * hd; i++) {
+                    for (int i = h * hd; i < (h + 1) * hd; i++)
+                        kr[i] = b0[h] * vt[i] + (vp ? b1[h] * vp[i] : 0.0f);
+                kr_kv_put_v(sq->kv, layer, pos, kr);
+                for (int h = 0; h < H; h++)
+                    for (int i = h * hd; i < (h + 1) * hd; i++)
                         kr[i] = a0[h] * kt[i] + (kp ? a1[h] * kp[i] : 0.0f);
-                        vc[i] = b0[h] * vt[i] + (vp ? b1[h] * vp[i] : 0.0f);
-                    }
             }
             rope_block(b, kr, 1, d, pos);
         }
-        if (g == KEY_GROUP)
+        if (g == KEY_GROUP && !sq->kv->bf16)
             put_keys16(sq->kv, layer, first, krow, d);
         else
-            kr_kv_put_k(sq->kv, layer, first, krow);
+            for (int r = 0; r < g; r++)
+                kr_kv_put_k(sq->kv, layer, first + r, krow + (size_t)r * d);
     }
 }
 
@@ -340,9 +344,11 @@ static void block_qkv(const kr_block *b, int layer, float *x, int R, int S, cons
     int d = b->d;
     for_rows(b, s, x, R, ROWS_NORM, b->norm1);
     float *qkv[3] = {s->q, s->k, s->v};
-    if ((b->qkv.w || b->qkv.wp) && kr_linear_forward_parts(qkv, 3, s->xn, R, &b->qkv) == 0) {
+    if ((b->qkv.w || kr_linear_is_packed(&b->qkv)) &&
+        kr_linear_forward_parts(qkv, 3, s->xn, R, &b->qkv) == 0) {
         /* one product, written straight into q, k and v */
-    } else if (b->qkv.w || b->qkv.wp) { /* one product, then the rows split into q, k, v */
+    } else if (b->qkv.w ||
+               kr_linear_is_packed(&b->qkv)) { /* one product, then the rows split into q, k, v */
         kr_linear_forward(s->stacked, s->xn, R, &b->qkv);
         for (size_t r = 0; r < (size_t)R; r++) {
             const float *row = s->stacked + r * 3 * d;
@@ -378,11 +384,11 @@ void kr_block_forward(const kr_block *b, int layer, float *x, int S, const kr_se
     kr_linear_forward_add(x, s->attn, R, &b->o); /* residual connection */
     for_rows(b, s, x, R, ROWS_NORM, b->norm2);
     swiglu_ctx sw = {s->h1, s->h3, b->ff};
-    if ((b->w13.w || b->w13.wp) &&
+    if ((b->w13.w || kr_linear_is_packed(&b->w13)) &&
         kr_linear_forward_then(w13, 2, s->xn, R, &b->w13, swiglu, &sw) == 0) {
         /* one product into h1 and h3, each task's columns of h1 through silu(h1) * h3 */
     } else {
-        if (b->w13.w || b->w13.wp) {
+        if (b->w13.w || kr_linear_is_packed(&b->w13)) {
             kr_linear_forward(s->stacked, s->xn, R, &b->w13);
             for (size_t r = 0; r < (size_t)R; r++) {
                 const float *row = s->stacked + r * 2 * b->ff;

@@ -16,6 +16,23 @@ typedef int32_t vi __attribute__((vector_size(4 * KR_W), aligned(4)));
 /* a where m is all ones, b where it is zero (a macro: a function taking or returning vectors
  * would have an ABI that depends on the instruction set) */
 #define KR_SELECT(m, a, b) ((vf)(((m) & (vi)(a)) | (~(m) & (vi)(b))))
+/* x in every lane: x - (+0) is x itself, -0 included */
+#define KR_SPLAT(x) ((x) - (vf){0})
+/* a * b + c with one rounding, lane by lane: the level's FMA instruction, or fmaf on the
+ * baseline, so every level rounds alike */
+#if KR_W == 16
+#define KR_FMA(a, b, c) ((vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#elif KR_W == 8
+#define KR_FMA(a, b, c) ((vf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#else
+#define KR_FMA(a, b, c)                                                                            \
+    __extension__({                                                                                \
+        vf fa_ = (a), fb_ = (b), fc_ = (c);                                                        \
+        for (int fl_ = 0; fl_ < KR_W; fl_++)                                                       \
+            fc_[fl_] = __builtin_fmaf(fa_[fl_], fb_[fl_], fc_[fl_]);                               \
+        fc_;                                                                                       \
+    })
+#endif
 
 /* e^x for each x[i] <= 88, KR_W at a time: exp1 (lanes.h) lane by lane; every element gets
  * the same bits whether it falls in a vector or in the tail, on every level. */
@@ -85,6 +102,8 @@ KR_INLINE void transpose16(vf r[16]) {
 
 #undef KR_LOAD
 #undef KR_SELECT
+#undef KR_SPLAT
+#undef KR_FMA
 #undef exp_array
 #undef vi
 #undef vf

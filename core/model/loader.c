@@ -2,7 +2,9 @@
  * model.safetensors, the released Hugging Face layout) into a kr_model.
  *
  * Every tensor inference uses is checked against the shape the config implies; weights
- * are converted to float32 once, here, and the files are unmapped afterwards.
+ * are converted to float32 once, here (the linear layers' then packed as float32 or, for
+ * weights bf16, rounded to BF16: a BF16 file's exactly as stored), and the files are
+ * unmapped afterwards.
  */
 #include "model.h"
 #include "nn.h"
@@ -330,15 +332,28 @@ static void untrack(loader *L, const float *p) {
         }
 }
 
-static int pack(loader *L, kr_linear *l) {
-    float *wp = track(L, kr_linear_packed_floats(l->out, l->in));
+/* l's weights packed for the kernels, as float32 or (weights bf16) BF16; l->w kept */
+static int pack_weights(loader *L, kr_linear *l) {
+    size_t n = kr_linear_packed_floats(l->out, l->in);
+    bool bf = L->m->weights == KR_PREC_BF16;
+    float *wp = track(L, bf ? (n + 1) / 2 : n);
     if (!wp)
         return kr_fail_code(L->err, KR_E_NO_MEMORY,
                             "model load: out of memory packing a %dx%d weight", l->out, l->in);
-    kr_linear_pack(wp, l->w, l->out, l->in);
+    if (bf) {
+        kr_linear_pack_bf16((uint16_t *)wp, l->w, l->out, l->in);
+        l->wh = (const uint16_t *)wp;
+    } else {
+        kr_linear_pack(wp, l->w, l->out, l->in);
+        l->wp = wp;
+    }
+    return 0;
+}
+
+static int pack(loader *L, kr_linear *l) {
+    if (pack_weights(L, l)) return -1;
     untrack(L, l->w);
     l->w = NULL;
-    l->wp = wp;
     return 0;
 }
 
@@ -361,24 +376,22 @@ static int pack_dep_s1(loader *L) {
     if (kr_linear_packed_floats(p->dep_kv.out, p->dep_kv.in) ==
         (size_t)p->dep_kv.out * p->dep_kv.in) { /* no padding panel between the two */
         if (pack(L, &p->dep_kv_s1)) return -1;
+        size_t at = (size_t)p->dep_kv.out * p->dep_kv.in; /* proj_s1's first panel */
         p->dep_kv.wp = p->dep_kv_s1.wp;
-        p->proj_s1.wp = p->dep_kv_s1.wp + (size_t)p->dep_kv.out * p->dep_kv.in;
+        p->dep_kv.wh = p->dep_kv_s1.wh;
+        p->proj_s1.wp = p->dep_kv_s1.wp ? p->dep_kv_s1.wp + at : NULL;
+        p->proj_s1.wh = p->dep_kv_s1.wh ? p->dep_kv_s1.wh + at : NULL;
         p->dep_kv.w = p->proj_s1.w = NULL;
         return 0;
     }
     kr_linear *views[] = {&p->dep_kv, &p->proj_s1};
     for (int i = 0; i < 2; i++) {
-        kr_linear *l = views[i];
-        float *wp = track(L, kr_linear_packed_floats(l->out, l->in));
-        if (!wp)
-            return kr_fail_code(L->err, KR_E_NO_MEMORY,
-                                "model load: out of memory packing a %dx%d weight", l->out, l->in);
-        kr_linear_pack(wp, l->w, l->out, l->in);
-        l->w = NULL;
-        l->wp = wp;
+        if (pack_weights(L, views[i])) return -1;
+        views[i]->w = NULL;
     }
     untrack(L, whole);
     p->dep_kv_s1.w = p->dep_kv_s1.wp = NULL;
+    p->dep_kv_s1.wh = NULL;
     return 0;
 }
 
@@ -535,6 +548,17 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
         return NULL;
     }
     m->max_context = max_context;
+    m->weights = paths->weights;
+    m->kv = paths->kv;
+    if (m->weights != KR_PREC_F32 && m->weights != KR_PREC_BF16) {
+        kr_fail_code(err, KR_E_INVALID, "model load: weights = %d is not a precision",
+                     (int)m->weights);
+        goto fail;
+    }
+    if (m->kv != KR_PREC_F32 && m->kv != KR_PREC_BF16) {
+        kr_fail_code(err, KR_E_INVALID, "model load: kv = %d is not a precision", (int)m->kv);
+        goto fail;
+    }
     loader L = {.m = m, .err = err};
     if (read_tokenizer_config(paths->tokenizer_dir, &m->tc, err) ||
         read_predictor_config(paths->predictor_dir, &m->pc, err))
@@ -575,4 +599,10 @@ int kr_model_max_context(const kr_model *m) {
 }
 size_t kr_model_param_count(const kr_model *m) {
     return m->n_params;
+}
+kr_precision kr_model_weights(const kr_model *m) {
+    return m->weights;
+}
+kr_precision kr_model_kv(const kr_model *m) {
+    return m->kv;
 }

@@ -308,9 +308,11 @@ json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate
         rc = put(r, "normalization", kd_normalization_json(plan->mean, plan->std));
     if (rc == 0)
         rc = put(r, "usage",
-                 json_pack("{s:I,s:f,s:f}", "generated_tokens",
+                 json_pack("{s:I,s:f,s:f,s:s,s:s}", "generated_tokens",
                            (json_int_t)ev->usage.generated_tokens, "planned_gflop",
-                           ev->usage.flops / 1e9, "elapsed_ms", ev->usage.elapsed_ms));
+                           ev->usage.flops / 1e9, "elapsed_ms", ev->usage.elapsed_ms, "weights",
+                           kr_precision_name(ev->usage.weights), "kv",
+                           kr_precision_name(ev->usage.kv)));
     if (rc == 0 && in->return_origins) {
         json_t *a = json_array();
         for (int k = 0; a && rc == 0 && k < ev->origins; k++)

@@ -396,7 +396,9 @@ static json_t *usage_object(const kr_forecast_result *res) {
         json_object_set_new(o, "generated_tokens", json_integer(res->usage.generated_tokens)) < 0 ||
         json_object_set_new(o, "cached_steps", json_integer(res->usage.cached_steps)) < 0 ||
         json_object_set_new(o, "recomputed_steps", json_integer(res->usage.recomputed_steps)) < 0 ||
-        json_object_set_new(o, "elapsed_ms", real_or_null(res->usage.elapsed_ms)) < 0) {
+        json_object_set_new(o, "elapsed_ms", real_or_null(res->usage.elapsed_ms)) < 0 ||
+        json_object_set_new(o, "weights", json_string(kr_precision_name(res->usage.weights))) < 0 ||
+        json_object_set_new(o, "kv", json_string(kr_precision_name(res->usage.kv))) < 0) {
         json_decref(o);
         return NULL;
     }

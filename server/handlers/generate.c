@@ -44,11 +44,13 @@ static void discard(kd_work *w) {
     job_free((generate_job *)w);
 }
 
-static json_t *generate_response(const generate_job *g, double ms) {
-    json_t *o = json_pack(
-        "{s:o,s:i,s:{s:i,s:i,s:I,s:f}}", "tokens", kd_tokens_json(g->s1, g->s2, g->in.n_new),
-        "length", kr_cache_length(g->c), "usage", "appended", g->in.n_append, "generated",
-        g->in.n_new, "cache_bytes", (json_int_t)kr_cache_bytes(g->c), "elapsed_ms", ms);
+static json_t *generate_response(const generate_job *g, double ms, const kr_model *m) {
+    json_t *o =
+        json_pack("{s:o,s:i,s:{s:i,s:i,s:I,s:f,s:s,s:s}}", "tokens",
+                  kd_tokens_json(g->s1, g->s2, g->in.n_new), "length", kr_cache_length(g->c),
+                  "usage", "appended", g->in.n_append, "generated", g->in.n_new, "cache_bytes",
+                  (json_int_t)kr_cache_bytes(g->c), "elapsed_ms", ms, "weights",
+                  kr_precision_name(kr_model_weights(m)), "kv", kr_precision_name(kr_model_kv(m)));
     if (o && g->session && json_object_set_new(o, "session", json_string(g->in.session)) < 0) {
         json_decref(o);
         return NULL;
@@ -158,7 +160,7 @@ static void done(kd_work *w, const kr_error *err) {
                                 jmsg);
         return;
     }
-    json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0) : NULL;
+    json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0, app->model) : NULL;
     if (err->code == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
     const kr_error e = *err;
     job_free(g); /* releases the session before the client can see the answer */

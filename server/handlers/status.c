@@ -38,7 +38,7 @@ static json_t *model_json(kd_app *app) {
     kr_pool_stats_get(app->pool, &ps);
     kd_sessions_stats_get(app->sessions, &ss);
     return json_pack(
-        "{s:s,s:s,s:i,s:I,"
+        "{s:s,s:s,s:i,s:I,s:s,s:s,"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:b},"
         "s:{s:I,s:I,s:I,s:i,s:i,s:i},"
@@ -48,7 +48,9 @@ static json_t *model_json(kd_app *app) {
         "s:{s:s}}",
         "name", model_name(c), "version", KR_VERSION, "max_context",
         kr_model_max_context(app->model), "parameters",
-        (json_int_t)kr_model_param_count(app->model),
+        (json_int_t)kr_model_param_count(app->model), "weights",
+        kr_precision_name(kr_model_weights(app->model)), "kv",
+        kr_precision_name(kr_model_kv(app->model)),
         /* tokenizer */
         "tokenizer", "d_in", tc->d_in, "d_model", tc->d_model, "n_heads", tc->n_heads, "ff_dim",
         tc->ff_dim, "n_enc_layers", tc->n_enc_layers, "n_dec_layers", tc->n_dec_layers, "s1_bits",

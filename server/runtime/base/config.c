@@ -1,5 +1,6 @@
 /* config.c — one table of settings, read from defaults, a config file and flags. */
 #include "config.h"
+#include "kronos.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -31,6 +32,11 @@ static const key_def keys[] = {
     {"predictor", T_STRING, AT(predictor), NULL, 0, 0, "predictor directory (instead of model)"},
     {"max-context", T_INT, AT(max_context), "512", 1, 1 << 20,
      "the model's context window (512 or 2048 for released models)"},
+    {"weights", T_STRING, AT(weights), "f32", 0, 0,
+     "the linear layers' weights: f32, or bf16 (half the bytes; opt-in, the numbers move)"},
+    {"kv", T_STRING, AT(kv), "f32", 0, 0,
+     "the KV cache: f32, or bf16 (half the bytes a position: twice the sessions a pool holds; "
+     "opt-in, the numbers move)"},
     {"host", T_STRING, AT(host), "127.0.0.1", 0, 0, "address to listen on"},
     {"port", T_INT, AT(port), "8080", 0, 65535, "TCP port (0: any free port, logged)"},
     {"api-key-file", T_STRING, AT(api_key_file), NULL, 0, 0,
@@ -348,6 +354,11 @@ static int check(kd_config *c, char *err, size_t errlen) {
         strcmp(c->journal_fsync, "no") != 0)
         return fail(err, errlen, "journal-fsync '%s': expected always, everysec or no",
                     c->journal_fsync);
+    kr_precision prec;
+    kr_error ke = {0};
+    if (kr_precision_parse(c->weights, "weights", &prec, &ke) != 0 ||
+        kr_precision_parse(c->kv, "kv", &prec, &ke) != 0)
+        return fail(err, errlen, "%s", ke.msg);
     if (c->state_dir && !*c->state_dir)
         return fail(err, errlen, "state-dir: empty (leave it unset for no journal)");
     if (c->model && (c->tokenizer || c->predictor))

@@ -7,6 +7,6 @@
 /* Either model_dir (holding tokenizer/ and predictor/) or both tokenizer_dir and
  * predictor_dir. NULL after a message in err. */
 kr_model *kd_model_open(const char *model_dir, const char *tokenizer_dir, const char *predictor_dir,
-                        int max_context, kr_error *err);
+                        int max_context, kr_precision weights, kr_precision kv, kr_error *err);
 
 #endif

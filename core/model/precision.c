@@ -1,0 +1,22 @@
+/* precision.c — the names of what a model's numbers are stored in (kr_precision), as the
+ * config, the flags and the answers spell them. */
+#include "kronos.h"
+
+#include <string.h>
+
+const char *kr_precision_name(kr_precision p) {
+    return p == KR_PREC_BF16 ? "bf16" : "f32";
+}
+
+int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err) {
+    if (s && strcmp(s, "f32") == 0) {
+        *out = KR_PREC_F32;
+        return 0;
+    }
+    if (s && strcmp(s, "bf16") == 0) {
+        *out = KR_PREC_BF16;
+        return 0;
+    }
+    return kr_fail_code(err, KR_E_INVALID, "%s: must be f32 or bf16, got '%s'", field,
+                        s ? s : "(none)");
+}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# precision.sh — the weights and kv modes end to end: a daemon with weights bf16 (flag and
+# config line) or kv bf16 names them in /model and in each answer's usage (kv bf16: half the
+# pool's block bytes); its forecast equals `kronosd forecast` with the same flag and differs
+# from float32's; a bad mode is refused at start with a message naming the setting.
+# Usage: precision.sh KRONOSD SRC_DIR
+set -uo pipefail
+KRONOSD=$1
+SRC=$2
+. "$SRC/tests/e2e/lib.sh"
+make_bodies
+"$PY" - "$GOLDEN" "$WORK" <<'PYEOF'
+import json, sys
+g = json.load(open(sys.argv[1]))["cases"][0]
+w = sys.argv[2]
+inp = g["input"]
+json.dump({"tokens": [[i * 37 % 1024, i * 91 % 1024] for i in range(40)],
+           "timestamps": inp["timestamps"][:40], "max_new_tokens": 4,
+           "future_timestamps": inp["timestamps"][40:44], "top_k": 1},
+          open(f"{w}/gen.json", "w"))
+json.dump({"candles": inp, "horizon": 16, "samples": 8, "seed": 3}, open(f"{w}/sampled.json", "w"))
+PYEOF
+
+start_daemon f32 --workers 1 --compute-threads 1
+start_daemon bf --workers 1 --compute-threads 1 --weights bf16
+printf 'weights = bf16\n' >"$WORK/bf.conf"
+start_daemon conf --workers 1 --compute-threads 1 --config "$WORK/bf.conf"
+start_daemon kv --workers 1 --compute-threads 1 --kv bf16
+
+http GET "$URL_f32/model"
+expect "/model names weights and kv f32 by default" 200 'd["weights"] == "f32" and d["kv"] == "f32"'
+cp "$BODY" "$WORK/model_f32.json"
+http GET "$URL_kv/model"
+expect "/model names kv bf16 (--kv bf16), its pool blocks half the bytes" 200 \
+    'd["kv"] == "bf16" and d["weights"] == "f32" and 2 * d["pool"]["block_bytes"] == json.load(open("'"$WORK"'/model_f32.json"))["pool"]["block_bytes"]'
+http GET "$URL_bf/model"
+expect "/model names weights bf16 (--weights bf16)" 200 'd["weights"] == "bf16"'
+http GET "$URL_conf/model"
+expect "/model names weights bf16 (weights = bf16 in the config)" 200 'd["weights"] == "bf16"'
+
+http POST "$URL_f32/forecast" --data-binary @"$WORK/sampled.json"
+cp "$BODY" "$WORK/f32.json"
+expect "a forecast's usage names f32" 200 'd["usage"]["weights"] == "f32"'
+http POST "$URL_bf/forecast" --data-binary @"$WORK/sampled.json"
+cp "$BODY" "$WORK/bf.json"
+expect "a forecast's usage names bf16" 200 'd["usage"]["weights"] == "bf16"'
+http POST "$URL_bf/generate" --data-binary @"$WORK/gen.json"
+expect "a generation's usage names bf16" 200 'd["usage"]["weights"] == "bf16" and d["usage"]["kv"] == "f32"'
+http POST "$URL_kv/forecast" --data-binary @"$WORK/sampled.json"
+cp "$BODY" "$WORK/kv.json"
+expect "a forecast's usage names kv bf16" 200 'd["usage"]["kv"] == "bf16" and d["usage"]["weights"] == "f32"'
+"$KRONOSD" forecast --model "$MODEL" --kv bf16 --compact "$WORK/sampled.json" \
+    >"$WORK/cli_kv.json" 2>"$WORK/cli_kv.err"
+"$PY" - "$WORK" <<'PYEOF' && pass "kronosd forecast --kv bf16 equals the kv bf16 daemon's answer; float32's differs" || fail "kv bf16 answers" "$(cat "$WORK/cli_kv.err")"
+import json, sys
+w = sys.argv[1]
+cli, kv, f32 = (json.load(open(f"{w}/{n}.json")) for n in ("cli_kv", "kv", "f32"))
+strip = lambda d: {k: v for k, v in d.items() if k != "usage"}
+assert cli["usage"]["kv"] == "bf16"
+assert strip(cli) == strip(kv), "cli and daemon differ"
+assert strip(kv) != strip(f32), "kv bf16 equals f32"
+PYEOF
+
+"$KRONOSD" forecast --model "$MODEL" --weights bf16 --compact "$WORK/sampled.json" \
+    >"$WORK/cli.json" 2>"$WORK/cli.err"
+"$PY" - "$WORK" <<'PYEOF' && pass "kronosd forecast --weights bf16 equals the bf16 daemon's answer; float32's differs" || fail "bf16 answers" "$(cat "$WORK/cli.err")"
+import json, sys
+w = sys.argv[1]
+cli, bf, f32 = (json.load(open(f"{w}/{n}.json")) for n in ("cli", "bf", "f32"))
+strip = lambda d: {k: v for k, v in d.items() if k != "usage"}
+assert cli["usage"]["weights"] == "bf16"
+assert strip(cli) == strip(bf), "cli and daemon differ"
+assert strip(bf) != strip(f32), "bf16 equals f32"
+PYEOF
+
+"$KRONOSD" serve --model "$MODEL" --port 0 --weights fp8 >"$WORK/bad.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "weights: must be f32 or bf16, got 'fp8'" "$WORK/bad.log"; then
+    pass "serve --weights fp8 is refused, naming the setting"
+else
+    fail "serve --weights fp8" "exit $rc: $(head -3 "$WORK/bad.log")"
+fi
+"$KRONOSD" forecast --model "$MODEL" --weights fp8 "$WORK/sampled.json" >/dev/null 2>"$WORK/bad.err"
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "\-\-weights: must be f32 or bf16, got 'fp8'" "$WORK/bad.err"; then
+    pass "forecast --weights fp8 is refused, naming the flag"
+else
+    fail "forecast --weights fp8" "exit $rc: $(head -3 "$WORK/bad.err")"
+fi
+"$KRONOSD" serve --model "$MODEL" --port 0 --kv f16 >"$WORK/bad_kv.log" 2>&1
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "kv: must be f32 or bf16, got 'f16'" "$WORK/bad_kv.log"; then
+    pass "serve --kv f16 is refused, naming the setting"
+else
+    fail "serve --kv f16" "exit $rc: $(head -3 "$WORK/bad_kv.log")"
+fi
+summary

@@ -1,0 +1,456 @@
+/* test_precision.c — reduced-precision modes: weights bf16 on F32, BF16 and F16 checkpoints
+ * (kronos-mkmodel writes one model in each dtype from the same values; KR_MKMODEL names the
+ * tool), kv bf16's attention against float32 attention over the same rounded keys and
+ * values, and each mode's invariances: kernel levels, batch, cached = uncached.
+ *
+ * The anchor: a BF16 checkpoint's values are exact in float32, so the same file loaded with
+ * weights f32 runs the float32 kernels on the very numbers the BF16 kernels widen. The two
+ * must agree bit for bit on every level; whatever holds for float32 (thread counts
+ * included, determinism.sh and parallel-3-threads) then holds for weights bf16. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "attention.h"
+#include "kronos.h"
+#include "matmul.h" /* kr_simd_set */
+#include "model.h"  /* the packed weights, compared across loads */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_TOK 80 /* tokens of the logits sequence: past 64, the tile path's prefix */
+#define V     1024
+#define PATHS 6
+
+static char dirs[4][64]; /* the model in F32, BF16 and F16; and in F32 with kv_shift */
+static const char *const dtypes[4] = {"f32", "bf16", "f16", "f32 --kv-shift"};
+static int32_t tok1[N_TOK + 1], tok2[N_TOK + 1];
+static kr_stamp stamps[N_TOK + 1];
+
+static kr_model *load_kv(int file, kr_precision weights, kr_precision kv) {
+    char tok[128], pred[128];
+    snprintf(tok, sizeof tok, "%s/tokenizer", dirs[file]);
+    snprintf(pred, sizeof pred, "%s/predictor", dirs[file]);
+    kr_model_paths p = {.tokenizer_dir = tok,
+                        .predictor_dir = pred,
+                        .max_context = 512,
+                        .weights = weights,
+                        .kv = kv};
+    kr_error err = {0};
+    kr_model *m = kr_model_load(&p, &err);
+    if (!m) fprintf(stderr, "%s as %s: %s\n", dirs[file], kr_precision_name(weights), err.msg);
+    return m;
+}
+
+static kr_model *load(int file, kr_precision weights) {
+    return load_kv(file, weights, KR_PREC_F32);
+}
+
+static int setup(void **state) {
+    (void)state;
+    const char *tool = getenv("KR_MKMODEL");
+    if (!tool) {
+        fprintf(stderr, "KR_MKMODEL is not set\n");
+        return -1;
+    }
+    for (int f = 0; f < 4; f++) {
+        snprintf(dirs[f], sizeof dirs[f], "/tmp/kr-precision-test-XXXXXX");
+        if (!mkdtemp(dirs[f])) return -1;
+        char cmd[512];
+        /* tokenizer heads of 32 and predictor heads of 32: the AVX-512 head paths */
+        snprintf(cmd, sizeof cmd,
+                 "%s --out %s --preset tiny --d-model 128 --tok-d-model 64 --seed 5 --dtype %s "
+                 ">/dev/null",
+                 tool, dirs[f], dtypes[f]);
+        if (system(cmd) != 0) return -1;
+    }
+    for (int i = 0; i <= N_TOK; i++) {
+        tok1[i] = (int32_t)(i * 37 % V);
+        tok2[i] = (int32_t)(i * 91 % V);
+        stamps[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    for (int f = 0; f < 4; f++) {
+        char cmd[384];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dirs[f]);
+        if (system(cmd) != 0) return -1;
+    }
+    return 0;
+}
+
+/* s1 logits after the whole sequence in one chunk, token by token the last 8, and the s2
+ * logits of PATHS forks each given its own token, batched and one at a time: out holds
+ * [s1 | s1 by tokens | forks' s1 | forks' s2], and the two ways must agree. */
+#define OUT_FLOATS (2 * V + 2 * PATHS * V)
+static void logits(const kr_model *m, float *out) {
+    kr_error err;
+    kr_pool *pool = kr_pool_create(m, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    kr_cache *c = kr_cache_create(pool, 0, &err), *t = kr_cache_create(pool, 0, &err);
+    assert_non_null(c);
+    assert_non_null(t);
+    assert_int_equal(kr_cache_append(&c, 1, tok1, tok2, stamps, N_TOK, out, &err), 0);
+    assert_int_equal(kr_cache_append(&t, 1, tok1, tok2, stamps, N_TOK - 8, NULL, &err), 0);
+    for (int i = N_TOK - 8; i < N_TOK; i++)
+        assert_int_equal(kr_cache_append(&t, 1, tok1 + i, tok2 + i, stamps + i, 1, out + V, &err),
+                         0);
+    assert_memory_equal(out, out + V, V * sizeof(float));
+    kr_cache *f[PATHS];
+    int32_t a[PATHS], b[PATHS], chosen[PATHS];
+    kr_stamp st[PATHS];
+    for (int p = 0; p < PATHS; p++) {
+        assert_non_null(f[p] = kr_cache_fork(c, &err));
+        a[p] = (int32_t)(100 + 17 * p);
+        b[p] = (int32_t)(900 - 31 * p);
+        chosen[p] = (int32_t)(7 * p);
+        st[p] = stamps[N_TOK];
+    }
+    float *s1 = out + 2 * V, *s2 = s1 + PATHS * V;
+    assert_int_equal(kr_cache_append(f, PATHS, a, b, st, 1, s1, &err), 0);
+    assert_int_equal(kr_cache_s2_logits(f, PATHS, chosen, s2, &err), 0);
+    for (int p = 0; p < PATHS; p++) { /* each alone, forked again from the prefix */
+        float one1[V], one2[V];
+        kr_cache *g = kr_cache_fork(c, &err);
+        assert_non_null(g);
+        assert_int_equal(kr_cache_append(&g, 1, &a[p], &b[p], st, 1, one1, &err), 0);
+        assert_int_equal(kr_cache_s2_logits(&g, 1, &chosen[p], one2, &err), 0);
+        assert_memory_equal(one1, s1 + p * V, sizeof one1);
+        assert_memory_equal(one2, s2 + p * V, sizeof one2);
+        kr_cache_free(g);
+    }
+    for (int p = 0; p < PATHS; p++)
+        kr_cache_free(f[p]);
+    kr_cache_free(c);
+    kr_cache_free(t);
+    kr_pool_free(pool);
+}
+
+/* A forecast of a random walk, 4 sampled paths: cached and on the reference path. */
+static void forecast(const kr_model *m, bool use_cache, kr_forecast_result *res) {
+    enum { L = 90, P = 12 };
+    int64_t ts[L];
+    static double cols[KR_D_IN][L];
+    double *cp[KR_D_IN];
+    for (int c = 0; c < KR_D_IN; c++)
+        cp[c] = cols[c];
+    tu_random_candles(3, L, ts, cp);
+    kr_forecast_request r = {
+        .context = {.n = L, .timestamps = ts},
+        .horizon = P,
+        .samples = 4,
+        .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9},
+        .seed = 7,
+        .use_cache = use_cache,
+        .return_paths = true,
+    };
+    for (int c = 0; c < KR_D_IN; c++)
+        r.context.columns[c] = cols[c];
+    kr_error err;
+    assert_int_equal(kr_forecast(m, NULL, &r, res, &err), 0);
+    assert_int_equal(res->usage.weights, kr_model_weights(m));
+}
+
+static void same_paths(const kr_forecast_result *a, const kr_forecast_result *b) {
+    assert_int_equal(a->samples, b->samples);
+    assert_memory_equal(a->paths, b->paths,
+                        (size_t)a->samples * KR_D_IN * a->horizon * sizeof(double));
+}
+
+/* On every level the CPU has: the BF16 file as bf16 equals it as f32 (the anchor above),
+ * the batched and token-by-token logits equal the whole ones (logits()), the level's
+ * numbers equal the first level's, and a cached forecast equals the reference one. */
+static void test_bf16_anchor_levels(void **state) {
+    (void)state;
+    kr_model *as_f32 = load(1, KR_PREC_F32), *as_bf16 = load(1, KR_PREC_BF16);
+    assert_non_null(as_f32);
+    assert_non_null(as_bf16);
+    assert_int_equal(kr_model_weights(as_bf16), KR_PREC_BF16);
+    assert_int_equal(kr_model_weights(as_f32), KR_PREC_F32);
+    assert_null(as_bf16->pred.blocks[0].qkv.wp); /* BF16 panels only */
+    assert_non_null(as_bf16->pred.blocks[0].qkv.wh);
+    static float first[OUT_FLOATS], a[OUT_FLOATS], b[OUT_FLOATS];
+    kr_forecast_result first_fc = {0};
+    int levels = 0;
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        logits(as_f32, a);
+        logits(as_bf16, b);
+        assert_memory_equal(a, b, sizeof a);
+        kr_forecast_result cached, plain;
+        forecast(as_bf16, true, &cached);
+        forecast(as_bf16, false, &plain);
+        same_paths(&cached, &plain);
+        kr_forecast_result_free(&plain);
+        if (levels++ == 0) {
+            memcpy(first, b, sizeof first);
+            first_fc = cached;
+        } else {
+            assert_memory_equal(first, b, sizeof first);
+            same_paths(&first_fc, &cached);
+            kr_forecast_result_free(&cached);
+        }
+    }
+    kr_simd_set(kr_simd_level()); /* back to the best */
+    print_message("# weights bf16: %d kernel levels agree with float32 on the BF16 values\n",
+                  levels);
+    kr_forecast_result_free(&first_fc);
+    kr_model_free(as_f32);
+    kr_model_free(as_bf16);
+}
+
+/* The nearest BF16 of f, ties to even, found by comparing distances in double: a second
+ * way to round, against the loader's bit trick */
+static uint16_t nearest_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+    float flo, fhi;
+    memcpy(&flo, &lo, sizeof flo);
+    memcpy(&fhi, &hi, sizeof fhi);
+    double dlo = fabs((double)f - flo), dhi = fabs((double)f - fhi);
+    if (dlo < dhi || (dlo == dhi && !((lo >> 16) & 1))) return (uint16_t)(lo >> 16);
+    return (uint16_t)(hi >> 16);
+}
+
+/* Every weight of a layer loaded as bf16 is the nearest BF16 of the same layer loaded as
+ * f32 (the same panels, each element rounded). */
+static void rounded_like(const kr_linear *f32, const kr_linear *bf, const char *what) {
+    assert_non_null(f32->wp);
+    assert_non_null(bf->wh);
+    size_t n = kr_linear_packed_floats(f32->out, f32->in), bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (bf->wh[i] != nearest_bf16(f32->wp[i])) bad++;
+    if (bad) print_message("%s: %zu of %zu weights not the nearest BF16\n", what, bad, n);
+    assert_int_equal(bad, 0);
+}
+
+static void all_rounded_like(const kr_model *f32, const kr_model *bf) {
+    for (int i = 0; i < f32->pc.n_layers; i++) {
+        const kr_block *x = &f32->pred.blocks[i], *y = &bf->pred.blocks[i];
+        rounded_like(&x->qkv, &y->qkv, "qkv");
+        rounded_like(&x->o, &y->o, "o");
+        rounded_like(&x->w13, &y->w13, "w13");
+        rounded_like(&x->w2, &y->w2, "w2");
+    }
+    for (int i = 0; i < f32->tok.n_enc; i++)
+        rounded_like(&f32->tok.enc[i].w13, &bf->tok.enc[i].w13, "encoder w13");
+    rounded_like(&f32->tok.embed, &bf->tok.embed, "embed");
+    rounded_like(&f32->tok.head, &bf->tok.head, "tokenizer head");
+    rounded_like(&f32->pred.fusion, &bf->pred.fusion, "fusion");
+    rounded_like(&f32->pred.dep_kv, &bf->pred.dep_kv, "dep_kv");
+    rounded_like(&f32->pred.proj_s1, &bf->pred.proj_s1, "proj_s1");
+    rounded_like(&f32->pred.proj_s2, &bf->pred.proj_s2, "proj_s2");
+}
+
+/* An F32 checkpoint as bf16: its linear layers rounded to the BF16 file's values (mkmodel
+ * rounds with its own code); its embeddings and norms stay float32, so its numbers are its
+ * own, with the invariances of the mode. An F16 checkpoint as bf16: each F16 value rounded
+ * to the nearest BF16. */
+static void test_bf16_from_f32_and_f16(void **state) {
+    (void)state;
+    kr_model *f32 = load(0, KR_PREC_F32), *f32_bf = load(0, KR_PREC_BF16);
+    kr_model *bf_bf = load(1, KR_PREC_BF16);
+    kr_model *f16 = load(2, KR_PREC_F32), *f16_bf = load(2, KR_PREC_BF16);
+    assert_non_null(f32);
+    assert_non_null(f32_bf);
+    assert_non_null(bf_bf);
+    assert_non_null(f16);
+    assert_non_null(f16_bf);
+    all_rounded_like(f32, f32_bf);
+    all_rounded_like(f16, f16_bf);
+    size_t n = kr_linear_packed_floats(bf_bf->pred.blocks[0].w13.out, bf_bf->pred.blocks[0].w13.in);
+    assert_memory_equal(f32_bf->pred.blocks[0].w13.wh, bf_bf->pred.blocks[0].w13.wh,
+                        n * sizeof(uint16_t));
+    /* the F32 file as bf16: within the mode, batch and token by token (logits() checks),
+     * cached = uncached; and its logits moved from float32's, but not far */
+    static float a[OUT_FLOATS], b[OUT_FLOATS];
+    logits(f32, a);
+    logits(f32_bf, b);
+    double worst = 0, scale = 0;
+    for (int i = 0; i < V; i++) {
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+        scale = fmax(scale, fabs((double)a[i]));
+    }
+    print_message("# weights bf16 on an F32 file: s1 logits moved by %.3g of their %.3g\n", worst,
+                  scale);
+    assert_true(worst > 0);
+    assert_true(worst < 0.05 * scale);
+    kr_forecast_result cached, plain;
+    forecast(f32_bf, true, &cached);
+    forecast(f32_bf, false, &plain);
+    same_paths(&cached, &plain);
+    kr_forecast_result_free(&cached);
+    kr_forecast_result_free(&plain);
+    logits(f16_bf, b); /* the F16 file runs in the mode too */
+    kr_model_free(f32);
+    kr_model_free(f32_bf);
+    kr_model_free(bf_bf);
+    kr_model_free(f16);
+    kr_model_free(f16_bf);
+}
+
+/* ---- kv bf16 ------------------------------------------------------------------------------ */
+
+static float lcg(uint32_t *st) { /* uniform in [-1, 1) */
+    *st = *st * 1664525u + 1013904223u;
+    return (float)((*st >> 8) & 0xffffff) / (float)(1 << 23) - 1.0f;
+}
+
+/* Attention over a BF16 view equals attention over a float32 view holding the same keys and
+ * values rounded by nearest_bf16 (the test's own rounding), bit for bit, on every level: the
+ * row path (a few rows) and the tile path (many rows over a shared prefix), heads of 32
+ * and 64 (the AVX-512 four-heads path). */
+static void attention_over_bf16(int d, int n_heads, int n_rows) {
+    enum { B = 16, KEYS = 112 };
+    int blocks = KEYS / B;
+    size_t per_block = (size_t)2 * B * d;
+    float *fmem = malloc((size_t)blocks * per_block * sizeof(float));
+    float *hmem = malloc((size_t)blocks * per_block * sizeof(float)); /* half of it used */
+    float *fb[KEYS / B], *hb[KEYS / B];
+    float *krow = malloc((size_t)d * sizeof(float)), *kw = malloc((size_t)d * sizeof(float));
+    float *q = malloc((size_t)n_rows * d * sizeof(float));
+    float *o1 = malloc((size_t)n_rows * d * sizeof(float)), *o2 = malloc((size_t)n_rows * d * 4);
+    float *scratch = malloc(kr_attend_scores_floats(KEYS, n_heads, d) * sizeof(float));
+    assert_non_null(fmem);
+    assert_non_null(hmem);
+    assert_non_null(scratch);
+    for (int b = 0; b < blocks; b++) {
+        fb[b] = fmem + (size_t)b * per_block;
+        hb[b] = hmem + (size_t)b * per_block / 2;
+    }
+    kr_kv_view fv = {fb, B, d, 0}, hv = {hb, B, d, 1};
+    uint32_t st = 12345u + (uint32_t)d;
+    for (int pos = 0; pos < KEYS; pos++)
+        for (int kind = 0; kind < 2; kind++) {
+            for (int i = 0; i < d; i++) {
+                krow[i] = lcg(&st) * 3.0f;
+                uint32_t u = (uint32_t)nearest_bf16(krow[i]) << 16;
+                memcpy(&kw[i], &u, sizeof u);
+            }
+            if (kind == 0) {
+                kr_kv_put_k(&fv, 0, pos, kw);
+                kr_kv_put_k(&hv, 0, pos, krow);
+            } else {
+                kr_kv_put_v(&fv, 0, pos, kw);
+                kr_kv_put_v(&hv, 0, pos, krow);
+            }
+        }
+    for (size_t i = 0; i < (size_t)n_rows * d; i++)
+        q[i] = lcg(&st);
+    kr_attn_row *fr = malloc((size_t)n_rows * sizeof *fr),
+                *hr = malloc((size_t)n_rows * sizeof *hr);
+    for (int r = 0; r < n_rows; r++) { /* causal ends from 70 keys: a shared prefix past 64 */
+        int n = 70 + r * (KEYS - 70) / n_rows;
+        fr[r] = (kr_attn_row){&fv, n};
+        hr[r] = (kr_attn_row){&hv, n};
+    }
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        kr_attend_rows(o1, q, fr, n_rows, d, 0, n_heads, scratch, KEYS);
+        kr_attend_rows(o2, q, hr, n_rows, d, 0, n_heads, scratch, KEYS);
+        assert_memory_equal(o1, o2, (size_t)n_rows * d * sizeof(float));
+    }
+    kr_simd_set(kr_simd_level());
+    free(fmem), free(hmem), free(krow), free(kw), free(q), free(o1), free(o2), free(scratch);
+    free(fr), free(hr);
+}
+
+static void test_kv_bf16_attention(void **state) {
+    (void)state;
+    attention_over_bf16(128, 4, 3);  /* heads of 32, the row path */
+    attention_over_bf16(256, 4, 2);  /* heads of 64: four heads at once */
+    attention_over_bf16(128, 4, 40); /* the tile path */
+    attention_over_bf16(256, 4, 40);
+    attention_over_bf16(104, 2, 40); /* heads of 52: each level's tails */
+    attention_over_bf16(104, 2, 3);
+}
+
+/* A model with kv bf16: a pool position takes half the bytes; on every level the batched
+ * and token-by-token logits equal the whole ones (logits()), the level's numbers equal the
+ * first level's and a cached forecast equals the reference one; with weights bf16 too, and
+ * on a kv_shift model (its shifted keys and values stored rounded alike). */
+static void test_kv_bf16_model(void **state) {
+    (void)state;
+    for (int w = 0; w < 3; w++) { /* weights f32, bf16; f32 with kv_shift */
+        kr_model *f32 = load(w == 2 ? 3 : 0, KR_PREC_F32);
+        kr_model *m = load_kv(w == 2 ? 3 : 0, w == 1 ? KR_PREC_BF16 : KR_PREC_F32, KR_PREC_BF16);
+        assert_non_null(f32);
+        assert_non_null(m);
+        assert_int_equal(kr_model_kv(m), KR_PREC_BF16);
+        assert_int_equal(2 * kr_pool_bytes_for(m, 512), kr_pool_bytes_for(f32, 512));
+        static float first[OUT_FLOATS], b[OUT_FLOATS], ref[OUT_FLOATS];
+        kr_forecast_result first_fc = {0};
+        int levels = 0;
+        for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+            if (kr_simd_set((kr_simd)s) != 0) continue;
+            logits(m, b);
+            kr_forecast_result cached, plain;
+            forecast(m, true, &cached);
+            forecast(m, false, &plain);
+            assert_int_equal(cached.usage.kv, KR_PREC_BF16);
+            same_paths(&cached, &plain);
+            kr_forecast_result_free(&plain);
+            if (levels++ == 0) {
+                memcpy(first, b, sizeof first);
+                first_fc = cached;
+            } else {
+                assert_memory_equal(first, b, sizeof first);
+                same_paths(&first_fc, &cached);
+                kr_forecast_result_free(&cached);
+            }
+        }
+        kr_simd_set(kr_simd_level());
+        logits(f32, ref);
+        double worst = 0, scale = 0;
+        for (int i = 0; i < V; i++) {
+            worst = fmax(worst, fabs((double)ref[i] - first[i]));
+            scale = fmax(scale, fabs((double)ref[i]));
+        }
+        print_message("# kv bf16%s: %d levels agree; s1 logits moved by %.3g of their %.3g\n",
+                      w == 1   ? " with weights bf16"
+                      : w == 2 ? " with kv_shift"
+                               : "",
+                      levels, worst, scale);
+        assert_true(worst > 0);
+        kr_forecast_result_free(&first_fc);
+        kr_model_free(m);
+        kr_model_free(f32);
+    }
+}
+
+static void test_precision_names(void **state) {
+    (void)state;
+    kr_precision p = KR_PREC_BF16;
+    kr_error err = {0};
+    assert_int_equal(kr_precision_parse("f32", "weights", &p, &err), 0);
+    assert_int_equal(p, KR_PREC_F32);
+    assert_int_equal(kr_precision_parse("bf16", "weights", &p, &err), 0);
+    assert_int_equal(p, KR_PREC_BF16);
+    assert_string_equal(kr_precision_name(KR_PREC_BF16), "bf16");
+    assert_string_equal(kr_precision_name(KR_PREC_F32), "f32");
+    assert_int_equal(kr_precision_parse("fp16", "weights", &p, &err), -1);
+    assert_int_equal(err.code, KR_E_INVALID);
+    assert_string_equal(err.msg, "weights: must be f32 or bf16, got 'fp16'");
+    kr_model_paths bad = {.tokenizer_dir = dirs[0], .predictor_dir = dirs[0], .weights = 7};
+    assert_null(kr_model_load(&bad, &err));
+    assert_int_equal(err.code, KR_E_INVALID);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_precision_names),       cmocka_unit_test(test_bf16_anchor_levels),
+        cmocka_unit_test(test_bf16_from_f32_and_f16), cmocka_unit_test(test_kv_bf16_attention),
+        cmocka_unit_test(test_kv_bf16_model),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
