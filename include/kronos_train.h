@@ -88,4 +88,22 @@ typedef struct {
  * `step` (0-based). */
 double kr_one_cycle_lr(const kr_one_cycle *s, int step);
 
+/* ---- the data (train_data.c), as upstream's finetune/dataset.py makes it ---- */
+
+/* A series of candles: wall-clock seconds (kr_stamp_from_wall) and the KR_D_IN columns. */
+typedef struct {
+    int n;
+    const int64_t *wall;
+    const double *const *cols;
+} kr_train_series;
+
+/* B windows of lookback + predict + 1 candles, window b from row starts[b]: each normalised
+ * by the mean and (population) std of its first lookback rows, std + 1e-5, clipped to ±5, in
+ * float32 as numpy computes it (xn[B][W][6], NULL to skip), tokenized by m's frozen tokenizer
+ * (s1, s2 [B][W]) and stamped (stamps [B][W]). A window past the series' end is refused
+ * (KR_E_INVALID naming it). */
+int kr_train_windows(const kr_model *m, const kr_train_series *s, const int *starts, int B,
+                     int lookback, int predict, float *xn, int32_t *s1, int32_t *s2,
+                     kr_stamp *stamps, kr_error *err);
+
 #endif

@@ -1,7 +1,7 @@
 /* finetune_conformance.c — kronos-finetune-conformance MODEL_DIR FIXTURE_DIR: upstream's
  * training step (FIXTURE_DIR/golden.json and its safetensors, made by
- * peers/finetune_step.py golden) reproduced by core/train: the batch's tokens from the
- * tokenizer, the losses (1e-5 relative), every gradient tensor (largest difference within
+ * peers/finetune_step.py golden) reproduced by core/train: the batch from the CSV beside
+ * MODEL_DIR (normalised windows, stamps, the tokenizer's tokens: exactly), the losses (1e-5 relative), every gradient tensor (largest difference within
  * 1e-4 of its largest element), the weights after three clipped AdamW steps (1e-4
  * absolute) for each conditioning of the s2 head, and OneCycleLR's rates (1e-6 relative).
  * Prints the worst difference per tensor; exits 1 when anything is outside. */
@@ -69,8 +69,44 @@ static int load_batch(ctx *c) {
     return 0;
 }
 
-/* the frozen tokenizer's tokens of the normalised windows: the fixture's s1 and s2 */
-static void check_tokens(ctx *c) {
+static int64_t days_from_civil(int y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int yoe = (int)(y - era * 400), doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    return era * 146097 + (int64_t)yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+/* the fixture's CSV (golden.json's "data", beside MODEL_DIR), or n = 0 when it is not there */
+static int read_csv(ctx *c, int64_t **wall, double *cols[KR_D_IN]) {
+    const char *name = json_string_value(json_object_get(c->golden, "data"));
+    char path[1200], line[512];
+    snprintf(path, sizeof path, "%s/../%s", c->model, name ? name : "");
+    FILE *f = name ? fopen(path, "r") : NULL;
+    int n = 0, cap = 1 << 16;
+    if (!f || !fgets(line, sizeof line, f)) goto out;
+    *wall = malloc((size_t)cap * sizeof **wall);
+    for (int k = 0; k < KR_D_IN; k++)
+        cols[k] = malloc((size_t)cap * sizeof(double));
+    while (n < cap && fgets(line, sizeof line, f)) {
+        int y, mo, d, h, mi, sec;
+        double v[KR_D_IN];
+        if (sscanf(line, "%d-%d-%d %d:%d:%d,%lf,%lf,%lf,%lf,%lf,%lf", &y, &mo, &d, &h, &mi, &sec,
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 12)
+            break;
+        (*wall)[n] = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+        for (int k = 0; k < KR_D_IN; k++)
+            cols[k][n] = v[k];
+        n++;
+    }
+out:
+    if (f) fclose(f);
+    return n;
+}
+
+/* the batch as kr_train_windows makes it from the CSV: normalised candles, stamps and the
+ * frozen tokenizer's tokens, each exactly the fixture's; without the CSV, the tokens of the
+ * fixture's normalised candles */
+static void check_data(ctx *c) {
     char tok[1100], pred[1100];
     snprintf(tok, sizeof tok, "%s/tokenizer", c->model);
     snprintf(pred, sizeof pred, "%s/predictor", c->model);
@@ -78,29 +114,56 @@ static void check_tokens(ctx *c) {
     kr_error err = {0};
     kr_model *m = kr_model_load(&paths, &err);
     if (!m) return verdict(c, false, "tokenizer: %s", err.msg);
+    int64_t *wall = NULL;
+    double *cols[KR_D_IN] = {0};
+    int n = read_csv(c, &wall, cols), B = c->B, W = c->W;
     json_t *norm = json_object_get(c->golden, "normalized");
-    float *x = malloc((size_t)c->W * 6 * sizeof(float));
-    int32_t *s1 = malloc((size_t)c->W * sizeof(int32_t)), *s2 = malloc((size_t)c->W * 4);
-    int wrong = 0;
-    for (int b = 0; x && s1 && s2 && b < c->B; b++) {
-        for (int t = 0; t < c->W; t++)
+    float *x = malloc((size_t)B * W * 6 * sizeof(float));
+    int32_t *s1 = malloc((size_t)B * W * 4), *s2 = malloc((size_t)B * W * 4);
+    kr_stamp *st = malloc((size_t)B * W * sizeof *st);
+    int starts[64], lookback = (int)json_integer_value(json_object_get(c->golden, "lookback"));
+    for (int b = 0; b < B && b < 64; b++)
+        starts[b] = (int)json_integer_value(
+            json_array_get(json_object_get(c->golden, "window_starts"), (size_t)b));
+    int wrong_x = 0, wrong_tok = 0, wrong_st = 0;
+    if (n > 0 && x && s1 && s2 && st && B <= 64) {
+        kr_train_series s = {n, wall, (const double *const *)cols};
+        if (kr_train_windows(m, &s, starts, B, lookback, W - 1 - lookback, x, s1, s2, st, &err))
+            verdict(c, false, "windows: %s", err.msg);
+        for (int i = 0; i < B * W; i++) {
+            const kr_stamp *a = &st[i], *r = &c->stamps[i];
+            wrong_st += a->minute != r->minute || a->hour != r->hour || a->weekday != r->weekday ||
+                        a->day != r->day || a->month != r->month;
             for (int k = 0; k < 6; k++)
-                x[t * 6 + k] = (float)json_number_value(
-                    json_array_get(json_array_get(json_array_get(norm, b), t), k));
-        if (kr_tokenizer_encode(m, x, c->W, s1, s2, &err)) {
-            wrong = -1;
-            break;
+                wrong_x +=
+                    x[i * 6 + k] != (float)json_number_value(json_array_get(
+                                        json_array_get(json_array_get(norm, i / W), i % W), k));
         }
-        for (int t = 0; t < c->W; t++)
-            wrong += s1[t] != c->s1[b * c->W + t] || s2[t] != c->s2[b * c->W + t];
-    }
-    verdict(c, x && s1 && s2 && wrong == 0,
-            "tokens: the tokenizer's encode of the %d windows, "
+    } else
+        for (int b = 0; x && s1 && s2 && b < B; b++) {
+            for (int t = 0; t < W; t++)
+                for (int k = 0; k < 6; k++)
+                    x[t * 6 + k] = (float)json_number_value(
+                        json_array_get(json_array_get(json_array_get(norm, b), t), k));
+            if (kr_tokenizer_encode(m, x, W, s1 + b * W, s2 + b * W, &err)) wrong_tok = -1;
+        }
+    for (int i = 0; x && s1 && s2 && wrong_tok >= 0 && i < B * W; i++)
+        wrong_tok += s1[i] != c->s1[i] || s2[i] != c->s2[i];
+    if (n > 0)
+        verdict(c, wrong_x == 0 && wrong_st == 0,
+                "data: %d windows from the CSV, %d normalised values and %d stamps differ", B,
+                wrong_x, wrong_st);
+    verdict(c, x && s1 && s2 && wrong_tok == 0,
+            "tokens: the tokenizer's encode of the %d windows%s, "
             "%d pairs differ",
-            c->B, wrong);
+            B, n > 0 ? " from the CSV" : "", wrong_tok);
     free(x);
     free(s1);
     free(s2);
+    free(st);
+    free(wall);
+    for (int k = 0; k < KR_D_IN; k++)
+        free(cols[k]);
     kr_model_free(m);
 }
 
@@ -266,7 +329,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (load_batch(&c)) return 2;
-    check_tokens(&c);
+    check_data(&c);
     json_t *cs;
     size_t i;
     json_array_foreach(json_object_get(c.golden, "cases"), i, cs) check_case(&c, cs);
