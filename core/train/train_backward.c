@@ -9,7 +9,7 @@
 
 typedef struct {
     float *dh, *dx, *dxm, *dq, *dk, *dv, *dao, *dn, *d1, *d3, *dpair;
-    float *mem;
+    float *mem; /* the model's grad_mem */
 } grads_buf;
 
 /* the gradient of tensor i when it trains, else NULL */
@@ -17,9 +17,9 @@ static float *gt(kr_train_model *m, int i) {
     return m->t[i].trains ? m->t[i].g : NULL;
 }
 
-static int bufs_alloc(grads_buf *g, const kr_train_model *m, int R) {
+static int bufs_alloc(grads_buf *g, kr_train_model *m, int R) {
     size_t Rd = (size_t)R * m->pc.d_model, Rf = (size_t)R * m->pc.ff_dim;
-    g->mem = malloc((10 * Rd + 2 * Rf) * sizeof(float));
+    g->mem = tr_grow(&m->grad_mem, &m->grad_cap, 10 * Rd + 2 * Rf);
     if (!g->mem) return -1;
     float *p = g->mem;
     float **rd[] = {&g->dh, &g->dx, &g->dxm, &g->dq, &g->dk, &g->dv, &g->dao, &g->dn};
@@ -158,9 +158,7 @@ int tr_backward(kr_train_model *m, tr_acts *a, kr_error *err) {
     for (int l = L - 1; l >= lowest; l--)
         if (block_bwd(m, a, l, &g)) goto oom;
     if (m->depth == 0 && embed_bwd(m, a, &g)) goto oom;
-    free(g.mem);
     return 0;
 oom:
-    free(g.mem);
     return kr_fail_code(err, KR_E_NO_MEMORY, "training step: out of memory in the backward");
 }

@@ -38,14 +38,14 @@ static size_t acts_floats(const kr_train_model *m, int B, int T, float **at, tr_
     return (size_t)(*at - base);
 }
 
-int tr_acts_alloc(tr_acts *a, const kr_train_model *m, int B, int T, kr_error *err) {
+int tr_acts_alloc(tr_acts *a, kr_train_model *m, int B, int T, kr_error *err) {
     memset(a, 0, sizeof *a);
     a->B = B, a->T = T, a->R = B * T;
     a->blk = calloc((size_t)m->pc.n_layers, sizeof *a->blk);
     a->ids = malloc((size_t)a->R * sizeof(int32_t));
     float *probe = NULL;
     size_t n = acts_floats(m, B, T, &probe, a);
-    a->mem = malloc(n * sizeof(float));
+    a->mem = tr_grow(&m->act_mem, &m->act_cap, n);
     if (!a->blk || !a->ids || !a->mem) {
         tr_acts_free(a, m);
         return kr_fail_code(err, KR_E_NO_MEMORY,
@@ -63,7 +63,6 @@ void tr_acts_free(tr_acts *a, const kr_train_model *m) {
     (void)m;
     free(a->blk);
     free(a->ids);
-    free(a->mem);
     memset(a, 0, sizeof *a);
 }
 

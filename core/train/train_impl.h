@@ -36,7 +36,16 @@ struct kr_train_model {
     tr_linear fusion, dep_q, dep_k, dep_v, dep_o, proj_s1, proj_s2;
     tr_block *blocks;
     int depth, steps;
+    /* the products' scratch, kept between calls (grow-only: no pages faulted in again each
+     * product): packed weights, and a transposed operand */
+    float *pack, *trans;
+    size_t pack_cap, trans_cap;
+    float *act_mem, *grad_mem; /* a step's activations and gradients, kept the same way */
+    size_t act_cap, grad_cap;
 };
+
+/* buf holding at least n floats (grown, contents lost), or NULL when out of memory */
+float *tr_grow(float **buf, size_t *cap, size_t n);
 
 #define TW(m, i) ((m)->t[i].w)
 #define TG(m, i) ((m)->t[i].g)
@@ -44,9 +53,9 @@ struct kr_train_model {
 /* ---- products (train_gemm.c), each element one fixed-order chain on core/kernels ---- */
 
 /* y[R][out] = x[R][in] W^T + b */
-int tr_linear_fwd(float *y, const float *x, int R, const kr_train_model *m, const tr_linear *l);
+int tr_linear_fwd(float *y, const float *x, int R, kr_train_model *m, const tr_linear *l);
 /* dx[R][in] (+)= dy[R][out] W; add: accumulate into dx */
-int tr_linear_dx(float *dx, const float *dy, int R, const kr_train_model *m, const tr_linear *l,
+int tr_linear_dx(float *dx, const float *dy, int R, kr_train_model *m, const tr_linear *l,
                  bool add);
 /* dW += dy^T x, db += the column sums of dy, when the layer trains */
 int tr_linear_dw(const float *dy, const float *x, int R, kr_train_model *m, const tr_linear *l);
@@ -105,7 +114,7 @@ typedef struct {
 enum { TR_DROP_TOKEN, TR_DROP_ATTN, TR_DROP_RESID, TR_DROP_FFN };
 #define TR_KEY(a, site, layer) tr_mix((a)->key, (uint64_t)(site)*4096 + (uint64_t)(layer))
 
-int tr_acts_alloc(tr_acts *a, const kr_train_model *m, int B, int T, kr_error *err);
+int tr_acts_alloc(tr_acts *a, kr_train_model *m, int B, int T, kr_error *err);
 void tr_acts_free(tr_acts *a, const kr_train_model *m);
 /* Everything up to the s1 logits, keeping what the backward reads. */
 int tr_forward_trunk(kr_train_model *m, tr_acts *a, kr_error *err);

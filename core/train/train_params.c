@@ -225,6 +225,10 @@ void kr_train_free(kr_train_model *m) {
     }
     free(m->t);
     free(m->blocks);
+    free(m->pack);
+    free(m->trans);
+    free(m->act_mem);
+    free(m->grad_mem);
     free(m);
 }
 
