@@ -851,8 +851,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "kronos-bench: --train-step needs batch, lookback, reps >= 1\n");
             return 2;
         }
-        kb_train_args ta = {s.n, s.wall, (const double *const *)s.col, batch, L, predict,
-                            reps, yardstick()};
+        kb_train_args ta = {
+            {s.n, s.wall, {s.col[0], s.col[1], s.col[2], s.col[3], s.col[4], s.col[5]}},
+            batch,
+            L,
+            predict,
+            reps,
+            yardstick()};
         return kb_train_step(m, pred, &ta);
     }
     const kr_predictor_config *c = kr_model_predictor_config(m);

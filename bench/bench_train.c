@@ -48,22 +48,22 @@ int kb_train_step(const kr_model *m, const char *predictor_dir, const kb_train_a
     kr_stamp *st = malloc((size_t)B * W * sizeof *st);
     int *starts = malloc((size_t)B * sizeof(int));
     double *times = malloc((size_t)(a->reps + 1) * sizeof(double));
-    if (!s1 || !s2 || !st || !starts || !times || a->n < W) {
+    if (!s1 || !s2 || !st || !starts || !times || a->series.n < W) {
         fprintf(stderr, "kronos-bench: --train-step: out of memory, or fewer than %d rows\n", W);
         goto out;
     }
-    kr_train_series s = {a->n, a->wall, a->cols};
     kr_adamw o = {4e-5, 0.9, 0.95, 1e-8, 0.1};
     uint32_t rng = 1;
     for (int step = 0; step <= a->reps; step++) {
         for (int b = 0; b < B; b++) {
             rng = rng * 1664525u + 1013904223u;
-            starts[b] = (int)((rng >> 8) % (uint32_t)(a->n - W + 1));
+            starts[b] = (int)((rng >> 8) % (uint32_t)(a->series.n - W + 1));
         }
         double t0 = seconds(), norm;
         kr_train_losses l;
         kr_train_batch batch = {B, W - 1, s1, s2, st, KR_S2_TEACHER, NULL, 1};
-        if (kr_train_windows(m, &s, starts, B, a->lookback, a->predict, NULL, s1, s2, st, &err) ||
+        if (kr_train_windows(m, &a->series, starts, B, a->lookback, a->predict, NULL, s1, s2, st,
+                             &err) ||
             kr_train_gradients(t, &batch, &l, &err)) {
             fprintf(stderr, "kronos-bench: --train-step: %s\n", err.msg);
             goto out;

@@ -7,9 +7,7 @@
 #include <stdint.h>
 
 typedef struct {
-    int n; /* the series' rows */
-    const int64_t *wall;
-    const double *const *cols;
+    kr_candles series;
     int batch, lookback, predict, reps;
     double yardstick; /* GFLOP/s */
 } kb_train_args;

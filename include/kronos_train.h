@@ -9,6 +9,7 @@
 
 #include "kronos.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,9 @@ typedef struct {
 int kr_train_gradients(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out,
                        kr_error *err);
 
+/* The losses alone (no gradient changes): a validation batch. */
+int kr_train_loss(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out, kr_error *err);
+
 /* torch.nn.utils.clip_grad_norm_: the global L2 norm of every gradient (returned in
  * *norm), then each gradient scaled by max_norm / (norm + 1e-6) when that is below 1. */
 void kr_train_clip(kr_train_model *m, double max_norm, double *norm);
@@ -88,22 +92,74 @@ typedef struct {
  * `step` (0-based). */
 double kr_one_cycle_lr(const kr_one_cycle *s, int step);
 
+/* Writes the predictor in the released layout: DIR/config.json as it was loaded and
+ * DIR/model.safetensors with every tensor it was loaded with (float32), DIR created if
+ * missing. */
+int kr_train_save(const kr_train_model *m, const char *dir, kr_error *err);
+
 /* ---- the data (train_data.c), as upstream's finetune/dataset.py makes it ---- */
 
-/* A series of candles: wall-clock seconds (kr_stamp_from_wall) and the KR_D_IN columns. */
-typedef struct {
-    int n;
-    const int64_t *wall;
-    const double *const *cols;
-} kr_train_series;
-
-/* B windows of lookback + predict + 1 candles, window b from row starts[b]: each normalised
+/* B windows of lookback + predict + 1 candles of c (kronos.h's candles: volume and amount
+ * filled in as a forecast fills them), window b from row starts[b]: each normalised
  * by the mean and (population) std of its first lookback rows, std + 1e-5, clipped to ±5, in
  * float32 as numpy computes it (xn[B][W][6], NULL to skip), tokenized by m's frozen tokenizer
  * (s1, s2 [B][W]) and stamped (stamps [B][W]). A window past the series' end is refused
  * (KR_E_INVALID naming it). */
-int kr_train_windows(const kr_model *m, const kr_train_series *s, const int *starts, int B,
-                     int lookback, int predict, float *xn, int32_t *s1, int32_t *s2,
-                     kr_stamp *stamps, kr_error *err);
+int kr_train_windows(const kr_model *m, const kr_candles *s, const int *starts, int B, int lookback,
+                     int predict, float *xn, int32_t *s1, int32_t *s2, kr_stamp *stamps,
+                     kr_error *err);
+
+/* ---- a fine-tuning run (train_run.c) ---- */
+
+typedef struct {
+    int lookback, predict, batch;
+    int steps;  /* optimiser steps; 0: epochs passes over the training windows */
+    int epochs; /* used when steps is 0 */
+    int depth;  /* kr_train_set_depth's: 0 trains everything */
+    double lr;  /* OneCycleLR's max_lr */
+    double weight_decay, beta1, beta2, clip, pct_start, div_factor, final_div_factor;
+    /* the last share of every series is for validation alone (0: no validation) */
+    double validation_share;
+    int max_validation_windows; /* evenly spaced; 0: all */
+    int eval_every;             /* steps between validation losses; 0: a tenth of the run */
+    int patience;               /* validations without a better loss before stopping; 0: never */
+    kr_s2_condition condition;
+    uint64_t seed;
+} kr_finetune_settings;
+
+/* upstream's finetune/config.py (lookback 90, predict 10, AdamW betas 0.9/0.95, weight decay
+ * 0.1, clip 3.0, OneCycle pct_start 0.03, div_factor 10), the learning rate at the safer
+ * 1e-5, batch 16, one epoch, validation on the last 20% */
+void kr_finetune_defaults(kr_finetune_settings *s);
+
+typedef struct {
+    int step, steps;      /* steps done (0: before the first), steps in all */
+    double loss;          /* the step's training loss */
+    double validation;    /* NAN when not evaluated at this step */
+    bool evaluated, best; /* best: the checkpoint was written */
+    double seconds, tokens_per_s;
+} kr_finetune_progress;
+
+/* Called before the first step and after each; nonzero cancels the run (KR_E_CANCELLED). */
+typedef int (*kr_finetune_report)(void *ctx, const kr_finetune_progress *p);
+
+typedef struct {
+    int steps;    /* run */
+    double *loss; /* [steps] the training loss of each */
+    int n_validation;
+    int *validation_step; /* [n_validation] the step each was taken after (0: before any) */
+    double *validation;   /* [n_validation] */
+    int best_step;        /* the checkpoint written: the best validation's step */
+    double best_validation;
+    long train_windows, validation_windows;
+    bool stopped_early, cancelled;
+} kr_finetune_result;
+void kr_finetune_result_free(kr_finetune_result *r);
+
+/* Fine-tunes m on the series (the tokenizer of `tokenizer` frozen), writing the best
+ * checkpoint by validation loss to best_dir (kr_train_save; without validation, the last). */
+int kr_finetune(const kr_model *tokenizer, kr_train_model *m, const kr_candles *series,
+                int n_series, const kr_finetune_settings *s, const char *best_dir,
+                kr_finetune_report report, void *ctx, kr_finetune_result *out, kr_error *err);
 
 #endif

@@ -1,10 +1,11 @@
 /* finetune_conformance.c — kronos-finetune-conformance MODEL_DIR FIXTURE_DIR: upstream's
  * training step (FIXTURE_DIR/golden.json and its safetensors, made by
  * peers/finetune_step.py golden) reproduced by core/train: the batch from the CSV beside
- * MODEL_DIR (normalised windows, stamps, the tokenizer's tokens: exactly), the losses (1e-5 relative), every gradient tensor (largest difference within
- * 1e-4 of its largest element), the weights after three clipped AdamW steps (1e-4
- * absolute) for each conditioning of the s2 head, and OneCycleLR's rates (1e-6 relative).
- * Prints the worst difference per tensor; exits 1 when anything is outside. */
+ * MODEL_DIR (normalised windows, stamps, the tokenizer's tokens: exactly), the losses (1e-5
+ * relative), every gradient tensor (largest difference within 1e-4 of its largest element), the
+ * weights after three clipped AdamW steps (1e-4 absolute) for each conditioning of the s2 head, and
+ * OneCycleLR's rates (1e-6 relative). Prints the worst difference per tensor; exits 1 when anything
+ * is outside. */
 #include "kronos.h"
 #include "kronos_train.h"
 #include "safetensors.h"
@@ -127,7 +128,7 @@ static void check_data(ctx *c) {
             json_array_get(json_object_get(c->golden, "window_starts"), (size_t)b));
     int wrong_x = 0, wrong_tok = 0, wrong_st = 0;
     if (n > 0 && x && s1 && s2 && st && B <= 64) {
-        kr_train_series s = {n, wall, (const double *const *)cols};
+        kr_candles s = {n, wall, {cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]}};
         if (kr_train_windows(m, &s, starts, B, lookback, W - 1 - lookback, x, s1, s2, st, &err))
             verdict(c, false, "windows: %s", err.msg);
         for (int i = 0; i < B * W; i++) {

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kr_train_windows(const kr_model *m, const kr_train_series *s, const int *starts, int B,
-                     int lookback, int predict, float *xn, int32_t *s1, int32_t *s2,
-                     kr_stamp *stamps, kr_error *err) {
+int kr_train_windows(const kr_model *m, const kr_candles *s, const int *starts, int B, int lookback,
+                     int predict, float *xn, int32_t *s1, int32_t *s2, kr_stamp *stamps,
+                     kr_error *err) {
     if (lookback < 1 || predict < 0)
         return kr_fail_code(err, KR_E_INVALID,
                             "lookback: must be >= 1 and predict >= 0, got %d and %d", lookback,
@@ -32,11 +32,12 @@ int kr_train_windows(const kr_model *m, const kr_train_series *s, const int *sta
     }
     for (int b = 0; b < B; b++) {
         size_t o = (size_t)b * W;
-        for (int t = 0; t < W; t++) {
-            for (int c = 0; c < KR_D_IN; c++)
-                raw[t * KR_D_IN + c] = (float)s->cols[c][starts[b] + t];
-            stamps[o + t] = kr_stamp_from_wall(s->wall[starts[b] + t]);
-        }
+        kr_candles win = {W, s->timestamps + starts[b], {NULL}};
+        for (int c = 0; c < KR_D_IN; c++)
+            win.columns[c] = s->columns[c] ? s->columns[c] + starts[b] : NULL;
+        kr_raw_candles(&win, raw);
+        for (int t = 0; t < W; t++)
+            stamps[o + t] = kr_stamp_from_wall(win.timestamps[t]);
         float mean[KR_D_IN], std[KR_D_IN];
         if (kr_normalise(raw, lookback, scratch, mean, std, err)) goto out;
         kr_normalise_rows(raw, W, mean, std, x);

@@ -11,6 +11,7 @@
 typedef struct {
     char *name;
     int64_t shape[2]; /* a vector has shape[1] = 1 */
+    int ndim;
     size_t n;
     float *w, *g, *m, *v; /* g, m, v: NULL for a tensor that never trains */
     bool param;           /* a parameter (not a buffer, not a fixed table) */
@@ -29,6 +30,7 @@ typedef struct {
 
 struct kr_train_model {
     kr_predictor_config pc;
+    void *config; /* config.json as read (json_t), written back with a checkpoint */
     float p_token, p_attn, p_resid, p_ffn; /* dropout probabilities from config.json */
     tr_tensor *t;
     int n;

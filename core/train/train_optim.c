@@ -56,6 +56,9 @@ static double anneal_cos(double start, double end, double pct) {
 double kr_one_cycle_lr(const kr_one_cycle *s, int step) {
     double initial = s->max_lr / s->div_factor, min_lr = initial / s->final_div_factor;
     double end1 = s->pct_start * s->total_steps - 1, end2 = s->total_steps - 1;
-    if (step <= end1) return anneal_cos(initial, s->max_lr, step / end1);
+    if (step <= end1 && end1 > 0) return anneal_cos(initial, s->max_lr, step / end1);
+    if (end2 <= end1) return s->max_lr; /* a schedule too short for its phases */
+    /* torch's second phase from end1, whatever its sign (end1 = 0: torch divides by zero in
+     * the first phase; here step 0 starts the second at max_lr) */
     return anneal_cos(s->max_lr, min_lr, (step - end1) / (end2 - end1));
 }

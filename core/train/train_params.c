@@ -51,8 +51,11 @@ static int read_config(kr_train_model *m, const char *dir, kr_error *err) {
         rc = cfg_num(root, path, drops[i], 0, 0.99, 0, &v[6 + i], err);
     if (!rc) rc = cfg_num(root, path, "learn_te", 0, 1, 1, &v[10], err);
     if (!rc) rc = cfg_num(root, path, "kv_shift", 0, 1, 0, &v[11], err);
-    json_decref(root);
-    if (rc) return -1;
+    if (rc) {
+        json_decref(root);
+        return -1;
+    }
+    m->config = root;
     kr_predictor_config *c = &m->pc;
     *c = (kr_predictor_config){(int)v[0], (int)v[1], (int)v[2],  (int)v[3],
                                (int)v[4], (int)v[5], v[10] != 0, v[11] != 0};
@@ -169,6 +172,7 @@ static int read_tensors(kr_train_model *m, const char *dir, kr_error *err) {
         tr_tensor *t = &m->t[m->n++];
         t->name = strdup(s->name);
         t->shape[0] = s->shape[0], t->shape[1] = s->ndim == 2 ? s->shape[1] : 1;
+        t->ndim = s->ndim;
         t->n = s->numel;
         t->w = malloc((s->numel ? s->numel : 1) * sizeof(float));
         t->param = !strstr(s->name, ".inv_freq");
@@ -225,6 +229,7 @@ void kr_train_free(kr_train_model *m) {
     }
     free(m->t);
     free(m->blocks);
+    json_decref(m->config);
     free(m->pack);
     free(m->trans);
     free(m->act_mem);

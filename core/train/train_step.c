@@ -1,4 +1,5 @@
-/* train_step.c — one training step's gradients (kr_train_gradients): the batch checked
+/* train_step.c — one training step's gradients (kr_train_gradients) or its loss alone
+ * (kr_train_loss, a validation batch): the batch checked
  * and laid out as the model is fed (tokens 0..T-1 of each window, targets 1..T), the s2
  * head's conditioning chosen, then forward, loss and backward. */
 #include "train_impl.h"
@@ -39,9 +40,22 @@ static int check_batch(const kr_train_model *m, const kr_train_batch *b, kr_erro
     return 0;
 }
 
-int kr_train_gradients(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out,
-                       kr_error *err) {
+static int run(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out, bool backward,
+               kr_error *err);
+
+static int step(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out, bool backward,
+                kr_error *err) {
     if (check_batch(m, b, err)) return -1;
+    /* a validation batch runs as upstream's model.eval(): no dropout */
+    float p[4] = {m->p_token, m->p_attn, m->p_resid, m->p_ffn};
+    if (!backward) m->p_token = m->p_attn = m->p_resid = m->p_ffn = 0.0f;
+    int rc = run(m, b, out, backward, err);
+    m->p_token = p[0], m->p_attn = p[1], m->p_resid = p[2], m->p_ffn = p[3];
+    return rc;
+}
+
+static int run(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out, bool backward,
+               kr_error *err) {
     int B = b->batch, T = b->len, R = B * T;
     tr_acts a;
     if (tr_acts_alloc(&a, m, B, T, err)) return -1;
@@ -61,7 +75,7 @@ int kr_train_gradients(kr_train_model *m, const kr_train_batch *b, kr_train_loss
         }
     a.in_s1 = in1, a.in_s2 = in2, a.stamps = st;
     a.key = tr_mix(b->seed, (uint64_t)m->steps);
-    for (int i = 0; i < m->n; i++)
+    for (int i = 0; backward && i < m->n; i++)
         if (m->t[i].trains) memset(m->t[i].g, 0, m->t[i].n * sizeof(float));
     if (tr_forward_trunk(m, &a, err)) goto out;
     if (b->condition == KR_S2_TEACHER)
@@ -72,10 +86,19 @@ int kr_train_gradients(kr_train_model *m, const kr_train_batch *b, kr_train_loss
         tr_draw_siblings(m, &a, b->seed);
     if (tr_forward_s2(m, &a, err)) goto out;
     tr_loss(m, &a, t1, t2, out);
-    rc = tr_backward(m, &a, err);
+    rc = backward ? tr_backward(m, &a, err) : 0;
 out:
     free(in);
     free(st);
     tr_acts_free(&a, m);
     return rc;
+}
+
+int kr_train_gradients(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out,
+                       kr_error *err) {
+    return step(m, b, out, true, err);
+}
+
+int kr_train_loss(kr_train_model *m, const kr_train_batch *b, kr_train_losses *out, kr_error *err) {
+    return step(m, b, out, false, err);
 }
