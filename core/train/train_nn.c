@@ -82,6 +82,19 @@ int tr_rope(float *x, int B, int T, int d, int hd, const float *inv_freq, bool i
     return 0;
 }
 
+/* a · b over n in eight fixed lanes, summed in a fixed order: the same bits whether the
+ * compiler runs the lanes as a vector or one by one */
+static inline float dot8(const float *a, const float *b, int n) {
+    float acc[8] = {0};
+    int n8 = n / 8 * 8;
+    for (int c = 0; c < n8; c += 8)
+        for (int l = 0; l < 8; l++)
+            acc[l] += a[c + l] * b[c + l];
+    for (int c = n8; c < n; c++)
+        acc[c - n8] += a[c] * b[c];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
 typedef struct {
     const tr_attn_shape *s;
     float *out, *P, *dq, *dk, *dv;
@@ -102,11 +115,7 @@ static void attn_fwd_item(void *ctx, int item, int worker) {
         const float *qi = j->q + base + (size_t)i * d;
         float *pi = P + (size_t)i * T, mx = -INFINITY;
         for (int t = 0; t <= i; t++) {
-            const float *kt = j->k + base + (size_t)t * d;
-            float a = 0.0f;
-            for (int c = 0; c < hd; c++)
-                a += qi[c] * kt[c];
-            pi[t] = a * scale;
+            pi[t] = dot8(qi, j->k + base + (size_t)t * d, hd) * scale;
             if (pi[t] > mx) mx = pi[t];
         }
         float sum = 0.0f;
@@ -157,12 +166,10 @@ static void attn_bwd_item(void *ctx, int item, int worker) {
             float m = s->p_drop > 0.0f ? tr_drop(s->key, ((size_t)item * T + i) * T + t, s->p_drop)
                                        : 1.0f;
             const float *vt = j->v + base + (size_t)t * d;
-            float *dvt = j->dv + base + (size_t)t * d, a = 0.0f, pm = pi[t] * m;
-            for (int c = 0; c < hd; c++) {
-                a += go[c] * vt[c];
+            float *dvt = j->dv + base + (size_t)t * d, pm = pi[t] * m;
+            for (int c = 0; c < hd; c++)
                 dvt[c] += pm * go[c];
-            }
-            dp[t] = a * m;
+            dp[t] = dot8(go, vt, hd) * m;
             dot += pi[t] * dp[t];
         }
         float *dqi = j->dq + base + (size_t)i * d;
