@@ -84,7 +84,7 @@ int tr_rope(float *x, int B, int T, int d, int hd, const float *inv_freq, bool i
 
 /* a · b over n in eight fixed lanes, summed in a fixed order: the same bits whether the
  * compiler runs the lanes as a vector or one by one */
-static inline float dot8(const float *a, const float *b, int n) {
+__attribute__((always_inline)) static inline float dot8(const float *a, const float *b, int n) {
     float acc[8] = {0};
     int n8 = n / 8 * 8;
     for (int c = 0; c < n8; c += 8)
@@ -103,9 +103,7 @@ typedef struct {
 } attn_job;
 
 /* window b, head h: P = softmax(q k^T / sqrt(hd), causal), out = drop(P) v */
-static void attn_fwd_item(void *ctx, int item, int worker) {
-    (void)worker;
-    const attn_job *j = ctx;
+__attribute__((always_inline)) static inline void attn_fwd_body(const attn_job *j, int item) {
     const tr_attn_shape *s = j->s;
     int T = s->T, d = s->d, hd = d / s->H, b = item / s->H, h = item % s->H;
     float scale = 1.0f / sqrtf((float)hd);
@@ -139,15 +137,9 @@ static void attn_fwd_item(void *ctx, int item, int worker) {
     }
 }
 
-void tr_attn_fwd(float *out, float *P, const float *q, const float *k, const float *v,
-                 const tr_attn_shape *s) {
-    attn_job j = {.s = s, .out = out, .P = P, .q = q, .k = k, .v = v};
-    kr_parallel_for(s->B * s->H, attn_fwd_item, &j);
-}
-
 /* window b, head h: the gradients of q, k, v of its columns (disjoint from other items') */
-static void attn_bwd_item(void *ctx, int item, int worker) {
-    const attn_job *j = ctx;
+__attribute__((always_inline)) static inline void attn_bwd_body(const attn_job *j, int item,
+                                                                int worker) {
     const tr_attn_shape *s = j->s;
     int T = s->T, d = s->d, hd = d / s->H, b = item / s->H, h = item % s->H;
     float scale = 1.0f / sqrtf((float)hd), *dp = j->tmp + (size_t)worker * T;
@@ -185,6 +177,35 @@ static void attn_bwd_item(void *ctx, int item, int worker) {
     }
 }
 
+/* a build of each body per instruction set (the compiler vectorises its loops at the
+ * level's width; without contraction every element's operations are the same, so the bits
+ * are too), chosen by kr_simd_level() as the kernels choose theirs */
+#define ATTN_BUILDS(suffix, attr)                                                                  \
+    attr static void attn_fwd_##suffix(void *ctx, int item, int worker) {                          \
+        (void)worker;                                                                              \
+        attn_fwd_body(ctx, item);                                                                  \
+    }                                                                                              \
+    attr static void attn_bwd_##suffix(void *ctx, int item, int worker) {                          \
+        attn_bwd_body(ctx, item, worker);                                                          \
+    }
+ATTN_BUILDS(generic, )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+ATTN_BUILDS(avx2, __attribute__((target("avx2"))))
+ATTN_BUILDS(avx512, __attribute__((target("avx512f"))))
+#define ATTN_PICK(dir)                                                                             \
+    (kr_simd_level() == KR_SIMD_AVX512 ? attn_##dir##_avx512                                       \
+     : kr_simd_level() == KR_SIMD_AVX2 ? attn_##dir##_avx2                                         \
+                                       : attn_##dir##_generic)
+#else
+#define ATTN_PICK(dir) attn_##dir##_generic
+#endif
+
+void tr_attn_fwd(float *out, float *P, const float *q, const float *k, const float *v,
+                 const tr_attn_shape *s) {
+    attn_job j = {.s = s, .out = out, .P = P, .q = q, .k = k, .v = v};
+    kr_parallel_for(s->B * s->H, ATTN_PICK(fwd), &j);
+}
+
 int tr_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const float *P, const float *q,
                 const float *k, const float *v, const tr_attn_shape *s) {
     float *tmp = malloc((size_t)kr_parallel_threads() * s->T * sizeof(float));
@@ -199,7 +220,7 @@ int tr_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const float 
                   .dk = dk,
                   .dv = dv,
                   .tmp = tmp};
-    kr_parallel_for(s->B * s->H, attn_bwd_item, &j);
+    kr_parallel_for(s->B * s->H, ATTN_PICK(bwd), &j);
     free(tmp);
     return 0;
 }

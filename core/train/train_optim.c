@@ -3,7 +3,10 @@
  * with decoupled weight decay, and OneCycleLR's learning rate. */
 #include "train_impl.h"
 
+#include "parallel.h"
+
 #include <math.h>
+#include <stdlib.h>
 
 void kr_train_clip(kr_train_model *m, double max_norm, double *norm) {
     double ss = 0.0;
@@ -28,24 +31,63 @@ void kr_train_clip(kr_train_model *m, double max_norm, double *norm) {
     }
 }
 
+#define ADAM_CHUNK 16384
+
+typedef struct {
+    kr_train_model *m;
+    int *tensor, *first; /* item i: chunk first[i] of tensor[i] */
+    float decay, step, bc2_sqrt, b1, b2, eps;
+} adam_job;
+
+/* one chunk of one tensor: elementwise, so any thread gives the same bits */
+static void adam_chunk(void *ctx, int i, int worker) {
+    (void)worker;
+    const adam_job *j = ctx;
+    tr_tensor *t = &j->m->t[j->tensor[i]];
+    size_t k0 = (size_t)j->first[i] * ADAM_CHUNK,
+           k1 = k0 + ADAM_CHUNK < t->n ? k0 + ADAM_CHUNK : t->n;
+    for (size_t k = k0; k < k1; k++) {
+        float g = t->g[k];
+        t->w[k] *= j->decay;
+        t->m[k] += (g - t->m[k]) * (1.0f - j->b1);
+        t->v[k] = t->v[k] * j->b2 + (1.0f - j->b2) * g * g;
+        float denom = sqrtf(t->v[k]) / j->bc2_sqrt + j->eps;
+        t->w[k] -= j->step * t->m[k] / denom;
+    }
+}
+
 void kr_train_adamw(kr_train_model *m, const kr_adamw *o) {
     m->steps++;
     double bc1 = 1.0 - pow(o->beta1, m->steps), bc2 = 1.0 - pow(o->beta2, m->steps);
-    float decay = (float)(1.0 - o->lr * o->weight_decay), step = (float)(o->lr / bc1);
-    float bc2_sqrt = (float)sqrt(bc2), b1 = (float)o->beta1, b2 = (float)o->beta2;
-    float eps = (float)o->eps;
-    for (int i = 0; i < m->n; i++) {
-        tr_tensor *t = &m->t[i];
-        if (!t->trains) continue;
-        for (size_t k = 0; k < t->n; k++) {
-            float g = t->g[k];
-            t->w[k] *= decay;
-            t->m[k] += (g - t->m[k]) * (1.0f - b1);
-            t->v[k] = t->v[k] * b2 + (1.0f - b2) * g * g;
-            float denom = sqrtf(t->v[k]) / bc2_sqrt + eps;
-            t->w[k] -= step * t->m[k] / denom;
+    adam_job j = {.m = m,
+                  .decay = (float)(1.0 - o->lr * o->weight_decay),
+                  .step = (float)(o->lr / bc1),
+                  .bc2_sqrt = (float)sqrt(bc2),
+                  .b1 = (float)o->beta1,
+                  .b2 = (float)o->beta2,
+                  .eps = (float)o->eps};
+    int items = 0;
+    for (int i = 0; i < m->n; i++)
+        if (m->t[i].trains) items += (int)((m->t[i].n + ADAM_CHUNK - 1) / ADAM_CHUNK);
+    j.tensor = malloc((size_t)items * 2 * sizeof(int));
+    if (!j.tensor) { /* no room for the chunk table: the same updates on this thread */
+        for (int i = 0; i < m->n; i++) {
+            if (!m->t[i].trains) continue;
+            int one[2] = {i, 0};
+            adam_job s = j;
+            s.tensor = one, s.first = one + 1;
+            for (one[1] = 0; (size_t)one[1] * ADAM_CHUNK < m->t[i].n; one[1]++)
+                adam_chunk(&s, 0, 0);
         }
+        return;
     }
+    j.first = j.tensor + items;
+    int n = 0;
+    for (int i = 0; i < m->n; i++)
+        for (size_t c = 0; m->t[i].trains && c * ADAM_CHUNK < m->t[i].n; c++)
+            j.tensor[n] = i, j.first[n++] = (int)c;
+    kr_parallel_for(items, adam_chunk, &j);
+    free(j.tensor);
 }
 
 /* torch's _annealing_cos */
