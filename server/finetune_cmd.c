@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "candles_csv.h"
+#include "candles_json.h"
 #include "kronos_train.h"
 #include "model_dirs.h"
 
@@ -22,6 +23,7 @@
 
 static const char usage[] =
     "usage: kronosd finetune --model BASE --csv DATA.csv [--csv ...] --out DIR\n"
+    "  (a --csv file may also hold JSON candles: columns, rows, or {\"candles\": ...})\n"
     "         [--steps N | --epochs N] [--batch N] [--lookback N] [--predict N] [--lr X]\n"
     "         [--depth N] [--s2-condition teacher|sampled] [--seed N] [--validation-share X]\n"
     "         [--eval-every N] [--patience N]\n"
@@ -191,7 +193,17 @@ static int read_series(const opts *o, kd_candles *c, kr_candles *k) {
         char *text = slurp(o->csv[i], &len), err[512];
         if (!text)
             return fprintf(stderr, "kronosd: finetune: %s: %s\n", o->csv[i], strerror(errno)), -1;
-        int rc = kd_candles_csv_parse(text, len, 2, 0, &c[i], err, sizeof err);
+        const char *t = text + strspn(text, " \t\r\n");
+        int rc;
+        if (*t == '{' || *t == '[') { /* the JSON candle forms, or {"candles": ...} */
+            json_error_t je;
+            json_t *v = json_loadb(text, len, 0, &je), *inner = json_object_get(v, "candles");
+            if (!v) snprintf(err, sizeof err, "not JSON: %s (line %d)", je.text, je.line);
+            rc = v ? kd_candles_parse(inner ? inner : v, 2, 0, &c[i], err, sizeof err) : -1;
+            json_decref(v);
+        } else {
+            rc = kd_candles_csv_parse(text, len, 2, 0, &c[i], err, sizeof err);
+        }
         free(text);
         if (rc) return fprintf(stderr, "kronosd: finetune: %s: %s\n", o->csv[i], err), -1;
         kd_candles_link(&c[i], &k[i]);

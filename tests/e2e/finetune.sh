@@ -4,7 +4,8 @@
 #     for a forecast (kronosd forecast --model DIR);
 #   * finetune_check.py: the released layout against the base's, the bookkeeping, lower losses,
 #     the validation loss recomputed with numpy (skipped when no Python here has numpy);
-#   * the same checkpoint bytes at KRONOS_THREADS=1 and 2 and with the portable kernels;
+#   * the same checkpoint bytes at KRONOS_THREADS=1 and 2 and with the lower kernel levels,
+#     and from the same series given as JSON candles;
 #   * refusals: no --csv, an unknown option, a bad --s2-condition (usage, exit 2), a depth
 #     above n_layers, a series too short for one window (exit 1, naming the field).
 # Usage: finetune.sh KRONOSD SRC_DIR
@@ -55,6 +56,19 @@ for v in "KRONOS_THREADS=1" "KRONOS_SIMD=avx2" "KRONOS_SIMD=generic"; do
     else fail "$v: the same checkpoint bytes and losses"; fi
     rm -rf "$WORK/other"
 done
+# the same series as JSON candles (rows): the same run
+"$PY" - "$CSV" "$WORK/series.json" <<'PYEOF'
+import csv, json, sys
+rows = [{"timestamp": r["timestamps"], **{k: float(r[k]) for k in ("open", "high", "low", "close", "volume", "amount")}}
+        for r in csv.DictReader(open(sys.argv[1]))]
+json.dump({"candles": rows}, open(sys.argv[2], "w"))
+PYEOF
+ARGS=("${ARGS[@]/$CSV/$WORK/series.json}")
+run other KRONOS_THREADS=2
+if cmp -s "$WORK/d2/predictor/model.safetensors" "$WORK/other/predictor/model.safetensors" &&
+    jq_ok 'd["settings"]["csv"][0].endswith("series.json")' "$WORK/other/finetune.json"
+then pass "JSON candles: the same checkpoint as the CSV's"
+else fail "JSON candles: the same checkpoint as the CSV's" "$(tail -2 "$WORK/other.err")"; fi
 ARGS=(--model "$MODEL" --csv "$CSV" --steps 30 --batch 8 --lookback 48 --predict 8)
 
 refuse() { # refuse NAME STATUS PATTERN ARGS...
