@@ -93,8 +93,8 @@ typedef struct {
 double kr_one_cycle_lr(const kr_one_cycle *s, int step);
 
 /* Writes the predictor in the released layout: DIR/config.json as it was loaded and
- * DIR/model.safetensors with every tensor it was loaded with (float32), DIR created if
- * missing. */
+ * DIR/model.safetensors with every tensor it was loaded with (float ones as float32, integer
+ * buffers unchanged), DIR created if missing. */
 int kr_train_save(const kr_train_model *m, const char *dir, kr_error *err);
 
 /* ---- the data (train_data.c), as upstream's finetune/dataset.py makes it ---- */

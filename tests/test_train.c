@@ -1,7 +1,8 @@
 /* test_train.c — core/train on shapes the upstream fixture does not have (8-bit tokens, six
  * heads of 8, three blocks, fixed temporal tables, dropout): every tensor's gradient against
- * the loss's own finite differences, freezing by depth, the refusals, and the same gradient
- * and weight bytes at every SIMD level and at 1 and 2 threads. */
+ * the loss's own finite differences, freezing by depth, the refusals, a checkpoint saved and
+ * read back, and the same gradient and weight bytes at every SIMD level and at 1 and 2
+ * threads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +11,10 @@
 
 #include "kronos.h"
 #include "kronos_train.h"
-#include "matmul.h" /* kr_simd_set */
+#include "matmul.h"      /* kr_simd_set */
+#include "safetensors.h" /* the saved file read back */
+
+#include <jansson.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -232,6 +236,102 @@ static void test_refusals(void **state) {
     assert_non_null(strstr(err.msg, "kv_shift"));
 }
 
+/* a copy of the predictor's file with an integer buffer added ("extra.count", I64 [2]) */
+static void with_int_buffer(const char *from, const char *to) {
+    FILE *f = fopen(from, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)size);
+    assert_true(b && fread(b, 1, (size_t)size, f) == (size_t)size);
+    fclose(f);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | b[i];
+    json_error_t je;
+    json_t *h = json_loadb((const char *)b + 8, n, 0, &je);
+    assert_non_null(h);
+    json_int_t data = size - 8 - (long)n;
+    json_object_set_new(h, "extra.count",
+                        json_pack("{s:s, s:[i], s:[I,I]}", "dtype", "I64", "shape", 2,
+                                  "data_offsets", data, data + 16));
+    char *hs = json_dumps(h, JSON_COMPACT);
+    size_t len = strlen(hs), padded = (len + 7) / 8 * 8;
+    f = fopen(to, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 8; i++)
+        fputc((int)(padded >> (8 * i) & 255), f);
+    fputs(hs, f);
+    for (size_t i = len; i < padded; i++)
+        fputc(' ', f);
+    fwrite(b + 8 + n, 1, (size_t)data, f);
+    int64_t count[2] = {7, -3};
+    fwrite(count, sizeof count, 1, f);
+    fclose(f);
+    free(hs);
+    json_decref(h);
+    free(b);
+}
+
+/* a trained predictor saved and read back (by training and by the inference loader): every
+ * tensor the same, an integer buffer carried unchanged */
+static void test_save(void **state) {
+    (void)state;
+    char saved[160], intdir[160], cmd[600], path[200], tok[160];
+    snprintf(saved, sizeof saved, "%s/saved", dir);
+    snprintf(intdir, sizeof intdir, "%s/int", dir);
+    snprintf(tok, sizeof tok, "%s/m/tokenizer", dir);
+    kr_train_model *m = load(pred);
+    kr_train_batch b = batch(KR_S2_TEACHER);
+    kr_adamw o = {1e-3, 0.9, 0.95, 1e-8, 0.1};
+    loss_of(m, &b);
+    kr_train_adamw(m, &o);
+    kr_error err = {0};
+    assert_int_equal(kr_train_save(m, saved, &err), 0);
+    kr_train_model *back = load(saved);
+    assert_int_equal(kr_train_tensor_count(back), kr_train_tensor_count(m));
+    for (int i = 0; i < kr_train_tensor_count(m); i++) {
+        size_t k, k2;
+        const float *w = kr_train_tensor_weights(m, i, &k);
+        int j = kr_train_tensor_find(back, kr_train_tensor_name(m, i));
+        assert_true(j >= 0);
+        const float *w2 = kr_train_tensor_weights(back, j, &k2);
+        assert_int_equal(k, k2);
+        assert_memory_equal(w, w2, k * sizeof(float));
+    }
+    kr_model_paths paths = {tok, saved, 512};
+    kr_model *inf = kr_model_load(&paths, &err);
+    if (!inf) fail_msg("the inference loader: %s", err.msg);
+    kr_model_free(inf);
+    /* an integer buffer */
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/config.json %s/", intdir, pred, intdir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", intdir);
+    char src[200];
+    snprintf(src, sizeof src, "%s/model.safetensors", pred);
+    with_int_buffer(src, path);
+    kr_train_model *im = load(intdir);
+    int c = kr_train_tensor_find(im, "extra.count");
+    assert_true(c >= 0);
+    assert_null(kr_train_tensor_weights(im, c, NULL));
+    assert_null(kr_train_tensor_gradient(im, c));
+    assert_int_equal(kr_train_save(im, saved, &err), 0);
+    snprintf(path, sizeof path, "%s/model.safetensors", saved);
+    st_file f;
+    assert_int_equal(st_open(&f, path, &err), 0);
+    const st_tensor *t = st_find(&f, "extra.count");
+    assert_non_null(t);
+    assert_string_equal(t->dtype_name, "I64");
+    int64_t count[2];
+    memcpy(count, f.data + t->begin, sizeof count);
+    assert_true(count[0] == 7 && count[1] == -3);
+    st_close(&f);
+    kr_train_free(im);
+    kr_train_free(back);
+    kr_train_free(m);
+}
+
 /* FNV-1a of every tensor's weights and gradient after two clipped AdamW steps (dropout on,
  * drawn siblings) */
 static uint64_t two_steps_hash(void) {
@@ -298,6 +398,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_drawn_siblings),
         cmocka_unit_test(test_depth),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_save),
         cmocka_unit_test(test_same_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -6,12 +6,19 @@
 #include "base.h"
 #include "kronos_train.h"
 
+#define ST_DIMS 8 /* safetensors.h's ST_MAX_DIMS */
+
 #include <stdbool.h>
 
 typedef struct {
     char *name;
-    int64_t shape[2]; /* a vector has shape[1] = 1 */
+    int64_t shape[ST_DIMS]; /* a vector has shape[1] = 1 */
     int ndim;
+    /* a tensor that is not float (an integer buffer): its bytes, carried to a checkpoint
+     * unchanged; w is then NULL */
+    unsigned char *raw;
+    size_t raw_bytes;
+    char dtype[16];
     size_t n;
     float *w, *g, *m, *v; /* g, m, v: NULL for a tensor that never trains */
     bool param;           /* a parameter (not a buffer, not a fixed table) */

@@ -150,7 +150,8 @@ static int layers(kr_train_model *m, kr_error *err) {
     return 0;
 }
 
-/* every float tensor of the file; buffers (inv_freq) kept to be written back, not trained */
+/* every tensor of the file; buffers (inv_freq, integer ones) kept to be written back, not
+ * trained */
 static int read_tensors(kr_train_model *m, const char *dir, kr_error *err) {
     char path[1100];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
@@ -164,16 +165,28 @@ static int read_tensors(kr_train_model *m, const char *dir, kr_error *err) {
     }
     for (int i = 0; i < f.n_tensors; i++) {
         const st_tensor *s = &f.tensors[i];
-        if (s->dtype == ST_OTHER) continue; /* integer buffers: training ignores them */
+        tr_tensor *t = &m->t[m->n++];
+        t->name = strdup(s->name);
+        t->ndim = s->ndim;
+        t->shape[1] = 1;
+        for (int k = 0; k < s->ndim && k < ST_DIMS; k++)
+            t->shape[k] = s->shape[k];
+        t->n = s->numel;
+        snprintf(t->dtype, sizeof t->dtype, "%s", s->dtype == ST_OTHER ? s->dtype_name : "F32");
+        if (s->dtype == ST_OTHER) { /* an integer buffer: training carries its bytes */
+            t->raw_bytes = s->end - s->begin;
+            t->raw = malloc(t->raw_bytes ? t->raw_bytes : 1);
+            if (!t->name || !t->raw) {
+                kr_fail_code(err, KR_E_NO_MEMORY, "%s: out of memory", path);
+                goto out;
+            }
+            memcpy(t->raw, f.data + s->begin, t->raw_bytes);
+            continue;
+        }
         if (s->ndim < 1 || s->ndim > 2) {
             kr_fail(err, "%s: tensor '%s' has %d dimensions", path, s->name, s->ndim);
             goto out;
         }
-        tr_tensor *t = &m->t[m->n++];
-        t->name = strdup(s->name);
-        t->shape[0] = s->shape[0], t->shape[1] = s->ndim == 2 ? s->shape[1] : 1;
-        t->ndim = s->ndim;
-        t->n = s->numel;
         t->w = malloc((s->numel ? s->numel : 1) * sizeof(float));
         t->param = !strstr(s->name, ".inv_freq");
         if (!t->name || !t->w) {
@@ -226,6 +239,7 @@ void kr_train_free(kr_train_model *m) {
         free(m->t[i].g);
         free(m->t[i].m);
         free(m->t[i].v);
+        free(m->t[i].raw);
     }
     free(m->t);
     free(m->blocks);

@@ -1,7 +1,7 @@
 /* train_save.c — a trained predictor written in the released layout: DIR/config.json (the
- * one it was loaded with) and DIR/model.safetensors (every tensor it was loaded with, float32,
- * by name, the header padded to 8 bytes), which upstream's from_pretrained and kronosd's
- * loader both read. */
+ * one it was loaded with) and DIR/model.safetensors (every tensor it was loaded with, by
+ * name, float ones as float32, integer buffers as they were, the header padded to 8 bytes),
+ * which upstream's from_pretrained and kronosd's loader both read. */
 #include "train_impl.h"
 
 #include <errno.h>
@@ -19,12 +19,12 @@ static char *header(const tr_tensor *const *v, int n) {
     json_t *root = json_object();
     size_t off = 0;
     for (int i = 0; root && i < n; i++) {
-        json_t *shape = v[i]->ndim == 2 ? json_pack("[I,I]", (json_int_t)v[i]->shape[0],
-                                                    (json_int_t)v[i]->shape[1])
-                                        : json_pack("[I]", (json_int_t)v[i]->shape[0]);
-        size_t end = off + v[i]->n * sizeof(float);
+        json_t *shape = json_array();
+        for (int k = 0; k < v[i]->ndim && k < ST_DIMS; k++)
+            json_array_append_new(shape, json_integer(v[i]->shape[k]));
+        size_t end = off + (v[i]->raw ? v[i]->raw_bytes : v[i]->n * sizeof(float));
         json_object_set_new(root, v[i]->name,
-                            json_pack("{s:s, s:o, s:[I,I]}", "dtype", "F32", "shape", shape,
+                            json_pack("{s:s, s:o, s:[I,I]}", "dtype", v[i]->dtype, "shape", shape,
                                       "data_offsets", (json_int_t)off, (json_int_t)end));
         off = end;
     }
@@ -55,7 +55,8 @@ static int write_tensors(const kr_train_model *m, const char *path, kr_error *er
     for (size_t i = len; ok && i < padded; i++)
         ok = fputc(' ', f) != EOF;
     for (int i = 0; ok && i < m->n; i++) /* float32 little-endian, as the host stores it */
-        ok = fwrite(v[i]->w, sizeof(float), v[i]->n, f) == v[i]->n;
+        ok = v[i]->raw ? fwrite(v[i]->raw, 1, v[i]->raw_bytes, f) == v[i]->raw_bytes
+                       : fwrite(v[i]->w, sizeof(float), v[i]->n, f) == v[i]->n;
     if (fclose(f) != 0) ok = false;
     rc = ok ? 0 : kr_fail(err, "%s: write failed (%s)", path, strerror(errno));
 out:
