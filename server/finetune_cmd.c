@@ -2,7 +2,8 @@
  * (core/train's kr_finetune) and writes DIR/tokenizer/ (the base's, unchanged),
  * DIR/predictor/ (the best checkpoint by validation loss, in the released layout) and
  * DIR/finetune.json (the settings, the training loss per step, the validation losses, the
- * best step), with a progress bar on a terminal. */
+ * best step, and the gate: base and tuned model evaluated walk-forward on the held-out part,
+ * side by side), with a progress bar on a terminal. */
 #include "finetune_cmd.h"
 
 #include <errno.h>
@@ -26,10 +27,12 @@ static const char usage[] =
     "  (a --csv file may also hold JSON candles: columns, rows, or {\"candles\": ...})\n"
     "         [--steps N | --epochs N] [--batch N] [--lookback N] [--predict N] [--lr X]\n"
     "         [--depth N] [--s2-condition teacher|sampled] [--seed N] [--validation-share X]\n"
-    "         [--eval-every N] [--patience N]\n"
+    "         [--eval-every N] [--patience N] [--gate-samples N]\n"
     "  Writes DIR/tokenizer/ (BASE's), DIR/predictor/ (the best checkpoint by validation\n"
     "  loss on the last validation-share of every series, never trained on) and\n"
-    "  DIR/finetune.json. Defaults: upstream's finetune/config.py (lookback 90, predict 10,\n"
+    "  DIR/finetune.json, with the gate: base and tuned model evaluated walk-forward (as\n"
+    "  POST /evaluate, gate-samples paths, 0: no gate) on each validation part, side by\n"
+    "  side. Defaults: upstream's finetune/config.py (lookback 90, predict 10,\n"
     "  AdamW 0.9/0.95, weight decay 0.1, clip 3.0, OneCycleLR pct_start 0.03), lr 1e-5,\n"
     "  batch 16, one epoch, validation-share 0.2, depth 0 (every parameter trains).\n";
 
@@ -37,6 +40,7 @@ typedef struct {
     const char *model, *out, *csv[MAX_CSV];
     int n_csv;
     kr_finetune_settings s;
+    int gate_samples; /* 0: no gate */
 } opts;
 
 static int bad(const char *what, const char *v) {
@@ -55,6 +59,7 @@ static int num(const char *v, double lo, double hi, double *out) {
 
 static int parse(int argc, char **argv, opts *o) {
     kr_finetune_defaults(&o->s);
+    o->gate_samples = 8;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -170,6 +175,59 @@ static json_t *report_json(const opts *o, const kr_finetune_result *r) {
                      (json_int_t)r->validation_windows, "stopped_early", r->stopped_early);
 }
 
+/* one evaluation's overall CRPS and direction accuracy into obj */
+static int scores(const kr_model *m, const kr_evaluate_request *req, json_t *obj, double *crps,
+                  double *dir, kr_error *err) {
+    kr_evaluation ev;
+    if (kr_evaluate(m, NULL, req, &ev, err)) return -1;
+    int H = req->horizon + 1;
+    *crps = ev.scores[(KR_EVAL_MODEL * KR_EVAL_METRICS + KR_EVAL_CRPS) * H + req->horizon];
+    *dir = ev.scores[(KR_EVAL_MODEL * KR_EVAL_METRICS + KR_EVAL_DIRECTION) * H + req->horizon];
+    json_object_set_new(obj, "origins", json_integer(ev.origins));
+    kr_evaluation_free(&ev);
+    return 0;
+}
+
+/* the gate: base and tuned evaluated walk-forward on each series' validation part (origins
+ * from its first row, about 50 of them), by /evaluate's engine; NULL after a message */
+static json_t *gate(const opts *o, const kr_model *base, const kr_model *tuned, const kr_candles *k,
+                    bool *crps_better, bool *dir_better) {
+    json_t *list = json_array();
+    double sum[2][2] = {{0}};
+    for (int i = 0; list && i < o->n_csv; i++) {
+        int n = k[i].n, H = o->s.predict, first = n - (int)floor(n * o->s.validation_share);
+        if (first < o->s.lookback) first = o->s.lookback;
+        if (first + H > n) continue; /* no origin with its actuals */
+        kr_evaluate_request req;
+        kr_evaluate_request_init(&req);
+        req.candles = k[i], req.lookback = o->s.lookback, req.horizon = H;
+        req.first_origin = first, req.samples = o->gate_samples, req.seed = o->s.seed;
+        req.stride = (n - H - first) / 50 > H ? (n - H - first) / 50 : H;
+        json_t *row = json_pack("{s:s, s:i, s:i}", "csv", o->csv[i], "first_origin", first,
+                                "stride", req.stride);
+        const kr_model *ms[2] = {base, tuned};
+        const char *names[2] = {"base", "tuned"};
+        for (int j = 0; j < 2; j++) {
+            json_t *sc = json_object();
+            double crps, dir;
+            kr_error err = {0};
+            if (scores(ms[j], &req, sc, &crps, &dir, &err)) {
+                fprintf(stderr, "kronosd: finetune: the gate on %s: %s\n", o->csv[i], err.msg);
+                json_decref(sc), json_decref(row), json_decref(list);
+                return NULL;
+            }
+            json_object_set_new(sc, "crps", json_real(crps));
+            json_object_set_new(sc, "direction_accuracy", json_real(dir));
+            json_object_set_new(row, names[j], sc);
+            sum[j][0] += crps, sum[j][1] += dir;
+        }
+        json_array_append_new(list, row);
+    }
+    *crps_better = json_array_size(list) && sum[1][0] < sum[0][0];
+    *dir_better = json_array_size(list) && sum[1][1] > sum[0][1];
+    return list;
+}
+
 /* DIR/, DIR/tokenizer/ with BASE's files */
 static int prepare_out(const opts *o, char *pred, size_t n) {
     char tok[1200], from[1200], to[1300];
@@ -218,7 +276,7 @@ int kd_finetune_cmd(int argc, char **argv) {
     kd_candles c[MAX_CSV] = {0};
     kr_candles k[MAX_CSV];
     kr_error err = {0};
-    kr_model *base = NULL;
+    kr_model *base = NULL, *tuned = NULL;
     kr_train_model *m = NULL;
     kr_finetune_result r = {0};
     char pred[1200], from[1200], json_path[1200];
@@ -231,7 +289,22 @@ int kd_finetune_cmd(int argc, char **argv) {
         fprintf(stderr, "kronosd: finetune: %s\n", err.msg);
         goto out;
     }
-    json_t *rep = report_json(&o, &r);
+    json_t *rep = report_json(&o, &r), *g = NULL;
+    bool crps_better = false, dir_better = false;
+    if (o.gate_samples > 0 && o.s.predict > 0) {
+        if (!(tuned = kd_model_open(o.out, NULL, NULL, 512, &err))) {
+            fprintf(stderr, "kronosd: finetune: the tuned model: %s\n", err.msg);
+            json_decref(rep);
+            goto out;
+        }
+        if (!(g = gate(&o, base, tuned, k, &crps_better, &dir_better))) {
+            json_decref(rep);
+            goto out;
+        }
+        json_object_set_new(rep, "gate",
+                            json_pack("{s:o, s:b, s:b}", "series", g, "tuned_better_crps",
+                                      crps_better, "tuned_better_direction", dir_better));
+    }
     snprintf(json_path, sizeof json_path, "%s/finetune.json", o.out);
     if (!rep || json_dump_file(rep, json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
         fprintf(stderr, "kronosd: finetune: cannot write %s\n", json_path);
@@ -239,6 +312,23 @@ int kd_finetune_cmd(int argc, char **argv) {
         printf("%s: best step %d of %d, validation loss %.4f (before: %.4f)\n", o.out, r.best_step,
                r.steps, r.n_validation ? r.best_validation : NAN,
                r.n_validation ? r.validation[0] : NAN);
+        for (size_t i = 0; i < json_array_size(g); i++) {
+            json_t *row = json_array_get(g, i), *b = json_object_get(row, "base"),
+                   *t = json_object_get(row, "tuned");
+            printf("gate %s (%d origins from row %d): CRPS base %.6g tuned %.6g, direction "
+                   "base %.3f tuned %.3f\n",
+                   json_string_value(json_object_get(row, "csv")),
+                   (int)json_integer_value(json_object_get(b, "origins")),
+                   (int)json_integer_value(json_object_get(row, "first_origin")),
+                   json_real_value(json_object_get(b, "crps")),
+                   json_real_value(json_object_get(t, "crps")),
+                   json_real_value(json_object_get(b, "direction_accuracy")),
+                   json_real_value(json_object_get(t, "direction_accuracy")));
+        }
+        if (g)
+            printf("the tuned model %s the base on CRPS and %s it on direction: judge before "
+                   "serving it\n",
+                   crps_better ? "beats" : "does not beat", dir_better ? "beats" : "does not beat");
         rc = 0;
     }
     json_decref(rep);
@@ -246,6 +336,7 @@ out:
     kr_finetune_result_free(&r);
     kr_train_free(m);
     kr_model_free(base);
+    kr_model_free(tuned);
     for (int i = 0; i < o.n_csv; i++)
         kd_candles_free(&c[i]);
     return rc;

@@ -2,6 +2,8 @@
 # finetune.sh — kronosd finetune end to end on the example series with tests/data/tiny:
 #   * the run writes DIR/tokenizer, DIR/predictor and DIR/finetune.json, the checkpoint loads
 #     for a forecast (kronosd forecast --model DIR);
+#   * the gate: the base's and the tuned model's walk-forward scores on the held-out part each
+#     equal kronosd evaluate of that model, and the verdict follows them;
 #   * finetune_check.py: the released layout against the base's, the bookkeeping, lower losses,
 #     the validation loss recomputed with numpy (skipped when no Python here has numpy);
 #   * the same checkpoint bytes at KRONOS_THREADS=1 and 2 and with the lower kernel levels,
@@ -31,6 +33,39 @@ else fail "DIR/tokenizer, DIR/predictor, DIR/finetune.json"; fi
 if "$KRONOSD" forecast --model "$WORK/t2" --field horizon=4 --compact "$CSV" >"$WORK/fc.json" 2>&1 &&
     jq_ok 'len(d["mean"]["close"]) == 4' "$WORK/fc.json"; then pass "the checkpoint forecasts"
 else fail "the checkpoint forecasts" "$(head -c 300 "$WORK/fc.json")"; fi
+
+# the gate: each side equals kronosd evaluate of that model with the gate's request
+"$PY" - "$CSV" "$WORK/t2/finetune.json" "$WORK/gate_req.json" <<'PYEOF'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+g = json.load(open(sys.argv[2]))["gate"]["series"][0]
+d = {"timestamps": [r["timestamps"] for r in rows]}
+for k in ("open", "high", "low", "close", "volume", "amount"):
+    d[k] = [float(r[k]) for r in rows]
+json.dump({"candles": d, "lookback": 48, "horizon": 8, "first_origin": g["first_origin"],
+           "stride": g["stride"], "samples": 8, "seed": 3}, open(sys.argv[3], "w"))
+PYEOF
+"$KRONOSD" evaluate --model "$MODEL" "$WORK/gate_req.json" >"$WORK/gate_base.json" 2>&1
+"$KRONOSD" evaluate --model "$WORK/t2" "$WORK/gate_req.json" >"$WORK/gate_tuned.json" 2>&1
+if "$PY" - "$WORK/t2/finetune.json" "$WORK/gate_base.json" "$WORK/gate_tuned.json" <<'PYEOF'
+import json, sys
+gate = json.load(open(sys.argv[1]))["gate"]
+g = gate["series"][0]
+ok = True
+for side, path in (("base", sys.argv[2]), ("tuned", sys.argv[3])):
+    e = json.load(open(path))
+    for key in ("crps", "direction_accuracy"):
+        a, b = g[side][key], e["model"]["overall"][key]
+        ok &= abs(a - b) <= 1e-6 * max(abs(b), 1e-12)
+    ok &= g[side]["origins"] == e["origins"]
+ok &= gate["tuned_better_crps"] == (g["tuned"]["crps"] < g["base"]["crps"])
+ok &= gate["tuned_better_direction"] == (g["tuned"]["direction_accuracy"] > g["base"]["direction_accuracy"])
+sys.exit(0 if ok else 1)
+PYEOF
+then pass "the gate: base and tuned each equal kronosd evaluate of that model"
+else fail "the gate: base and tuned each equal kronosd evaluate of that model"; fi
+if grep -q "the base on CRPS" "$WORK/t2.out"; then pass "the gate's verdict printed"
+else fail "the gate's verdict printed" "$(cat "$WORK/t2.out")"; fi
 
 NP_PY=""
 for py in "$PY" /usr/bin/python3; do
