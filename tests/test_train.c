@@ -1,8 +1,8 @@
 /* test_train.c — core/train on shapes the upstream fixture does not have (8-bit tokens, six
  * heads of 8, three blocks, fixed temporal tables, dropout): every tensor's gradient against
  * the loss's own finite differences, freezing by depth, the refusals, a checkpoint saved and
- * read back, and the same gradient and weight bytes at every SIMD level and at 1 and 2
- * threads. */
+ * read back, a run's bookkeeping (best step, early stopping, cancelling), and the same gradient and
+ * weight bytes at every SIMD level and at 1 and 2 threads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include "kronos_train.h"
 #include "matmul.h"      /* kr_simd_set */
 #include "safetensors.h" /* the saved file read back */
+#include "test_util.h"   /* tu_random_candles */
 
 #include <jansson.h>
 
@@ -332,6 +333,79 @@ static void test_save(void **state) {
     kr_train_free(m);
 }
 
+enum { SERIES_N = 400 };
+static int64_t ser_ts[SERIES_N];
+static double ser_col[KR_D_IN][SERIES_N];
+
+static int stop_at_3(void *ctx, const kr_finetune_progress *p) {
+    (void)ctx;
+    return p->step == 3;
+}
+
+/* a run: the best step the lowest validation's, early stopping, cancelling, the refusals */
+static void test_finetune_run(void **state) {
+    (void)state;
+    double *cols[KR_D_IN];
+    for (int c = 0; c < KR_D_IN; c++)
+        cols[c] = ser_col[c];
+    tu_random_candles(21, SERIES_N, ser_ts, cols);
+    kr_candles series = {SERIES_N, ser_ts, {cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]}};
+    char tok[160];
+    snprintf(tok, sizeof tok, "%s/m/tokenizer", dir);
+    kr_model_paths paths = {tok, pred, 512};
+    kr_error err = {0};
+    kr_model *inf = kr_model_load(&paths, &err);
+    assert_non_null(inf);
+    kr_finetune_settings s;
+    kr_finetune_defaults(&s);
+    s.lookback = 24, s.predict = 4, s.batch = 4, s.steps = 8, s.eval_every = 2, s.lr = 1e-3;
+    kr_finetune_result r;
+    kr_train_model *m = load(pred);
+    assert_int_equal(kr_finetune(inf, m, &series, 1, &s, NULL, NULL, NULL, &r, &err), 0);
+    int cut = SERIES_N - (int)(SERIES_N * 0.2), W = 29;
+    assert_int_equal(r.train_windows, cut - W + 1);
+    assert_int_equal(r.validation_windows, SERIES_N - cut - W + 1);
+    assert_int_equal(r.steps, 8);
+    assert_int_equal(r.n_validation, 5);
+    int best = 0;
+    for (int i = 0; i < r.n_validation; i++) {
+        assert_int_equal(r.validation_step[i], 2 * i);
+        if (r.validation[i] < r.validation[best]) best = i;
+    }
+    assert_int_equal(r.best_step, r.validation_step[best]);
+    assert_true(r.best_validation == r.validation[best]);
+    kr_finetune_result_free(&r);
+    kr_train_free(m);
+    /* a rate that wrecks the model: validation worsens, patience 1 stops the run */
+    m = load(pred);
+    s.lr = 5.0, s.patience = 1, s.steps = 40;
+    assert_int_equal(kr_finetune(inf, m, &series, 1, &s, NULL, NULL, NULL, &r, &err), 0);
+    assert_true(r.stopped_early && r.steps < 40);
+    assert_int_equal(r.best_step, 0);
+    kr_finetune_result_free(&r);
+    kr_train_free(m);
+    /* cancelled by the report */
+    m = load(pred);
+    s.lr = 1e-3, s.patience = 0;
+    assert_int_equal(kr_finetune(inf, m, &series, 1, &s, NULL, stop_at_3, NULL, &r, &err), -1);
+    assert_int_equal(err.code, KR_E_CANCELLED);
+    assert_true(r.cancelled && r.steps == 3);
+    kr_finetune_result_free(&r);
+    /* refusals, naming the setting */
+    s.validation_share = 0.05; /* 20 rows: no validation window of 29 */
+    assert_int_equal(kr_finetune(inf, m, &series, 1, &s, NULL, NULL, NULL, &r, &err), -1);
+    assert_int_equal(err.code, KR_E_INVALID);
+    assert_non_null(strstr(err.msg, "validation_share"));
+    kr_finetune_result_free(&r);
+    s.validation_share = 0.2, s.lookback = 400;
+    assert_int_equal(kr_finetune(inf, m, &series, 1, &s, NULL, NULL, NULL, &r, &err), -1);
+    assert_int_equal(err.code, KR_E_INVALID);
+    assert_non_null(strstr(err.msg, "series"));
+    kr_finetune_result_free(&r);
+    kr_train_free(m);
+    kr_model_free(inf);
+}
+
 /* FNV-1a of every tensor's weights and gradient after two clipped AdamW steps (dropout on,
  * drawn siblings) */
 static uint64_t two_steps_hash(void) {
@@ -399,6 +473,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_depth),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_save),
+        cmocka_unit_test(test_finetune_run),
         cmocka_unit_test(test_same_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
