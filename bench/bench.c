@@ -4,6 +4,7 @@
  *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
  *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16] [--kv f32|bf16]
  *   kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
+ *   kronos-bench --model DIR --train-step [--batch 16] [--lookback 90] [--predict 10] [--reps 5]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
  * forecast, uncached reference vs KV-cached, horizons 112 (the window never slides at
@@ -38,6 +39,7 @@
  * below the CPU's best; the table's percentages use the fastest.
  */
 #include "agreement.h"
+#include "bench_train.h"
 #include "blas_core.h"
 #include "fp_rates.h"
 #include "kronos.h"
@@ -770,12 +772,14 @@ static void phase(const char *name, double ms, flop_count f, double peak, double
 
 int main(int argc, char **argv) {
     const char *model = NULL, *csv = "tests/data/kline_5min.csv";
-    int L = 400, reps = 2;
+    int L = -1, reps = -1; /* defaults after the flags: 400 and 2, a training step's 90 and 5 */
     bool full = false, decode_only = false, cached_only = false, phases_cpu = false;
     const char *only = NULL;
     kr_precision weights = KR_PREC_F32, kv_mode = KR_PREC_F32;
     bool agreement = false;
     const char *agreement_dump = NULL;
+    bool train_step = false; /* bench_train.c */
+    int batch = 16, predict = 10;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
     if (argc == 2 && !strcmp(argv[1], "--sgemm-yardstick")) { /* a child of measured_on */
         double gf = yardstick_here();
@@ -823,14 +827,24 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "kronos-bench: %s\n", err.msg);
                 return 2;
             }
-        } else {
+        } else if (!strcmp(argv[i], "--train-step"))
+            train_step = true;
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--predict") && i + 1 < argc)
+            predict = atoi(argv[++i]);
+        else {
             fprintf(stderr,
                     "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
                     "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
-                    "[--weights f32|bf16] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n");
+                    "[--weights f32|bf16] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n"
+                    "       kronos-bench --model DIR --train-step [--batch N] [--lookback N] "
+                    "[--predict N] [--reps N]\n");
             return 2;
         }
     }
+    if (L < 0) L = train_step ? 90 : 400;
+    if (reps < 0) reps = train_step ? 5 : 2;
     if (!model) {
         fprintf(stderr, "kronos-bench: --model DIR is required (make one with kronos-mkmodel)\n");
         return 2;
@@ -864,6 +878,20 @@ int main(int argc, char **argv) {
     if (read_csv(csv, &s) || s.n < L + 120) {
         fprintf(stderr, "kronos-bench: %s: need %d rows\n", csv, L + 120);
         return 1;
+    }
+    if (train_step) {
+        if (batch < 1 || predict < 0 || L < 1 || reps < 1) {
+            fprintf(stderr, "kronos-bench: --train-step needs batch, lookback, reps >= 1\n");
+            return 2;
+        }
+        kb_train_args ta = {
+            {s.n, s.wall, {s.col[0], s.col[1], s.col[2], s.col[3], s.col[4], s.col[5]}},
+            batch,
+            L,
+            predict,
+            reps,
+            yardstick()};
+        return kb_train_step(m, pred, &ta);
     }
     const kr_predictor_config *c = kr_model_predictor_config(m);
     printf("model: d_model %d, %d layers, %d heads, ff %d; %zu parameters; max_context 512\n",

@@ -13,6 +13,7 @@
 #include "evaluate_json.h"
 #include "evaluate_series_json.h"
 #include "evaluate_text.h"
+#include "finetune_cmd.h"
 #include "forecast_json.h"
 #include "series_json.h"
 #include "journal_check.h"
@@ -37,6 +38,8 @@ static const char usage_text[] =
     "               many aligned series and prints their cross-sectional scores too;\n"
     "               --table: print the overall scores as a table (the raw model beside\n"
     "               the calibrated one with \"calibration\": \"rolling\") in place of the JSON\n"
+    "  finetune     fine-tune a model's predictor on CSV series: kronosd finetune --model\n"
+    "               BASE --csv DATA.csv --out DIR [...] (kronosd finetune --help)\n"
     "  journal      check or repair a session journal: kronosd journal check|repair\n"
     "               STATE_DIR [--model DIR | --tokenizer DIR --predictor DIR]\n"
     "               [--max-context N] (the model checks the tokens and the header)\n"
@@ -657,6 +660,7 @@ static const struct {
     {"forecast",  cmd_forecast},
     {"evaluate",  cmd_evaluate},
     {"journal",   cmd_journal},
+    {"finetune",  kd_finetune_cmd},
     {"help",      cmd_help},
     {"--help",    cmd_help},
     {"-h",        cmd_help},

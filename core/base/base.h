@@ -5,6 +5,8 @@
  * core/ in floors, each including only its own headers and those of the floors below
  * (meson gives each floor only those include directories):
  *
+ *   train/     fine-tuning the predictor: the training step, clipping, AdamW, OneCycleLR
+ *              (include/kronos_train.h)                                     train_impl.h
  *   evaluate/  walk-forward evaluation: the origins' forecasts, the scores   evaluate_impl.h
  *   drivers/   one-shot runs to completion: kr_forecast(_batch), kr_forecast_series,
  *              kr_generate(_batch), all through one driver over the scheduler   run.h

@@ -1,0 +1,129 @@
+/* train_gemm.c — the three products of a linear layer in training (forward, input gradient,
+ * weight gradient), each run on the inference kernels (kernels/matmul.c) with its right-hand
+ * operand packed for the call: every element one fused multiply-add chain in a fixed order, so
+ * the bits depend neither on the thread count nor on the SIMD level. The packed buffers and
+ * the transposed operand live in the model, kept between calls. */
+#include "train_impl.h"
+
+#include "matmul.h"
+#include "parallel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PANEL 16 /* matmul.h's packed layout: [panel][in][16], the last panel zero-padded */
+#define TILE  32
+
+float *tr_grow(float **buf, size_t *cap, size_t n) {
+    if (n > *cap) {
+        free(*buf); /* the contents are not kept: no copy */
+        *buf = malloc(n * sizeof(float));
+        *cap = *buf ? n : 0;
+    }
+    return *buf;
+}
+
+typedef struct {
+    float *out;
+    const float *in;
+    int rows, cols;
+} tr_job;
+
+/* out[c][r] = in[r][c], one band of TILE rows of out an item */
+static void transpose_band(void *ctx, int item, int worker) {
+    (void)worker;
+    const tr_job *j = ctx;
+    int c0 = item * TILE, c1 = c0 + TILE < j->cols ? c0 + TILE : j->cols;
+    for (int r0 = 0; r0 < j->rows; r0 += TILE) {
+        int r1 = r0 + TILE < j->rows ? r0 + TILE : j->rows;
+        for (int c = c0; c < c1; c++)
+            for (int r = r0; r < r1; r++)
+                j->out[(size_t)c * j->rows + r] = j->in[(size_t)r * j->cols + c];
+    }
+}
+
+static void transpose(float *out, const float *in, int rows, int cols) {
+    tr_job j = {out, in, rows, cols};
+    kr_parallel_for((cols + TILE - 1) / TILE, transpose_band, &j);
+}
+
+/* the packed form of A^T for A[rows][cols] (a "weight" of cols outputs over rows inputs):
+ * panel p, input k holds A[k][16p .. 16p + 15], a contiguous run of A's row */
+static void pack_t_panel(void *ctx, int p, int worker) {
+    (void)worker;
+    const tr_job *j = ctx;
+    int c0 = p * PANEL, n = j->cols - c0 < PANEL ? j->cols - c0 : PANEL;
+    float *dst = j->out + (size_t)p * j->rows * PANEL;
+    for (int k = 0; k < j->rows; k++) {
+        memcpy(dst + (size_t)k * PANEL, j->in + (size_t)k * j->cols + c0,
+               (size_t)n * sizeof(float));
+        for (int c = n; c < PANEL; c++)
+            dst[(size_t)k * PANEL + c] = 0.0f;
+    }
+}
+
+/* packs A^T (A [rows][cols]) into m->pack; NULL when out of memory */
+static float *pack_transposed(kr_train_model *m, const float *A, int rows, int cols) {
+    float *dst = tr_grow(&m->pack, &m->pack_cap, kr_linear_packed_floats(cols, rows));
+    if (!dst) return NULL;
+    if (kr_linear_packed_floats(1, 1) == PANEL) {
+        tr_job j = {dst, A, rows, cols};
+        kr_parallel_for((cols + PANEL - 1) / PANEL, pack_t_panel, &j);
+        return dst;
+    }
+    /* the kernels' panels changed width: the plain way, through a transposed copy */
+    float *t = malloc((size_t)rows * cols * sizeof(float));
+    if (!t) return NULL;
+    transpose(t, A, rows, cols);
+    kr_linear_pack(dst, t, cols, rows);
+    free(t);
+    return dst;
+}
+
+static void run(float *y, const float *x, int R, const float *wp, const float *b, int out, int in,
+                bool add) {
+    kr_linear l = {.w = NULL, .b = b, .out = out, .in = in, .wp = wp};
+    if (add)
+        kr_linear_forward_add(y, x, R, &l);
+    else
+        kr_linear_forward(y, x, R, &l);
+}
+
+int tr_linear_fwd(float *y, const float *x, int R, kr_train_model *m, const tr_linear *l) {
+    float *wp = tr_grow(&m->pack, &m->pack_cap, kr_linear_packed_floats(l->out, l->in));
+    if (!wp) return -1;
+    kr_linear_pack(wp, TW(m, l->w), l->out, l->in);
+    run(y, x, R, wp, l->b >= 0 ? TW(m, l->b) : NULL, l->out, l->in, false);
+    return 0;
+}
+
+int tr_linear_dx(float *dx, const float *dy, int R, kr_train_model *m, const tr_linear *l,
+                 bool add) {
+    /* dx = dy W: a layer of in outputs over out inputs whose weights are W^T */
+    const float *wp = pack_transposed(m, TW(m, l->w), l->out, l->in);
+    if (!wp) return -1;
+    run(dx, dy, R, wp, NULL, l->in, l->out, add);
+    return 0;
+}
+
+int tr_linear_dw(const float *dy, const float *x, int R, kr_train_model *m, const tr_linear *l) {
+    if (!m->t[l->w].trains) return 0;
+    /* dW[out][in] += dy^T x: rows dy^T [out][R] through a layer of in outputs over R inputs
+     * whose weights are x^T */
+    float *dyt = tr_grow(&m->trans, &m->trans_cap, (size_t)R * l->out);
+    const float *xp = dyt ? pack_transposed(m, x, R, l->in) : NULL;
+    if (!xp) return -1;
+    transpose(dyt, dy, R, l->out);
+    run(TG(m, l->w), dyt, l->out, xp, NULL, l->in, R, true);
+    if (l->b >= 0) {
+        float *db = TG(m, l->b);
+        for (int o = 0; o < l->out; o++) {
+            const float *col = dyt + (size_t)o * R;
+            float s = 0.0f;
+            for (int r = 0; r < R; r++)
+                s += col[r];
+            db[o] += s;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,106 @@
+/* train_optim.c — what happens to the gradients after the backward, as torch does it:
+ * clip_grad_norm_ (the global L2 norm over every gradient, summed in a fixed order), AdamW
+ * with decoupled weight decay, and OneCycleLR's learning rate. */
+#include "train_impl.h"
+
+#include "parallel.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+void kr_train_clip(kr_train_model *m, double max_norm, double *norm) {
+    double ss = 0.0;
+    for (int i = 0; i < m->n; i++) {
+        const tr_tensor *t = &m->t[i];
+        if (!t->trains) continue;
+        double s = 0.0; /* each tensor's norm, then the norm of the norms, as torch */
+        for (size_t k = 0; k < t->n; k++)
+            s += (double)t->g[k] * t->g[k];
+        float tn = (float)sqrt(s);
+        ss += (double)tn * tn;
+    }
+    float total = (float)sqrt(ss);
+    if (norm) *norm = total;
+    float coef = (float)max_norm / (total + 1e-6f);
+    if (coef >= 1.0f) return;
+    for (int i = 0; i < m->n; i++) {
+        tr_tensor *t = &m->t[i];
+        if (!t->trains) continue;
+        for (size_t k = 0; k < t->n; k++)
+            t->g[k] *= coef;
+    }
+}
+
+#define ADAM_CHUNK 16384
+
+typedef struct {
+    kr_train_model *m;
+    int *tensor, *first; /* item i: chunk first[i] of tensor[i] */
+    float decay, step, bc2_sqrt, b1, b2, eps;
+} adam_job;
+
+/* one chunk of one tensor: elementwise, so any thread gives the same bits */
+static void adam_chunk(void *ctx, int i, int worker) {
+    (void)worker;
+    const adam_job *j = ctx;
+    tr_tensor *t = &j->m->t[j->tensor[i]];
+    size_t k0 = (size_t)j->first[i] * ADAM_CHUNK,
+           k1 = k0 + ADAM_CHUNK < t->n ? k0 + ADAM_CHUNK : t->n;
+    for (size_t k = k0; k < k1; k++) {
+        float g = t->g[k];
+        t->w[k] *= j->decay;
+        t->m[k] += (g - t->m[k]) * (1.0f - j->b1);
+        t->v[k] = t->v[k] * j->b2 + (1.0f - j->b2) * g * g;
+        float denom = sqrtf(t->v[k]) / j->bc2_sqrt + j->eps;
+        t->w[k] -= j->step * t->m[k] / denom;
+    }
+}
+
+void kr_train_adamw(kr_train_model *m, const kr_adamw *o) {
+    m->steps++;
+    double bc1 = 1.0 - pow(o->beta1, m->steps), bc2 = 1.0 - pow(o->beta2, m->steps);
+    adam_job j = {.m = m,
+                  .decay = (float)(1.0 - o->lr * o->weight_decay),
+                  .step = (float)(o->lr / bc1),
+                  .bc2_sqrt = (float)sqrt(bc2),
+                  .b1 = (float)o->beta1,
+                  .b2 = (float)o->beta2,
+                  .eps = (float)o->eps};
+    int items = 0;
+    for (int i = 0; i < m->n; i++)
+        if (m->t[i].trains) items += (int)((m->t[i].n + ADAM_CHUNK - 1) / ADAM_CHUNK);
+    j.tensor = malloc((size_t)items * 2 * sizeof(int));
+    if (!j.tensor) { /* no room for the chunk table: the same updates on this thread */
+        for (int i = 0; i < m->n; i++) {
+            if (!m->t[i].trains) continue;
+            int one[2] = {i, 0};
+            adam_job s = j;
+            s.tensor = one, s.first = one + 1;
+            for (one[1] = 0; (size_t)one[1] * ADAM_CHUNK < m->t[i].n; one[1]++)
+                adam_chunk(&s, 0, 0);
+        }
+        return;
+    }
+    j.first = j.tensor + items;
+    int n = 0;
+    for (int i = 0; i < m->n; i++)
+        for (size_t c = 0; m->t[i].trains && c * ADAM_CHUNK < m->t[i].n; c++)
+            j.tensor[n] = i, j.first[n++] = (int)c;
+    kr_parallel_for(items, adam_chunk, &j);
+    free(j.tensor);
+}
+
+/* torch's _annealing_cos */
+static double anneal_cos(double start, double end, double pct) {
+    return end + (start - end) / 2.0 * (cos(M_PI * pct) + 1.0);
+}
+
+double kr_one_cycle_lr(const kr_one_cycle *s, int step) {
+    double initial = s->max_lr / s->div_factor, min_lr = initial / s->final_div_factor;
+    double end1 = s->pct_start * s->total_steps - 1, end2 = s->total_steps - 1;
+    if (step <= end1 && end1 > 0) return anneal_cos(initial, s->max_lr, step / end1);
+    if (end2 <= end1) return s->max_lr; /* a schedule too short for its phases */
+    /* torch's second phase from end1, whatever its sign (end1 = 0: torch divides by zero in
+     * the first phase; here step 0 starts the second at max_lr) */
+    return anneal_cos(s->max_lr, min_lr, (step - end1) / (end2 - end1));
+}
