@@ -8,15 +8,22 @@
  * Register blocks are chosen per level for its register file (32 registers on AVX-512, 16 on
  * AVX2 and SSE); each sum still runs in the order attention.c states, whatever the block. */
 
-#define head_scores  KV_LN(head_scores)
-#define exp_shifted  KV_LN(exp_shifted)
-#define head_values  KV_LN(head_values)
-#define values_4x64  KV_LN(values_4x64)
-#define attend_heads KV_LN(attend_heads)
-#define tile_scores  KV_LN(tile_scores)
-#define own_scores4  KV_LN(own_scores4)
-#define values_rows  KV_LN(values_rows)
-#define attend_tile  KV_LN(attend_tile)
+#define head_scores        KV_LN(head_scores)
+#define exp_shifted        KV_LN(exp_shifted)
+#define head_values        KV_LN(head_values)
+#define values_4x64        KV_LN(values_4x64)
+#define attend_heads       KV_LN(attend_heads)
+#define tile_scores        KV_LN(tile_scores)
+#define own_scores4        KV_LN(own_scores4)
+#define values_rows        KV_LN(values_rows)
+#define tile_task          KV_LN(tile_task)
+#define tile_queries       KV_LN(tile_queries)
+#define tile_score         KV_LN(tile_score)
+#define tile_softmax       KV_LN(tile_softmax)
+#define tile_shared_values KV_LN(tile_shared_values)
+#define tile_shared_rest   KV_LN(tile_shared_rest)
+#define tile_own_values    KV_LN(tile_own_values)
+#define attend_tile        KV_LN(attend_tile)
 
 /* The keys' and values' elements (attention_modes.h sets KV_BF16): float32, or BF16 widened
  * exactly on load (a 16-bit shift), so that the arithmetic below is the same in both. */
@@ -357,38 +364,43 @@ KR_INLINE KR_LEVEL_FN void values_rows(float *o, int rt, const float *sc, int ra
         memcpy(o + (size_t)r * hd, c[r], sizeof c[r]);
 }
 
-/* One task of the tile path, (tile, head): the tile's queries transposed; the keys every row
- * reads alike scored for all rows at once; each row's own keys past them (tiles over several
- * caches) scored row by row; the softmax down the columns; the shared keys' values summed
- * for all rows in register tiles, then each row's own keys' values; the sums normalised. */
-KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
-    const attend_job *j = arg;
-    enum { T = KR_ATTN_TILE, RT = VALUE_ROWS };
-    int h = task % j->n_heads, r0 = j->order[task / j->n_heads] * T;
-    int R = j->n_rows - r0 < T ? j->n_rows - r0 : T;
-    int d = j->d, hd = d / j->n_heads, shared = j->shared[r0 / T], n_keys = 0;
-    int scored = j->scored[r0 / T];
-    const kr_kv_view *kv0 = j->rows[r0].kv;
-    int B = kv0->block_len;
-    for (int r = 0; r < R; r++)
-        if (j->rows[r0 + r].n_keys > n_keys) n_keys = j->rows[r0 + r].n_keys;
-    /* per worker: scores [n_keys][T] (a key's scores for all rows side by side), the
-     * queries transposed [hd][T], and the outputs [T][hd] */
-    float *sc = j->scratch + (size_t)worker * j->scratch_stride;
-    float *qt = sc + (size_t)n_keys * T, *o = qt + (size_t)hd * T;
-    float scale = (float)(1.0 / sqrt((double)hd));
+/* The tile path, one task a (tile, head), in six phases: the tile's queries transposed; the keys
+ * every row reads alike scored for all rows at once; each row's own keys past them (tiles over
+ * several caches) scored row by row; the softmax down the columns; the shared keys' values summed
+ * for all rows in register tiles, then each row's own keys' values; the sums normalised.
+ * tile_task is one task's tile, rows [r0, r0 + R) for head h, and the worker's scratch; each
+ * phase reads what it needs of it. */
+typedef struct {
+    const attend_job *j;
+    const kr_kv_view *kv0; /* the first row's cache: the keys the tile shares are read from it */
+    int h, r0, R, d, hd, B;
+    int shared; /* keys every row of the tile reads from kv0 */
+    int scored; /* keys scored as a tile (past shared over one cache: a causal run) */
+    int n_keys; /* the most keys a row reads */
+    float *sc;  /* scores [n_keys][T]: a key's scores for all rows side by side */
+    float *qt;  /* the queries transposed [hd][T] */
+    float *o;   /* the outputs [T][hd], before 1 / Z */
+    float scale;
+} tile_task;
+
+/* 1. The queries transposed into qt. */
+KR_INLINE KR_LEVEL_FN void tile_queries(const tile_task *t) {
+    const attend_job *j = t->j;
+    const int h = t->h, r0 = t->r0, R = t->R, d = t->d, hd = t->hd;
+    float *qt = t->qt;
+    enum { T = KR_ATTN_TILE };
 #if KR_W == 16
     if (hd % KR_W == 0) { /* 16 rows x 16 columns at a time, transposed in registers */
         for (int rb = 0; rb < R; rb += KR_W)
             for (int i0 = 0; i0 < hd; i0 += KR_W) {
-                vf t[KR_W];
+                vf m[KR_W];
                 for (int l = 0; l < KR_W; l++)
-                    t[l] = rb + l < R
+                    m[l] = rb + l < R
                                ? KR_LOAD(j->q + (size_t)(r0 + rb + l) * d + (size_t)h * hd + i0)
                                : (vf){0};
-                transpose16(t);
+                transpose16(m);
                 for (int e = 0; e < KR_W; e++)
-                    memcpy(qt + (size_t)(i0 + e) * T + rb, &t[e], sizeof t[e]);
+                    memcpy(qt + (size_t)(i0 + e) * T + rb, &m[e], sizeof m[e]);
             }
     } else
 #endif
@@ -400,8 +412,20 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 qt[(size_t)i * T + r] = r < R ? qr[i] : 0.0f;
         }
     }
+}
+
+/* 2. Every row's scores: the keys the rows share together, each row's own keys alone,
+ * masked past each row's end. vend[ROW_VECS]: the last key each vector of rows reads.
+ * Returns the vectors of rows with a row of the tile in them. */
+KR_INLINE KR_LEVEL_FN int tile_score(const tile_task *t, int *vend) {
+    const attend_job *j = t->j;
+    const kr_kv_view *kv0 = t->kv0;
+    const int h = t->h, r0 = t->r0, R = t->R, hd = t->hd, B = t->B, shared = t->shared,
+              scored = t->scored, n_keys = t->n_keys;
+    float *sc = t->sc, *qt = t->qt;
+    const float scale = t->scale;
+    enum { T = KR_ATTN_TILE };
     /* each vector of rows: the last key one of its rows reads (shared for one of padding) */
-    int vend[ROW_VECS];
     for (int n = 0; n < ROW_VECS; n++) {
         vend[n] = shared;
         for (int r = n * KR_W; r < R && r < (n + 1) * KR_W; r++)
@@ -442,16 +466,22 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         }
     }
     /* vectors of rows with a row of the tile in them; the others are never scored */
-    int live = (R + KR_W - 1) / KR_W;
+    const int live = (R + KR_W - 1) / KR_W;
     for (int r = 0; r < live * KR_W; r++) { /* past a row's end (or a padding row): masked */
         int end = r < R ? j->rows[r0 + r].n_keys : 0;
         for (int key = end > shared ? end : shared; key < n_keys; key++)
             sc[(size_t)key * T + r] = -INFINITY;
     }
+    return live;
+}
+
+/* 3. The softmax down each column: e in place of s, inv[r] = 1 / Z. */
+KR_INLINE KR_LEVEL_FN void tile_softmax(const tile_task *t, const int *vend, int live, float *inv) {
+    float *sc = t->sc;
+    enum { T = KR_ATTN_TILE };
     /* softmax down each column, a vector of rows at a time, up to vend: past it every lane
      * is masked, its e would be 0 (and is never read, as no row reads past its end) and Z's
      * sum would add zeros */
-    float inv[T];
     for (int n = 0; n < live; n++) {
         float *col = sc + n * KR_W;
         vf mx = KR_LOAD(col), z = {0};
@@ -469,14 +499,25 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
         for (int l = 0; l < KR_W; l++)
             inv[n * KR_W + l] = 1.0f / z[l];
     }
+}
+
+/* 4. The shared keys' values, in register tiles of RT rows x VALUE_COLS columns;
+ * group_end[g]: the last key register tile g reads. */
+KR_INLINE KR_LEVEL_FN void tile_shared_values(const tile_task *t, int *group_end) {
+    const attend_job *j = t->j;
+    const kr_kv_view *kv0 = t->kv0;
+    const int h = t->h, r0 = t->r0, R = t->R, d = t->d, hd = t->hd, B = t->B, shared = t->shared,
+              scored = t->scored, n_keys = t->n_keys;
+    float *sc = t->sc, *o = t->o;
+    enum { T = KR_ATTN_TILE, RT = VALUE_ROWS };
     /* sum of e_j v_j over the shared keys: chunks of keys held in the first-level cache,
      * register tiles of RT rows x VALUE_COLS columns (x KR_W columns for the rest of a head,
      * a scalar loop for the columns of a head size that is not a multiple of KR_W). Over one
      * cache a register tile goes on to the last key all its rows read (a causal run's rows
      * end a key apart); each row adds its keys past that on its own below. */
     memset(o, 0, (size_t)T * hd * sizeof *o);
-    int hdc = hd / VALUE_COLS * VALUE_COLS, hdw = hd / KR_W * KR_W;
-    int group_end[(T + RT - 1) / RT], tile_end = shared;
+    const int hdc = hd / VALUE_COLS * VALUE_COLS;
+    int tile_end = shared;
     for (int ra = 0; ra < R; ra += RT) {
         int e = n_keys;
         for (int r = ra; r < R && r < ra + RT; r++)
@@ -534,6 +575,16 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
 #undef VALUES_ROWS
             }
     }
+}
+
+/* 5. The shared keys' values for the columns past the register tiles'. */
+KR_INLINE KR_LEVEL_FN void tile_shared_rest(const tile_task *t) {
+    const attend_job *j = t->j;
+    const kr_kv_view *kv0 = t->kv0;
+    const int h = t->h, R = t->R, hd = t->hd, shared = t->shared;
+    float *sc = t->sc, *o = t->o;
+    enum { T = KR_ATTN_TILE };
+    const int hdc = hd / VALUE_COLS * VALUE_COLS, hdw = hd / KR_W * KR_W;
     for (int ra = 0; ra < R && hdc < hdw; ra += 4)
         for (int i0 = hdc; i0 < hdw; i0 += KR_W) {
             vf c[4] = {{0}};
@@ -554,6 +605,16 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
                 orow[i] = fmaf(pk, KV_F(v[i]), orow[i]);
         }
     }
+}
+
+/* 6. Each row's keys past the shared ones, then the row out, times 1 / Z. */
+KR_INLINE KR_LEVEL_FN void tile_own_values(const tile_task *t, const int *group_end,
+                                           const float *inv) {
+    const attend_job *j = t->j;
+    const int h = t->h, r0 = t->r0, R = t->R, d = t->d, hd = t->hd, B = t->B, shared = t->shared;
+    float *sc = t->sc, *o = t->o;
+    enum { T = KR_ATTN_TILE, RT = VALUE_ROWS };
+    const int hdc = hd / VALUE_COLS * VALUE_COLS, hdw = hd / KR_W * KR_W;
     /* each row's keys past the shared ones, from its own cache, in key order; then 1 / Z */
     for (int r = 0; r < R; r++) {
         const kr_attn_row *row = &j->rows[r0 + r];
@@ -595,6 +656,33 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
     }
 }
 
+KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
+    const attend_job *j = arg;
+    enum { T = KR_ATTN_TILE, RT = VALUE_ROWS };
+    tile_task t = {
+        .j = j, .h = task % j->n_heads, .r0 = j->order[task / j->n_heads] * T, .d = j->d};
+    t.R = j->n_rows - t.r0 < T ? j->n_rows - t.r0 : T;
+    t.hd = t.d / j->n_heads;
+    t.shared = j->shared[t.r0 / T];
+    t.scored = j->scored[t.r0 / T];
+    t.kv0 = j->rows[t.r0].kv;
+    t.B = t.kv0->block_len;
+    for (int r = 0; r < t.R; r++)
+        if (j->rows[t.r0 + r].n_keys > t.n_keys) t.n_keys = j->rows[t.r0 + r].n_keys;
+    t.sc = j->scratch + (size_t)worker * j->scratch_stride;
+    t.qt = t.sc + (size_t)t.n_keys * T;
+    t.o = t.qt + (size_t)t.hd * T;
+    t.scale = (float)(1.0 / sqrt((double)t.hd));
+    int vend[ROW_VECS], group_end[(T + RT - 1) / RT];
+    float inv[T];
+    tile_queries(&t);
+    const int live = tile_score(&t, vend);
+    tile_softmax(&t, vend, live, inv);
+    tile_shared_values(&t, group_end);
+    tile_shared_rest(&t);
+    tile_own_values(&t, group_end, inv);
+}
+
 #if KV_BF16
 #undef vh
 #endif
@@ -609,6 +697,13 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
 #undef ROW_VECS
 #undef KEY_VECS
 #undef attend_tile
+#undef tile_own_values
+#undef tile_shared_rest
+#undef tile_shared_values
+#undef tile_softmax
+#undef tile_score
+#undef tile_queries
+#undef tile_task
 #undef values_rows
 #undef own_scores4
 #undef tile_scores
