@@ -108,12 +108,18 @@ typedef struct {
 } kr_model_paths;
 
 kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err);
+/* A model of paths->predictor_dir that uses tokenizer_of's tokenizer (its config and
+ * weights, not copied: tokenizer_of must outlive it; paths->tokenizer_dir is not read). For
+ * models whose tokenizer files are the same: one tokenizer in memory. Read-only as any. */
+kr_model *kr_model_load_sharing(const kr_model_paths *paths, const kr_model *tokenizer_of,
+                                kr_error *err);
 void kr_model_free(kr_model *m);
 
 const kr_tokenizer_config *kr_model_tokenizer_config(const kr_model *m);
 const kr_predictor_config *kr_model_predictor_config(const kr_model *m);
 int kr_model_max_context(const kr_model *m);
 size_t kr_model_param_count(const kr_model *m); /* weights used at inference, both parts */
+size_t kr_model_tokenizer_param_count(const kr_model *m); /* of those, the tokenizer's */
 
 /* ---- time stamps --------------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* test_sched_models.c — one step scheduler running jobs of two models of different shapes
  * (the tiny fixture and a kronos-mkmodel checkpoint with other widths, depths and
  * vocabularies): every forecast and generation answers the same bytes as in a scheduler of
- * its model alone, and the light-before-heavy rule holds across the models. */
+ * its model alone, and the light-before-heavy rule holds across the models; a model built
+ * on another's tokenizer answers as if loaded whole. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -279,10 +280,43 @@ static void test_light_first_across_models(void **state) {
     }
 }
 
+/* A model built on another's tokenizer (kr_model_load_sharing) forecasts the same bytes as
+ * the same files loaded whole, and counts the tokenizer's parameters as its own. */
+static void test_shared_tokenizer(void **state) {
+    (void)state;
+    kr_model_paths p = {KR_TEST_DATA "/tiny/tokenizer", KR_TEST_DATA "/tiny/predictor", 512};
+    kr_error err = {0};
+    kr_model *shared = kr_model_load_sharing(&p, models[0], &err);
+    assert_non_null(shared);
+    assert_int_equal(kr_model_param_count(shared), kr_model_param_count(models[0]));
+    assert_int_equal(kr_model_tokenizer_param_count(shared),
+                     kr_model_tokenizer_param_count(models[0]));
+    assert_true(kr_model_tokenizer_param_count(shared) > 0);
+    json_t *g = tu_load_golden();
+    tu_case tc;
+    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 1), &tc), 0);
+    kr_forecast_request q = tc.req;
+    q.samples = 3;
+    q.seed = 17;
+    q.sampling = (kr_sampling){.temperature = 1.0, .top_k = 0, .top_p = 0.9};
+    q.return_paths = true;
+    kr_forecast_result a, b;
+    assert_int_equal(kr_forecast(models[0], NULL, &q, &a, &err), 0);
+    assert_int_equal(kr_forecast(shared, NULL, &q, &b, &err), 0);
+    same_result(&a, &b);
+    kr_forecast_result_free(&a);
+    kr_forecast_result_free(&b);
+    tu_case_free(&tc);
+    json_decref(g);
+    kr_model_free(shared); /* before the model whose tokenizer it uses, which stays whole */
+    assert_null(kr_model_load_sharing(&p, NULL, &err));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_models_as_alone),
         cmocka_unit_test(test_light_first_across_models),
+        cmocka_unit_test(test_shared_tokenizer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -175,8 +175,8 @@ static void record_candles(kd_journal_record *rec, const kr_candles *c) {
 /* The creation of session s as the journal keeps it: every candle of the series and the
  * statistics it uses (pinned on replay, so that it is the same series). 0 without a
  * journal; -1 with msg. */
-static int journal_created(kd_app *app, kd_session *s, const char *owner, char *msg,
-                           size_t msglen) {
+static int journal_created(kd_app *app, kd_session *s, const kd_model *md, const char *owner,
+                           char *msg, size_t msglen) {
     if (!app->journal) return 0;
     const candle_state *st = kd_session_state(s);
     kr_forecast_request req = {0};
@@ -184,6 +184,7 @@ static int journal_created(kd_app *app, kd_session *s, const char *owner, char *
     kd_journal_record rec = {.type = KD_REC_CANDLES};
     snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(s));
     snprintf(rec.owner, sizeof rec.owner, "%s", owner);
+    kd_record_model(&rec, md);
     record_form(&rec, &st->form);
     memcpy(rec.mean, req.norm.mean, sizeof rec.mean);
     memcpy(rec.std, req.norm.std, sizeof rec.std);
@@ -203,6 +204,8 @@ static int journal_appended(kd_app *app, kd_session *s, const kr_candles *c,
 
 static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec, char *msg,
                                       size_t msglen) {
+    const kd_model *md = kd_replay_model(app, rec, msg, msglen);
+    if (!md) return KD_REPLAY_REFUSED;
     const kr_candles c = kd_journal_record_candles(rec);
     candle_state *st = calloc(1, sizeof *st);
     if (st) st->pending = calloc(1, sizeof *st->pending);
@@ -218,6 +221,7 @@ static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec,
     const kd_session_status ss =
         kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg, msglen);
     if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
+    kd_session_bind(s, md, NULL);
     kd_sessions_release(app->sessions, s);
     return KD_REPLAY_OK;
 }
@@ -284,6 +288,7 @@ typedef struct {
     kr_candles view; /* the candles, for the core */
     kr_norm norm;    /* pinned statistics, if given */
     kr_series *series;
+    const kd_model *md; /* the model it is bound to (the request's) */
 } create_job;
 
 static void create_discard(kd_work *w) {
@@ -296,7 +301,7 @@ static int create_series(void *ctx, kr_error *err) {
     create_job *c = ctx;
     kd_app *app = c->work.app;
     c->series =
-        kr_series_create(app->model, app->pool, &c->view, &c->norm, app->cfg.max_candles, err);
+        kr_series_create(c->md->m, c->md->pool, &c->view, &c->norm, app->cfg.max_candles, err);
     return c->series ? 0 : -1;
 }
 
@@ -309,9 +314,10 @@ static void reply_created(kd_app *app, kd_request *r, const char *id) {
         kd_reply_error(r, 404, "session_not_found", "%s", msg); /* evicted at once */
         return;
     }
-    json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:i}", "session", id, "kind", "candles", "length",
-                          info.extra.length, "max_context", kr_model_max_context(app->model),
-                          "ttl_seconds", app->cfg.session_ttl);
+    json_t *o =
+        json_pack("{s:s,s:s,s:i,s:i,s:i}", "session", id, "kind", "candles", "length",
+                  info.extra.length, "max_context", kr_model_max_context(kd_request_model(r)->m),
+                  "ttl_seconds", app->cfg.session_ttl);
     if (o && kd_session_extra_json(o, &info) < 0) {
         json_decref(o);
         o = NULL;
@@ -336,7 +342,8 @@ static void create_run(kd_work *w) {
     kd_request_owner(r, owner, sizeof owner);
     /* the bytes planned, room made, then the series encoded once */
     size_t pool = 0;
-    const size_t heap = kr_series_bytes_for(app->model, c->view.n, &pool);
+    const kd_model *md = c->md;
+    const size_t heap = kr_series_bytes_for(md->m, c->view.n, &pool);
     kd_session_status refused;
     kd_with_planned_room(app, owner, heap, pool, true, create_series, c, &err, &refused, msg,
                          sizeof msg, &retry_after);
@@ -368,8 +375,9 @@ static void create_run(kd_work *w) {
         reply_refused(r, ss, msg, retry_after);
         return;
     }
+    kd_session_bind(held, md, NULL); /* no token cache: nothing to move */
     /* held until its creation is written, so that nothing can end it before */
-    if (journal_created(app, held, owner, msg, sizeof msg) < 0) {
+    if (journal_created(app, held, md, owner, msg, sizeof msg) < 0) {
         kd_sessions_discard(app->sessions, held);
         kd_reply_journal_failed(
             r, "the session could not be written to the journal (state-dir), so it was not created",
@@ -382,7 +390,7 @@ static void create_run(kd_work *w) {
 
 static const kd_work_ops create_ops = {.run = create_run, .discard = create_discard};
 
-static const char *const create_fields[] = {"candles", "normalization", NULL};
+static const char *const create_fields[] = {"candles", "normalization", "model", NULL};
 
 kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const json_t *body) {
     char msg[KD_MSG_MAX];
@@ -401,6 +409,11 @@ kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const jso
         kd_candles_free(&c->candles);
         free(c);
         kd_refuse_invalid(app, r, msg);
+        return KD_REPLIED;
+    }
+    if (!(c->md = kd_pick_model(app, r))) {
+        kd_candles_free(&c->candles);
+        free(c);
         return KD_REPLIED;
     }
     kd_candles_link(&c->candles, &c->view);
@@ -428,13 +441,14 @@ static void append_discard(kd_work *w) {
 typedef struct {
     kd_app *app;
     candle_state *st;
+    const kd_model *md;
 } build_call;
 
 static int build_series(void *ctx, kr_error *err) {
     build_call *b = ctx;
     kr_forecast_request req = {0};
     state_request(b->st, &req);
-    kr_series *series = kr_series_create(b->app->model, b->app->pool, &req.context, &req.norm,
+    kr_series *series = kr_series_create(b->md->m, b->md->pool, &req.context, &req.norm,
                                          b->app->cfg.max_candles, err);
     if (!series) return -1;
     b->st->series = series;
@@ -445,13 +459,14 @@ static int build_series(void *ctx, kr_error *err) {
 
 /* Builds a pending session's series, its room planned; KD_SESSION_OK (rc the build's) or a
  * refusal with msg and *retry_after. */
-static kd_session_status ensure_series(kd_app *app, candle_state *st, const char *owner, int *rc,
-                                       kr_error *err, char *msg, size_t msglen, int *retry_after) {
+static kd_session_status ensure_series(kd_app *app, const kd_model *md, candle_state *st,
+                                       const char *owner, int *rc, kr_error *err, char *msg,
+                                       size_t msglen, int *retry_after) {
     *rc = 0;
     if (st->series) return KD_SESSION_OK;
     size_t pool = 0;
-    const size_t heap = kr_series_bytes_for(app->model, st->pending->n, &pool);
-    build_call b = {app, st};
+    const size_t heap = kr_series_bytes_for(md->m, st->pending->n, &pool);
+    build_call b = {app, st, md};
     kd_session_status refused;
     *rc = kd_with_planned_room(app, owner, heap, pool, false, build_series, &b, err, &refused, msg,
                                msglen, retry_after);
@@ -476,6 +491,7 @@ static void append_run(kd_work *w) {
     kd_app *app = w->app;
     kd_request *r = w->r;
     candle_state *st = kd_session_state(a->session);
+    const kd_model *md = kd_request_model(r);
     kr_error err = {0};
     kd_candles_link(&a->candles, &a->view);
     /* the growth planned: the arrays and encoder blocks, and the predictor's window (a new
@@ -484,7 +500,7 @@ static void append_run(kd_work *w) {
     kd_request_owner(r, owner, sizeof owner);
     int retry_after = 1, built = 0;
     const kd_session_status unbuilt =
-        ensure_series(app, st, owner, &built, &err, rmsg, sizeof rmsg, &retry_after);
+        ensure_series(app, md, st, owner, &built, &err, rmsg, sizeof rmsg, &retry_after);
     if (unbuilt != KD_SESSION_OK || built) {
         append_discard(w);
         if (unbuilt != KD_SESSION_OK)
@@ -497,13 +513,13 @@ static void append_run(kd_work *w) {
     const bool shifted = kd_form_offset(&a->candles.time_form) != kd_form_offset(&st->form);
     const int n_after = kr_series_length(st->series) + a->view.n;
     size_t pool_after = 0;
-    const size_t heap_after = kr_series_bytes_for(app->model, n_after, &pool_after);
+    const size_t heap_after = kr_series_bytes_for(md->m, n_after, &pool_after);
     const size_t heap_now = kr_series_heap_bytes(st->series);
     const size_t pool_now = kr_series_bytes(st->series) - heap_now;
     const size_t heap = heap_after > heap_now ? heap_after - heap_now : 0;
-    const size_t pool = shifted || n_after > kr_model_max_context(app->model) ? pool_after
-                        : pool_after > pool_now ? pool_after - pool_now
-                                                : 0;
+    const size_t pool = shifted || n_after > kr_model_max_context(md->m) ? pool_after
+                        : pool_after > pool_now                          ? pool_after - pool_now
+                                                                         : 0;
     kd_session_status refused;
     const int rc = kd_with_planned_room(app, owner, heap, pool, false, append_candles, a, &err,
                                         &refused, rmsg, sizeof rmsg, &retry_after);
@@ -557,7 +573,7 @@ static void append_run(kd_work *w) {
 
 static const kd_work_ops append_ops = {.run = append_run, .discard = append_discard};
 
-static const char *const append_fields[] = {"candles", NULL};
+static const char *const append_fields[] = {"candles", "model", NULL};
 
 kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
     char msg[KD_MSG_MAX];
@@ -582,7 +598,8 @@ kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     kd_work_init(&a->work, &append_ops, app, r, 0);
-    if (!(a->session = acquire_candles(app, r, "candles"))) {
+    if (!(a->session = acquire_candles(app, r, "candles")) ||
+        !kd_session_model_of(app, r, a->session)) {
         append_discard(&a->work);
         return KD_REPLIED;
     }
@@ -590,10 +607,10 @@ kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
     const candle_state *st = kd_session_state(a->session);
     const bool reclock = kd_form_offset(&a->candles.time_form) != kd_form_offset(&st->form);
     /* a session restored from the journal is built by its first append (ensure_series) */
-    const double gflop =
-        (st->series ? kr_series_append_flops(st->series, a->candles.n, reclock)
-                    : kr_series_create_flops(app->model, st->pending->n + a->candles.n)) /
-        1e9;
+    const double gflop = (st->series ? kr_series_append_flops(st->series, a->candles.n, reclock)
+                                     : kr_series_create_flops(kd_request_model(r)->m,
+                                                              st->pending->n + a->candles.n)) /
+                         1e9;
     if (gflop > (double)app->cfg.max_request_cost) {
         kd_refuse(app, r, KD_REFUSED_TOO_LARGE, 422, "too_large",
                   "append: %d candles need about %.0f GFLOP of model work; max-request-cost is "
@@ -621,8 +638,9 @@ static const char *const *session_forecast_fields(void) {
 
 /* The options, parsed against the series' last candle (future_timestamps must follow it)
  * in the form of its timestamps; -1 with a message. */
-static int parse_session_forecast(kd_app *app, const json_t *body, const candle_state *st,
-                                  kd_forecast_input *in, char *msg, size_t msglen) {
+static int parse_session_forecast(kd_app *app, const kr_model *m, const json_t *body,
+                                  const candle_state *st, kd_forecast_input *in, char *msg,
+                                  size_t msglen) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
     kd_candles last = {.n = 1, .time_form = st->form, .timestamps = malloc(sizeof(int64_t))};
     int bad = -1;
@@ -630,8 +648,8 @@ static int parse_session_forecast(kd_app *app, const json_t *body, const candle_
         snprintf(msg, msglen, "out of memory");
     } else {
         last.timestamps[0] = state_last_timestamp(st);
-        bad = kd_forecast_request_with_candles(body, &last, kr_model_max_context(app->model), &lim,
-                                               in, msg, msglen);
+        bad = kd_forecast_request_with_candles(body, &last, kr_model_max_context(m), &lim, in, msg,
+                                               msglen);
     }
     kd_candles_free(&last);
     return bad ? -1 : 0;
@@ -654,8 +672,15 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
         free(in);
         return KD_REPLIED;
     }
+    const kd_model *md = kd_session_model_of(app, r, session);
+    if (!md) {
+        kd_sessions_release(app->sessions, session);
+        json_decref(body);
+        free(in);
+        return KD_REPLIED;
+    }
     candle_state *st = kd_session_state(session);
-    const int bad = parse_session_forecast(app, body, st, in, msg, sizeof msg);
+    const int bad = parse_session_forecast(app, md->m, body, st, in, msg, sizeof msg);
     json_decref(body);
     if (bad || !in->req.use_cache) {
         kd_sessions_release(app->sessions, session);

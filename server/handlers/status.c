@@ -14,21 +14,6 @@ kd_outcome kd_handle_health(kd_app *app, kd_request *r) {
     return KD_REPLIED;
 }
 
-/* What people call the model: its directory's name (the predictor's, e.g. "Kronos-small",
- * when the parts are given separately). */
-static const char *model_name(const kd_config *c) {
-    const char *dir = c->model ? c->model : c->predictor ? c->predictor : "";
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    static _Thread_local char name[128];
-    size_t start = n;
-    while (start > 0 && dir[start - 1] != '/')
-        start--;
-    snprintf(name, sizeof name, "%.*s", (int)(n - start), dir + start);
-    return name;
-}
-
 static json_t *model_json(kd_app *app) {
     const kr_tokenizer_config *tc = kr_model_tokenizer_config(app->model);
     const kr_predictor_config *pc = kr_model_predictor_config(app->model);
@@ -37,8 +22,9 @@ static json_t *model_json(kd_app *app) {
     kd_sessions_stats ss;
     kr_pool_stats_get(app->pool, &ps);
     kd_sessions_stats_get(app->sessions, &ss);
+    const kd_model *dm = &app->models.v[0]; /* /model is the default model's view */
     return json_pack(
-        "{s:s,s:s,s:i,s:I,"
+        "{s:s,s:s,s:s,s:s,s:i,s:I,"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:b},"
         "s:{s:I,s:I,s:I,s:i,s:i,s:i},"
@@ -46,7 +32,7 @@ static json_t *model_json(kd_app *app) {
         "s:{s:i,s:i,s:i},"
         "s:{s:I,s:i,s:i,s:i},"
         "s:{s:s}}",
-        "name", model_name(c), "version", KR_VERSION, "max_context",
+        "name", dm->id, "id", dm->id, "hash", dm->hash, "version", KR_VERSION, "max_context",
         kr_model_max_context(app->model), "parameters",
         (json_int_t)kr_model_param_count(app->model),
         /* tokenizer */

@@ -69,6 +69,9 @@ struct kd_request {
     int status;
     int retry_after;   /* seconds, for a 503; 0: 1 */
     const kd_key *key; /* the API key it came with, on a route that asks for one */
+    char model_name[KD_MODEL_ID_MAX + 2]; /* its "model" field ("": none given) */
+    char model_hash[72];                  /* the hash that field gave ("": none) */
+    const kd_model *model;                /* the model it runs on (its answer names it) */
 };
 
 /* A suspended connection is not read by MHD, so a client that hung up is seen only by
@@ -197,7 +200,45 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
         else
             MHD_add_response_header(resp, "Content-Type", content_type);
     }
+    /* a CSV answer names its model in headers, as a JSON one does in its "model" field */
+    if (resp && r->model && status < 300) {
+        MHD_add_response_header(resp, "Kronos-Model", r->model->id);
+        MHD_add_response_header(resp, "Kronos-Model-Hash", r->model->hash);
+    }
     set_response(r, status, resp);
+}
+
+void kd_request_set_model_name(kd_request *r, const char *name) {
+    snprintf(r->model_name, sizeof r->model_name, "%s", name);
+}
+
+const char *kd_request_model_name(const kd_request *r) {
+    return r->model_name[0] ? r->model_name : NULL;
+}
+
+const char *kd_request_model_hash(const kd_request *r) {
+    return r->model_hash[0] ? r->model_hash : NULL;
+}
+
+void kd_request_set_model(kd_request *r, const kd_model *md) {
+    r->model = md;
+}
+
+const kd_model *kd_request_model(const kd_request *r) {
+    return r->model;
+}
+
+json_t *kd_model_tag(const kd_model *md) {
+    return json_pack("{s:s,s:s}", "id", md->id, "hash", md->hash);
+}
+
+int kd_model_tag_into(json_t *body, const kd_model *md) {
+    json_t *model = json_object_get(body, "model");
+    if (!json_is_object(model)) return json_object_set_new(body, "model", kd_model_tag(md));
+    return json_object_set_new(model, "id", json_string(md->id)) < 0 ||
+                   json_object_set_new(model, "hash", json_string(md->hash)) < 0
+               ? -1
+               : 0;
 }
 
 void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
@@ -213,6 +254,11 @@ void kd_reply_header(kd_request *r, const char *name, const char *value) {
 }
 
 void kd_reply_json(kd_request *r, int status, json_t *body) {
+    if (body && r->model && status < 300 && json_is_object(body) &&
+        kd_model_tag_into(body, r->model) < 0) {
+        json_decref(body);
+        body = NULL; /* out of memory: 500, as for the dump */
+    }
     char *text = body ? kd_json_dumps(body, 0) : NULL;
     json_decref(body);
     if (text) { /* a trailing newline, for people reading curl output */
@@ -357,6 +403,27 @@ json_t *kd_request_json(kd_request *r) {
         json_decref(body);
         kd_reply_error(r, 400, "invalid_request", "request body: expected a JSON object");
         return NULL;
+    }
+    /* "model" is every model route's: taken out here, so the routes' own fields stay theirs */
+    const json_t *model = json_object_get(body, "model");
+    if (model) {
+        /* an id, or an answer's {"id", "hash"} (the hash, when given, must be the model's) */
+        const json_t *id = json_is_object(model) ? json_object_get(model, "id") : model;
+        const json_t *hash = json_is_object(model) ? json_object_get(model, "hash") : NULL;
+        const char *name = json_string_value(id);
+        size_t n = name ? strlen(name) : 0;
+        if (!name || n == 0 || n > KD_MODEL_ID_MAX || (hash && !json_is_string(hash)) ||
+            (json_is_object(model) && json_object_size(model) != 1u + (hash != NULL))) {
+            json_decref(body);
+            kd_reply_error(r, 400, "invalid_request",
+                           "model: must be a model id (a string of 1 to %d characters; GET "
+                           "/models lists them) or an answer's {\"id\", \"hash\"}",
+                           KD_MODEL_ID_MAX);
+            return NULL;
+        }
+        kd_request_set_model_name(r, name);
+        snprintf(r->model_hash, sizeof r->model_hash, "%s", hash ? json_string_value(hash) : "");
+        json_object_del(body, "model");
     }
     return body;
 }

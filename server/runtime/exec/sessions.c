@@ -31,12 +31,19 @@ struct kd_session {
     kd_session *chain;       /* next in the hash bucket */
     kd_session *prev, *next; /* the idle LRU list, oldest first */
 
+    const void *model;           /* the model it is bound to (kd_session_bind); NULL: default */
     const kd_session_kind *kind; /* NULL: a token session (cache) */
     void *state;                 /* a session of another kind: its state */
     kd_session_extra extra;      /* its description as of the last release */
 };
 
-typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_EVICTED_SLOT, GONE_DELETED } gone_reason;
+typedef enum {
+    GONE_EXPIRED,
+    GONE_EVICTED,
+    GONE_EVICTED_SLOT,
+    GONE_DELETED,
+    GONE_REFUSED
+} gone_reason;
 
 struct kd_sessions {
     pthread_mutex_t mu;
@@ -204,6 +211,30 @@ static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     retire_told(t, s, why, false);
 }
 
+void kd_sessions_refused(kd_sessions *t, const char *id, const char *owner) {
+    pthread_mutex_lock(&t->mu);
+    snprintf(t->gone[t->gone_next].id, sizeof t->gone[t->gone_next].id, "%s", id);
+    snprintf(t->gone[t->gone_next].owner, sizeof t->gone[t->gone_next].owner, "%s", owner);
+    t->gone[t->gone_next].why = GONE_REFUSED;
+    t->gone_next = (t->gone_next + 1) % GONE_MAX;
+    pthread_mutex_unlock(&t->mu);
+}
+
+const void *kd_session_model(const kd_session *s) {
+    return s->model;
+}
+
+int kd_session_bind(kd_session *s, const void *model, kr_pool *pool) {
+    s->model = model;
+    if (s->kind || !pool || !s->cache || kr_cache_length(s->cache) > 0) return 0;
+    kr_error err;
+    kr_cache *c = kr_cache_create(pool, 0, &err); /* empty: nothing counted moves */
+    if (!c) return -1;
+    kr_cache_free(s->cache);
+    s->cache = c;
+    return 0;
+}
+
 static kd_session_status not_found(kd_sessions *t, const char *owner, const char *id, char *msg,
                                    size_t msglen) {
     static const char *const reasons[] = {
@@ -213,6 +244,8 @@ static kd_session_status not_found(kd_sessions *t, const char *owner, const char
         [GONE_EVICTED_SLOT] = "was evicted while idle past session-min-idle to make room for a "
                               "new session (max-sessions)",
         [GONE_DELETED] = "was deleted",
+        [GONE_REFUSED] = "was not restored at the last start: the model it was created with is "
+                         "no longer loaded, or its files changed (the log says which)",
     };
     char node[KD_NODE_ID_MAX + 8];
     if (valid_id(t, id))
@@ -607,6 +640,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *owner, const char
         info->length = s->length;
         info->capacity = s->cache ? kr_cache_capacity(s->cache) : 0;
         info->kind = s->kind;
+        info->model = s->model;
         info->extra = s->extra;
         info->bytes = s->bytes;
         info->busy = s->busy;
