@@ -161,6 +161,7 @@ static void done(kd_work *w, const kr_error *err) {
     }
     json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0) : NULL;
     if (err->code == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
+    if (err->code == 0) kd_model_count_tokens(g->md, (unsigned long long)g->in.n_new);
     const kr_error e = *err;
     job_free(g); /* releases the session before the client can see the answer */
     if (e.code == 0)

@@ -125,12 +125,31 @@ static kd_key_sessions *key_sessions(kd_app *app, int *n) {
     return ks;
 }
 
+/* Every model with what it served (malloc'd); NULL before the models load, or out of
+ * memory (then the series are left out). */
+static kd_model_served *models_served(kd_app *app, int *n) {
+    *n = 0;
+    if (atomic_load(&app->state) == KD_STARTING || app->models.n == 0) return NULL;
+    kd_model_served *ms = calloc((size_t)app->models.n, sizeof *ms);
+    if (!ms) return NULL;
+    for (int i = 0; i < app->models.n; i++) {
+        const kd_model *md = &app->models.v[i];
+        ms[i] = (kd_model_served){md->id, atomic_load(&md->counts->requests),
+                                  atomic_load(&md->counts->tokens)};
+    }
+    *n = app->models.n;
+    return ms;
+}
+
 kd_outcome kd_handle_metrics(kd_app *app, kd_request *r) {
     kd_gauges g = gauges(app);
     kd_key_sessions *ks = key_sessions(app, &g.n_keys);
+    kd_model_served *ms = models_served(app, &g.n_models);
     g.keys = ks;
+    g.models = ms;
     char *text = kd_metrics_render(app->metrics, &g);
     free(ks);
+    free(ms);
     kd_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
     return KD_REPLIED;
 }

@@ -233,12 +233,7 @@ json_t *kd_model_tag(const kd_model *md) {
 }
 
 int kd_model_tag_into(json_t *body, const kd_model *md) {
-    json_t *model = json_object_get(body, "model");
-    if (!json_is_object(model)) return json_object_set_new(body, "model", kd_model_tag(md));
-    return json_object_set_new(model, "id", json_string(md->id)) < 0 ||
-                   json_object_set_new(model, "hash", json_string(md->hash)) < 0
-               ? -1
-               : 0;
+    return kd_model_tag_json(body, md->id, md->hash);
 }
 
 void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
@@ -712,6 +707,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     const double secs = now_s() - r->t0;
     kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
     if (r->key) kd_metrics_key_request(h->app->metrics, r->key->slot);
+    if (r->model) kd_model_count_request(r->model);
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) kd_guard_completed(h->guard, guarded(conn));
     if (h->app->cfg.access_log) {
         char path[256];

@@ -119,6 +119,7 @@ static json_t *answer(evaluate_job *j, kr_error *e) {
                                      (unsigned long long)an->checked);
     }
     kd_metrics_add_tokens(j->work.app->metrics, (unsigned long long)tokens);
+    kd_model_count_tokens(j->md, (unsigned long long)tokens);
     if (!j->series_form) return kd_evaluate_response_json(&j->set.in[0], &j->plans[0], &j->evs[0]);
     kr_cross_section cs;
     if (kr_cross_section_score(j->evs, j->set.n, j->set.top_k, &cs, e) < 0) return NULL;

@@ -68,6 +68,7 @@ static void finish(kd_forecast_job *f) {
     for (int i = 0; i < f->n; i++)
         if (!f->errs[i].code) kr_forecast_result_free(&f->res[i]);
     if (failed < 0) kd_metrics_add_tokens(app->metrics, tokens);
+    if (failed < 0) kd_model_count_tokens(f->md, tokens);
     job_free(f); /* releases the session before the client can see the answer */
     if (failed >= 0)
         kd_work_fail(app, r, what, &e);

@@ -7,8 +7,10 @@
 #     headers; a changed weight changes the hash, the same files give the same one;
 #   * per model, a forecast, a series forecast, an evaluation, a generation and a
 #     tokenization answer what a one-model daemon of that model answers, byte for byte
-#     (the generation's elapsed_ms aside), alone and while the other two are under load;
-#   * every answer names its model ({"id", "hash"}; CSV: Kronos-Model headers); an unknown
+#     (the answers' elapsed_ms, the time they took, aside), alone and while the other two
+#     are under load;
+#   * every answer names its model ({"id", "hash"}: "model", an evaluation's "model_ref";
+#     CSV: Kronos-Model headers); an unknown
 #     id is 404 model_not_found naming the known ones;
 #   * sessions are bound to their model; a journal replayed after one model's weight
 #     changed refuses that model's sessions (a log line, 404 saying so) and keeps the others.
@@ -112,7 +114,7 @@ compare_all() {
             with_model "$WORK/$kind.json" "$id"
             http POST "$URL_multi$route" -H 'Content-Type: application/json' -d @"$WORK/with.json"
             if [ "$STATUS" = 200 ] && [ "$solo_status" = 200 ] && "$PY" "$CHECK" same "$BODY" "$WORK/solo.out" \
-                && jq_ok "d['model']['id'] == '$id'"; then
+                && jq_ok "d.get('model_ref', d['model'])['id'] == '$id'"; then
                 pass "$label: $id $kind as its one-model daemon answers"
             else
                 fail "$label: $id $kind" "multi $STATUS $(head -c 200 "$BODY") / solo $solo_status $(head -c 200 "$WORK/solo.out")"
@@ -125,12 +127,14 @@ compare_all alone
 # the other two models under load while each model's answers are compared again
 LOADERS=()
 load_loop() { # load_loop ID
-    with_model "$WORK/load.json" "$1"
-    cp "$WORK/with.json" "$WORK/load_$1.json"
     while :; do
         curl -s -o /dev/null "$URL_multi/forecast" -d @"$WORK/load_$1.json"
     done
 }
+for id in "${IDS[@]}"; do
+    with_model "$WORK/load.json" "$id"
+    cp "$WORK/with.json" "$WORK/load_$id.json"
+done
 for id in "${IDS[@]}"; do
     load_loop "$id" &
     LOADERS+=($!)
@@ -140,6 +144,25 @@ sleep 0.5
 compare_all "under load"
 for p in "${LOADERS[@]}"; do kill "$p" 2>/dev/null; done
 wait "${LOADERS[@]}" 2>/dev/null
+
+# /metrics by model, recounted from this script's calls: per model, 5 requests alone and 5
+# under load generating 2 x (forecast 8 x 6 + series 2 x 4 x 3 + evaluate 6 origins x 4 x 4
+# + generate 8) = 352 token pairs, plus its load loop's forecasts of 24 x 16 = 384 each (the
+# one cut short when the loop stopped may count its request and not its tokens, or the
+# tokens before its request's end)
+curl -s "$URL_multi/metrics" >"$WORK/metrics.txt"
+"$PY" - "$WORK/metrics.txt" <<'PYEOF' && pass "/metrics counts requests and tokens by model" \
+    || fail "/metrics by model" "$(grep model_ "$WORK/metrics.txt")"
+import re, sys
+t = open(sys.argv[1]).read()
+req = dict(re.findall(r'kronosd_model_requests_total\{model="(\w+)"\} (\d+)', t))
+tok = dict(re.findall(r'kronosd_model_generated_tokens_total\{model="(\w+)"\} (\d+)', t))
+ok = set(req) == set(tok) == {"tiny", "wide", "narrow"}
+for m in req:
+    r, k = int(req[m]), int(tok[m]) - 352
+    ok = ok and k >= 384 and k % 384 == 0 and abs((r - 10) - k // 384) <= 1
+sys.exit(0 if ok else 1)
+PYEOF
 
 # ---- model fields and names ----------------------------------------------------------------------
 with_model "$WORK/forecast.json" nope
@@ -157,6 +180,33 @@ fi
 http POST "$URL_multi/forecast" -d '{"candles": {"timestamps": [1, 2], "open": [1, 1], "high": [1, 1], "low": [1, 1], "close": [1, 1]}, "horizon": 1, "model": 3}'
 expect "a model that is not a string: 400 naming the field" 400 \
     'd["error"]["code"] == "invalid_request" and d["error"]["message"].startswith("model:")'
+
+# ---- the Python client's model= --------------------------------------------------------------------
+if PYTHONPATH="$SRC/clients/python" KRONOSD_CLIENT_NO_PANDAS=1 "$PY" - "$URL_multi" "$URL_solo_narrow" "$WORK" <<'PYEOF'
+import json, sys
+from kronosd_client import Client
+multi, solo, work = sys.argv[1:4]
+body = json.load(open(work + "/forecast.json"))
+c = body["candles"]
+rows = {k: v for k, v in c.items() if k != "timestamps"}
+df = {"timestamps": c["timestamps"], **rows}
+opts = dict(horizon=8, samples=6, seed=11, quantiles=[0.1, 0.9], return_paths=True)
+a = Client(multi, model="narrow").forecast(df, **opts)
+b = Client(solo).forecast(df, **opts)
+w = Client(multi).forecast(df, model="wide", **opts)
+same = lambda x, y: {**x, "usage": None} == {**y, "usage": None} and x["usage"].keys() == y["usage"].keys()
+assert a.model["id"] == "narrow" and same(a.raw, b.raw), "narrow by the client's model"
+assert w.model["id"] == "wide" and w.raw != a.raw, "wide by the call's model"
+assert [m["id"] for m in Client(multi).models()] == ["tiny", "wide", "narrow"]
+assert Client(multi).get_model("wide")["predictor"]["d_model"] == 96
+ev = json.load(open(work + "/evaluate.json"))
+e = Client(multi, model="wide").evaluate(df, lookback=64, horizon=4, stride=16, samples=4, seed=3)
+assert e.model_ref["id"] == "wide"
+s = Client(multi, model="wide").create_session()
+assert s["model"]["id"] == "wide"
+PYEOF
+then pass "the Python client: model= per client and per call, models(), model_ref"
+else fail "the Python client's model="; fi
 
 # ---- sessions bound to their model ----------------------------------------------------------------
 http POST "$URL_multi/sessions" -d '{"model": "wide"}'

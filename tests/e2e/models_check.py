@@ -6,7 +6,8 @@
                            config.json files, parameters from the safetensors headers
   bodies WORK CSV          the request bodies the test sends (forecast, series, evaluate,
                            generate, tokenize), each without a model field
-  same A B                 two answers equal, but for the generate answer's elapsed_ms
+  same A B                 two answers byte for byte, or equal but for their elapsed_ms (the
+                           time they took)
   same_forecast A B        two forecast answers equal but for their usage (a restored
                            session's cache is rebuilt later)
   flip FILE                one weight of a safetensors file changed (its last data byte)

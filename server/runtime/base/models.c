@@ -96,8 +96,10 @@ static int add_entry(kd_models *ms, const char *id, const char *tok, const char 
     md->tokenizer_of = -1;
     md->tokenizer_dir = strdup(tok);
     md->predictor_dir = strdup(pred);
+    md->counts = calloc(1, sizeof *md->counts);
     ms->n++;
-    if (!md->tokenizer_dir || !md->predictor_dir) return fail(err, errlen, "out of memory");
+    if (!md->tokenizer_dir || !md->predictor_dir || !md->counts)
+        return fail(err, errlen, "out of memory");
     return 0;
 }
 
@@ -205,6 +207,7 @@ void kd_models_free(kd_models *ms) {
         kr_model_free(md->m);
         free(md->tokenizer_dir);
         free(md->predictor_dir);
+        free(md->counts);
     }
     free(ms->v);
     ms->v = NULL;
@@ -225,6 +228,46 @@ void kd_models_ids(const kd_models *ms, char *out, size_t n) {
         if (w < 0) break;
         at += (size_t)w;
     }
+}
+
+int kd_model_dirs_tag(const char *model_dir, const char *tokenizer_dir, const char *predictor_dir,
+                      char id[KD_MODEL_ID_MAX + 1], char hash[65], char *err, size_t errlen) {
+    kd_model md = {
+        .tokenizer_dir = model_dir ? join(model_dir, "tokenizer") : (char *)tokenizer_dir,
+        .predictor_dir = model_dir ? join(model_dir, "predictor") : (char *)predictor_dir};
+    int rc = md.tokenizer_dir && md.predictor_dir ? hash_model(&md, err, errlen)
+                                                  : fail(err, errlen, "out of memory");
+    if (rc == 0) {
+        id_of_dir(model_dir ? model_dir : predictor_dir, md.id, sizeof md.id);
+        snprintf(id, KD_MODEL_ID_MAX + 1, "%s", md.id);
+        snprintf(hash, 65, "%s", md.hash);
+    }
+    if (model_dir) {
+        free(md.tokenizer_dir);
+        free(md.predictor_dir);
+    }
+    return rc;
+}
+
+static int put_tag(json_t *o, const char *id, const char *hash) {
+    const char *key = json_object_get(o, "model") ? "model_ref" : "model";
+    return json_object_set_new(o, key, json_pack("{s:s,s:s}", "id", id, "hash", hash));
+}
+
+int kd_model_tag_json(json_t *body, const char *id, const char *hash) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(body, "series"), i,
+                       e) if (json_is_object(e) && put_tag(e, id, hash) < 0) return -1;
+    return put_tag(body, id, hash);
+}
+
+void kd_model_count_request(const kd_model *md) {
+    atomic_fetch_add_explicit(&md->counts->requests, 1, memory_order_relaxed);
+}
+
+void kd_model_count_tokens(const kd_model *md, unsigned long long n) {
+    atomic_fetch_add_explicit(&md->counts->tokens, n, memory_order_relaxed);
 }
 
 size_t kd_model_own_bytes(const kd_models *ms, const kd_model *md) {
