@@ -775,6 +775,9 @@ typedef struct {
     /* the pool ran dry mid-step: free some of it (an idle session) and return true, or
      * return false; the jobs that then cannot go on end with KR_E_POOL_EXHAUSTED */
     bool (*make_room)(void *ctx);
+    /* with several models, make_room for the pool that ran dry (a model's), asked instead of
+     * make_room when set: room made in another pool would not help */
+    bool (*make_room_in)(kr_pool *pool, void *ctx);
     void *ctx;
 } kr_sched_config;
 

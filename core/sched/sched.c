@@ -24,6 +24,11 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     return s;
 }
 
+bool sched_make_room(kr_sched *s, kr_pool *pool) {
+    if (s->cfg.make_room_in) return s->cfg.make_room_in(pool, s->cfg.ctx);
+    return s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
+}
+
 /* ---- jobs in: the waiting line and admission ----------------------------------------------- */
 
 sched_job *sched_job_new(const sched_ops *ops, const kr_model *m, kr_pool *pool, void *tag,
@@ -120,7 +125,7 @@ static bool start_job(kr_sched *s, sched_job *j, bool cancelled) {
     int rc = cancelled ? -1 : j->ops->start(j->m, j->pool, j, &j->err);
     /* a generation takes its blocks up front: room is made for it while it can be */
     while (rc && j->ops->start_makes_room && j->err.code == KR_E_POOL_EXHAUSTED &&
-           s->cfg.make_room && s->cfg.make_room(s->cfg.ctx)) {
+           sched_make_room(s, j->pool)) {
         j->err = (kr_error){0}; /* a success leaves it as it is */
         rc = j->ops->start(j->m, j->pool, j, &j->err);
     }

@@ -166,6 +166,8 @@ struct kr_sched {
     kr_sched_stats stats;
 };
 
+/* Room made in pool (cfg.make_room_in, else cfg.make_room); whether some was. */
+bool sched_make_room(kr_sched *s, kr_pool *pool);
 /* Each knob of c left 0 (or out of its range) set to kr_sched_config_default's
  * (sched_config.c). */
 void sched_config_resolve(kr_sched_config *c);

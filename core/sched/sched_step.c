@@ -115,8 +115,7 @@ static bool append_model(kr_sched *s, int g0, int g1, int row0) {
     kr_error err;
     for (;;) {
         if (append_groups(s, g0, g1, row0, &err) == 0) return true;
-        if (err.code != KR_E_POOL_EXHAUSTED || !s->cfg.make_room || !s->cfg.make_room(s->cfg.ctx))
-            break;
+        if (err.code != KR_E_POOL_EXHAUSTED || !sched_make_room(s, b->owner[g0]->pool)) break;
     }
     bool progressed = false;
     for (int a = g0, r0 = row0; a < g1;) {
@@ -126,8 +125,7 @@ static bool append_model(kr_sched *s, int g0, int g1, int row0) {
         sched_job *j = b->owner[a];
         int rc;
         while ((rc = append_groups(s, a, z, r0, &j->err)) != 0 &&
-               j->err.code == KR_E_POOL_EXHAUSTED && s->cfg.make_room &&
-               s->cfg.make_room(s->cfg.ctx))
+               j->err.code == KR_E_POOL_EXHAUSTED && sched_make_room(s, j->pool))
             ;
         if (rc) {
             for (int g = a; g < z; g++) /* its rows are not appended: nothing to copy */

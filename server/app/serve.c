@@ -110,10 +110,16 @@ static int resolve_workers(const kd_config *c) {
     return n > 0 ? (int)n : 1;
 }
 
-/* The pool ran dry under the scheduler: the least recently used idle session goes. */
+/* The pool ran dry under the scheduler: the least recently used idle session goes (one
+ * on that pool: a model's). */
 static bool make_room(void *ctx) {
     kd_app *app = ctx;
     return kd_sessions_evict_lru(app->sessions);
+}
+
+static bool make_room_in(kr_pool *pool, void *ctx) {
+    kd_app *app = ctx;
+    return kd_sessions_evict_lru_in(app->sessions, pool);
 }
 
 /* A request's first model step is next: its queueing delay by class. */
@@ -221,6 +227,7 @@ static int load(kd_app *app, char *err, size_t errlen) {
                           /* 0: never (the core's 0 is its default) */
                           .light_recent_ms = c->light_recent_ms ? c->light_recent_ms : -1,
                           .make_room = make_room,
+                          .make_room_in = make_room_in,
                           .started = request_started,
                           .ctx = app};
     if (!(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen))) return -1;

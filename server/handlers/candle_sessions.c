@@ -221,7 +221,7 @@ static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec,
     const kd_session_status ss =
         kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg, msglen);
     if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
-    kd_session_bind(s, md, NULL);
+    kd_session_bind(s, md, md->pool);
     kd_sessions_release(app->sessions, s);
     return KD_REPLAY_OK;
 }
@@ -375,7 +375,7 @@ static void create_run(kd_work *w) {
         reply_refused(r, ss, msg, retry_after);
         return;
     }
-    kd_session_bind(held, md, NULL); /* no token cache: nothing to move */
+    kd_session_bind(held, md, md->pool); /* no token cache: nothing to move */
     /* held until its creation is written, so that nothing can end it before */
     if (journal_created(app, held, md, owner, msg, sizeof msg) < 0) {
         kd_sessions_discard(app->sessions, held);

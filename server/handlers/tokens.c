@@ -88,14 +88,14 @@ kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     if (!t) return KD_REPLIED;
     t->norm = (kr_norm){0};
     json_t *body = q.csv_in ? NULL : kd_model_request_json(app, r);
+    const bool read = q.csv_in || body; /* else replied */
+    t->md = read ? kd_pick_model(app, r) : NULL;
     int bad = -1;
-    if ((q.csv_in || body) && !(t->md = kd_pick_model(app, r)))
-        q.csv_in = false, json_decref(body), body = NULL; /* replied 404 */
-    else if (q.csv_in)
+    if (t->md && q.csv_in)
         bad = kd_body_csv_candles(r, 1, app->cfg.max_candles, &t->candles, msg, sizeof msg);
-    else if (body)
+    else if (t->md)
         bad = parse_tokenize(app, body, t, msg, sizeof msg);
-    if (bad && (q.csv_in || body)) kd_refuse_invalid(app, r, msg); /* else replied */
+    if (bad && t->md) kd_refuse_invalid(app, r, msg); /* else replied (404 or the body's) */
     json_decref(body);
     if (bad) {
         discard(&t->work);

@@ -208,6 +208,27 @@ PYEOF
 then pass "the Python client: model= per client and per call, models(), model_ref"
 else fail "the Python client's model="; fi
 
+# ---- the page's model picker (headless Chromium; left out without it) ---------------------------
+CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$CHROMIUM" ]; then
+    profile=$(mktemp -d "$WORK/profile.XXXXXX")
+    timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --disable-dev-shm-usage --user-data-dir="$profile" --window-size=1280,900 \
+        --virtual-time-budget=30000 --dump-dom "$URL_multi/?autorun=1&horizon=4&samples=2&model=wide" \
+        >"$WORK/page.html" 2>>"$WORK/chromium.log"
+    "$PY" - "$WORK/page.html" <<'PYEOF' && pass "the page: a picker of the three models, the forecast on the picked one" \
+        || fail "the page's model picker" "$(grep -o '<header.*</header>' "$WORK/page.html" | head -c 300)"
+import re, sys
+dom = open(sys.argv[1]).read()
+assert re.search(r'id="modelpick-label" class=""', dom) or 'id="modelpick-label" class="hidden"' not in dom
+assert [m for m in re.findall(r'<option value="(\w+)"', dom) if m in ("tiny", "wide", "narrow")] == ["tiny", "wide", "narrow"]
+assert "model: wide" in dom, "the header names the picked model"
+assert re.search(r'on <b>wide</b>', dom), "the forecast ran on it"
+assert re.search(r'id="chart" data-state="ready"', dom)
+PYEOF
+fi
+
 # ---- sessions bound to their model ----------------------------------------------------------------
 http POST "$URL_multi/sessions" -d '{"model": "wide"}'
 expect "a token session on wide" 201 'd["model"]["id"] == "wide"'

@@ -7,6 +7,7 @@
 
 #include "hash.h"
 #include "log.h"
+#include "sessions_impl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,59 +17,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-
-#define GONE_MAX 1024 /* removed ids remembered for their 404 message */
-
-struct kd_session {
-    char id[KD_SESSION_ID_LEN + 1];
-    kr_cache *cache;
-    bool busy;
-    double created, last_used;
-    char owner[KD_OWNER_MAX + 1]; /* who created it: an API key's owner or an address */
-    int length;              /* as of the last release: readable while a worker holds the cache */
-    size_t bytes;            /* likewise */
-    size_t heap;             /* of which outside the pool: counted in the table's heap_used */
-    kd_session *chain;       /* next in the hash bucket */
-    kd_session *prev, *next; /* the idle LRU list, oldest first */
-
-    const void *model;           /* the model it is bound to (kd_session_bind); NULL: default */
-    const kd_session_kind *kind; /* NULL: a token session (cache) */
-    void *state;                 /* a session of another kind: its state */
-    kd_session_extra extra;      /* its description as of the last release */
-};
-
-typedef enum {
-    GONE_EXPIRED,
-    GONE_EVICTED,
-    GONE_EVICTED_SLOT,
-    GONE_DELETED,
-    GONE_REFUSED
-} gone_reason;
-
-struct kd_sessions {
-    pthread_mutex_t mu;
-    char prefix[KD_NODE_ID_MAX + 2]; /* "node-" */
-    kr_pool *pool;
-    int max, ttl, min_idle, max_per_owner;
-    size_t heap_budget, max_bytes_owner;
-    size_t heap_used, heap_reserved; /* sessions' bytes outside the pool; planned for work */
-    int pool_percent;
-    size_t pool_used; /* sessions' bytes in the pool (shared blocks counted by each) */
-    unsigned long long refused_room, refused_bytes;
-    int (*on_gone)(void *ctx, const char *id, char *msg, size_t msglen);
-    void *gone_ctx;
-    kd_session **buckets;
-    size_t n_buckets; /* a power of two */
-    kd_session *lru_head, *lru_tail;
-    int count, busy;
-    unsigned long long created, expired, evicted, deleted;
-    struct {
-        char id[KD_SESSION_ID_LEN + 1];
-        char owner[KD_OWNER_MAX + 1]; /* what happened is told to it alone */
-        gone_reason why;
-    } gone[GONE_MAX];
-    int gone_next;
-};
 
 static double now_s(void) {
     struct timespec ts;
@@ -209,30 +157,6 @@ static void retire_told(kd_sessions *t, kd_session *s, gone_reason why, bool tol
 
 static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
     retire_told(t, s, why, false);
-}
-
-void kd_sessions_refused(kd_sessions *t, const char *id, const char *owner) {
-    pthread_mutex_lock(&t->mu);
-    snprintf(t->gone[t->gone_next].id, sizeof t->gone[t->gone_next].id, "%s", id);
-    snprintf(t->gone[t->gone_next].owner, sizeof t->gone[t->gone_next].owner, "%s", owner);
-    t->gone[t->gone_next].why = GONE_REFUSED;
-    t->gone_next = (t->gone_next + 1) % GONE_MAX;
-    pthread_mutex_unlock(&t->mu);
-}
-
-const void *kd_session_model(const kd_session *s) {
-    return s->model;
-}
-
-int kd_session_bind(kd_session *s, const void *model, kr_pool *pool) {
-    s->model = model;
-    if (s->kind || !pool || !s->cache || kr_cache_length(s->cache) > 0) return 0;
-    kr_error err;
-    kr_cache *c = kr_cache_create(pool, 0, &err); /* empty: nothing counted moves */
-    if (!c) return -1;
-    kr_cache_free(s->cache);
-    s->cache = c;
-    return 0;
 }
 
 static kd_session_status not_found(kd_sessions *t, const char *owner, const char *id, char *msg,
@@ -681,6 +605,20 @@ int kd_sessions_expire(kd_sessions *t) {
     }
     pthread_mutex_unlock(&t->mu);
     return n;
+}
+
+bool kd_sessions_evict_lru_in(kd_sessions *t, const kr_pool *pool) {
+    pthread_mutex_lock(&t->mu);
+    const double now = now_s();
+    kd_session *v = t->lru_head;
+    while (v && now - v->last_used >= t->min_idle && (v->pool ? v->pool : t->pool) != pool)
+        v = v->next;
+    if (v && now - v->last_used >= t->min_idle)
+        evict(t, v);
+    else
+        v = NULL;
+    pthread_mutex_unlock(&t->mu);
+    return v != NULL;
 }
 
 bool kd_sessions_evict_lru(kd_sessions *t) {

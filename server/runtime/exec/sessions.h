@@ -103,9 +103,9 @@ kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kin
  * whichever node. */
 bool kd_session_id_well_formed(const char *id);
 /* The model a session is bound to (the server's, opaque here), NULL: the default one; and
- * the binding of a session the caller holds and just created: a token session's empty cache
- * moves to that model's pool (-1 when out of memory). The table's pool budgets are the
- * default model's pool's. */
+ * the binding of a session the caller holds and just created, to model and its pool: a
+ * token session's empty cache moves to that pool (-1 when out of memory). The table's pool
+ * budgets are the default model's pool's. */
 const void *kd_session_model(const kd_session *s);
 int kd_session_bind(kd_session *s, const void *model, kr_pool *pool);
 /* A journaled session that was not restored (its model is gone or changed): its id's 404
@@ -167,6 +167,9 @@ int kd_sessions_expire(kd_sessions *t);
 /* Evicts the least recently used session idle past min-idle (the pool ran dry under the
  * scheduler); false when there is none. */
 bool kd_sessions_evict_lru(kd_sessions *t);
+/* The same among the sessions whose caches are on pool (one model's): what frees memory
+ * there, without ending other models' sessions for nothing. */
+bool kd_sessions_evict_lru_in(kd_sessions *t, const kr_pool *pool);
 
 typedef struct {
     int count, busy;
