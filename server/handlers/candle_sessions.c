@@ -666,15 +666,10 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
     }
     kd_forecast_input *in = calloc(1, sizeof *in);
     kd_session *session = in ? acquire_candles(app, r, "a forecast request") : NULL;
-    if (!session) {
+    const kd_model *md = session ? kd_session_model_of(app, r, session) : NULL;
+    if (!md) { /* replied, but out of memory */
         if (!in) kd_reply_no_memory(r);
-        json_decref(body);
-        free(in);
-        return KD_REPLIED;
-    }
-    const kd_model *md = kd_session_model_of(app, r, session);
-    if (!md) {
-        kd_sessions_release(app->sessions, session);
+        if (session) kd_sessions_release(app->sessions, session);
         json_decref(body);
         free(in);
         return KD_REPLIED;

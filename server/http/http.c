@@ -1,6 +1,7 @@
 /* http.c — libmicrohttpd setup, body accumulation, replies, request ids, access log; the
  * route of each request comes from the router handed to kd_http_start. */
 #include "http.h"
+#include "model_field.h"
 
 #include <malloc.h>
 #include <microhttpd.h>
@@ -228,14 +229,6 @@ const kd_model *kd_request_model(const kd_request *r) {
     return r->model;
 }
 
-json_t *kd_model_tag(const kd_model *md) {
-    return json_pack("{s:s,s:s}", "id", md->id, "hash", md->hash);
-}
-
-int kd_model_tag_into(json_t *body, const kd_model *md) {
-    return kd_model_tag_json(body, md->id, md->hash);
-}
-
 void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
                      size_t len) {
     struct MHD_Response *resp =
@@ -250,7 +243,7 @@ void kd_reply_header(kd_request *r, const char *name, const char *value) {
 
 void kd_reply_json(kd_request *r, int status, json_t *body) {
     if (body && r->model && status < 300 && json_is_object(body) &&
-        kd_model_tag_into(body, r->model) < 0) {
+        kd_model_tag_json(body, r->model->id, r->model->hash) < 0) {
         json_decref(body);
         body = NULL; /* out of memory: 500, as for the dump */
     }
@@ -400,25 +393,12 @@ json_t *kd_request_json(kd_request *r) {
         return NULL;
     }
     /* "model" is every model route's: taken out here, so the routes' own fields stay theirs */
-    const json_t *model = json_object_get(body, "model");
-    if (model) {
-        /* an id, or an answer's {"id", "hash"} (the hash, when given, must be the model's) */
-        const json_t *id = json_is_object(model) ? json_object_get(model, "id") : model;
-        const json_t *hash = json_is_object(model) ? json_object_get(model, "hash") : NULL;
-        const char *name = json_string_value(id);
-        size_t n = name ? strlen(name) : 0;
-        if (!name || n == 0 || n > KD_MODEL_ID_MAX || (hash && !json_is_string(hash)) ||
-            (json_is_object(model) && json_object_size(model) != 1u + (hash != NULL))) {
-            json_decref(body);
-            kd_reply_error(r, 400, "invalid_request",
-                           "model: must be a model id (a string of 1 to %d characters; GET "
-                           "/models lists them) or an answer's {\"id\", \"hash\"}",
-                           KD_MODEL_ID_MAX);
-            return NULL;
-        }
-        kd_request_set_model_name(r, name);
-        snprintf(r->model_hash, sizeof r->model_hash, "%s", hash ? json_string_value(hash) : "");
-        json_object_del(body, "model");
+    char msg[256];
+    if (kd_model_field_take(body, r->model_name, sizeof r->model_name, r->model_hash,
+                            sizeof r->model_hash, msg, sizeof msg) < 0) {
+        json_decref(body);
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
+        return NULL;
     }
     return body;
 }

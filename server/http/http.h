@@ -122,10 +122,6 @@ const char *kd_request_model_name(const kd_request *r);
 const char *kd_request_model_hash(const kd_request *r); /* {"id", "hash"}'s hash, or NULL */
 void kd_request_set_model(kd_request *r, const kd_model *md);
 const kd_model *kd_request_model(const kd_request *r);
-/* {"id", "hash"} of a model (NULL when out of memory); and that tag put in an answer
- * (kd_model_tag_json); -1 when out of memory. */
-json_t *kd_model_tag(const kd_model *md);
-int kd_model_tag_into(json_t *body, const kd_model *md);
 /* Suspends r until another thread replies: call it before handing the work over (so the
  * reply always finds r suspended), then return KD_DEFERRED; r is no longer the handler's. */
 void kd_request_suspend(kd_request *r);

@@ -90,7 +90,7 @@ static void finish_stream(evaluate_job *j, json_t *body, const kr_error *e) {
         body = json_pack("{s:{s:s,s:s,s:i}}", "error", "code", a->code, "message", msg, "status",
                          a->status);
     }
-    if (body && !e->code && kd_model_tag_into(body, j->md) < 0) {
+    if (body && !e->code && kd_model_tag_json(body, j->md->id, j->md->hash) < 0) {
         json_decref(body);
         body = NULL;
     }
