@@ -118,6 +118,11 @@ typedef struct {
 } kr_model_paths;
 
 kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err);
+/* A model of paths->predictor_dir that uses tokenizer_of's tokenizer (its config and
+ * weights, not copied: tokenizer_of must outlive it; paths->tokenizer_dir is not read). For
+ * models whose tokenizer files are the same: one tokenizer in memory. Read-only as any. */
+kr_model *kr_model_load_sharing(const kr_model_paths *paths, const kr_model *tokenizer_of,
+                                kr_error *err);
 void kr_model_free(kr_model *m);
 
 const kr_tokenizer_config *kr_model_tokenizer_config(const kr_model *m);
@@ -126,6 +131,7 @@ int kr_model_max_context(const kr_model *m);
 size_t kr_model_param_count(const kr_model *m); /* weights used at inference, both parts */
 kr_precision kr_model_weights(const kr_model *m);
 kr_precision kr_model_kv(const kr_model *m);
+size_t kr_model_tokenizer_param_count(const kr_model *m); /* of those, the tokenizer's */
 
 /* ---- time stamps --------------------------------------------------------------------- */
 
@@ -861,6 +867,9 @@ typedef struct {
     /* the pool ran dry mid-step: free some of it (an idle session) and return true, or
      * return false; the jobs that then cannot go on end with KR_E_POOL_EXHAUSTED */
     bool (*make_room)(void *ctx);
+    /* with several models, make_room for the pool that ran dry (a model's), asked instead of
+     * make_room when set: room made in another pool would not help */
+    bool (*make_room_in)(kr_pool *pool, void *ctx);
     void *ctx;
 } kr_sched_config;
 
@@ -869,7 +878,15 @@ typedef struct {
  * in a config given to kr_sched_create takes the same default. */
 kr_sched_config kr_sched_config_default(void);
 
-/* pool NULL: every forecast gets a private pool sized by its plan (the one-shot command). */
+/* m and pool: the model and pool of kr_sched_add_forecast (m may be NULL when every
+ * forecast names its own, kr_sched_add_forecast_on). pool NULL: every forecast gets a
+ * private pool sized by its plan (the one-shot command).
+ *
+ * One scheduler runs jobs of several models: each job carries its model and pool (a
+ * forecast's as added, a series' and a generation's cache's own), a step appends each
+ * model's rows in one call and draws each model's s2 in one call, and the rules that order
+ * the work (light before heavy, the window budget, sitting out) are the same over all
+ * models' jobs. A job's answer does not depend on which other models share its steps. */
 kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_config *cfg,
                           kr_error *err);
 /* Ends every job still held, as cancelled (done is called for each), and frees s. */
@@ -879,14 +896,21 @@ void kr_sched_free(kr_sched *s);
  * res is filled when it ends; req and the arrays it points to must live until then. */
 int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
                           void *tag, kr_error *err);
-/* Queues a forecast from a series: req as kr_series_request fills it, plus the forecast's
+/* kr_sched_add_forecast on model m and its pool (NULL: a private pool), whatever model the
+ * scheduler was created with. */
+int kr_sched_add_forecast_on(kr_sched *s, const kr_model *m, kr_pool *pool,
+                             const kr_forecast_request *req, kr_forecast_result *res, void *tag,
+                             kr_error *err);
+/* Queues a forecast from a series (on the series' model and pool): req as kr_series_request
+ * fills it, plus the forecast's
  * own fields. Its first step forks the series' predictor cache (when the series holds one)
  * instead of prefilling. The
  * series must not change until done is called. */
 int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
                                  const kr_forecast_request *req, kr_forecast_result *res, void *tag,
                                  kr_error *err);
-/* Queues token generation on cache c (what kr_generate does); out_s1, out_s2: [n_new]. The
+/* Queues token generation on cache c (what kr_generate does, on c's model); out_s1, out_s2:
+ * [n_new]. The
  * cache, req and its arrays must live until done is called. */
 int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
                           int32_t *out_s2, void *tag, kr_error *err);

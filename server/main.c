@@ -21,6 +21,7 @@
 #include "kronos.h"
 #include "model_dirs.h"
 #include "model_fingerprint.h"
+#include "models.h"
 #include "query_params.h"
 #include "serve.h"
 
@@ -311,9 +312,16 @@ static void request_text_free(request_text *t) {
     kd_candles_free(&t->candles);
 }
 
-/* Prints the response with a trailing newline; -1 if stdout failed. */
-static int print_response(const json_t *resp, bool compact) {
-    char *text = kd_json_dumps(resp, compact ? 0 : 2);
+/* Prints the response, naming its model as the server's answers do (kd_model_tag_json), with
+ * a trailing newline; -1 if stdout failed. */
+static int print_response(json_t *resp, const model_opts *mo, bool compact) {
+    char id[KD_MODEL_ID_MAX + 1], hash[65], err[512];
+    if (kd_model_dirs_tag(mo->model, mo->tokenizer, mo->predictor, id, hash, err, sizeof err) < 0) {
+        complain("the model's hash: %s", err);
+        return -1;
+    }
+    char *text =
+        kd_model_tag_json(resp, id, hash) < 0 ? NULL : kd_json_dumps(resp, compact ? 0 : 2);
     if (!text) {
         complain("out of memory writing the response");
         return -1;
@@ -359,7 +367,8 @@ static int check_calibration(const kr_model *m, const kd_forecast_input *in) {
 }
 
 /* Runs the parsed request on a loaded model and prints the result. */
-static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bool compact) {
+static int forecast_and_print(const kr_model *m, const model_opts *mo, const kd_forecast_input *in,
+                              bool compact) {
     kr_forecast_result res;
     kr_error err = {0};
     memset(&res, 0, sizeof res);
@@ -373,14 +382,15 @@ static int forecast_and_print(const kr_model *m, const kd_forecast_input *in, bo
     if (!resp)
         complain("out of memory writing the response");
     else
-        rc = print_response(resp, compact);
+        rc = print_response(resp, mo, compact);
     json_decref(resp);
     kr_forecast_result_free(&res);
     return rc;
 }
 
 /* Many series: computed together (kr_forecast_batch), printed as one list. */
-static int series_and_print(const kr_model *m, const kd_forecast_input *in, int n, bool compact) {
+static int series_and_print(const kr_model *m, const model_opts *mo, const kd_forecast_input *in,
+                            int n, bool compact) {
     kr_forecast_result *res = calloc((size_t)n, sizeof *res);
     kr_error *errs = calloc((size_t)n, sizeof *errs);
     const kr_forecast_request **reqs = malloc((size_t)n * sizeof *reqs);
@@ -404,7 +414,7 @@ static int series_and_print(const kr_model *m, const kd_forecast_input *in, int 
         if (!resp)
             complain("out of memory writing the response");
         else
-            rc = print_response(resp, compact);
+            rc = print_response(resp, mo, compact);
         json_decref(resp);
     }
     for (int i = 0; i < n; i++)
@@ -443,8 +453,8 @@ static int cmd_forecast(int argc, char **argv) {
             return EXIT_FAILURE;
         }
         kr_model *m = load_model(&o.model);
-        const int rc =
-            m && series_and_print(m, ins, n, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        const int rc = m && series_and_print(m, &o.model, ins, n, o.compact) == 0 ? EXIT_SUCCESS
+                                                                                  : EXIT_FAILURE;
         kr_model_free(m);
         kd_series_inputs_free(ins, n);
         return rc;
@@ -461,7 +471,8 @@ static int cmd_forecast(int argc, char **argv) {
     }
 
     kr_model *m = load_model(&o.model);
-    const int rc = m && forecast_and_print(m, &in, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    const int rc =
+        m && forecast_and_print(m, &o.model, &in, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
     kr_model_free(m);
     kd_forecast_input_free(&in);
     return rc;
@@ -472,8 +483,8 @@ static int cmd_forecast(int argc, char **argv) {
 /* Many aligned series (evaluate_series_json.h): every plan and the alignment checked before
  * any model work, each series evaluated in turn (kr_evaluate), then the cross-section,
  * printed as POST /evaluate answers them. */
-static int evaluate_series_and_print(const kr_model *m, const kd_evaluate_series_input *s,
-                                     bool compact) {
+static int evaluate_series_and_print(const kr_model *m, const model_opts *mo,
+                                     const kd_evaluate_series_input *s, bool compact) {
     const int n = s->n;
     kr_evaluate_plan *plans = calloc((size_t)n, sizeof *plans);
     kr_evaluate_request *reqs = calloc((size_t)n, sizeof *reqs);
@@ -511,7 +522,7 @@ static int evaluate_series_and_print(const kr_model *m, const kd_evaluate_series
     json_t *resp = kd_evaluate_series_response_json(s, plans, evs, &cs);
     if (!resp)
         complain("out of memory writing the response");
-    else if (print_response(resp, compact) == 0)
+    else if (print_response(resp, mo, compact) == 0)
         rc = 0;
     json_decref(resp);
 out:
@@ -549,8 +560,9 @@ static int cmd_evaluate(int argc, char **argv) {
             return EXIT_FAILURE;
         }
         kr_model *m = load_model(&o.model);
-        const int rc =
-            m && evaluate_series_and_print(m, &set, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        const int rc = m && evaluate_series_and_print(m, &o.model, &set, o.compact) == 0
+                           ? EXIT_SUCCESS
+                           : EXIT_FAILURE;
         kr_model_free(m);
         kd_evaluate_series_input_free(&set);
         return rc;
@@ -582,7 +594,7 @@ static int cmd_evaluate(int argc, char **argv) {
         if (!resp || (o.table && !table))
             complain("out of memory writing the response");
         else if (table ? fputs(table, stdout) != EOF && fflush(stdout) == 0
-                       : print_response(resp, o.compact) == 0)
+                       : print_response(resp, &o.model, o.compact) == 0)
             rc = EXIT_SUCCESS;
         free(table);
         json_decref(resp);

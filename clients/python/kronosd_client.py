@@ -69,6 +69,7 @@ class Forecast:
         self.paths = [_table(ts, p) for p in raw.get("paths", [])]
         self.prob_close_up = _series(ts, raw.get("prob_close_up"))
         self.usage = raw.get("usage", {})
+        self.model = raw.get("model")  # {"id", "hash"}: the model that answered
         self.calibrated = raw.get("calibrated", False)
         self.calibration = raw.get("calibration")
         unc = raw.get("raw", {})
@@ -117,6 +118,7 @@ class Evaluation:
         self.pit_histogram = raw["pit_histogram"]
         self.origins = raw.get("by_origin", [])
         self.usage = raw.get("usage", {})
+        self.model_ref = raw.get("model_ref")  # {"id", "hash"}: the model that answered
         self._calibrated(raw, steps, over)
 
     def _calibrated(self, raw, steps, over):
@@ -275,12 +277,22 @@ def _candles(df, timestamps=None):
 
 
 class Client:
-    """kronosd at url (e.g. "http://127.0.0.1:8080"); api_key when the server has one."""
+    """kronosd at url (e.g. "http://127.0.0.1:8080"); api_key when the server has one;
+    model: the id of the model every call runs on unless it names one (None: the server's
+    default). Every model call takes model= too."""
 
-    def __init__(self, url, api_key=None, timeout=300):
+    def __init__(self, url, api_key=None, timeout=300, model=None):
         self.url = url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        self.default_model = model
+
+    def _model(self, body, model):
+        """body with the call's model (or the client's), when there is one."""
+        m = model if model is not None else self.default_model
+        if m is not None:
+            body["model"] = m
+        return body
 
     # ---- transport ---------------------------------------------------------------------
     def _call(self, method, path, body=None, query=None):
@@ -315,10 +327,19 @@ class Client:
     def model(self):
         return self._call("GET", "/model")
 
+    def models(self):
+        """GET /models: every model's entry (id, hash, default, tokenizer, predictor,
+        parameters, bytes, kernels, loaded_at), the default first."""
+        return self._call("GET", "/models")["models"]
+
+    def get_model(self, model_id):
+        return self._call("GET", "/models/" + urllib.parse.quote(model_id, safe=""))
+
     # ---- forecasts ---------------------------------------------------------------------
     def forecast(self, df, horizon=None, future_timestamps=None, samples=None, temperature=None,
                  top_k=None, top_p=None, quantiles=None, seed=None, return_paths=None,
-                 max_context=None, use_cache=None, timestamps=None, calibration=None):
+                 max_context=None, use_cache=None, timestamps=None, calibration=None,
+                 model=None):
         """POST /forecast. df: the context candles; horizon defaults to the number of
         future_timestamps. calibration: an object (an Evaluation's calibration, or the
         Evaluation itself) to answer the close calibrated. Returns a Forecast."""
@@ -335,10 +356,10 @@ class Client:
                 "calibration": (calibration.calibration if isinstance(calibration, Evaluation)
                                 else calibration)}
         body.update({k: v for k, v in opts.items() if v is not None})
-        return Forecast(self._call("POST", "/forecast", body))
+        return Forecast(self._call("POST", "/forecast", self._model(body, model)))
 
     def predict(self, df, x_timestamp, y_timestamp, pred_len, T=1.0, top_k=0, top_p=0.9,
-                sample_count=1, verbose=False):
+                sample_count=1, verbose=False, model=None):
         """Upstream Kronos's KronosPredictor.predict: the mean forecast of sample_count
         paths, columns open, high, low, close, volume, amount, indexed by y_timestamp."""
         del verbose  # upstream prints progress; the server does the work here
@@ -346,7 +367,8 @@ class Client:
         if len(y) != pred_len:
             raise ValueError(f"y_timestamp has {len(y)} timestamps, but pred_len is {pred_len}")
         fc = self.forecast(df, horizon=pred_len, future_timestamps=y, samples=sample_count,
-                           temperature=T, top_k=top_k, top_p=top_p, timestamps=x_timestamp)
+                           temperature=T, top_k=top_k, top_p=top_p, timestamps=x_timestamp,
+                           model=model)
         if pd is None:
             return fc.mean
         idx = y_timestamp if isinstance(y_timestamp, pd.Index) else pd.Index(y)
@@ -358,7 +380,7 @@ class Client:
                  samples=None, temperature=None, top_k=None, top_p=None, seed=None,
                  max_context=None, quantiles=None, mode=None, normalization=None,
                  return_origins=None, timeout_ms=None, timestamps=None, progress=None,
-                 calibration=None, calibration_warmup=None):
+                 calibration=None, calibration_warmup=None, model=None):
         """POST /evaluate: a walk-forward evaluation of the model on df (every origin's
         forecast against what happened and two baselines). calibration: "rolling" (score
         the calibrated forecaster beside the raw one, learned without look-ahead, and fit
@@ -375,12 +397,13 @@ class Client:
                 "timeout_ms": timeout_ms, "calibration": calibration,
                 "calibration_warmup": calibration_warmup}
         body.update({k: v for k, v in opts.items() if v is not None})
+        self._model(body, model)
         if progress is None:
             return Evaluation(self._call("POST", "/evaluate", body))
         return Evaluation(self._events("/evaluate", body, progress))
 
     def evaluate_series(self, dfs, lookback, horizon, cross_section_top_k=None, progress=None,
-                        timestamps=None, **options):
+                        timestamps=None, model=None, **options):
         """POST /evaluate with "series": the same walk-forward evaluation of many aligned
         series (a list of tables, or a dict name -> table), each answered as evaluate()
         would answer it alone, and their cross-sectional scores (IC, RankIC, hit rate,
@@ -396,6 +419,7 @@ class Client:
         body.update({k: v for k, v in options.items() if v is not None})
         if cross_section_top_k is not None:
             body["cross_section"] = {"top_k": int(cross_section_top_k)}
+        self._model(body, model)
         if progress is None:
             return CrossSectionEvaluation(self._call("POST", "/evaluate", body), names)
         return CrossSectionEvaluation(self._events("/evaluate", body, progress), names)
@@ -432,17 +456,21 @@ class Client:
         raise KronosdError(0, "connection", f"{self.url + path}: the stream ended without a result")
 
     # ---- tokens ------------------------------------------------------------------------
-    def tokenize(self, df):
-        return self._call("POST", "/tokenize", {"candles": _candles(df)})
+    def tokenize(self, df, model=None):
+        return self._call("POST", "/tokenize", self._model({"candles": _candles(df)}, model))
 
-    def detokenize(self, tokens, mean, std):
-        return self._call("POST", "/detokenize", {"tokens": tokens, "mean": list(mean),
-                                                  "std": list(std)})
+    def detokenize(self, tokens, mean, std, model=None):
+        return self._call("POST", "/detokenize",
+                          self._model({"tokens": tokens, "mean": list(mean), "std": list(std)},
+                                      model))
 
     # ---- sessions ----------------------------------------------------------------------
-    def create_session(self):
-        """POST /sessions: {"session": id, "max_context": ..., "ttl_seconds": ...}."""
-        return self._call("POST", "/sessions")
+    def create_session(self, model=None):
+        """POST /sessions: {"session": id, "max_context": ..., "ttl_seconds": ..., "model":
+        {"id", "hash"}}: a token session bound to model (the client's, else the server's
+        default)."""
+        body = self._model({}, model)
+        return self._call("POST", "/sessions", body if body else None)
 
     def create_candle_session(self, df, normalization=None, calibration=None, timestamps=None):
         """POST /sessions with candles: a live series. calibration: "online" (the session
@@ -479,11 +507,15 @@ class Client:
 
     def generate(self, tokens=None, timestamps=None, max_new_tokens=0, future_timestamps=None,
                  session=None, stamps=None, future_stamps=None, temperature=None, top_k=None,
-                 top_p=None, seed=None):
+                 top_p=None, seed=None, model=None):
         """POST /generate: append tokens (pairs [s1, s2]) with their timestamps (or stamps),
-        then sample max_new_tokens at future_timestamps (or future_stamps)."""
+        then sample max_new_tokens at future_timestamps (or future_stamps). A session runs
+        on its own model (model, if given, must be it); without one, on model."""
         body = {"session": session, "tokens": tokens, "timestamps": _stamps(timestamps),
                 "stamps": stamps, "max_new_tokens": max_new_tokens,
                 "future_timestamps": _stamps(future_timestamps), "future_stamps": future_stamps,
                 "temperature": temperature, "top_k": top_k, "top_p": top_p, "seed": seed}
-        return self._call("POST", "/generate", {k: v for k, v in body.items() if v is not None})
+        body = {k: v for k, v in body.items() if v is not None}
+        if session is None or model is not None:
+            self._model(body, model)
+        return self._call("POST", "/generate", body)

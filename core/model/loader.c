@@ -398,14 +398,17 @@ static int pack_dep_s1(loader *L) {
 static int pack_all(loader *L) {
     kr_tokenizer_weights *t = &L->m->tok;
     kr_predictor_weights *p = &L->m->pred;
-    kr_linear *single[] = {&t->embed, &t->quant_embed, &t->post_quant_embed, &t->head, &p->fusion,
-                           &p->dep_q, &p->dep_o,       &p->proj_s2};
+    kr_linear *single[] = {&p->fusion,           &p->dep_q, &p->dep_o,
+                           &p->proj_s2,          &t->embed, &t->quant_embed,
+                           &t->post_quant_embed, &t->head};
+    /* a shared tokenizer was packed when its own model loaded */
+    size_t n_single = L->m->tok_shared ? 4 : sizeof single / sizeof *single;
     if (pack_dep_s1(L)) return -1;
-    for (size_t i = 0; i < sizeof single / sizeof *single; i++)
+    for (size_t i = 0; i < n_single; i++)
         if (pack(L, single[i])) return -1;
-    for (int i = 0; i < t->n_enc; i++)
+    for (int i = 0; i < t->n_enc && !L->m->tok_shared; i++)
         if (pack_block(L, &t->enc[i])) return -1;
-    for (int i = 0; i < t->n_dec; i++)
+    for (int i = 0; i < t->n_dec && !L->m->tok_shared; i++)
         if (pack_block(L, &t->dec[i])) return -1;
     for (int i = 0; i < p->n_layers; i++)
         if (pack_block(L, &p->blocks[i])) return -1;
@@ -531,7 +534,8 @@ static int dep_q_table(loader *L) {
     return 0;
 }
 
-kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
+/* kr_model_load, or with tok_from's tokenizer (its config and weights) when given. */
+static kr_model *model_load(const kr_model_paths *paths, const kr_model *tok_from, kr_error *err) {
     if (!paths || !paths->tokenizer_dir || !paths->predictor_dir) {
         kr_fail(err, "model load: both a tokenizer and a predictor folder are required");
         return NULL;
@@ -560,21 +564,49 @@ kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
         goto fail;
     }
     loader L = {.m = m, .err = err};
-    if (read_tokenizer_config(paths->tokenizer_dir, &m->tc, err) ||
-        read_predictor_config(paths->predictor_dir, &m->pc, err))
+    if (tok_from) {
+        m->tc = tok_from->tc;
+        m->tok = tok_from->tok;
+        m->tok_shared = true;
+        m->n_tok_params = m->n_params = tok_from->n_tok_params;
+    } else if (read_tokenizer_config(paths->tokenizer_dir, &m->tc, err)) {
         goto fail;
+    }
+    if (read_predictor_config(paths->predictor_dir, &m->pc, err)) goto fail;
     if (m->tc.s1_bits != m->pc.s1_bits || m->tc.s2_bits != m->pc.s2_bits) {
         kr_fail(err, "model load: tokenizer bits (%d+%d) and predictor bits (%d+%d) differ",
                 m->tc.s1_bits, m->tc.s2_bits, m->pc.s1_bits, m->pc.s2_bits);
         goto fail;
     }
-    if (load_tokenizer(&L, paths->tokenizer_dir) || load_predictor(&L, paths->predictor_dir) ||
-        pack_all(&L) || dep_q_table(&L))
-        goto fail;
+    if (!tok_from) {
+        if (load_tokenizer(&L, paths->tokenizer_dir)) goto fail;
+        m->n_tok_params = m->n_params;
+    }
+    if (load_predictor(&L, paths->predictor_dir) || pack_all(&L) || dep_q_table(&L)) goto fail;
     return m;
 fail:
     kr_model_free(m);
     return NULL;
+}
+
+kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err) {
+    return model_load(paths, NULL, err);
+}
+
+kr_model *kr_model_load_sharing(const kr_model_paths *paths, const kr_model *tokenizer_of,
+                                kr_error *err) {
+    if (!tokenizer_of) {
+        kr_fail(err, "model load: no model to share a tokenizer with");
+        return NULL;
+    }
+    /* a shared tokenizer keeps the packing it was loaded with */
+    if (paths && tokenizer_of->weights != paths->weights) {
+        kr_fail_code(err, KR_E_INVALID,
+                     "model load: weights = %d, but the model whose tokenizer is shared has %d",
+                     (int)paths->weights, (int)tokenizer_of->weights);
+        return NULL;
+    }
+    return model_load(paths, tokenizer_of, err);
 }
 
 void kr_model_free(kr_model *m) {
@@ -582,8 +614,10 @@ void kr_model_free(kr_model *m) {
     for (int i = 0; i < m->n_allocs; i++)
         free(m->allocs[i]);
     free(m->allocs);
-    free(m->tok.enc);
-    free(m->tok.dec);
+    if (!m->tok_shared) {
+        free(m->tok.enc);
+        free(m->tok.dec);
+    }
     free(m->pred.blocks);
     free(m);
 }
@@ -605,4 +639,7 @@ kr_precision kr_model_weights(const kr_model *m) {
 }
 kr_precision kr_model_kv(const kr_model *m) {
     return m->kv;
+}
+size_t kr_model_tokenizer_param_count(const kr_model *m) {
+    return m->n_tok_params;
 }

@@ -51,6 +51,9 @@ struct kr_model {
     size_t n_params;
     kr_tokenizer_weights tok;
     kr_predictor_weights pred;
+    /* tok is another model's (kr_model_load_sharing): its weights are that model's to free */
+    bool tok_shared;
+    size_t n_tok_params; /* of n_params, the tokenizer's */
     float **allocs; /* every weight buffer, freed with the model */
     int n_allocs, cap_allocs;
 };

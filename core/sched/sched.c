@@ -24,16 +24,20 @@ kr_sched *kr_sched_create(const kr_model *m, kr_pool *pool, const kr_sched_confi
     return s;
 }
 
-const kr_model *sched_model(const kr_sched *s) {
-    return s->m;
+bool sched_make_room(kr_sched *s, kr_pool *pool) {
+    if (s->cfg.make_room_in) return s->cfg.make_room_in(pool, s->cfg.ctx);
+    return s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
 }
 
 /* ---- jobs in: the waiting line and admission ----------------------------------------------- */
 
-sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cancel, kr_error *err) {
+sched_job *sched_job_new(const sched_ops *ops, const kr_model *m, kr_pool *pool, void *tag,
+                         const kr_cancel *cancel, kr_error *err) {
     sched_job *j = kr_zalloc(sizeof *j, err, "scheduler: out of memory for a job");
     if (!j) return NULL;
     j->ops = ops;
+    j->m = m;
+    j->pool = pool;
     j->tag = tag;
     j->cancel = cancel;
     return j;
@@ -92,16 +96,24 @@ static void drop_cancelled(kr_sched *s) {
     }
 }
 
-/* Whether the pool's free memory covers what a forecast's plan may take, on top of what
- * the running forecasts' plans may still take (counted whole: what they hold is in the
- * used bytes too, so this errs on the side of waiting). A job that still finds no room
- * mid-way waits (stalls) and, at worst, is preempted (run_append). */
+/* The plans' pool bytes of the running forecasts on pool (each model has its own). */
+static size_t committed(const kr_sched *s, const kr_pool *pool) {
+    size_t n = 0;
+    for (const sched_job *a = s->active; a; a = a->next)
+        if (a->pool == pool && a->ops->plans_pool) n += a->pool_bytes;
+    return n;
+}
+
+/* Whether the job's pool's free memory covers what a forecast's plan may take, on top of
+ * what the running forecasts' plans on that pool may still take (counted whole: what they
+ * hold is in the used bytes too, so this errs on the side of waiting). A job that still
+ * finds no room mid-way waits (stalls) and, at worst, is preempted (run_append). */
 static bool pool_has_room(kr_sched *s, const sched_job *j) {
-    if (!s->pool || !j->ops->plans_pool) return true;
+    if (!j->pool || !j->ops->plans_pool) return true;
     kr_pool_stats st;
-    kr_pool_stats_get(s->pool, &st);
-    size_t free_bytes = st.bytes_total - st.bytes_used;
-    return free_bytes >= s->committed && free_bytes - s->committed >= j->pool_bytes;
+    kr_pool_stats_get(j->pool, &st);
+    size_t free_bytes = st.bytes_total - st.bytes_used, held = committed(s, j->pool);
+    return free_bytes >= held && free_bytes - held >= j->pool_bytes;
 }
 
 /* Starts j (already out of the waiting line): its state made ready (or it ends), then it
@@ -110,12 +122,12 @@ static bool start_job(kr_sched *s, sched_job *j, bool cancelled) {
     s->stats.waiting--;
     s->stats.waiting_flops -= j->flops;
     if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
-    int rc = cancelled ? -1 : j->ops->start(s->m, s->pool, j, &j->err);
+    int rc = cancelled ? -1 : j->ops->start(j->m, j->pool, j, &j->err);
     /* a generation takes its blocks up front: room is made for it while it can be */
     while (rc && j->ops->start_makes_room && j->err.code == KR_E_POOL_EXHAUSTED &&
-           s->cfg.make_room && s->cfg.make_room(s->cfg.ctx)) {
+           sched_make_room(s, j->pool)) {
         j->err = (kr_error){0}; /* a success leaves it as it is */
-        rc = j->ops->start(s->m, s->pool, j, &j->err);
+        rc = j->ops->start(j->m, j->pool, j, &j->err);
     }
     if (rc) {
         job_end(s, j);
@@ -127,7 +139,6 @@ static bool start_job(kr_sched *s, sched_job *j, bool cancelled) {
         tail = &(*tail)->next;
     *tail = j;
     s->active_rows += j->rows;
-    if (j->ops->plans_pool) s->committed += j->pool_bytes;
     s->stats.active++;
     s->stats.light_active += j->light;
     if (j->light) s->light_seen_ms = kr_now_ms();
@@ -187,7 +198,6 @@ static void unlink_active(kr_sched *s, sched_job *j) {
         if (*p == j) {
             *p = j->next;
             s->active_rows -= j->rows;
-            if (j->ops->plans_pool) s->committed -= j->pool_bytes;
             s->stats.active--;
             s->stats.light_active -= j->light;
             return;
@@ -237,6 +247,7 @@ void kr_sched_free(kr_sched *s) {
         job_end(s, j);
     }
     step_batch_free(&s->batch);
+    step_batch_free(&s->regroup);
     free(s->order);
     free(s->s2_caches);
     free(s->s2_a);

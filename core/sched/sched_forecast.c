@@ -341,16 +341,18 @@ const sched_ops sched_forecast_ops = {SCHED_OPS("forecast", fc), .reset = fc_res
 const sched_ops sched_series_ops = {SCHED_OPS("forecast", fc), .reset = fc_reset,
                                     .plans_pool = false};
 
-static int add(kr_sched *s, const sched_ops *ops, const kr_series *series,
-               const kr_forecast_request *req, kr_forecast_result *res, void *tag, kr_error *err) {
+static int add(kr_sched *s, const sched_ops *ops, const kr_model *m, kr_pool *pool,
+               const kr_series *series, const kr_forecast_request *req, kr_forecast_result *res,
+               void *tag, kr_error *err) {
     kr_forecast_plan plan;
     memset(res, 0, sizeof *res);
-    if (kr_forecast_plan_make(sched_model(s), req, &plan, err)) return -1;
+    if (!m) return kr_fail_code(err, KR_E_INVALID, "forecast: no model");
+    if (kr_forecast_plan_make(m, req, &plan, err)) return -1;
     if (!req->use_cache)
         return kr_fail_code(err, KR_E_INVALID,
                             "use_cache: false runs the reference path, which the scheduler "
                             "does not batch; call kr_forecast");
-    sched_job *j = sched_job_new(ops, tag, &req->cancel, err);
+    sched_job *j = sched_job_new(ops, m, pool, tag, &req->cancel, err);
     if (!j) return -1;
     j->rows = req->samples;
     j->flops = plan.flops;
@@ -365,7 +367,13 @@ static int add(kr_sched *s, const sched_ops *ops, const kr_series *series,
 
 int kr_sched_add_forecast(kr_sched *s, const kr_forecast_request *req, kr_forecast_result *res,
                           void *tag, kr_error *err) {
-    return add(s, &sched_forecast_ops, NULL, req, res, tag, err);
+    return add(s, &sched_forecast_ops, s->m, s->pool, NULL, req, res, tag, err);
+}
+
+int kr_sched_add_forecast_on(kr_sched *s, const kr_model *m, kr_pool *pool,
+                             const kr_forecast_request *req, kr_forecast_result *res, void *tag,
+                             kr_error *err) {
+    return add(s, &sched_forecast_ops, m, pool, NULL, req, res, tag, err);
 }
 
 int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
@@ -376,5 +384,6 @@ int kr_sched_add_forecast_series(kr_sched *s, const kr_series *series,
         return kr_fail_code(err, KR_E_INVALID,
                             "forecast: the request's candles are not the series' (see "
                             "kr_series_request)");
-    return add(s, &sched_series_ops, series, req, res, tag, err);
+    return add(s, &sched_series_ops, kr_series_model(series), kr_series_pool(series), series, req,
+               res, tag, err);
 }

@@ -136,7 +136,7 @@ const sched_ops sched_generate_ops = {SCHED_OPS("generate", gen), .start_makes_r
 
 int kr_sched_add_generate(kr_sched *s, kr_cache *c, const kr_generate_request *req, int32_t *out_s1,
                           int32_t *out_s2, void *tag, kr_error *err) {
-    sched_job *j = sched_job_new(&sched_generate_ops, tag, &req->cancel, err);
+    sched_job *j = sched_job_new(&sched_generate_ops, c->m, c->pool, tag, &req->cancel, err);
     if (!j) return -1;
     j->rows = 1;
     /* its planned work, by which it is light or not: every appended and new token's row */

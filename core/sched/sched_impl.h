@@ -17,8 +17,8 @@
 #include "forecast_impl.h"
 #include "step_batch.h"
 
-/* What a kind of job does at each point of a step. Every operation gets the model the
- * scheduler runs; those that can fail set err and return -1. */
+/* What a kind of job does at each point of a step. Every operation gets the job's own model
+ * (a scheduler runs jobs of several models); those that can fail set err and return -1. */
 typedef struct {
     const char *what; /* "forecast", "generate": messages and cancel checks */
     /* Its state made ready when it leaves the waiting line (pool NULL: a private pool). */
@@ -101,10 +101,13 @@ typedef struct {
 
 struct sched_job {
     const sched_ops *ops;
+    const kr_model *m; /* the model it runs on; its rows are appended with that model's others */
+    kr_pool *pool;     /* where its caches come from (NULL: a private pool) */
     void *tag;
     const kr_cancel *cancel;
     kr_error err;
     bool ready;     /* s1 logits fresh this step: draw */
+    bool drawing;   /* it was ready when the step's s2 calls began */
     bool failed;    /* its rows could not run this step: it ends with err */
     bool stalled;   /* no pool memory for its rows this step: it tries again at the next */
     int rows;       /* decode rows it holds while active */
@@ -134,19 +137,19 @@ struct sched_job {
 /* ---- sched.c: the scheduler, its waiting line and its active jobs ---- */
 
 struct kr_sched {
-    const kr_model *m;
+    const kr_model *m; /* the model of kr_sched_add_forecast, on pool (kr_sched_create) */
     kr_pool *pool;
     kr_sched_config cfg;
     sched_job *wait_head, *wait_tail; /* FIFO */
     sched_job *active;                /* in admission order */
     int active_rows;
-    bool stalled;     /* the last step had jobs waiting for pool memory */
-    bool short_pool;  /* a job waited for pool memory in the last step: none sits out */
-    int sitting_out;  /* jobs that sit this step out (beside a light one) */
-    size_t committed; /* the plans' pool bytes of the running forecasts */
+    bool stalled;    /* the last step had jobs waiting for pool memory */
+    bool short_pool; /* a job waited for pool memory in the last step: none sits out */
+    int sitting_out; /* jobs that sit this step out (beside a light one) */
     step_batch batch;
-    sched_job **order; /* this step's window-fill order: light jobs first, and in each class
-                          the aged, then the cheapest first */
+    step_batch regroup; /* the batch's groups regrouped by model when a step holds several */
+    sched_job **order;  /* this step's window-fill order: light jobs first, and in each class
+                           the aged, then the cheapest first */
     int order_cap;
     /* the step cost, ms = a + b x rows, fitted by least squares over the recent steps (each
      * step's weight decays by COST_DECAY a step): the sums of weight, rows, ms, rows^2 and
@@ -163,14 +166,17 @@ struct kr_sched {
     kr_sched_stats stats;
 };
 
+/* Room made in pool (cfg.make_room_in, else cfg.make_room); whether some was. */
+bool sched_make_room(kr_sched *s, kr_pool *pool);
 /* Each knob of c left 0 (or out of its range) set to kr_sched_config_default's
  * (sched_config.c). */
 void sched_config_resolve(kr_sched_config *c);
-/* A new job of a kind, not yet queued (NULL and err set when out of memory). */
-sched_job *sched_job_new(const sched_ops *ops, void *tag, const kr_cancel *cancel, kr_error *err);
+/* A new job of a kind on model m and pool (NULL: a private pool), not yet queued (NULL and
+ * err set when out of memory). */
+sched_job *sched_job_new(const sched_ops *ops, const kr_model *m, kr_pool *pool, void *tag,
+                         const kr_cancel *cancel, kr_error *err);
 /* Queues j at the end of the waiting line. */
 void sched_enqueue(kr_sched *s, sched_job *j);
-const kr_model *sched_model(const kr_sched *s);
 /* Waiting jobs start, first come first served, while their decode rows fit max_rows and
  * the pool has room (one always may, when none is active); those whose caller gave up end. */
 void sched_admit(kr_sched *s);

@@ -1,7 +1,7 @@
 /* sched_step.c — one step of the scheduler (kr_sched_step): admission, every active job's
- * rows into one ragged append (room made, jobs stalled or preempted when the pool runs dry),
- * the s1 draws, one batched s2-logits call for every drawing row, the s2 draws. sched_impl.h
- * says what a step is.
+ * rows into one ragged append per model (room made, jobs stalled or preempted when a pool
+ * runs dry), the s1 draws, one batched s2-logits call per model for every drawing row, the
+ * s2 draws. sched_impl.h says what a step is.
  */
 #include "sched_impl.h"
 
@@ -86,7 +86,7 @@ static void count_light_rows(kr_sched *s) {
  * fails). */
 static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
     step_batch *b = &s->batch;
-    int v1 = 1 << s->m->pc.s1_bits;
+    int v1 = 1 << b->owner[g0]->m->pc.s1_bits;
     float *direct = b->l1[g0];
     for (int g = g0; direct && g < g1; g++)
         if (b->l1[g] != direct + (size_t)(g - g0) * v1) direct = NULL;
@@ -107,31 +107,28 @@ static int append_groups(kr_sched *s, int g0, int g1, int row0, kr_error *err) {
     return rc;
 }
 
-/* The whole batch at once; when the pool runs dry, room is made while it can be, then each
- * job's rows go alone and the jobs that still do not fit end. */
-static void run_append(kr_sched *s) {
+/* The groups [g0, g1) of one model at once; when its pool runs dry, room is made while it
+ * can be, then each job's rows go alone and the jobs that still do not fit wait (stalled)
+ * or end. Whether any of its rows ran. */
+static bool append_model(kr_sched *s, int g0, int g1, int row0) {
     step_batch *b = &s->batch;
-    if (b->n_groups == 0) return;
     kr_error err;
-    s->stalled = false;
     for (;;) {
-        if (append_groups(s, 0, b->n_groups, 0, &err) == 0) return;
-        if (err.code != KR_E_POOL_EXHAUSTED || !s->cfg.make_room || !s->cfg.make_room(s->cfg.ctx))
-            break;
+        if (append_groups(s, g0, g1, row0, &err) == 0) return true;
+        if (err.code != KR_E_POOL_EXHAUSTED || !sched_make_room(s, b->owner[g0]->pool)) break;
     }
     bool progressed = false;
-    for (int g0 = 0, row0 = 0; g0 < b->n_groups;) {
-        int g1 = g0, rows = 0;
-        while (g1 < b->n_groups && b->owner[g1] == b->owner[g0])
-            rows += b->T[g1++];
-        sched_job *j = b->owner[g0];
+    for (int a = g0, r0 = row0; a < g1;) {
+        int z = a, rows = 0;
+        while (z < g1 && b->owner[z] == b->owner[a])
+            rows += b->T[z++];
+        sched_job *j = b->owner[a];
         int rc;
-        while ((rc = append_groups(s, g0, g1, row0, &j->err)) != 0 &&
-               j->err.code == KR_E_POOL_EXHAUSTED && s->cfg.make_room &&
-               s->cfg.make_room(s->cfg.ctx))
+        while ((rc = append_groups(s, a, z, r0, &j->err)) != 0 &&
+               j->err.code == KR_E_POOL_EXHAUSTED && sched_make_room(s, j->pool))
             ;
         if (rc) {
-            for (int g = g0; g < g1; g++) /* its rows are not appended: nothing to copy */
+            for (int g = a; g < z; g++) /* its rows are not appended: nothing to copy */
                 b->l1[g] = NULL;
             j->ready = false;
             /* no room now: it waits, holding what it has, while the others finish and
@@ -144,6 +141,23 @@ static void run_append(kr_sched *s) {
             j->err = (kr_error){0}; /* a try that failed before this one is forgotten */
             progressed = true;
         }
+        a = z;
+        r0 += rows;
+    }
+    return progressed;
+}
+
+/* The batch, one append per model (its groups are grouped by model, regroup); when every
+ * job with rows stalled, the youngest forecast is preempted. */
+static void run_append(kr_sched *s) {
+    step_batch *b = &s->batch;
+    if (b->n_groups == 0) return;
+    bool progressed = false;
+    for (int g0 = 0, row0 = 0; g0 < b->n_groups;) {
+        int g1 = g0, rows = 0;
+        while (g1 < b->n_groups && b->owner[g1]->m == b->owner[g0]->m)
+            rows += b->T[g1++];
+        progressed |= append_model(s, g0, g1, row0);
         g0 = g1;
         row0 += rows;
     }
@@ -164,13 +178,44 @@ static void run_append(kr_sched *s) {
         youngest->failed = true;
 }
 
-/* The s2 logits of every drawing row, in one call (one job at a time when it fails); a
- * job that draws alone gets them straight into its array. */
-static void run_s2(kr_sched *s) {
-    int n = 0, v2 = 1 << s->m->pc.s2_bits, n_ready = 0;
+/* The batch's groups regrouped so that each model's are consecutive (models in the order
+ * they first come, each model's groups in their order): one append per model. Nothing
+ * changes when the step holds one model, or when out of memory (the append then goes
+ * group run by group run, as it is). */
+static void regroup(kr_sched *s) {
+    step_batch *b = &s->batch, *r = &s->regroup;
+    bool mixed = false;
+    for (int g = 1; g < b->n_groups && !mixed; g++)
+        mixed = b->owner[g]->m != b->owner[0]->m;
+    if (!mixed) return;
+    r->n_groups = r->n_rows = 0;
+    for (int g = 0; g < b->n_groups; g++) {
+        const kr_model *m = b->owner[g]->m;
+        bool first = true;
+        for (int e = 0; e < g && first; e++)
+            first = b->owner[e]->m != m;
+        if (!first) continue;
+        for (int h = 0, row = 0; h < b->n_groups; row += b->T[h++]) {
+            if (b->owner[h]->m != m) continue;
+            if (step_batch_add(r, b->owner[h], b->caches[h], b->T[h], b->s1 + row, b->s2 + row,
+                               b->st + row, 1, b->l1[h]))
+                return;
+        }
+    }
+    r->side_rows = b->side_rows;
+    r->encoded = b->encoded;
+    step_batch t = *b;
+    *b = *r;
+    *r = t;
+}
+
+/* The s2 logits of every drawing row of model m, in one call (one job at a time when it
+ * fails); a job that draws alone gets them straight into its array. */
+static void run_s2_model(kr_sched *s, const kr_model *m) {
+    int n = 0, v2 = 1 << m->pc.s2_bits, n_ready = 0;
     sched_job *alone = NULL;
     for (sched_job *j = s->active; j; j = j->next)
-        if (j->ready) {
+        if (j->ready && j->m == m) {
             n_ready++;
             alone = j;
         }
@@ -183,7 +228,7 @@ static void run_s2(kr_sched *s) {
         return;
     }
     for (sched_job *j = s->active; j; j = j->next) {
-        if (!j->ready) continue;
+        if (!j->ready || j->m != m) continue;
         int S = j->n_draw;
         int cap = n + S > s->s2_cap ? sched_next_cap(s->s2_cap, n + S) : s->s2_cap;
         if (cap > s->s2_cap && (sched_resize((void **)&s->s2_caches, cap, sizeof *s->s2_caches) ||
@@ -205,7 +250,7 @@ static void run_s2(kr_sched *s) {
     bool whole = n > 0 && kr_cache_s2_logits(s->s2_caches, n, s->s2_a, s->s2_l2, &err) == 0;
     int at = 0;
     for (sched_job *j = s->active; j; j = j->next) {
-        if (!j->ready) continue;
+        if (!j->ready || j->m != m) continue;
         int S = j->n_draw;
         float *l2 = j->draw_l2;
         if (whole)
@@ -215,6 +260,20 @@ static void run_s2(kr_sched *s) {
             j->failed = true;
         }
         at += S;
+    }
+}
+
+/* The s2 logits of every drawing row: one call per model, models in the order their first
+ * drawing job came. */
+static void run_s2(kr_sched *s) {
+    for (sched_job *j = s->active; j; j = j->next)
+        j->drawing = j->ready; /* a failed call clears ready: drawing keeps who drew */
+    for (sched_job *j = s->active; j; j = j->next) {
+        if (!j->drawing) continue;
+        bool first = true;
+        for (sched_job *e = s->active; e != j && first; e = e->next)
+            first = !(e->drawing && e->m == j->m);
+        if (first) run_s2_model(s, j->m);
     }
 }
 
@@ -309,7 +368,7 @@ static void add_decode_rows(kr_sched *s) {
     for (sched_job *j = s->active, *next; j; j = next) {
         next = j->next;
         int none = 0;
-        if (!j->out && j->ops->rows(s->m, j, &s->batch, true, &none)) end_unadded(s, j);
+        if (!j->out && j->ops->rows(j->m, j, &s->batch, true, &none)) end_unadded(s, j);
     }
 }
 
@@ -347,7 +406,7 @@ static void add_window_rows(kr_sched *s, int decode_rows) {
             bud = &others;
         }
         int before = *bud, left = j->ops->fill_left(j);
-        if (j->ops->rows(s->m, j, b, false, bud)) {
+        if (j->ops->rows(j->m, j, b, false, bud)) {
             end_unadded(s, j);
             continue;
         }
@@ -355,7 +414,7 @@ static void add_window_rows(kr_sched *s, int decode_rows) {
     }
     for (sched_job *j = s->active, *next; n < 0 && j; j = next) { /* no order: as jobs came */
         next = j->next;
-        if (!j->out && j->ops->rows(s->m, j, b, false, &budget)) end_unadded(s, j);
+        if (!j->out && j->ops->rows(j->m, j, b, false, &budget)) end_unadded(s, j);
     }
 }
 
@@ -371,7 +430,7 @@ static void after_append(kr_sched *s) {
             s->short_pool = true;
             continue;
         }
-        int rc = j->ops->appended(s->m, j, &j->err);
+        int rc = j->ops->appended(j->m, j, &j->err);
         if (rc) sched_end_active(s, j); /* an error, or a job with nothing left to do */
     }
 }
@@ -383,7 +442,7 @@ static void after_draw(kr_sched *s) {
         if (ended_failed(s, j)) continue;
         if (!j->ready) continue;
         j->ready = false;
-        int rc = j->ops->drawn(s->m, j, &j->err);
+        int rc = j->ops->drawn(j->m, j, &j->err);
         if (rc) sched_end_active(s, j); /* complete (err code KR_OK) or failed */
     }
 }
@@ -395,6 +454,7 @@ int kr_sched_step(kr_sched *s) {
     const int decode_rows = b->n_rows;
     const double t0 = kr_now_ms(); /* the step's cost counts the encodes and summaries too */
     add_window_rows(s, decode_rows);
+    regroup(s);
     s->stats.rows_last_step = b->n_rows;
     s->stats.prefill_rows_last_step = b->n_rows - decode_rows;
     s->stats.encoded_last_step = b->encoded;
@@ -405,7 +465,7 @@ int kr_sched_step(kr_sched *s) {
     run_append(s);
     after_append(s);
     for (sched_job *j = s->active; j; j = j->next)
-        if (j->ready) j->ops->draw_s1(s->m, j);
+        if (j->ready) j->ops->draw_s1(j->m, j);
     run_s2(s);
     if (b->n_rows + b->side_rows > 0) cost_observe(s, b->n_rows + b->side_rows, kr_now_ms() - t0);
     if (!sched_step_cost(s, &s->stats.step_ms_fixed, &s->stats.step_ms_per_row))

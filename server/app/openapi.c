@@ -156,14 +156,19 @@ static int add_error(json_t *responses, int status, char *err, size_t errlen) {
 
 /* ---- operations ------------------------------------------------------------------------- */
 
+/* The path parameter a route's segment is: a model's id under /models/, else a session's. */
+static const char *path_param(const char *route) {
+    return strncmp(route, "/models/", 8) == 0 ? "model" : "session";
+}
+
 /* "/sessions/" (a prefix and one segment) and "/sessions/x/generate" as OpenAPI paths. */
 static void openapi_path(const char *route, char *out, size_t n) {
     const char *star = strchr(route, '*');
     const size_t len = strlen(route);
     if (star)
-        snprintf(out, n, "%.*s{session}%s", (int)(star - route), route, star + 1);
+        snprintf(out, n, "%.*s{%s}%s", (int)(star - route), route, path_param(route), star + 1);
     else if (len > 1 && route[len - 1] == '/')
-        snprintf(out, n, "%s{session}", route);
+        snprintf(out, n, "%s{%s}", route, path_param(route));
     else
         snprintf(out, n, "%s", route);
 }
@@ -179,8 +184,10 @@ static json_t *operation(const kd_route_doc *rt, const json_t *part, bool with_p
     if (with_param) {
         json_t *params = json_object_get(op, "parameters");
         if (!params) json_object_set_new(op, "parameters", params = json_array());
-        json_array_insert_new(params, 0,
-                              json_pack("{s:s}", "$ref", "#/components/parameters/session"));
+        char ref[64]; /* "model" is the query's (a text/csv body's model): the path's differs */
+        snprintf(ref, sizeof ref, "#/components/parameters/%s%s", path_param(rt->path),
+                 strcmp(path_param(rt->path), "model") == 0 ? "_path" : "");
+        json_array_insert_new(params, 0, json_pack("{s:s}", "$ref", ref));
     }
     json_t *responses = json_object_get(op, "responses");
     const json_t *statuses = json_object_get(op, "x-errors");

@@ -25,13 +25,14 @@ enum {
     EP_SESSION,
     EP_OPENAPI,
     EP_EVALUATE,
+    EP_MODELS,
     EP_OTHER,
 };
 
 const char *const kd_endpoint_names[] = {
     "page",     "health",     "model",    "metrics", "forecast", "generate",
     "tokenize", "detokenize", "sessions", "session", "openapi",  "evaluate",
-    "other",
+    "models",   "other",
 };
 const int kd_endpoint_count = EP_OTHER + 1;
 
@@ -72,6 +73,8 @@ static const kd_route routes[] = {
     {"/health",              "GET",    EP_HEALTH,     true,  false, false, kd_handle_health,           "health"},
     {"/openapi.json",        "GET",    EP_OPENAPI,    true,  false, false, kd_handle_openapi,          "openapi"},
     {"/model",               "GET",    EP_MODEL,      false, true,  false, kd_handle_model,            "model"},
+    {"/models",              "GET",    EP_MODELS,     false, true,  false, kd_handle_models,           "listModels"},
+    {"/models/",             "GET",    EP_MODELS,     false, true,  false, kd_handle_model_get,        "getModel"},
     {"/metrics",             "GET",    EP_METRICS,    false, false, false, kd_handle_metrics,          "metrics"},
     {"/forecast",            "POST",   EP_FORECAST,   false, true,  true,  kd_handle_forecast,         "forecast"},
     {"/generate",            "POST",   EP_GENERATE,   false, true,  false, kd_handle_generate,         "generate"},

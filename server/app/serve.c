@@ -110,10 +110,16 @@ static int resolve_workers(const kd_config *c) {
     return n > 0 ? (int)n : 1;
 }
 
-/* The pool ran dry under the scheduler: the least recently used idle session goes. */
+/* The pool ran dry under the scheduler: the least recently used idle session goes (one
+ * on that pool: a model's). */
 static bool make_room(void *ctx) {
     kd_app *app = ctx;
     return kd_sessions_evict_lru(app->sessions);
+}
+
+static bool make_room_in(kr_pool *pool, void *ctx) {
+    kd_app *app = ctx;
+    return kd_sessions_evict_lru_in(app->sessions, pool);
 }
 
 /* A request's first model step is next: its queueing delay by class. */
@@ -156,28 +162,26 @@ static kd_replay_status replay(void *ctx, const kd_journal_record *rec, char *ms
 static int open_journal(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
     if (!c->state_dir) return 0;
-    kr_error ke = {0};
-    char desc[512];
-    const char *name = c->model ? c->model : c->predictor;
+    const kd_model *dm = &app->models.v[0];
+    /* the header names the default model; each session's record names its own, and a token
+     * pair's range is checked by its model's core at replay when there are several */
     kd_journal_config jc = {.dir = c->state_dir,
                             .fsync = (kd_fsync_policy)kd_fsync_policy_parse(c->journal_fsync),
                             .rewrite_min = c->journal_rewrite_min,
-                            .model = desc,
-                            .m = app->model,
+                            .model = dm->desc,
+                            .fingerprint = dm->fingerprint,
+                            .m = app->models.n > 1 ? NULL : dm->m,
                             .node_id = c->node_id,
                             .max_sessions = c->max_sessions};
-    if (kd_model_fingerprint(app->model, name, &jc.fingerprint, desc, sizeof desc, &ke) < 0) {
-        snprintf(err, errlen, "state-dir: the model's fingerprint: %s", ke.msg);
-        return -1;
-    }
     const double t0 = now_s();
     kd_journal *j = kd_journal_open(&jc, replay, app, err, errlen);
     if (!j) return -1;
     kd_journal_stats st;
     kd_journal_stats_get(j, &st);
-    kd_log("journal %s/journal: %llu session%s restored, %zu bytes, journal-fsync %s, in %.2f s",
-           c->state_dir, st.restored, st.restored == 1 ? "" : "s", st.bytes, c->journal_fsync,
-           now_s() - t0);
+    kd_log("journal %s/journal: %llu session%s restored (%llu refused), %zu bytes, journal-fsync "
+           "%s, in %.2f s",
+           c->state_dir, st.restored, st.restored == 1 ? "" : "s", st.refused, st.bytes,
+           c->journal_fsync, now_s() - t0);
     app->journal = j;
     return 0;
 }
@@ -185,25 +189,15 @@ static int open_journal(kd_app *app, char *err, size_t errlen) {
 /* Model, pool, sessions, workers, scheduler: everything requests need. */
 static int load(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
-    kr_error ke = {0};
-    kr_precision weights = KR_PREC_F32, kv = KR_PREC_F32; /* kd_config_load checked them */
-    kr_precision_parse(c->weights, "weights", &weights, &ke);
-    kr_precision_parse(c->kv, "kv", &kv, &ke);
-    if (!(app->model = kd_model_open(c->model, c->tokenizer, c->predictor, c->max_context, weights,
-                                     kv, &ke))) {
-        snprintf(err, errlen, "cannot load model: %s", ke.msg);
-        return -1;
-    }
-    uint64_t fp = 0;
-    char desc[512];
-    if (kd_model_fingerprint(app->model, "model", &fp, desc, sizeof desc, &ke) < 0) {
-        snprintf(err, errlen, "the model's fingerprint: %s", ke.msg);
-        return -1;
-    }
-    snprintf(app->model_id, sizeof app->model_id, "%016llx", (unsigned long long)fp);
-    if (!(app->pool = kr_pool_create(app->model, c->pool_bytes, &ke))) {
-        snprintf(err, errlen, "pool-bytes %zu: %s", c->pool_bytes, ke.msg);
-        return -1;
+    if (kd_models_load(&app->models, c, err, errlen) < 0) return -1;
+    const kd_model *dm = &app->models.v[0];
+    app->model = dm->m;
+    app->pool = dm->pool;
+    snprintf(app->model_id, sizeof app->model_id, "%s", dm->fp_hex);
+    for (int i = 0; i < app->models.n; i++) {
+        const kd_model *md = &app->models.v[i];
+        kd_log("model %s%s: hash %s, %zu parameters%s", md->id, i ? "" : " (default)", md->hash,
+               kr_model_param_count(md->m), md->tokenizer_of >= 0 ? ", its tokenizer shared" : "");
     }
     const kd_sessions_limits sl = {.max_sessions = c->max_sessions,
                                    .ttl_seconds = c->session_ttl,
@@ -234,6 +228,7 @@ static int load(kd_app *app, char *err, size_t errlen) {
                           /* 0: never (the core's 0 is its default) */
                           .light_recent_ms = c->light_recent_ms ? c->light_recent_ms : -1,
                           .make_room = make_room,
+                          .make_room_in = make_room_in,
                           .started = request_started,
                           .ctx = app};
     if (!(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen))) return -1;
@@ -246,8 +241,7 @@ static void unload(kd_app *app) {
     kd_journal_close(app->journal);
     app->journal = NULL; /* the table's last frees are no sessions' ends */
     kd_sessions_free(app->sessions);
-    kr_pool_free(app->pool);
-    kr_model_free(app->model);
+    kd_models_free(&app->models);
     kd_metrics_free(app->metrics);
     kd_keys_free(atomic_load(&app->api_keys));
     kd_keys_free(atomic_load(&app->admin_keys));

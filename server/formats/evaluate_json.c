@@ -32,6 +32,7 @@ static const char *const request_fields[] = {"candles",
                                              "calibration",
                                              "calibration_warmup",
                                              "anomalies",
+                                             "model",
                                              NULL};
 
 const char *const *kd_evaluate_option_names(void) {

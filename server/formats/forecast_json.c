@@ -17,7 +17,7 @@ const kd_forecast_limits kd_forecast_default_limits = {100000, 10000, 1000};
 static const char *const request_fields[] = {
     "candles",    "horizon",       "future_timestamps", "samples",   "temperature", "top_k",
     "top_p",      "seed",          "max_context",       "use_cache", "quantiles",   "return_paths",
-    "timeout_ms", "normalization", "calibration",       NULL};
+    "timeout_ms", "normalization", "calibration",       "model",     NULL};
 static const char *const normalization_fields[] = {"mean", "std", NULL};
 static const char *const kr_column_names_null[] = {"open",   "high",   "low", "close",
                                                    "volume", "amount", NULL};

@@ -10,20 +10,11 @@
 #include "forecast_json.h"
 #include "json_fields.h"
 
-static const char *const generate_fields[] = {"session",
-                                              "tokens",
-                                              "timestamps",
-                                              "stamps",
-                                              "max_new_tokens",
-                                              "future_timestamps",
-                                              "future_stamps",
-                                              "temperature",
-                                              "top_k",
-                                              "top_p",
-                                              "seed",
-                                              "timeout_ms",
-                                              NULL};
-static const char *const detokenize_fields[] = {"tokens", "mean", "std", NULL};
+static const char *const generate_fields[] = {
+    "session",       "tokens",      "timestamps", "stamps", "max_new_tokens", "future_timestamps",
+    "future_stamps", "temperature", "top_k",      "top_p",  "seed",           "timeout_ms",
+    "model",         NULL};
+static const char *const detokenize_fields[] = {"tokens", "mean", "std", "model", NULL};
 
 /* ---- tokens and stamps ------------------------------------------------------------------ */
 

@@ -17,8 +17,9 @@
 typedef struct kd_candle_calib kd_candle_calib;
 
 /* A creation's "calibration": absent or null (*out NULL), "online", or a calibration object
- * to start from. -1 with a message naming the field. */
-int kd_candle_calib_parse(kd_app *app, const json_t *v, kd_candle_calib **out, char *msg,
+ * to start from, for the model of fingerprint model_id (kd_model's fp_hex), which an object
+ * must name. -1 with a message naming the field. */
+int kd_candle_calib_parse(const char *model_id, const json_t *v, kd_candle_calib **out, char *msg,
                           size_t msglen);
 void kd_candle_calib_free(kd_candle_calib *c);
 /* *c, which the caller then owns (*c NULL). */
@@ -30,8 +31,8 @@ int kd_candle_calib_journal_start(kd_app *app, kd_candle_calib *c, const char *i
 /* A session forecast of body fitted to the session's calibration (c NULL: none, nothing
  * done): its quantiles default to the calibration's, and in->calibration is set to the
  * current object. -1 with a message (400). */
-int kd_candle_calib_prepare(kd_app *app, kd_candle_calib *c, const json_t *body,
-                            kd_forecast_input *in, char *msg, size_t msglen);
+int kd_candle_calib_prepare(kd_candle_calib *c, const json_t *body, kd_forecast_input *in,
+                            char *msg, size_t msglen);
 /* kd_forecast_done_fn (ctx: the session's kd_candle_calib): the forecast kept and
  * journaled. */
 int kd_candle_calib_kept(kd_app *app, void *ctx, kd_forecast_input *in,
@@ -41,9 +42,10 @@ int kd_candle_calib_kept(kd_app *app, void *ctx, kd_forecast_input *in,
  * err. */
 int kd_candle_calib_resolve(kd_app *app, kd_candle_calib *c, long first, const kr_candles *cand,
                             const kd_time_form *form, json_t **anomalies, kr_error *err);
-/* A record replayed into *c for a session of `length` candles before it: a K record's start
- * creates it, its forecast is kept; an A record's candles resolve the kept forecasts. */
-kd_replay_status kd_candle_calib_replay(kd_app *app, kd_candle_calib **c, long length,
+/* A record replayed into *c for a session of `length` candles before it, bound to the model
+ * of fingerprint model_id: a K record's start creates it, its forecast is kept; an A
+ * record's candles resolve the kept forecasts. */
+kd_replay_status kd_candle_calib_replay(const char *model_id, kd_candle_calib **c, long length,
                                         const kd_journal_record *rec, char *msg, size_t msglen);
 /* Its running statistics into out (nothing when c is NULL). */
 void kd_candle_calib_describe(const kd_candle_calib *c, kd_session_extra *out);

@@ -17,6 +17,7 @@ struct kd_candle_calib {
     kr_calib_online *online;
     char *start_text; /* the starting object as JSON, "" for online: its journal record */
     char id[KD_SESSION_ID_LEN + 1]; /* the session's, for its K records */
+    char model_id[24];              /* its model's fingerprint, which its objects name */
 };
 
 /* The default levels of a first forecast that asks for none. */
@@ -73,7 +74,7 @@ static kd_candle_calib *calib_from_text(const char *text, size_t len, const char
     return c;
 }
 
-int kd_candle_calib_parse(kd_app *app, const json_t *v, kd_candle_calib **out, char *msg,
+int kd_candle_calib_parse(const char *model_id, const json_t *v, kd_candle_calib **out, char *msg,
                           size_t msglen) {
     *out = NULL;
     if (!v || json_is_null(v)) return 0;
@@ -82,14 +83,17 @@ int kd_candle_calib_parse(kd_app *app, const json_t *v, kd_candle_calib **out, c
             return kd_fail(msg, msglen,
                            "calibration: must be \"online\" or a calibration object, got \"%s\"",
                            json_string_value(v));
-        return (*out = calib_from_text("", 0, NULL, msg, msglen)) ? 0 : -1;
+        if (!(*out = calib_from_text("", 0, NULL, msg, msglen))) return -1;
+        snprintf((*out)->model_id, sizeof(*out)->model_id, "%s", model_id);
+        return 0;
     }
     if (!json_is_object(v))
         return kd_wrong(v, "calibration", "\"online\" or a calibration object", msg, msglen);
     char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
     if (!text) return kd_fail(msg, msglen, "calibration: out of memory");
-    *out = calib_from_text(text, strlen(text), app->model_id, msg, msglen);
+    *out = calib_from_text(text, strlen(text), model_id, msg, msglen);
     free(text);
+    if (*out) snprintf((*out)->model_id, sizeof(*out)->model_id, "%s", model_id);
     return *out ? 0 : -1;
 }
 
@@ -105,8 +109,8 @@ int kd_candle_calib_journal_start(kd_app *app, kd_candle_calib *c, const char *i
     return kd_journal_write(app->journal, &rec, msg, msglen);
 }
 
-int kd_candle_calib_prepare(kd_app *app, kd_candle_calib *c, const json_t *body,
-                            kd_forecast_input *in, char *msg, size_t msglen) {
+int kd_candle_calib_prepare(kd_candle_calib *c, const json_t *body, kd_forecast_input *in,
+                            char *msg, size_t msglen) {
     if (!c) return 0;
     if (in->calibration)
         return kd_fail(msg, msglen,
@@ -120,7 +124,7 @@ int kd_candle_calib_prepare(kd_app *app, kd_candle_calib *c, const json_t *body,
                (size_t)q->n_quantiles * sizeof(double));
     }
     kr_error err = {0};
-    if (kr_calib_online_fit(c->online, app->model_id, q->horizon, q->samples, q->quantiles,
+    if (kr_calib_online_fit(c->online, c->model_id, q->horizon, q->samples, q->quantiles,
                             q->n_quantiles, &err) < 0)
         return kd_fail(msg, msglen, "%s", err.msg);
     in->calibration = calloc(1, sizeof *in->calibration);
@@ -205,7 +209,7 @@ int kd_candle_calib_resolve(kd_app *app, kd_candle_calib *c, long first, const k
     return 0;
 }
 
-kd_replay_status kd_candle_calib_replay(kd_app *app, kd_candle_calib **c, long length,
+kd_replay_status kd_candle_calib_replay(const char *model_id, kd_candle_calib **c, long length,
                                         const kd_journal_record *rec, char *msg, size_t msglen) {
     if (rec->type == KD_REC_APPEND) {
         const kr_candles cand = kd_journal_record_candles(rec);
@@ -222,8 +226,9 @@ kd_replay_status kd_candle_calib_replay(kd_app *app, kd_candle_calib **c, long l
             snprintf(msg, msglen, "a second calibration start for one session");
             return KD_REPLAY_INVALID;
         }
-        *c = calib_from_text(k->text, k->text_len, app->model_id, msg, msglen);
+        *c = calib_from_text(k->text, k->text_len, model_id, msg, msglen);
         if (!*c) return KD_REPLAY_INVALID;
+        snprintf((*c)->model_id, sizeof(*c)->model_id, "%s", model_id);
         snprintf((*c)->id, sizeof(*c)->id, "%s", rec->id);
         return KD_REPLAY_OK;
     }
@@ -235,7 +240,7 @@ kd_replay_status kd_candle_calib_replay(kd_app *app, kd_candle_calib **c, long l
         return KD_REPLAY_INVALID;
     }
     kr_error err = {0};
-    if (kr_calib_online_fit((*c)->online, app->model_id, k->horizon, k->samples, k->levels,
+    if (kr_calib_online_fit((*c)->online, (*c)->model_id, k->horizon, k->samples, k->levels,
                             k->n_levels, &err) < 0 ||
         kr_calib_online_keep((*c)->online, k->origin, k->last, k->sorted, k->p_up, &err) < 0) {
         snprintf(msg, msglen, "%s", err.msg);

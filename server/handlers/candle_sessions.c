@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "candle_calib.h"
+#include "candle_state.h"
 #include "forecast_job.h"
 #include "inputs.h"
 #include "json_fields.h"
@@ -19,248 +19,6 @@
 #include "series_json.h"
 #include "submit.h"
 #include "timefmt.h"
-
-/* ---- the session's state -------------------------------------------------------------- */
-
-/* A session restored from the journal holds its candles alone until its first append
- * rebuilds the series, so that start-up encodes nothing; a forecast meanwhile runs on the
- * same candles with the series' statistics pinned, which is the series' forecast to the bit
- * (kronos.h). */
-typedef struct {
-    int n, cap;
-    bool has[KR_D_IN];
-    int64_t *timestamps;
-    double *columns[KR_D_IN];
-    float mean[KR_D_IN], std[KR_D_IN];
-} pending_candles;
-
-typedef struct {
-    kr_series *series;        /* NULL while pending */
-    pending_candles *pending; /* a restored session's candles, until the series is built */
-    kd_time_form form;        /* how the last candles' timestamps were written */
-    kd_candle_calib *calib;   /* NULL: its forecasts are not calibrated online */
-} candle_state;
-
-static void pending_free(pending_candles *p) {
-    if (!p) return;
-    free(p->timestamps);
-    for (int c = 0; c < KR_D_IN; c++)
-        free(p->columns[c]);
-    free(p);
-}
-
-/* Candles after the pending ones (the same columns); -1 when out of memory or they do not
- * fit (a journal that disagrees with itself). */
-static int pending_add(pending_candles *p, const kr_candles *c) {
-    for (int k = 0; k < KR_D_IN; k++)
-        if (p->n > 0 && p->has[k] != (c->columns[k] != NULL)) return -1;
-    if (p->n + c->n > p->cap) {
-        int cap = p->cap ? p->cap : 64;
-        while (cap < p->n + c->n)
-            cap *= 2;
-        int64_t *t = realloc(p->timestamps, (size_t)cap * sizeof *t);
-        if (!t) return -1;
-        p->timestamps = t;
-        for (int k = 0; k < KR_D_IN; k++) {
-            if (!c->columns[k]) continue;
-            double *col = realloc(p->columns[k], (size_t)cap * sizeof *col);
-            if (!col) return -1;
-            p->columns[k] = col;
-        }
-        p->cap = cap;
-    }
-    memcpy(p->timestamps + p->n, c->timestamps, (size_t)c->n * sizeof *c->timestamps);
-    for (int k = 0; k < KR_D_IN; k++) {
-        p->has[k] = c->columns[k] != NULL;
-        if (p->has[k]) memcpy(p->columns[k] + p->n, c->columns[k], (size_t)c->n * sizeof(double));
-    }
-    p->n += c->n;
-    return 0;
-}
-
-static void state_free(void *p) {
-    candle_state *st = p;
-    if (!st) return;
-    kr_series_free(st->series);
-    pending_free(st->pending);
-    kd_candle_calib_free(st->calib);
-    free(st);
-}
-
-/* req's context and pinned statistics: the series', or the pending candles'. */
-static void state_request(const candle_state *st, kr_forecast_request *req) {
-    if (st->series) {
-        kr_series_request(st->series, req);
-        return;
-    }
-    const pending_candles *p = st->pending;
-    req->context.n = p->n;
-    req->context.timestamps = p->timestamps;
-    for (int c = 0; c < KR_D_IN; c++)
-        req->context.columns[c] = p->has[c] ? p->columns[c] : NULL;
-    req->norm.pinned = true;
-    memcpy(req->norm.mean, p->mean, sizeof p->mean);
-    memcpy(req->norm.std, p->std, sizeof p->std);
-}
-
-/* Takes back the last k candles the series was given (their record could not be written):
- * the session becomes what the journal holds and a restart would restore, its candles
- * before them on the clock they were on (old_form) with the series' statistics, pending
- * until the next append rebuilds the series. -1 when out of memory (nothing changed). */
-static int revert_append(candle_state *st, int k, kd_time_form old_form) {
-    kr_forecast_request req = {0};
-    kr_series_request(st->series, &req);
-    pending_candles *p = calloc(1, sizeof *p);
-    kr_candles before = req.context;
-    before.n -= k;
-    if (!p || pending_add(p, &before) < 0) {
-        pending_free(p);
-        return -1;
-    }
-    const int64_t shift = (int64_t)(kd_form_offset(&st->form) - kd_form_offset(&old_form)) * 60;
-    for (int i = 0; i < p->n; i++)
-        p->timestamps[i] -= shift;
-    memcpy(p->mean, req.norm.mean, sizeof p->mean);
-    memcpy(p->std, req.norm.std, sizeof p->std);
-    kr_series_free(st->series);
-    st->series = NULL;
-    st->pending = p;
-    st->form = old_form;
-    return 0;
-}
-
-static int64_t state_last_timestamp(const candle_state *st) {
-    return st->series ? kr_series_last_timestamp(st->series)
-                      : st->pending->timestamps[st->pending->n - 1];
-}
-
-static void state_describe(const void *p, kd_session_extra *out) {
-    const candle_state *st = p;
-    memset(out, 0, sizeof *out);
-    if (st->series) {
-        out->length = kr_series_length(st->series);
-        out->bytes = kr_series_bytes(st->series);
-        out->heap_bytes = kr_series_heap_bytes(st->series);
-        kr_series_stats(st->series, out->mean, out->std);
-    } else {
-        const pending_candles *pc = st->pending;
-        int cols = 0;
-        for (int c = 0; c < KR_D_IN; c++)
-            cols += pc->has[c];
-        out->length = pc->n;
-        out->bytes = out->heap_bytes = (size_t)pc->cap * (sizeof(int64_t) + cols * sizeof(double));
-        memcpy(out->mean, pc->mean, sizeof out->mean);
-        memcpy(out->std, pc->std, sizeof out->std);
-    }
-    out->last_timestamp = state_last_timestamp(st);
-    if (!st->form.unix_seconds)
-        kd_format_timestamp(out->last_timestamp, st->form.tz_offset_min, st->form.has_tz,
-                            out->last_timestamp_text, sizeof out->last_timestamp_text);
-    kd_candle_calib_describe(st->calib, out);
-}
-
-static const kd_session_kind candle_kind = {"candles", state_free, state_describe};
-
-/* ---- the journal (state-dir) ------------------------------------------------------------ */
-
-static void record_form(kd_journal_record *rec, const kd_time_form *form) {
-    rec->unix_seconds = form->unix_seconds;
-    rec->has_tz = form->has_tz;
-    rec->tz_offset_min = form->tz_offset_min;
-}
-
-static void record_candles(kd_journal_record *rec, const kr_candles *c) {
-    rec->n = c->n;
-    rec->timestamps = c->timestamps;
-    for (int k = 0; k < KR_D_IN; k++)
-        rec->columns[k] = c->columns[k];
-}
-
-/* The creation of session s as the journal keeps it: every candle of the series and the
- * statistics it uses (pinned on replay, so that it is the same series). 0 without a
- * journal; -1 with msg. */
-static int journal_created(kd_app *app, kd_session *s, const char *owner, char *msg,
-                           size_t msglen) {
-    if (!app->journal) return 0;
-    const candle_state *st = kd_session_state(s);
-    kr_forecast_request req = {0};
-    kr_series_request(st->series, &req);
-    kd_journal_record rec = {.type = KD_REC_CANDLES};
-    snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(s));
-    snprintf(rec.owner, sizeof rec.owner, "%s", owner);
-    record_form(&rec, &st->form);
-    memcpy(rec.mean, req.norm.mean, sizeof rec.mean);
-    memcpy(rec.std, req.norm.std, sizeof rec.std);
-    record_candles(&rec, &req.context);
-    return kd_journal_write(app->journal, &rec, msg, msglen);
-}
-
-static int journal_appended(kd_app *app, kd_session *s, const kr_candles *c,
-                            const kd_time_form *form, char *msg, size_t msglen) {
-    if (!app->journal) return 0;
-    kd_journal_record rec = {.type = KD_REC_APPEND};
-    snprintf(rec.id, sizeof rec.id, "%s", kd_session_id(s));
-    record_form(&rec, form);
-    record_candles(&rec, c);
-    return kd_journal_write(app->journal, &rec, msg, msglen);
-}
-
-static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec, char *msg,
-                                      size_t msglen) {
-    const kr_candles c = kd_journal_record_candles(rec);
-    candle_state *st = calloc(1, sizeof *st);
-    if (st) st->pending = calloc(1, sizeof *st->pending);
-    if (!st || !st->pending || pending_add(st->pending, &c) < 0) {
-        snprintf(msg, msglen, "out of memory for its %d candles", rec->n);
-        state_free(st);
-        return KD_REPLAY_ERROR;
-    }
-    memcpy(st->pending->mean, rec->mean, sizeof rec->mean);
-    memcpy(st->pending->std, rec->std, sizeof rec->std);
-    st->form = (kd_time_form){rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
-    kd_session *s = NULL;
-    const kd_session_status ss =
-        kd_sessions_restore(app->sessions, &candle_kind, st, rec->owner, rec->id, &s, msg, msglen);
-    if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
-    kd_sessions_release(app->sessions, s);
-    return KD_REPLAY_OK;
-}
-
-static kd_replay_status replay_append(kd_app *app, const kd_journal_record *rec, char *msg,
-                                      size_t msglen) {
-    kd_session *s = NULL;
-    if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, msglen) != KD_SESSION_OK)
-        return KD_REPLAY_INVALID;
-    candle_state *st = kd_session_kind_of(s) == &candle_kind ? kd_session_state(s) : NULL;
-    const kr_candles c = kd_journal_record_candles(rec);
-    const kd_time_form form = {rec->unix_seconds, rec->has_tz, rec->tz_offset_min};
-    kd_replay_status rc = KD_REPLAY_INVALID;
-    snprintf(msg, msglen, "a record for a session that is not a restored candle session");
-    if (st && st->pending && rec->type == KD_REC_CALIB) /* its calibration's start or forecast */
-        rc = kd_candle_calib_replay(app, &st->calib, st->pending->n, rec, msg, msglen);
-    else if (st && st->pending) {
-        /* an append at a new offset moved the series to its clock (append_candles): the
-         * pending candles move with it, so the rebuilt series is the one before the crash */
-        const int64_t shift = (int64_t)(kd_form_offset(&form) - kd_form_offset(&st->form)) * 60;
-        for (int i = 0; i < st->pending->n; i++)
-            st->pending->timestamps[i] += shift;
-        rc = pending_add(st->pending, &c) == 0 ? KD_REPLAY_OK : KD_REPLAY_ERROR;
-        if (rc == KD_REPLAY_OK)
-            st->form = form;
-        else
-            snprintf(msg, msglen, "out of memory for %d more candles", rec->n);
-    }
-    if (rc == KD_REPLAY_OK && rec->type == KD_REC_APPEND) /* the candles resolve its forecasts */
-        rc = kd_candle_calib_replay(app, &st->calib, st->pending->n - rec->n, rec, msg, msglen);
-    kd_sessions_release(app->sessions, s);
-    return rc;
-}
-
-kd_replay_status kd_replay_candle_record(kd_app *app, const kd_journal_record *rec, char *msg,
-                                         size_t msglen) {
-    return rec->type == KD_REC_CANDLES ? replay_create(app, rec, msg, msglen)
-                                       : replay_append(app, rec, msg, msglen);
-}
 
 /* The session of the path, busy for the caller, and a candle session; NULL after replying. */
 static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what) {
@@ -273,7 +31,7 @@ static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what)
         kd_reply_session_error(r, st, msg);
         return NULL;
     }
-    if (kd_session_kind_of(s) != &candle_kind) {
+    if (kd_session_kind_of(s) != &kd_candle_kind) {
         kd_sessions_release(app->sessions, s);
         kd_refuse(app, r, KD_REFUSED_INVALID, 400, "wrong_session_kind",
                   "session %s is a token session: it takes tokens (POST /generate), not %s; "
@@ -293,6 +51,7 @@ typedef struct {
     kr_norm norm;    /* pinned statistics, if given */
     kr_series *series;
     kd_candle_calib *calib; /* "calibration", if given */
+    const kd_model *md;     /* the model it is bound to (the request's) */
 } create_job;
 
 static void create_discard(kd_work *w) {
@@ -306,7 +65,7 @@ static int create_series(void *ctx, kr_error *err) {
     create_job *c = ctx;
     kd_app *app = c->work.app;
     c->series =
-        kr_series_create(app->model, app->pool, &c->view, &c->norm, app->cfg.max_candles, err);
+        kr_series_create(c->md->m, c->md->pool, &c->view, &c->norm, app->cfg.max_candles, err);
     return c->series ? 0 : -1;
 }
 
@@ -319,9 +78,10 @@ static void reply_created(kd_app *app, kd_request *r, const char *id) {
         kd_reply_error(r, 404, "session_not_found", "%s", msg); /* evicted at once */
         return;
     }
-    json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:i}", "session", id, "kind", "candles", "length",
-                          info.extra.length, "max_context", kr_model_max_context(app->model),
-                          "ttl_seconds", app->cfg.session_ttl);
+    json_t *o =
+        json_pack("{s:s,s:s,s:i,s:i,s:i}", "session", id, "kind", "candles", "length",
+                  info.extra.length, "max_context", kr_model_max_context(kd_request_model(r)->m),
+                  "ttl_seconds", app->cfg.session_ttl);
     if (o && kd_session_extra_json(o, &info) < 0) {
         json_decref(o);
         o = NULL;
@@ -346,7 +106,8 @@ static void create_run(kd_work *w) {
     kd_request_owner(r, owner, sizeof owner);
     /* the bytes planned, room made, then the series encoded once */
     size_t pool = 0;
-    const size_t heap = kr_series_bytes_for(app->model, c->view.n, &pool);
+    const kd_model *md = c->md;
+    const size_t heap = kr_series_bytes_for(md->m, c->view.n, &pool);
     kd_session_status refused;
     kd_with_planned_room(app, owner, heap, pool, true, create_series, c, &err, &refused, msg,
                          sizeof msg, &retry_after);
@@ -372,15 +133,16 @@ static void create_run(kd_work *w) {
     st->series = series;
     st->form = form;
     kd_session *held = NULL;
-    kd_session_status ss = kd_sessions_new_with(app->sessions, &candle_kind, st, owner, id, &held,
-                                                msg, sizeof msg, &retry_after);
+    kd_session_status ss = kd_sessions_new_with(app->sessions, &kd_candle_kind, st, owner, id,
+                                                &held, msg, sizeof msg, &retry_after);
     kd_sessions_unreserve(app->sessions, heap); /* counted as the session's now */
     if (ss != KD_SESSION_OK) {                  /* the table freed st */
         reply_refused(r, ss, msg, retry_after);
         return;
     }
+    kd_session_bind(held, md, md->pool); /* no token cache: nothing to move */
     /* held until its creation is written, so that nothing can end it before */
-    if (journal_created(app, held, owner, msg, sizeof msg) < 0 ||
+    if (kd_candle_journal_created(app, held, md, owner, msg, sizeof msg) < 0 ||
         kd_candle_calib_journal_start(app, st->calib, id, msg, sizeof msg) < 0) {
         kd_sessions_discard(app->sessions, held);
         kd_reply_journal_failed(
@@ -394,7 +156,8 @@ static void create_run(kd_work *w) {
 
 static const kd_work_ops create_ops = {.run = create_run, .discard = create_discard};
 
-static const char *const create_fields[] = {"candles", "normalization", "calibration", NULL};
+static const char *const create_fields[] = {"candles", "normalization", "calibration", "model",
+                                            NULL};
 
 kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const json_t *body) {
     char msg[KD_MSG_MAX];
@@ -408,12 +171,22 @@ kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const jso
                    kd_candles_parse(kd_field(body, "candles"), 2, app->cfg.max_candles, &c->candles,
                                     msg, sizeof msg) < 0 ||
                    kd_normalization_parse(kd_field(body, "normalization"), &c->norm, msg,
-                                          sizeof msg) < 0 ||
-                   kd_candle_calib_parse(app, kd_field(body, "calibration"), &c->calib, msg,
-                                         sizeof msg) < 0
+                                          sizeof msg) < 0
              : kd_body_csv_candles(r, 2, app->cfg.max_candles, &c->candles, msg, sizeof msg) < 0) {
         kd_candles_free(&c->candles);
-        kd_candle_calib_free(c->calib);
+        free(c);
+        kd_refuse_invalid(app, r, msg);
+        return KD_REPLIED;
+    }
+    if (!(c->md = kd_pick_model(app, r))) {
+        kd_candles_free(&c->candles);
+        free(c);
+        return KD_REPLIED;
+    }
+    /* a calibration object names its model: checked against the one picked */
+    if (body && kd_candle_calib_parse(c->md->fp_hex, kd_field(body, "calibration"), &c->calib, msg,
+                                      sizeof msg) < 0) {
+        kd_candles_free(&c->candles);
         free(c);
         kd_refuse_invalid(app, r, msg);
         return KD_REPLIED;
@@ -443,30 +216,32 @@ static void append_discard(kd_work *w) {
 typedef struct {
     kd_app *app;
     candle_state *st;
+    const kd_model *md;
 } build_call;
 
 static int build_series(void *ctx, kr_error *err) {
     build_call *b = ctx;
     kr_forecast_request req = {0};
-    state_request(b->st, &req);
-    kr_series *series = kr_series_create(b->app->model, b->app->pool, &req.context, &req.norm,
+    kd_candle_state_request(b->st, &req);
+    kr_series *series = kr_series_create(b->md->m, b->md->pool, &req.context, &req.norm,
                                          b->app->cfg.max_candles, err);
     if (!series) return -1;
     b->st->series = series;
-    pending_free(b->st->pending);
+    kd_candle_pending_free(b->st->pending);
     b->st->pending = NULL;
     return 0;
 }
 
 /* Builds a pending session's series, its room planned; KD_SESSION_OK (rc the build's) or a
  * refusal with msg and *retry_after. */
-static kd_session_status ensure_series(kd_app *app, candle_state *st, const char *owner, int *rc,
-                                       kr_error *err, char *msg, size_t msglen, int *retry_after) {
+static kd_session_status ensure_series(kd_app *app, const kd_model *md, candle_state *st,
+                                       const char *owner, int *rc, kr_error *err, char *msg,
+                                       size_t msglen, int *retry_after) {
     *rc = 0;
     if (st->series) return KD_SESSION_OK;
     size_t pool = 0;
-    const size_t heap = kr_series_bytes_for(app->model, st->pending->n, &pool);
-    build_call b = {app, st};
+    const size_t heap = kr_series_bytes_for(md->m, st->pending->n, &pool);
+    build_call b = {app, st, md};
     kd_session_status refused;
     *rc = kd_with_planned_room(app, owner, heap, pool, false, build_series, &b, err, &refused, msg,
                                msglen, retry_after);
@@ -491,6 +266,7 @@ static void append_run(kd_work *w) {
     kd_app *app = w->app;
     kd_request *r = w->r;
     candle_state *st = kd_session_state(a->session);
+    const kd_model *md = kd_request_model(r);
     kr_error err = {0};
     kd_candles_link(&a->candles, &a->view);
     /* the growth planned: the arrays and encoder blocks, and the predictor's window (a new
@@ -499,7 +275,7 @@ static void append_run(kd_work *w) {
     kd_request_owner(r, owner, sizeof owner);
     int retry_after = 1, built = 0;
     const kd_session_status unbuilt =
-        ensure_series(app, st, owner, &built, &err, rmsg, sizeof rmsg, &retry_after);
+        ensure_series(app, md, st, owner, &built, &err, rmsg, sizeof rmsg, &retry_after);
     if (unbuilt != KD_SESSION_OK || built) {
         append_discard(w);
         if (unbuilt != KD_SESSION_OK)
@@ -512,13 +288,13 @@ static void append_run(kd_work *w) {
     const bool shifted = kd_form_offset(&a->candles.time_form) != kd_form_offset(&st->form);
     const int n_after = kr_series_length(st->series) + a->view.n;
     size_t pool_after = 0;
-    const size_t heap_after = kr_series_bytes_for(app->model, n_after, &pool_after);
+    const size_t heap_after = kr_series_bytes_for(md->m, n_after, &pool_after);
     const size_t heap_now = kr_series_heap_bytes(st->series);
     const size_t pool_now = kr_series_bytes(st->series) - heap_now;
     const size_t heap = heap_after > heap_now ? heap_after - heap_now : 0;
-    const size_t pool = shifted || n_after > kr_model_max_context(app->model) ? pool_after
-                        : pool_after > pool_now ? pool_after - pool_now
-                                                : 0;
+    const size_t pool = shifted || n_after > kr_model_max_context(md->m) ? pool_after
+                        : pool_after > pool_now                          ? pool_after - pool_now
+                                                                         : 0;
     kd_session_status refused;
     const int rc = kd_with_planned_room(app, owner, heap, pool, false, append_candles, a, &err,
                                         &refused, rmsg, sizeof rmsg, &retry_after);
@@ -531,14 +307,14 @@ static void append_run(kd_work *w) {
     if (rc == 0) st->form = a->candles.time_form;
     const int appended = a->candles.n, length = kr_series_length(st->series);
     kd_session_extra e;
-    state_describe(st, &e);
+    kd_candle_describe(st, &e);
     char id[KD_SESSION_ID_LEN + 9], msg[KD_MSG_MAX];
     kd_path_session_id(kd_request_path(r), id, sizeof id);
     /* written while the session is held: the journal's order is the appends' order */
-    if (rc == 0 &&
-        journal_appended(app, a->session, &a->view, &a->candles.time_form, msg, sizeof msg) < 0) {
+    if (rc == 0 && kd_candle_journal_appended(app, a->session, &a->view, &a->candles.time_form, msg,
+                                              sizeof msg) < 0) {
         char outcome[KD_MSG_MAX];
-        if (revert_append(st, appended, old_form) == 0) {
+        if (kd_candle_revert_append(st, appended, old_form) == 0) {
             snprintf(outcome, sizeof outcome,
                      "the candles could not be written to the journal (state-dir), so they were "
                      "not appended: session %s is as it was before this request",
@@ -576,7 +352,7 @@ static void append_run(kd_work *w) {
 
 static const kd_work_ops append_ops = {.run = append_run, .discard = append_discard};
 
-static const char *const append_fields[] = {"candles", NULL};
+static const char *const append_fields[] = {"candles", "model", NULL};
 
 kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
     char msg[KD_MSG_MAX];
@@ -601,7 +377,8 @@ kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     kd_work_init(&a->work, &append_ops, app, r, 0);
-    if (!(a->session = acquire_candles(app, r, "candles"))) {
+    if (!(a->session = acquire_candles(app, r, "candles")) ||
+        !kd_session_model_of(app, r, a->session)) {
         append_discard(&a->work);
         return KD_REPLIED;
     }
@@ -609,10 +386,10 @@ kd_outcome kd_handle_session_candles(kd_app *app, kd_request *r) {
     const candle_state *st = kd_session_state(a->session);
     const bool reclock = kd_form_offset(&a->candles.time_form) != kd_form_offset(&st->form);
     /* a session restored from the journal is built by its first append (ensure_series) */
-    const double gflop =
-        (st->series ? kr_series_append_flops(st->series, a->candles.n, reclock)
-                    : kr_series_create_flops(app->model, st->pending->n + a->candles.n)) /
-        1e9;
+    const double gflop = (st->series ? kr_series_append_flops(st->series, a->candles.n, reclock)
+                                     : kr_series_create_flops(kd_request_model(r)->m,
+                                                              st->pending->n + a->candles.n)) /
+                         1e9;
     if (gflop > (double)app->cfg.max_request_cost) {
         kd_refuse(app, r, KD_REFUSED_TOO_LARGE, 422, "too_large",
                   "append: %d candles need about %.0f GFLOP of model work; max-request-cost is "
@@ -640,17 +417,18 @@ static const char *const *session_forecast_fields(void) {
 
 /* The options, parsed against the series' last candle (future_timestamps must follow it)
  * in the form of its timestamps; -1 with a message. */
-static int parse_session_forecast(kd_app *app, const json_t *body, const candle_state *st,
-                                  kd_forecast_input *in, char *msg, size_t msglen) {
+static int parse_session_forecast(kd_app *app, const kr_model *m, const json_t *body,
+                                  const candle_state *st, kd_forecast_input *in, char *msg,
+                                  size_t msglen) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
     kd_candles last = {.n = 1, .time_form = st->form, .timestamps = malloc(sizeof(int64_t))};
     int bad = -1;
     if (!last.timestamps) {
         snprintf(msg, msglen, "out of memory");
     } else {
-        last.timestamps[0] = state_last_timestamp(st);
-        bad = kd_forecast_request_with_candles(body, &last, kr_model_max_context(app->model), &lim,
-                                               in, msg, msglen);
+        last.timestamps[0] = kd_candle_last_timestamp(st);
+        bad = kd_forecast_request_with_candles(body, &last, kr_model_max_context(m), &lim, in, msg,
+                                               msglen);
     }
     kd_candles_free(&last);
     return bad ? -1 : 0;
@@ -667,15 +445,17 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
     }
     kd_forecast_input *in = calloc(1, sizeof *in);
     kd_session *session = in ? acquire_candles(app, r, "a forecast request") : NULL;
-    if (!session) {
+    const kd_model *md = session ? kd_session_model_of(app, r, session) : NULL;
+    if (!md) { /* replied, but out of memory */
         if (!in) kd_reply_no_memory(r);
+        if (session) kd_sessions_release(app->sessions, session);
         json_decref(body);
         free(in);
         return KD_REPLIED;
     }
     candle_state *st = kd_session_state(session);
-    const int bad = parse_session_forecast(app, body, st, in, msg, sizeof msg) ||
-                    kd_candle_calib_prepare(app, st->calib, body, in, msg, sizeof msg);
+    const int bad = parse_session_forecast(app, md->m, body, st, in, msg, sizeof msg) ||
+                    kd_candle_calib_prepare(st->calib, body, in, msg, sizeof msg);
     json_decref(body);
     if (bad || !in->req.use_cache) {
         kd_sessions_release(app->sessions, session);
@@ -687,7 +467,7 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     /* the request's candles become the series' own */
-    state_request(st, &in->req); /* a restored session not yet rebuilt: its candles */
+    kd_candle_state_request(st, &in->req); /* a restored session not yet rebuilt: its candles */
     kd_forecast_job *f = kd_forecast_job_new(app, r, in, 1, KD_ANSWER_JSON);
     if (!f) {
         kd_sessions_release(app->sessions, session);

@@ -21,7 +21,7 @@ static kd_outcome evaluate_series(kd_app *app, kd_request *r, const json_t *body
         return KD_REPLIED;
     }
     for (int i = 0; i < set.n; i++) /* a fitted calibration names it, a given one matches */
-        set.in[i].req.model_id = app->model_id;
+        set.in[i].req.model_id = kd_request_model(r)->fp_hex;
     return kd_evaluate_job_submit_series(app, r, &set, stream);
 }
 
@@ -56,6 +56,11 @@ kd_outcome kd_handle_evaluate(kd_app *app, kd_request *r) {
         json_decref(q.opts); /* replied and counted */
         return KD_REPLIED;
     }
+    if (!kd_pick_model(app, r)) {
+        json_decref(body);
+        json_decref(q.opts);
+        return KD_REPLIED;
+    }
     if (body && kd_is_series_request(body)) {
         const kd_outcome out = evaluate_series(app, r, body, stream);
         json_decref(body);
@@ -75,6 +80,7 @@ kd_outcome kd_handle_evaluate(kd_app *app, kd_request *r) {
         free(in);
         return KD_REPLIED;
     }
-    in->req.model_id = app->model_id; /* a fitted calibration names it, a given one matches */
+    /* a fitted calibration names it, a given one matches */
+    in->req.model_id = kd_request_model(r)->fp_hex;
     return kd_evaluate_job_submit(app, r, in, stream);
 }

@@ -54,6 +54,11 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
         json_decref(q.opts);
         return KD_REPLIED;
     }
+    if (!kd_pick_model(app, r)) {
+        json_decref(body);
+        json_decref(q.opts);
+        return KD_REPLIED;
+    }
     if (body && kd_is_series_request(body)) {
         const kd_outcome out = forecast_series(app, r, body, q.csv_out);
         json_decref(body);

@@ -18,6 +18,7 @@ typedef struct {
     kd_work work; /* first: the submit path's pointer is this struct's */
     kd_generate_input in;
     kd_session *session; /* NULL: a temporary cache */
+    const kd_model *md;  /* the model: the session's, or the request's */
     kr_generate_request req;
     kr_cache *c, *tmp;
     int32_t *s1, *s2;
@@ -63,7 +64,7 @@ static int admit(kd_work *w) {
     const generate_job *g = (const generate_job *)w;
     kd_app *app = w->app;
     const int len = g->session ? kr_cache_length(kd_session_cache(g->session)) : 0;
-    const int cap = kr_model_max_context(app->model);
+    const int cap = kr_model_max_context(g->md->m);
     const long need = (long)len + g->in.n_append + g->in.n_new;
     if (need > cap) {
         kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "context_overflow",
@@ -81,8 +82,8 @@ static int admit(kd_work *w) {
     }
     /* even an empty pool could not hold `need` positions of one cache */
     kr_pool_stats st;
-    kr_pool_stats_get(app->pool, &st);
-    const size_t bytes = kr_pool_bytes_for(app->model, (int)need);
+    kr_pool_stats_get(g->md->pool, &st);
+    const size_t bytes = kr_pool_bytes_for(g->md->m, (int)need);
     if (bytes <= st.bytes_total) return 0;
     kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "pool_too_small",
               "%d positions need %zu bytes of KV cache; the pool holds %zu (pool-bytes)", (int)need,
@@ -100,8 +101,8 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     if (!g->s1 || !g->s2)
         return kr_fail_code(err, KR_E_NO_MEMORY, "generate: out of memory for %d new tokens",
                             n_new);
-    g->c = g->session ? kd_session_cache(g->session)
-                      : (g->tmp = kr_cache_create(w->app->pool, 0, err));
+    g->c =
+        g->session ? kd_session_cache(g->session) : (g->tmp = kr_cache_create(g->md->pool, 0, err));
     if (!g->c) return -1;
     g->length0 = kr_cache_length(g->c);
     return kr_sched_add_generate(ks, g->c, &g->req, g->s1, g->s2, &w->sjob, err);
@@ -160,8 +161,9 @@ static void done(kd_work *w, const kr_error *err) {
                                 jmsg);
         return;
     }
-    json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0, app->model) : NULL;
+    json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0, g->md->m) : NULL;
     if (err->code == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
+    if (err->code == 0) kd_model_count_tokens(g->md, (unsigned long long)g->in.n_new);
     const kr_error e = *err;
     job_free(g); /* releases the session before the client can see the answer */
     if (e.code == 0)
@@ -195,10 +197,16 @@ static bool acquire_session(kd_app *app, kd_request *r, generate_job *g) {
 kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
     char path_id[KD_SESSION_ARG_MAX + 2]; /* /sessions/{id}/generate names the session */
     const bool in_path = kd_path_session(kd_request_path(r), path_id, sizeof path_id);
-    const kd_token_limits lim = kd_token_limits_of(app);
     char msg[KD_MSG_MAX];
     generate_job *g = kd_work_new(sizeof *g, &ops, app, r, 0);
     json_t *body = g ? kd_model_request_json(app, r) : NULL;
+    if (body && !(g->md = kd_pick_model(app, r))) {
+        json_decref(body); /* replied 404 */
+        body = NULL;
+    }
+    /* a session's own model may take other tokens: the core checks them again */
+    const kd_token_limits lim =
+        g && g->md ? kd_token_limits_of(app, g->md->m) : (kd_token_limits){0};
     const int bad = !body || kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg) < 0 ||
                     (in_path && kd_generate_set_session(&g->in, path_id, msg, sizeof msg) < 0);
     if (bad && body) kd_refuse_invalid(app, r, msg); /* else replied */
@@ -208,6 +216,10 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     if (g->in.has_session && !acquire_session(app, r, g)) {
+        job_free(g);
+        return KD_REPLIED;
+    }
+    if (g->session && !(g->md = kd_session_model_of(app, r, g->session))) {
         job_free(g);
         return KD_REPLIED;
     }

@@ -64,6 +64,13 @@ kd_replay_status kd_replay_candle_record(kd_app *app, const kd_journal_record *r
                                          size_t msglen);
 kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *rec, char *msg,
                                         size_t msglen);
+/* A creation record's model (the session's), as the journal keeps it. */
+void kd_record_model(kd_journal_record *rec, const kd_model *md);
+/* The model a creation record names (none: the default one), or NULL with msg when it is no
+ * longer loaded or its hash changed: the session is then not restored (KD_REPLAY_REFUSED)
+ * and its id's 404 says so. */
+const kd_model *kd_replay_model(kd_app *app, const kd_journal_record *rec, char *msg,
+                                size_t msglen);
 /* How a session that the table would not take back is replayed (sessions.c's status). */
 kd_replay_status kd_replay_restore_status(const kd_app *app, kd_session_status st, char *msg,
                                           size_t msglen);
@@ -75,6 +82,10 @@ kd_handler kd_handle_tokenize, kd_handle_detokenize;
 /* evaluate.c: a walk-forward evaluation of the model on a series (evaluate_json.h): every
  * origin's forecast on the scheduler, scored against the actual closes and two baselines. */
 kd_handler kd_handle_evaluate;
+
+/* models.c: GET /models (every model: id, hash, shapes, parameters, bytes, kernels,
+ * loaded_at) and GET /models/{id} (one; 404 model_not_found naming the others). */
+kd_handler kd_handle_models, kd_handle_model_get;
 
 /* status.c: what the server is and does. */
 kd_handler kd_handle_health, kd_handle_model, kd_handle_metrics;

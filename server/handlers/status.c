@@ -14,21 +14,6 @@ kd_outcome kd_handle_health(kd_app *app, kd_request *r) {
     return KD_REPLIED;
 }
 
-/* What people call the model: its directory's name (the predictor's, e.g. "Kronos-small",
- * when the parts are given separately). */
-static const char *model_name(const kd_config *c) {
-    const char *dir = c->model ? c->model : c->predictor ? c->predictor : "";
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    static _Thread_local char name[128];
-    size_t start = n;
-    while (start > 0 && dir[start - 1] != '/')
-        start--;
-    snprintf(name, sizeof name, "%.*s", (int)(n - start), dir + start);
-    return name;
-}
-
 static json_t *model_json(kd_app *app) {
     const kr_tokenizer_config *tc = kr_model_tokenizer_config(app->model);
     const kr_predictor_config *pc = kr_model_predictor_config(app->model);
@@ -37,8 +22,9 @@ static json_t *model_json(kd_app *app) {
     kd_sessions_stats ss;
     kr_pool_stats_get(app->pool, &ps);
     kd_sessions_stats_get(app->sessions, &ss);
+    const kd_model *dm = &app->models.v[0]; /* /model is the default model's view */
     return json_pack(
-        "{s:s,s:s,s:i,s:I,s:s,s:s,"
+        "{s:s,s:s,s:s,s:s,s:i,s:I,s:s,s:s,"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
         "s:{s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:b},"
         "s:{s:I,s:I,s:I,s:i,s:i,s:i},"
@@ -46,7 +32,7 @@ static json_t *model_json(kd_app *app) {
         "s:{s:i,s:i,s:i},"
         "s:{s:I,s:i,s:i,s:i},"
         "s:{s:s}}",
-        "name", model_name(c), "version", KR_VERSION, "max_context",
+        "name", dm->id, "id", dm->id, "hash", dm->hash, "version", KR_VERSION, "max_context",
         kr_model_max_context(app->model), "parameters",
         (json_int_t)kr_model_param_count(app->model), "weights",
         kr_precision_name(kr_model_weights(app->model)), "kv",
@@ -141,12 +127,31 @@ static kd_key_sessions *key_sessions(kd_app *app, int *n) {
     return ks;
 }
 
+/* Every model with what it served (malloc'd); NULL before the models load, or out of
+ * memory (then the series are left out). */
+static kd_model_served *models_served(kd_app *app, int *n) {
+    *n = 0;
+    if (atomic_load(&app->state) == KD_STARTING || app->models.n == 0) return NULL;
+    kd_model_served *ms = calloc((size_t)app->models.n, sizeof *ms);
+    if (!ms) return NULL;
+    for (int i = 0; i < app->models.n; i++) {
+        const kd_model *md = &app->models.v[i];
+        ms[i] = (kd_model_served){md->id, atomic_load(&md->counts->requests),
+                                  atomic_load(&md->counts->tokens)};
+    }
+    *n = app->models.n;
+    return ms;
+}
+
 kd_outcome kd_handle_metrics(kd_app *app, kd_request *r) {
     kd_gauges g = gauges(app);
     kd_key_sessions *ks = key_sessions(app, &g.n_keys);
+    kd_model_served *ms = models_served(app, &g.n_models);
     g.keys = ks;
+    g.models = ms;
     char *text = kd_metrics_render(app->metrics, &g);
     free(ks);
+    free(ms);
     kd_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text);
     return KD_REPLIED;
 }

@@ -10,11 +10,13 @@
 #include "json_fields.h"
 #include "log.h"
 #include "replies.h"
+#include "submit.h"
 
-/* POST /sessions takes no fields; a body, if any, must be an empty JSON object (the
- * router parsed it: the body's text is gone once parsed). */
+/* POST /sessions takes no fields but model (taken out with the body's parse); a body, if
+ * any, must be an empty JSON object then (the router parsed it: the body's text is gone
+ * once parsed). */
 static bool no_fields(kd_request *r, const json_t *body) {
-    static const char *const none[] = {NULL};
+    static const char *const none[] = {"model", NULL};
     char msg[512];
     if (!body) return true;
     const int bad = kd_check_fields(body, "", none, msg, sizeof msg);
@@ -25,6 +27,8 @@ static bool no_fields(kd_request *r, const json_t *body) {
 kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *body) {
     char id[KD_SESSION_ID_LEN + 1], msg[256];
     if (!no_fields(r, body)) return KD_REPLIED;
+    const kd_model *md = kd_pick_model(app, r);
+    if (!md) return KD_REPLIED;
     char owner[KD_OWNER_MAX + 1];
     int retry_after = 1;
     kd_request_owner(r, owner, sizeof owner);
@@ -36,10 +40,16 @@ kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *bo
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
+    if (kd_session_bind(held, md, md->pool) < 0) {
+        kd_sessions_discard(app->sessions, held);
+        kd_reply_no_memory(r);
+        return KD_REPLIED;
+    }
     if (app->journal) { /* held until its creation is written */
         kd_journal_record rec = {.type = KD_REC_TOKENS};
         snprintf(rec.id, sizeof rec.id, "%s", id);
         snprintf(rec.owner, sizeof rec.owner, "%s", owner);
+        kd_record_model(&rec, md);
         char jmsg[512];
         if (kd_journal_write(app->journal, &rec, jmsg, sizeof jmsg) < 0) {
             kd_sessions_discard(app->sessions, held);
@@ -53,7 +63,7 @@ kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *bo
     kd_sessions_release(app->sessions, held);
     kd_reply_json(r, 201,
                   json_pack("{s:s,s:i,s:i}", "session", id, "max_context",
-                            kr_model_max_context(app->model), "ttl_seconds", app->cfg.session_ttl));
+                            kr_model_max_context(md->m), "ttl_seconds", app->cfg.session_ttl));
     return KD_REPLIED;
 }
 
@@ -70,8 +80,10 @@ kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
+    const kd_model *md = info.model ? info.model : &app->models.v[0];
+    kd_request_set_model(r, md); /* the answer names it */
     /* a candle session's cache is its series' own: it holds the model's window */
-    const int capacity = info.kind ? kr_model_max_context(app->model) : info.capacity;
+    const int capacity = info.kind ? kr_model_max_context(md->m) : info.capacity;
     json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "kind",
                           info.kind ? info.kind->name : "tokens", "length", info.length, "capacity",
                           capacity, "bytes", (json_int_t)info.bytes, "idle_seconds",
@@ -113,6 +125,28 @@ kd_outcome kd_handle_session_delete(kd_app *app, kd_request *r) {
 
 /* ---- journal replay ----------------------------------------------------------------------- */
 
+void kd_record_model(kd_journal_record *rec, const kd_model *md) {
+    snprintf(rec->model, sizeof rec->model, "%s", md->id);
+    snprintf(rec->model_hash, sizeof rec->model_hash, "%s", md->hash);
+}
+
+const kd_model *kd_replay_model(kd_app *app, const kd_journal_record *rec, char *msg,
+                                size_t msglen) {
+    const kd_model *md =
+        rec->model[0] ? kd_models_find(&app->models, rec->model) : &app->models.v[0];
+    if (!md)
+        snprintf(msg, msglen, "it was created with model %s (hash %.16s…), which is not loaded",
+                 rec->model, rec->model_hash);
+    else if (rec->model[0] && strcmp(md->hash, rec->model_hash) != 0)
+        snprintf(msg, msglen,
+                 "it was created with model %s of hash %s, and that model's files now hash to %s",
+                 rec->model, rec->model_hash, md->hash);
+    else
+        return md;
+    kd_sessions_refused(app->sessions, rec->id, rec->owner);
+    return NULL;
+}
+
 kd_replay_status kd_replay_restore_status(const kd_app *app, kd_session_status st, char *msg,
                                           size_t msglen) {
     if (st == KD_SESSION_FULL) {
@@ -152,11 +186,15 @@ kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *re
                                         size_t msglen) {
     kd_session *s = NULL;
     if (rec->type == KD_REC_TOKENS) {
+        const kd_model *md = kd_replay_model(app, rec, msg, msglen);
+        if (!md) return KD_REPLAY_REFUSED;
         const kd_session_status ss =
             kd_sessions_restore(app->sessions, NULL, NULL, rec->owner, rec->id, &s, msg, msglen);
         if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
+        const int bound = kd_session_bind(s, md, md->pool);
         kd_sessions_release(app->sessions, s);
-        return KD_REPLAY_OK;
+        if (bound < 0) snprintf(msg, msglen, "out of memory");
+        return bound < 0 ? KD_REPLAY_ERROR : KD_REPLAY_OK;
     }
     if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, msglen) != KD_SESSION_OK)
         return KD_REPLAY_INVALID;

@@ -17,6 +17,7 @@ typedef struct {
     kd_candles candles;
     kr_norm norm; /* pinned statistics, if any */
     kd_detokenize_input tokens;
+    const kd_model *md; /* the model it runs on */
 } tokens_job;
 
 static void discard(kd_work *w) {
@@ -51,7 +52,7 @@ static void tokenize_run(kd_work *w) {
     if (!s1 || !s2)
         kr_fail(&err, "out of memory for %d tokens", n);
     else
-        rc = kr_tokenize_candles(w->app->model, &candles, &t->norm, s1, s2, mean, std, &err);
+        rc = kr_tokenize_candles(t->md->m, &candles, &t->norm, s1, s2, mean, std, &err);
     for (int c = 0; rc == 0 && c < KR_D_IN; c++)
         if (!isfinite(mean[c]) || !isfinite(std[c]))
             rc = kr_fail(&err, "candles.%s: its mean or spread overflows float32; scale it down",
@@ -64,7 +65,7 @@ static void tokenize_run(kd_work *w) {
 
 static const kd_work_ops tokenize_ops = {.run = tokenize_run, .discard = discard};
 
-static const char *const tokenize_fields[] = {"candles", "normalization", NULL};
+static const char *const tokenize_fields[] = {"candles", "normalization", "model", NULL};
 
 /* The candles and statistics of a JSON body; -1 with a message. */
 static int parse_tokenize(kd_app *app, const json_t *body, tokens_job *t, char *msg,
@@ -87,12 +88,14 @@ kd_outcome kd_handle_tokenize(kd_app *app, kd_request *r) {
     if (!t) return KD_REPLIED;
     t->norm = (kr_norm){0};
     json_t *body = q.csv_in ? NULL : kd_model_request_json(app, r);
+    const bool read = q.csv_in || body; /* else replied */
+    t->md = read ? kd_pick_model(app, r) : NULL;
     int bad = -1;
-    if (q.csv_in)
+    if (t->md && q.csv_in)
         bad = kd_body_csv_candles(r, 1, app->cfg.max_candles, &t->candles, msg, sizeof msg);
-    else if (body)
+    else if (t->md)
         bad = parse_tokenize(app, body, t, msg, sizeof msg);
-    if (bad && (q.csv_in || body)) kd_refuse_invalid(app, r, msg); /* else replied */
+    if (bad && t->md) kd_refuse_invalid(app, r, msg); /* else replied (404 or the body's) */
     json_decref(body);
     if (bad) {
         discard(&t->work);
@@ -112,8 +115,8 @@ static void detokenize_run(kd_work *w) {
     if (!out)
         kr_fail(&err, "out of memory for %d candles", n);
     else
-        rc = kr_detokenize(w->app->model, t->tokens.s1, t->tokens.s2, n, t->tokens.mean,
-                           t->tokens.std, out, &err);
+        rc = kr_detokenize(t->md->m, t->tokens.s1, t->tokens.s2, n, t->tokens.mean, t->tokens.std,
+                           out, &err);
     json_t *body = rc == 0 ? kd_detokenize_response_json(out, n) : NULL;
     free(out);
     reply(w, "detokenize", rc, body, &err);
@@ -122,10 +125,15 @@ static void detokenize_run(kd_work *w) {
 static const kd_work_ops detokenize_ops = {.run = detokenize_run, .discard = discard};
 
 kd_outcome kd_handle_detokenize(kd_app *app, kd_request *r) {
-    const kd_token_limits lim = kd_token_limits_of(app);
     char msg[KD_MSG_MAX];
     tokens_job *t = kd_work_new(sizeof *t, &detokenize_ops, app, r, 0);
     json_t *body = t ? kd_model_request_json(app, r) : NULL;
+    if (body && !(t->md = kd_pick_model(app, r))) {
+        json_decref(body); /* replied 404 */
+        body = NULL;
+    }
+    const kd_token_limits lim =
+        t && t->md ? kd_token_limits_of(app, t->md->m) : (kd_token_limits){0};
     const int bad =
         !body || kd_detokenize_request_parse(body, &lim, &t->tokens, msg, sizeof msg) < 0;
     if (bad && body) kd_refuse_invalid(app, r, msg); /* else replied */

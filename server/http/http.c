@@ -1,6 +1,8 @@
 /* http.c — libmicrohttpd setup, body accumulation, replies, request ids, access log; the
  * route of each request comes from the router handed to kd_http_start. */
 #include "http.h"
+#include "http_log.h"
+#include "model_field.h"
 
 #include <malloc.h>
 #include <microhttpd.h>
@@ -8,7 +10,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -67,8 +68,9 @@ struct kd_request {
     bool answered;                 /* a response was handed to MHD */
     struct MHD_Response *response; /* the answer, not yet handed to MHD */
     int status;
-    int retry_after;   /* seconds, for a 503; 0: 1 */
-    const kd_key *key; /* the API key it came with, on a route that asks for one */
+    int retry_after;    /* seconds, for a 503; 0: 1 */
+    const kd_key *key;  /* the API key it came with, on a route that asks for one */
+    kd_model_choice mc; /* the model it names and the one it runs on (model_field.c) */
 };
 
 /* A suspended connection is not read by MHD, so a client that hung up is seen only by
@@ -197,7 +199,20 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
         else
             MHD_add_response_header(resp, "Content-Type", content_type);
     }
+    /* a CSV answer names its model in headers, as a JSON one does in its "model" field */
+    if (resp && r->mc.model && status < 300) {
+        MHD_add_response_header(resp, "Kronos-Model", r->mc.model->id);
+        MHD_add_response_header(resp, "Kronos-Model-Hash", r->mc.model->hash);
+    }
     set_response(r, status, resp);
+}
+
+const kd_model_choice *kd_request_choice(const kd_request *r) {
+    return &r->mc;
+}
+
+kd_model_choice *kd_request_choice_mut(kd_request *r) {
+    return &r->mc;
 }
 
 void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,
@@ -213,6 +228,11 @@ void kd_reply_header(kd_request *r, const char *name, const char *value) {
 }
 
 void kd_reply_json(kd_request *r, int status, json_t *body) {
+    if (body && r->mc.model && status < 300 && json_is_object(body) &&
+        kd_model_tag_json(body, r->mc.model->id, r->mc.model->hash) < 0) {
+        json_decref(body);
+        body = NULL; /* out of memory: 500, as for the dump */
+    }
     char *text = body ? kd_json_dumps(body, 0) : NULL;
     json_decref(body);
     if (text) { /* a trailing newline, for people reading curl output */
@@ -356,6 +376,14 @@ json_t *kd_request_json(kd_request *r) {
     if (!json_is_object(body)) {
         json_decref(body);
         kd_reply_error(r, 400, "invalid_request", "request body: expected a JSON object");
+        return NULL;
+    }
+    /* "model" is every model route's: taken out here, so the routes' own fields stay theirs */
+    char msg[256];
+    if (kd_model_field_take(body, r->mc.name, sizeof r->mc.name, r->mc.hash, sizeof r->mc.hash, msg,
+                            sizeof msg) < 0) {
+        json_decref(body);
+        kd_reply_error(r, 400, "invalid_request", "%s", msg);
         return NULL;
     }
     return body;
@@ -550,14 +578,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return send_answer(r);
 }
 
-/* The path as one log line can show it: MHD has decoded %0A and friends. */
-static void loggable(const char *s, char *out, size_t n) {
-    size_t j = 0;
-    for (; *s && j + 1 < n; s++)
-        out[j++] = ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s;
-    out[j] = '\0';
-}
-
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     kd_http *h = cls;
@@ -566,10 +586,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     const double secs = now_s() - r->t0;
     kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
     if (r->key) kd_metrics_key_request(h->app->metrics, r->key->slot);
+    if (r->mc.model) kd_model_count_request(r->mc.model);
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) kd_guard_completed(h->guard, guarded(conn));
     if (h->app->cfg.access_log) {
         char path[256];
-        loggable(r->path, path, sizeof path);
+        kd_http_loggable(r->path, path, sizeof path);
         kd_log("%s %s %d %.1fms id=%s%s", r->method, path, r->status, secs * 1e3, r->id,
                toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed early)");
     }
@@ -606,29 +627,6 @@ static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *
     return NULL;
 }
 
-/* libmicrohttpd's own messages, at most MHD_LOG_BURST a second: a flood of bad clients
- * must not become a flood of log lines. */
-#define MHD_LOG_BURST 10
-static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static time_t second;
-    static unsigned in_second, dropped;
-    char msg[512];
-    (void)cls;
-    const time_t now = time(NULL);
-    pthread_mutex_lock(&lock);
-    const unsigned was_dropped = now != second ? dropped : 0;
-    if (now != second) second = now, in_second = 0, dropped = 0;
-    const bool quiet = ++in_second > MHD_LOG_BURST;
-    dropped += quiet;
-    pthread_mutex_unlock(&lock);
-    if (was_dropped) kd_log("http: %u more messages like these were not logged", was_dropped);
-    if (quiet) return;
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    msg[strcspn(msg, "\n")] = '\0';
-    kd_log("http: %s", msg);
-}
-
 /* ---- daemon ------------------------------------------------------------------------------ */
 
 kd_http *kd_http_start(kd_app *app, const kd_router *router, char *err, size_t errlen) {
@@ -652,7 +650,7 @@ kd_http *kd_http_start(kd_app *app, const kd_router *router, char *err, size_t e
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
     if (v6) flags |= MHD_USE_IPv6;
     h->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+        flags, 0, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, kd_http_mhd_log, NULL,
         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_URI_LOG_CALLBACK,
         on_request_line, h, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->http_threads,

@@ -37,6 +37,7 @@ typedef struct evaluate_job {
     kr_error *errs;               /* [origins] */
     origin_part *parts;           /* [origins] */
     kr_sched *ks;                 /* the scheduler the origins run on (its thread's) */
+    const kd_model *md;           /* the model they run on (the request's) */
     int next;                     /* the next origin to queue */
     int in_flight;                /* queued and not ended */
     int window;                   /* the most origins in flight at once */
@@ -89,6 +90,10 @@ static void finish_stream(evaluate_job *j, json_t *body, const kr_error *e) {
         body = json_pack("{s:{s:s,s:s,s:i}}", "error", "code", a->code, "message", msg, "status",
                          a->status);
     }
+    if (body && !e->code && kd_model_tag_json(body, j->md->id, j->md->hash) < 0) {
+        json_decref(body);
+        body = NULL;
+    }
     char *text = body ? kd_json_dumps(body, 0) : NULL;
     json_decref(body);
     kd_stream_event(s, e->code ? "error" : "result",
@@ -114,6 +119,7 @@ static json_t *answer(evaluate_job *j, kr_error *e) {
                                      (unsigned long long)an->checked);
     }
     kd_metrics_add_tokens(j->work.app->metrics, (unsigned long long)tokens);
+    kd_model_count_tokens(j->md, (unsigned long long)tokens);
     if (!j->series_form) return kd_evaluate_response_json(&j->set.in[0], &j->plans[0], &j->evs[0]);
     kr_cross_section cs;
     if (kr_cross_section_score(j->evs, j->set.n, j->set.top_k, &cs, e) < 0) return NULL;
@@ -168,7 +174,7 @@ static int check(void *ctx) {
  * cost together, and in the "series" form their alignment; -1 with err set. */
 static int plan_all(evaluate_job *j, kr_error *err) {
     for (int i = 0; i < j->set.n; i++) {
-        if (kr_evaluate_plan_make(j->work.app->model, &j->set.in[i].req, &j->plans[i], err) < 0) {
+        if (kr_evaluate_plan_make(j->md->m, &j->set.in[i].req, &j->plans[i], err) < 0) {
             if (j->series_form) {
                 char msg[KR_ERR_MAX];
                 snprintf(msg, sizeof msg, "%s", err->msg);
@@ -220,7 +226,7 @@ static int admit(kd_work *w) {
         kd_refuse_error(app, w->r, "evaluate", &err);
         return -1;
     }
-    kr_pool_stats_get(app->pool, &st);
+    kr_pool_stats_get(j->md->pool, &st);
     if (j->pool_bytes > st.bytes_total) {
         kd_refuse(app, w->r, KD_REFUSED_TOO_LARGE, 422, "too_large",
                   "evaluate: an origin's %d paths need %zu bytes of KV cache; the whole pool "
@@ -282,8 +288,7 @@ static int series_step(void *ctx, kr_error *err) {
         w.columns[i] = r->candles.columns[i] ? r->candles.columns[i] + start : NULL;
     /* no predictor cache: growing it here, on the scheduler's thread, would refill a window
      * for every origin once it slides, outside any step's budget; each origin fills its own */
-    j->series =
-        kr_series_create_cacheless(j->work.app->model, j->work.app->pool, &w, &r->norm, 0, err);
+    j->series = kr_series_create_cacheless(j->md->m, j->md->pool, &w, &r->norm, 0, err);
     return j->series ? 0 : -1;
 }
 
@@ -324,7 +329,8 @@ static int queue_origin(evaluate_job *j, int k) {
                    ? -1
                    : kr_sched_add_forecast_series(j->ks, j->series, &j->reqs[k], &j->res[k],
                                                   &j->parts[k].sjob, &j->errs[k]);
-    return kr_sched_add_forecast(j->ks, &j->reqs[k], &j->res[k], &j->parts[k].sjob, &j->errs[k]);
+    return kr_sched_add_forecast_on(j->ks, j->md->m, j->md->pool, &j->reqs[k], &j->res[k],
+                                    &j->parts[k].sjob, &j->errs[k]);
 }
 
 /* The origins not queued yet will not be: they fail as origin k did. */
@@ -384,7 +390,7 @@ static void origin_done(kd_sched_job *sj, const kr_error *err) {
 static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     evaluate_job *j = (evaluate_job *)w;
     kr_pool_stats st;
-    kr_pool_stats_get(w->app->pool, &st);
+    kr_pool_stats_get(j->md->pool, &st);
     /* as many as can run at once: by the pool, and by the decode rows of a step */
     size_t fit = j->pool_bytes ? st.bytes_total / j->pool_bytes : 1;
     const int rows = w->app->cfg.max_batch_rows > 0 ? w->app->cfg.max_batch_rows : 512;
@@ -434,6 +440,7 @@ static kd_outcome submit_set(kd_app *app, kd_request *r, kd_evaluate_series_inpu
     memset(set, 0, sizeof *set);
     j->series_form = series_form;
     j->wants_stream = stream;
+    j->md = kd_request_model(r) ? kd_request_model(r) : &app->models.v[0];
     j->t0 = now_ms();
     kd_work_init(&j->work, &ops, app, r, j->set.in[0].timeout_ms); /* shared */
     for (int i = 0; i < j->set.n; i++)

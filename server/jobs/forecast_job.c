@@ -25,6 +25,7 @@ struct kd_forecast_job {
     forecast_part *parts;
     int n, pending;
     kd_forecast_answer answer;
+    const kd_model *md;  /* the model it runs on (its request's) */
     kd_session *session; /* a session forecast's, released at the end; else NULL */
     const kr_series *series;
     kd_forecast_done_fn on_done; /* or NULL */
@@ -74,6 +75,7 @@ static void finish(kd_forecast_job *f) {
     for (int i = 0; i < f->n; i++)
         if (!f->errs[i].code) kr_forecast_result_free(&f->res[i]);
     if (failed < 0) kd_metrics_add_tokens(app->metrics, tokens);
+    if (failed < 0) kd_model_count_tokens(f->md, tokens);
     job_free(f); /* releases the session before the client can see the answer */
     if (failed >= 0)
         kd_work_fail(app, r, what, &e);
@@ -93,9 +95,9 @@ static int admit_one(kd_forecast_job *f, int i, const kr_pool_stats *st, double 
     kr_forecast_plan plan;
     kr_error err = {0};
     const kr_calibration *cal = f->in[i].calibration;
-    if (kr_forecast_plan_make(app->model, q, &plan, &err) < 0 ||
+    if (kr_forecast_plan_make(f->md->m, q, &plan, &err) < 0 ||
         (cal && (kr_calibration_check(cal, &err) < 0 ||
-                 kr_calibration_match(cal, app->model_id, q->horizon, q->samples, q->quantiles,
+                 kr_calibration_match(cal, f->md->fp_hex, q->horizon, q->samples, q->quantiles,
                                       q->n_quantiles, &err) < 0))) {
         kd_refuse_error(app, r, "forecast", &err);
         return -1;
@@ -124,7 +126,7 @@ static int admit(kd_work *w) {
     kd_app *app = w->app;
     double gflop = 0;
     kr_pool_stats st; /* the pool's size is fixed: read once for every series */
-    kr_pool_stats_get(app->pool, &st);
+    kr_pool_stats_get(f->md->pool, &st);
     for (int i = 0; i < f->n; i++)
         if (admit_one(f, i, &st, &gflop) < 0) return -1;
     /* one request, one budget: the series together, as one request alone would be */
@@ -151,7 +153,8 @@ static int add_part(kr_sched *ks, kd_forecast_job *f, int i) {
     kd_sched_job *tag = &f->parts[i].sjob;
     return f->series ? kr_sched_add_forecast_series(ks, f->series, &f->in[i].req, &f->res[i], tag,
                                                     &f->errs[i])
-                     : kr_sched_add_forecast(ks, &f->in[i].req, &f->res[i], tag, &f->errs[i]);
+                     : kr_sched_add_forecast_on(ks, f->md->m, f->md->pool, &f->in[i].req,
+                                                &f->res[i], tag, &f->errs[i]);
 }
 
 static int add(kr_sched *ks, kd_work *w, kr_error *err) {
@@ -190,8 +193,8 @@ typedef struct {
 
 static int forecast_part_call(void *ctx, kr_error *err) {
     const part_call *c = ctx;
-    kd_app *app = c->f->work.app;
-    return kr_forecast(app->model, app->pool, &c->f->in[c->i].req, &c->f->res[c->i], err);
+    const kd_model *md = c->f->md;
+    return kr_forecast(md->m, md->pool, &c->f->in[c->i].req, &c->f->res[c->i], err);
 }
 
 static void run(kd_work *w) {
@@ -229,6 +232,7 @@ kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_inp
         return NULL;
     }
     f->answer = answer;
+    f->md = kd_request_model(r) ? kd_request_model(r) : &app->models.v[0];
     kd_work_init(&f->work, &ops, app, r, in[0].timeout_ms);
     for (int i = 0; i < n; i++) {
         f->in[i].req.cancel = f->work.cancel;

@@ -17,6 +17,7 @@
 #include "keys.h"
 #include "kronos.h"
 #include "metrics.h"
+#include "models.h"
 #include "scheduler.h"
 #include "sessions.h"
 #include "workers.h"
@@ -30,8 +31,11 @@ typedef struct {
     kd_keys **retired_keys;        /* replaced by SIGHUP, freed at exit */
     int n_retired_keys;
     int n_workers; /* resolved from cfg.workers */
+    kd_models models; /* every model, the default first (models.h) */
+    /* the default model's (models.v[0]): its weights, fingerprint in hex (what a calibration
+     * object names) and pool */
     kr_model *model;
-    char model_id[24]; /* the model's fingerprint in hex: what a calibration object names */
+    char model_id[24];
     kr_pool *pool;
     kd_sessions *sessions;
     kd_journal *journal; /* NULL without state-dir */

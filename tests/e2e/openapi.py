@@ -394,6 +394,13 @@ for path, method in [("/sessions", "POST"), ("/sessions/x", "GET"), ("/sessions/
                      ("/generate", "POST"), ("/detokenize", "POST"), ("/tokenize", "POST")]:
     check(f"{method} {path} without the key", method, KEY_URL, path, 401, {})
 
+check("GET /models", "GET", URL, "/models", 200)
+check("GET /models without the key", "GET", KEY_URL, "/models", 401)
+check("GET /models/{model}", "GET", URL, "/models/tiny", 200)
+check("GET /models/{model} unknown", "GET", URL, "/models/nope", 404)
+check("POST /forecast unknown model", "POST", URL, "/forecast", 404,
+      {"candles": candles, "horizon": 2, "model": "nope"})
+
 # every operation, at least one success and one failure
 for tpl, item in DOC["paths"].items():
     for method in item:

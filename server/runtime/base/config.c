@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef enum { T_STRING, T_INT, T_BYTES, T_BOOL } key_type;
+/* T_LIST: a string that each setting extends by a line (a repeatable key) */
+typedef enum { T_STRING, T_INT, T_BYTES, T_BOOL, T_LIST } key_type;
 
 typedef struct {
     const char *key;
@@ -27,7 +28,12 @@ typedef struct {
 
 /* The order here is the order of --help and of config/kronosd.conf. */
 static const key_def keys[] = {
-    {"model", T_STRING, AT(model), NULL, 0, 0, "model directory holding tokenizer/ and predictor/"},
+    {"model", T_LIST, AT(model), NULL, 0, 0,
+     "[ID=]DIR: a model directory holding tokenizer/ and predictor/, its id the folder's name "
+     "unless given; repeat for several models (the first is the default)"},
+    {"models-dir", T_STRING, AT(models_dir), NULL, 0, 0,
+     "a directory whose subfolders (each with tokenizer/ and predictor/) are models, named by "
+     "their folder, after those of model"},
     {"tokenizer", T_STRING, AT(tokenizer), NULL, 0, 0, "tokenizer directory (instead of model)"},
     {"predictor", T_STRING, AT(predictor), NULL, 0, 0, "predictor directory (instead of model)"},
     {"max-context", T_INT, AT(max_context), "512", 1, 1 << 20,
@@ -216,6 +222,16 @@ static int set_key(kd_config *c, const key_def *k, const char *value, const char
         *(char **)base = copy;
         return 0;
     }
+    case T_LIST: {
+        const char *old = *(char **)base;
+        size_t n = (old ? strlen(old) + 1 : 0) + strlen(value) + 1;
+        char *list = malloc(n);
+        if (!list) return fail(err, errlen, "%s: out of memory", where);
+        snprintf(list, n, "%s%s%s", old ? old : "", old ? "\n" : "", value);
+        free(*(char **)base);
+        *(char **)base = list;
+        return 0;
+    }
     case T_BOOL:
         if (parse_bool(value, (bool *)base) < 0)
             return fail(err, errlen, "%s: '%s' is not true or false", where, value);
@@ -363,9 +379,12 @@ static int check(kd_config *c, char *err, size_t errlen) {
         return fail(err, errlen, "state-dir: empty (leave it unset for no journal)");
     if (c->model && (c->tokenizer || c->predictor))
         return fail(err, errlen, "give model or tokenizer and predictor, not both");
-    if (!c->model && (!c->tokenizer || !c->predictor))
+    if (!c->model && !c->models_dir && (!c->tokenizer || !c->predictor))
         return fail(err, errlen,
-                    "no model given; use --model DIR or --tokenizer DIR --predictor DIR");
+                    "no model given; use --model DIR, --models-dir DIR or --tokenizer DIR "
+                    "--predictor DIR");
+    if (!c->model && (!c->tokenizer) != (!c->predictor))
+        return fail(err, errlen, "give both tokenizer and predictor, or model");
     return 0;
 }
 
@@ -390,9 +409,9 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
         if (strncmp(argv[i], "--", 2) != 0) continue;
         kd_flag_value(argc, argv, &i, name, sizeof name);
         if (strcmp(name, "--model") == 0 || strcmp(name, "--tokenizer") == 0 ||
-            strcmp(name, "--predictor") == 0) {
-            free(c->model), free(c->tokenizer), free(c->predictor);
-            c->model = c->tokenizer = c->predictor = NULL;
+            strcmp(name, "--predictor") == 0 || strcmp(name, "--models-dir") == 0) {
+            free(c->model), free(c->tokenizer), free(c->predictor), free(c->models_dir);
+            c->model = c->tokenizer = c->predictor = c->models_dir = NULL;
             break;
         }
     }
@@ -414,7 +433,7 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
 
 void kd_config_free(kd_config *c) {
     for (size_t i = 0; i < N_KEYS; i++)
-        if (keys[i].type == T_STRING) {
+        if (keys[i].type == T_STRING || keys[i].type == T_LIST) {
             char **p = (char **)((char *)c + keys[i].offset);
             free(*p);
             *p = NULL;
@@ -427,6 +446,7 @@ static void format_value(const kd_config *c, const key_def *k, char *out, size_t
     const char *base = (const char *)c + k->offset;
     switch (k->type) {
     case T_STRING:
+    case T_LIST:
         snprintf(out, n, "%s", *(char *const *)base ? *(char *const *)base : "(unset)");
         return;
     case T_INT:
@@ -461,7 +481,8 @@ int kd_config_copy_key(kd_config *dst, const kd_config *src, const char *key) {
     const char *from = (const char *)src + k->offset;
     char *to = (char *)dst + k->offset;
     switch (k->type) {
-    case T_STRING: {
+    case T_STRING:
+    case T_LIST: {
         const char *v = *(char *const *)from;
         char *copy = v ? strdup(v) : NULL;
         if (v && !copy) return -1;
@@ -483,7 +504,8 @@ int kd_config_copy_key(kd_config *dst, const kd_config *src, const char *key) {
 }
 
 void kd_config_usage(FILE *out) {
-    fputs("Usage: kronosd serve (--model DIR | --tokenizer DIR --predictor DIR) [OPTIONS]\n"
+    fputs("Usage: kronosd serve (--model [ID=]DIR... | --models-dir DIR | --tokenizer DIR "
+          "--predictor DIR) [OPTIONS]\n"
           "\n"
           "Options (each is also a key of the --config file, `key = value`; flags override\n"
           "the file; values with defaults shown):\n"
@@ -493,6 +515,7 @@ void kd_config_usage(FILE *out) {
         char flag[64];
         snprintf(flag, sizeof flag, "--%s %s", keys[i].key,
                  keys[i].type == T_STRING  ? "S"
+                 : keys[i].type == T_LIST  ? "S (repeatable)"
                  : keys[i].type == T_BYTES ? "SIZE"
                  : keys[i].type == T_BOOL  ? "BOOL"
                                            : "N");

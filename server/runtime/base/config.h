@@ -17,7 +17,8 @@
 
 typedef struct {
     /* model */
-    char *model, *tokenizer, *predictor;
+    char *model; /* "[ID=]DIR" lines, one a model (repeatable) */
+    char *models_dir, *tokenizer, *predictor;
     int max_context;
     char *weights, *kv; /* "f32" or "bf16" (kr_precision_parse) */
     /* network */

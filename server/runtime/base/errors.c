@@ -37,6 +37,9 @@ const kd_error_kind kd_error_kinds[] = {
     {401, "unauthorized",         "no or a wrong Authorization: Bearer key (an admin key is "
                                   "no API key)"},
     {404, "not_found",            "no such route"},
+    {404, "model_not_found",      "no model of the id a request's \"model\" field names; the "
+                                  "message lists the models (GET /models), or says the "
+                                  "session's model is gone"},
     {404, "session_not_found",    "no such session, or another API key's; the message says "
                                   "whether it expired, was evicted or deleted (to its own key)"},
     {405, "method_not_allowed",   "the route does not take this method (Allow lists those it "

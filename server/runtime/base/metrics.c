@@ -241,6 +241,16 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     header(f, "kronosd_key_sessions", "gauge", "Sessions held, by the name of the API key.");
     for (int i = 0; i < g->n_keys; i++)
         fprintf(f, "kronosd_key_sessions{key=\"%s\"} %d\n", g->keys[i].name, g->keys[i].sessions);
+    header(f, "kronosd_model_requests_total", "counter",
+           "Requests answered, by the model they ran on (its id).");
+    for (int i = 0; i < g->n_models; i++)
+        fprintf(f, "kronosd_model_requests_total{model=\"%s\"} %llu\n", g->models[i].id,
+                g->models[i].requests);
+    header(f, "kronosd_model_generated_tokens_total", "counter",
+           "Token pairs generated (forecast paths' steps and /generate), by model.");
+    for (int i = 0; i < g->n_models; i++)
+        fprintf(f, "kronosd_model_generated_tokens_total{model=\"%s\"} %llu\n", g->models[i].id,
+                g->models[i].tokens);
     header(f, "kronosd_kernels_info", "gauge",
            "Always 1; the label names the SIMD level of kronosd's own kernels.");
     fprintf(f, "kronosd_kernels_info{simd=\"%s\"} 1\n", kr_simd_name(kr_simd_level()));

@@ -58,6 +58,12 @@ typedef struct {
     int sessions;
 } kd_key_sessions;
 
+/* What one model served, read at scrape time. */
+typedef struct {
+    const char *id;
+    unsigned long long requests, tokens;
+} kd_model_served;
+
 /* Values read from elsewhere at scrape time. */
 typedef struct {
     bool ready;
@@ -77,6 +83,8 @@ typedef struct {
     unsigned long long steps, step_rows_total;
     const kd_key_sessions *keys; /* the API keys now, with the sessions each holds */
     int n_keys;
+    const kd_model_served *models; /* every model, with what it served */
+    int n_models;
 } kd_gauges;
 
 /* The exposition text (malloc'd), or NULL when out of memory. */

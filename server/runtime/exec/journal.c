@@ -209,8 +209,8 @@ static int replay_all(kd_journal *j, const unsigned char *p, size_t end, kd_repl
         off += FRAME + len;
         char type, id[KD_SESSION_ID_LEN + 1];
         kd_journal_peek(payload, len, &type, id);
-        const kd_jentry *e = kd_jindex_find(&j->live, id);
-        if (type == KD_REC_GONE || !e || !e->live) continue;
+        kd_jentry *e = kd_jindex_find(&j->live, id);
+        if (type == KD_REC_GONE || !e || !e->live || e->refused) continue;
         kd_journal_record r;
         kd_journal_decoded d = {{0}};
         char msg[512] = "its payload is malformed", advice[768];
@@ -219,6 +219,12 @@ static int replay_all(kd_journal *j, const unsigned char *p, size_t end, kd_repl
                                   : replay(ctx, &r, msg, sizeof msg);
         kd_journal_decoded_free(&d);
         if (rc == KD_REPLAY_OK) continue;
+        if (rc == KD_REPLAY_REFUSED) {
+            kd_log("journal: session %s is not restored: %s", id, msg);
+            e->refused = true;
+            j->st.refused++;
+            continue;
+        }
         damage_advice(j, advice, sizeof advice);
         snprintf(err, errlen,
                  "%s: session %s (the record at offset %zu) cannot be restored: %s%s%s", j->path,
@@ -298,7 +304,7 @@ static int load_file(kd_journal *j, const kd_journal_config *cfg, kd_replay_fn r
         j->st.cut = size - end;
     }
     j->size = end;
-    j->st.restored = (unsigned long long)j->live.live_count;
+    j->st.restored = (unsigned long long)j->live.live_count - j->st.refused;
     return 0;
 }
 

@@ -50,6 +50,9 @@ typedef enum {
     KD_REPLAY_UNFIT, /* the configuration cannot hold the session: the message names the setting */
     KD_REPLAY_INVALID, /* the record cannot be replayed as it is: damage */
     KD_REPLAY_ERROR,   /* out of memory */
+    /* the session is not restored (its model is gone or changed): logged, its later
+     * records skipped, the others restored */
+    KD_REPLAY_REFUSED,
 } kd_replay_status;
 
 typedef kd_replay_status (*kd_replay_fn)(void *ctx, const kd_journal_record *rec, char *msg,
@@ -79,6 +82,7 @@ typedef struct {
     int live_sessions;
     unsigned long long records, syncs, rewrites, errors;
     unsigned long long restored; /* at open: sessions replayed */
+    unsigned long long refused;  /* at open: sessions not restored (their model gone or changed) */
     size_t cut;                  /* at open: bytes of a last write cut short, cut off */
 } kd_journal_stats;
 

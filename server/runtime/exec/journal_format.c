@@ -104,6 +104,12 @@ static int put_calib(kd_jbuf *b, const kd_journal_calib *k) {
     return 0;
 }
 
+/* The session's model, when the record names one. */
+static int put_model(kd_jbuf *b, const kd_journal_record *r) {
+    if (!r->model[0]) return 0;
+    return put_str(b, r->model) < 0 || put_str(b, r->model_hash) < 0 ? -1 : 0;
+}
+
 /* The framed record in b->p. */
 int kd_journal_encode(kd_jbuf *b, const kd_journal_record *r) {
     b->len = 0;
@@ -114,14 +120,14 @@ int kd_journal_encode(kd_jbuf *b, const kd_journal_record *r) {
     switch (r->type) {
     case KD_REC_CANDLES:
         if (put_str(b, r->owner) < 0 || put_form(b, r) < 0 || put(b, r->mean, sizeof r->mean) < 0 ||
-            put(b, r->std, sizeof r->std) < 0 || put_candles(b, r) < 0)
+            put(b, r->std, sizeof r->std) < 0 || put_candles(b, r) < 0 || put_model(b, r) < 0)
             return -1;
         break;
     case KD_REC_APPEND:
         if (put_form(b, r) < 0 || put_candles(b, r) < 0) return -1;
         break;
     case KD_REC_TOKENS:
-        if (put_str(b, r->owner) < 0) return -1;
+        if (put_str(b, r->owner) < 0 || put_model(b, r) < 0) return -1;
         break;
     case KD_REC_GENERATED:
         PUT(b, uint32_t, r->n);
@@ -333,6 +339,13 @@ static void take_calib(cursor *c, kd_journal_calib *k, kd_journal_decoded *d) {
     k->p_up = c->bad ? NULL : take_array(c, P, sizeof(double), &d->mem[2]);
 }
 
+/* The session's model, when the record goes on (records written before have none). */
+static void take_model(cursor *c, kd_journal_record *r) {
+    if (c->bad || c->p == c->end) return;
+    take_str(c, r->model, sizeof r->model);
+    take_str(c, r->model_hash, sizeof r->model_hash);
+}
+
 bool kd_journal_peek(const unsigned char *p, size_t n, char *type, char *id) {
     cursor c = {p, p + n, false};
     uint8_t t = 0;
@@ -357,6 +370,7 @@ int kd_journal_decode(const unsigned char *p, size_t n, kd_journal_record *r,
         take(&c, r->mean, sizeof r->mean);
         take(&c, r->std, sizeof r->std);
         take_candles(&c, r, d);
+        take_model(&c, r);
         break;
     case KD_REC_APPEND:
         take_form(&c, r);
@@ -364,6 +378,7 @@ int kd_journal_decode(const unsigned char *p, size_t n, kd_journal_record *r,
         break;
     case KD_REC_TOKENS:
         take_str(&c, r->owner, sizeof r->owner);
+        take_model(&c, r);
         break;
     case KD_REC_GENERATED: {
         uint32_t k = 0;

@@ -7,15 +7,17 @@
  * Numbers are in the host's byte order (a journal stays on its machine). Payload: u8 type,
  * u16 length + id, then by type —
  *   C: u16 + owner, form, f32 mean[6], f32 std[6], u8 column mask, u32 n, i64 ts[n],
- *      f64 column[n] for each column in the mask
+ *      f64 column[n] for each column in the mask, [model]
  *   A: form, u8 column mask, u32 n, i64 ts[n], f64 columns
- *   T: u16 + owner
+ *   T: u16 + owner, [model]
  *   G: u32 n, i32 s1[n], i32 s2[n], i32 stamp[n][5] (minute, hour, weekday, day, month)
  *   D: nothing
  *   K: u8 0, u32 n + the starting calibration object as JSON ("" for online), or
  *      u8 1, i64 origin, f64 last close, u32 horizon, u32 samples, u8 levels, f64 level[],
  *      f64 sorted close paths[horizon][samples], f64 P(up)[horizon]
- * where form is u8 unix_seconds, u8 has_tz, i32 tz_offset_min.
+ * where form is u8 unix_seconds, u8 has_tz, i32 tz_offset_min, and [model], the model the
+ * session is bound to, is u16 + model id, u16 + its hash (64 hex digits), or nothing (a
+ * record written before models had ids: the default model).
  */
 #ifndef KD_JOURNAL_FORMAT_H
 #define KD_JOURNAL_FORMAT_H
@@ -57,6 +59,7 @@ typedef struct {
     kd_record_type type;
     char id[KD_SESSION_ID_LEN + 1];
     char owner[KD_OWNER_MAX + 1];
+    char model[72], model_hash[72]; /* C, T: the session's model's id and hash, "" for none */
     /* C, A: how the last timestamp was written (timefmt.h's kd_time_form) */
     bool unix_seconds, has_tz;
     int tz_offset_min;

@@ -19,6 +19,7 @@ typedef struct kd_jentry {
     size_t bytes; /* of its records, frames included */
     bool live;    /* created and not ended */
     bool touched; /* a problem concerns it (the scan) */
+    bool refused; /* not restored by the replay (its model is gone or changed) */
     kd_session_rules rules;
     char id[KD_SESSION_ID_LEN + 1];
 } kd_jentry;

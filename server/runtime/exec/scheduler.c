@@ -104,6 +104,12 @@ static void job_started(void *tag, bool light, void *ctx) {
     if (s->cfg.started) s->cfg.started(s->cfg.ctx, light, now_s() - req->submitted);
 }
 
+static bool make_room_in(kr_pool *pool, void *ctx) {
+    kd_sched *s = ctx;
+    return s->cfg.make_room_in ? s->cfg.make_room_in(pool, s->cfg.ctx)
+                               : s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
+}
+
 static bool make_room(void *ctx) {
     kd_sched *s = ctx;
     return s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
@@ -196,6 +202,7 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
                           .started = job_started,
                           .done = job_done,
                           .make_room = make_room,
+                          .make_room_in = make_room_in,
                           .ctx = s};
     kr_error ke;
     if (!(s->ks = kr_sched_create(m, pool, &kc, &ke))) {

@@ -48,6 +48,7 @@ typedef struct {
     int sit_out_steps;                     /* kr_sched_config's */
     double sit_out_ms, light_wait, light_recent_ms;
     bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
+    bool (*make_room_in)(kr_pool *pool, void *ctx); /* that pool (a model's) ran dry */
     /* a request's first core job started, waited_s after it was submitted (light: the core's
      * class of that job); on the scheduler thread; NULL: not told */
     void (*started)(void *ctx, bool light, double waited_s);

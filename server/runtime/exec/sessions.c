@@ -7,6 +7,7 @@
 
 #include "hash.h"
 #include "log.h"
+#include "sessions_impl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -16,52 +17,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-
-#define GONE_MAX 1024 /* removed ids remembered for their 404 message */
-
-struct kd_session {
-    char id[KD_SESSION_ID_LEN + 1];
-    kr_cache *cache;
-    bool busy;
-    double created, last_used;
-    char owner[KD_OWNER_MAX + 1]; /* who created it: an API key's owner or an address */
-    int length;              /* as of the last release: readable while a worker holds the cache */
-    size_t bytes;            /* likewise */
-    size_t heap;             /* of which outside the pool: counted in the table's heap_used */
-    kd_session *chain;       /* next in the hash bucket */
-    kd_session *prev, *next; /* the idle LRU list, oldest first */
-
-    const kd_session_kind *kind; /* NULL: a token session (cache) */
-    void *state;                 /* a session of another kind: its state */
-    kd_session_extra extra;      /* its description as of the last release */
-};
-
-typedef enum { GONE_EXPIRED, GONE_EVICTED, GONE_EVICTED_SLOT, GONE_DELETED } gone_reason;
-
-struct kd_sessions {
-    pthread_mutex_t mu;
-    char prefix[KD_NODE_ID_MAX + 2]; /* "node-" */
-    kr_pool *pool;
-    int max, ttl, min_idle, max_per_owner;
-    size_t heap_budget, max_bytes_owner;
-    size_t heap_used, heap_reserved; /* sessions' bytes outside the pool; planned for work */
-    int pool_percent;
-    size_t pool_used; /* sessions' bytes in the pool (shared blocks counted by each) */
-    unsigned long long refused_room, refused_bytes;
-    int (*on_gone)(void *ctx, const char *id, char *msg, size_t msglen);
-    void *gone_ctx;
-    kd_session **buckets;
-    size_t n_buckets; /* a power of two */
-    kd_session *lru_head, *lru_tail;
-    int count, busy;
-    unsigned long long created, expired, evicted, deleted;
-    struct {
-        char id[KD_SESSION_ID_LEN + 1];
-        char owner[KD_OWNER_MAX + 1]; /* what happened is told to it alone */
-        gone_reason why;
-    } gone[GONE_MAX];
-    int gone_next;
-};
 
 static double now_s(void) {
     struct timespec ts;
@@ -213,6 +168,8 @@ static kd_session_status not_found(kd_sessions *t, const char *owner, const char
         [GONE_EVICTED_SLOT] = "was evicted while idle past session-min-idle to make room for a "
                               "new session (max-sessions)",
         [GONE_DELETED] = "was deleted",
+        [GONE_REFUSED] = "was not restored at the last start: the model it was created with is "
+                         "no longer loaded, or its files changed (the log says which)",
     };
     char node[KD_NODE_ID_MAX + 8];
     if (valid_id(t, id))
@@ -607,6 +564,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *owner, const char
         info->length = s->length;
         info->capacity = s->cache ? kr_cache_capacity(s->cache) : 0;
         info->kind = s->kind;
+        info->model = s->model;
         info->extra = s->extra;
         info->bytes = s->bytes;
         info->busy = s->busy;
@@ -647,6 +605,20 @@ int kd_sessions_expire(kd_sessions *t) {
     }
     pthread_mutex_unlock(&t->mu);
     return n;
+}
+
+bool kd_sessions_evict_lru_in(kd_sessions *t, const kr_pool *pool) {
+    pthread_mutex_lock(&t->mu);
+    const double now = now_s();
+    kd_session *v = t->lru_head;
+    while (v && now - v->last_used >= t->min_idle && (v->pool ? v->pool : t->pool) != pool)
+        v = v->next;
+    if (v && now - v->last_used >= t->min_idle)
+        evict(t, v);
+    else
+        v = NULL;
+    pthread_mutex_unlock(&t->mu);
+    return v != NULL;
 }
 
 bool kd_sessions_evict_lru(kd_sessions *t) {

@@ -105,6 +105,15 @@ kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kin
 /* Whether id has the form of the ids the table makes (a node-id, '-', 32 hex digits), of
  * whichever node. */
 bool kd_session_id_well_formed(const char *id);
+/* The model a session is bound to (the server's, opaque here), NULL: the default one; and
+ * the binding of a session the caller holds and just created, to model and its pool: a
+ * token session's empty cache moves to that pool (-1 when out of memory). The table's pool
+ * budgets are the default model's pool's. */
+const void *kd_session_model(const kd_session *s);
+int kd_session_bind(kd_session *s, const void *model, kr_pool *pool);
+/* A journaled session that was not restored (its model is gone or changed): its id's 404
+ * says so. */
+void kd_sessions_refused(kd_sessions *t, const char *id, const char *owner);
 /* NULL for a token session. */
 const kd_session_kind *kd_session_kind_of(const kd_session *s);
 void *kd_session_state(kd_session *s);
@@ -128,6 +137,7 @@ typedef struct {
     bool busy;
     const kd_session_kind *kind; /* NULL: a token session */
     kd_session_extra extra;      /* a session of another kind: as of its last release */
+    const void *model;           /* kd_session_model's */
 } kd_session_info;
 
 /* Ends a session the caller holds (its change could not be journaled: a restart would not
@@ -160,6 +170,9 @@ int kd_sessions_expire(kd_sessions *t);
 /* Evicts the least recently used session idle past min-idle (the pool ran dry under the
  * scheduler); false when there is none. */
 bool kd_sessions_evict_lru(kd_sessions *t);
+/* The same among the sessions whose caches are on pool (one model's): what frees memory
+ * there, without ending other models' sessions for nothing. */
+bool kd_sessions_evict_lru_in(kd_sessions *t, const kr_pool *pool);
 
 typedef struct {
     int count, busy;
