@@ -21,8 +21,8 @@ static kd_outcome forecast_series(kd_app *app, kd_request *r, const json_t *body
                           "format: csv answers one series; a \"series\" request answers JSON");
         return KD_REPLIED;
     }
-    if (kd_series_request_parse(body, kr_model_max_context(app->model), &lim, &in, &n, msg,
-                                sizeof msg) < 0) {
+    if (kd_series_request_parse(body, kr_model_max_context(kd_request_model(r)->m), &lim, &in, &n,
+                                msg, sizeof msg) < 0) {
         kd_refuse_invalid(app, r, msg);
         return KD_REPLIED;
     }
@@ -34,7 +34,7 @@ static kd_outcome forecast_series(kd_app *app, kd_request *r, const json_t *body
 static int parse_forecast(kd_app *app, kd_request *r, const kd_query *q, const json_t *body,
                           kd_forecast_input *in, char *msg, size_t msglen) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
-    const int mc = kr_model_max_context(app->model);
+    const int mc = kr_model_max_context(kd_request_model(r)->m); /* the picked model's */
     if (!q->csv_in) return kd_forecast_request_parse_limited(body, mc, &lim, in, msg, msglen);
     kd_candles candles;
     if (kd_body_csv_candles(r, 2, app->cfg.max_candles, &candles, msg, msglen) < 0) return -1;
