@@ -496,11 +496,11 @@ typedef struct {
 /* The grid of levels: levels[n] and 0.01 .. 0.99, ascending, each once; its size. */
 int kr_calibration_grid(const double *levels, int n, double grid[KR_CALIB_MAX_GRID]);
 /* An empty calibration for horizon steps, samples paths and these levels (the grid made,
- * every shift 0 and every P(up) map the identity). */
+ * every shift 0 and every P(up) map the identity; version 2, close only). */
 int kr_calibration_init(kr_calibration *c, const char *model, int horizon, int samples,
                         const double *levels, int n_levels, kr_error *err);
-/* The arrays of c for its horizon, n_grid, up_cap (0: samples + 1) and has_columns, zeroed: what a
- * reader of a stored object fills in before kr_calibration_check. */
+/* The arrays of c for its horizon, n_grid, up_cap (0: samples + 1) and has_columns, zeroed:
+ * what a reader of a stored object fills in before kr_calibration_check. */
 int kr_calibration_alloc(kr_calibration *c, kr_error *err);
 void kr_calibration_free(kr_calibration *c);
 int kr_calibration_copy(kr_calibration *dst, const kr_calibration *src, kr_error *err);
