@@ -451,7 +451,7 @@ size_t kr_series_bytes_for(const kr_model *m, int n, size_t *pool_bytes);
  * request that a forecast from the series equals. The other fields are left. */
 void kr_series_request(const kr_series *s, kr_forecast_request *req);
 
-/* ---- calibration of a forecast's close ------------------------------------------------- */
+/* ---- calibration of a forecast's close (and open, high, low) ------------------------------ */
 
 /* A calibration maps a forecast's raw close paths to calibrated quantiles and a calibrated
  * P(up), per horizon step, learned from outcomes (kr_evaluate with a calibration). Methods:
@@ -468,9 +468,16 @@ void kr_series_request(const kr_series *s, kr_forecast_request *req);
  *              between two points interpolated linearly, outside them the end point's;
  *              each fitted y clamped to [1 / (n + 2), (n + 1) / (n + 2)].
  *
+ *   columns    (version 2, has_columns) open, high and low (kr_calib_columns) by the
+ *              quantiles' method on their own paths and actuals, scores still in units of
+ *              the last close; volume and amount are not calibrated.
+ *
  * An online update (adaptive conformal inference) may move the shifts and points of an
- * object between forecasts; applying one is the same function whatever fitted it. */
-#define KR_CALIB_VERSION  1
+ * object between forecasts; applying one is the same function whatever fitted it. Version 1
+ * objects (close only) are still read. */
+#define KR_CALIB_VERSION 2
+#define KR_CALIB_COLS    3 /* open, high, low */
+extern const int kr_calib_columns[KR_CALIB_COLS];
 #define KR_CALIB_FINE     99 /* the fine grid: 0.01, 0.02, ..., 0.99 */
 #define KR_CALIB_MAX_GRID (KR_CALIB_FINE + KR_MAX_QUANTILES)
 #define KR_CALIB_MODEL    64 /* room for the model's identifier */
@@ -488,16 +495,18 @@ typedef struct {
     int up_cap;          /* room for points per step (0 at alloc: samples + 1) */
     int *up_n;           /* [horizon] points of P(up)'s map */
     double *up_x, *up_y; /* [horizon][up_cap] */
+    bool has_columns;    /* open, high, low calibrated too (version 2 only) */
+    double *col_shift;   /* [KR_CALIB_COLS][horizon][n_grid] with has_columns, else NULL */
 } kr_calibration;
 
 /* The grid of levels: levels[n] and 0.01 .. 0.99, ascending, each once; its size. */
 int kr_calibration_grid(const double *levels, int n, double grid[KR_CALIB_MAX_GRID]);
 /* An empty calibration for horizon steps, samples paths and these levels (the grid made,
- * every shift 0 and every P(up) map the identity). */
+ * every shift 0 and every P(up) map the identity; version 2, close only). */
 int kr_calibration_init(kr_calibration *c, const char *model, int horizon, int samples,
                         const double *levels, int n_levels, kr_error *err);
-/* The arrays of c for its horizon, n_grid and up_cap (0: samples + 1), zeroed: what a
- * reader of a stored object fills in before kr_calibration_check. */
+/* The arrays of c for its horizon, n_grid, up_cap (0: samples + 1) and has_columns, zeroed:
+ * what a reader of a stored object fills in before kr_calibration_check. */
 int kr_calibration_alloc(kr_calibration *c, kr_error *err);
 void kr_calibration_free(kr_calibration *c);
 int kr_calibration_copy(kr_calibration *dst, const kr_calibration *src, kr_error *err);
@@ -517,6 +526,7 @@ typedef struct {
     double levels[KR_MAX_QUANTILES];
     double *quantiles;     /* [n_levels][horizon] */
     double *prob_close_up; /* [horizon] */
+    double *col_quantiles; /* [KR_CALIB_COLS][n_levels][horizon] with c->has_columns, else NULL */
 } kr_calibrated;
 
 /* The forecast res of req (made with return_paths) calibrated by c; c must match it
@@ -745,7 +755,13 @@ typedef struct kr_eval_calibrated {
     double rel_prob[KR_CAL_KINDS][KR_EVAL_PIT_BINS], rel_up[KR_CAL_KINDS][KR_EVAL_PIT_BINS];
     /* per origin: [origins][n_quantiles][horizon], [origins][horizon]; NAN where unscored */
     double *quantiles, *prob_close_up;
-    double *pit_at;        /* [origins][horizon]: the calibrated PIT; NAN where unscored */
+    double *pit_at; /* [origins][horizon]: the calibrated PIT; NAN where unscored */
+    /* with fitted.has_columns, [0 raw, 1 calibrated][KR_CALIB_COLS][pair][horizon + 1]: each
+     * column's coverage on the scored origins (raw: the paths' linear quantiles), else NULL */
+    double *col_coverage;
+    /* with fitted.has_columns, [KR_CALIB_COLS][origins][n_quantiles][horizon]: each origin's
+     * calibrated column quantiles; NAN where unscored; else NULL */
+    double *col_quantiles;
     kr_calibration fitted; /* rolling: fitted on every origin; given: the one applied */
     void *acc;             /* each origin's sorted close paths until kr_evaluation_finish */
 } kr_eval_calibrated;

@@ -159,7 +159,7 @@ static void test_object_rules(void **state) {
         expect_field(kr_calibration_check(&bad, &err), &err, field);                               \
         kr_calibration_free(&bad);                                                                 \
     } while (0)
-    BROKEN(bad.version = 2, "calibration.version");
+    BROKEN(bad.version = 3, "calibration.version");
     BROKEN(bad.fitted = 0, "calibration.origins");
     BROKEN(bad.grid[3] = 0.035, "calibration.grid[3]");
     BROKEN(bad.n_grid = 98, "calibration.grid");

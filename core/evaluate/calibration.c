@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const int kr_calib_columns[KR_CALIB_COLS] = {KR_OPEN, KR_HIGH, KR_LOW};
+
 static int cmp_double(const void *x, const void *y) {
     const double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
@@ -43,13 +45,14 @@ void kr_calibration_free(kr_calibration *c) {
     free(c->up_n);
     free(c->up_x);
     free(c->up_y);
+    free(c->col_shift);
     memset(c, 0, sizeof *c);
 }
 
 int kr_calibration_alloc(kr_calibration *c, kr_error *err) {
     c->shift = NULL;
     c->up_n = NULL;
-    c->up_x = c->up_y = NULL;
+    c->up_x = c->up_y = c->col_shift = NULL;
     if (c->horizon < 1 || c->samples < 1 || c->n_grid < 1 || c->n_grid > KR_CALIB_MAX_GRID)
         return kr_fail_code(err, KR_E_INVALID,
                             "calibration: horizon %d, samples %d, %d grid levels: out of range",
@@ -60,7 +63,9 @@ int kr_calibration_alloc(kr_calibration *c, kr_error *err) {
     c->up_n = calloc(P, sizeof *c->up_n);
     c->up_x = calloc(P * U, sizeof *c->up_x);
     c->up_y = calloc(P * U, sizeof *c->up_y);
-    if (c->shift && c->up_n && c->up_x && c->up_y) return 0;
+    if (c->has_columns)
+        c->col_shift = calloc(KR_CALIB_COLS * P * (size_t)c->n_grid, sizeof *c->col_shift);
+    if (c->shift && c->up_n && c->up_x && c->up_y && (!c->has_columns || c->col_shift)) return 0;
     kr_calibration_free(c);
     return kr_fail_code(err, KR_E_NO_MEMORY, "calibration: out of memory for %d steps", (int)P);
 }
@@ -95,6 +100,9 @@ int kr_calibration_copy(kr_calibration *dst, const kr_calibration *src, kr_error
     memcpy(dst->up_n, src->up_n, P * sizeof *dst->up_n);
     memcpy(dst->up_x, src->up_x, P * U * sizeof *dst->up_x);
     memcpy(dst->up_y, src->up_y, P * U * sizeof *dst->up_y);
+    if (src->has_columns)
+        memcpy(dst->col_shift, src->col_shift,
+               KR_CALIB_COLS * P * (size_t)src->n_grid * sizeof *dst->col_shift);
     return 0;
 }
 
@@ -158,10 +166,27 @@ static int check_step(const kr_calibration *c, int h, kr_error *err) {
     return 0;
 }
 
+static int check_columns(const kr_calibration *c, kr_error *err) {
+    if (!c->has_columns) return 0;
+    static const char *const names[KR_CALIB_COLS] = {"open", "high", "low"};
+    const size_t G = (size_t)c->n_grid;
+    for (int j = 0; j < KR_CALIB_COLS; j++)
+        for (int h = 0; h < c->horizon; h++)
+            for (size_t g = 0; g < G; g++)
+                if (!isfinite(c->col_shift[((size_t)j * c->horizon + h) * G + g]))
+                    return kr_fail_code(err, KR_E_INVALID,
+                                        "calibration.columns.%s[%d][%zu]: must be a finite number",
+                                        names[j], h, g);
+    return 0;
+}
+
 int kr_calibration_check(const kr_calibration *c, kr_error *err) {
-    if (c->version != KR_CALIB_VERSION)
-        return kr_fail_code(err, KR_E_INVALID, "calibration.version: must be %d, got %d",
+    if (c->version != 1 && c->version != KR_CALIB_VERSION)
+        return kr_fail_code(err, KR_E_INVALID, "calibration.version: must be 1 or %d, got %d",
                             KR_CALIB_VERSION, c->version);
+    if (c->version == 1 && c->has_columns)
+        return kr_fail_code(err, KR_E_INVALID,
+                            "calibration.columns: a version 1 object calibrates close only");
     if (c->horizon < 1)
         return kr_fail_code(err, KR_E_INVALID, "calibration.horizon: must be >= 1, got %d",
                             c->horizon);
@@ -174,9 +199,11 @@ int kr_calibration_check(const kr_calibration *c, kr_error *err) {
     if (check_levels(c, err)) return -1;
     if (!c->shift || !c->up_n || !c->up_x || !c->up_y)
         return kr_fail_code(err, KR_E_INVALID, "calibration.steps: missing");
+    if (c->has_columns && !c->col_shift)
+        return kr_fail_code(err, KR_E_INVALID, "calibration.columns: missing");
     for (int h = 0; h < c->horizon; h++)
         if (check_step(c, h, err)) return -1;
-    return 0;
+    return check_columns(c, err);
 }
 
 static void levels_text(const double *v, int n, char *out, size_t len) {
@@ -221,6 +248,7 @@ void kr_calibrated_free(kr_calibrated *out) {
     if (!out) return;
     free(out->quantiles);
     free(out->prob_close_up);
+    free(out->col_quantiles);
     memset(out, 0, sizeof *out);
 }
 
@@ -231,6 +259,14 @@ void kr_calib_step(const kr_calibration *c, int h, const double *sorted, int S, 
     kr_calib_shifted(raw_grid, c->n_grid, last, c->shift + (size_t)h * c->n_grid, cal_grid);
     *p_up = kr_isotonic_at(c->up_x + (size_t)h * c->up_cap, c->up_y + (size_t)h * c->up_cap,
                            c->up_n[h], raw_p_up);
+}
+
+void kr_calib_column_step(const kr_calibration *c, int j, int h, const double *sorted, int S,
+                          double last, double *raw_grid, double *cal_grid) {
+    for (int g = 0; g < c->n_grid; g++)
+        raw_grid[g] = kr_quantile_linear(sorted, S, c->grid[g]);
+    kr_calib_shifted(raw_grid, c->n_grid, last,
+                     c->col_shift + ((size_t)j * c->horizon + h) * c->n_grid, cal_grid);
 }
 
 int kr_calibrate_forecast(const kr_calibration *c, const kr_forecast_request *req,
@@ -245,8 +281,11 @@ int kr_calibrate_forecast(const kr_calibration *c, const kr_forecast_request *re
     memcpy(out->levels, c->levels, sizeof out->levels);
     out->quantiles = malloc(((size_t)Q ? (size_t)Q : 1) * P * sizeof *out->quantiles);
     out->prob_close_up = malloc((size_t)P * sizeof *out->prob_close_up);
+    if (c->has_columns)
+        out->col_quantiles =
+            malloc(KR_CALIB_COLS * ((size_t)Q ? (size_t)Q : 1) * P * sizeof *out->col_quantiles);
     double *buf = malloc(((size_t)S + 2 * (size_t)G) * sizeof *buf);
-    if (!out->quantiles || !out->prob_close_up || !buf) {
+    if (!out->quantiles || !out->prob_close_up || !buf || (c->has_columns && !out->col_quantiles)) {
         free(buf);
         kr_calibrated_free(out);
         return kr_fail_code(err, KR_E_NO_MEMORY, "calibration: out of memory");
@@ -261,6 +300,15 @@ int kr_calibrate_forecast(const kr_calibration *c, const kr_forecast_request *re
                       &out->prob_close_up[h]);
         for (int q = 0; q < Q; q++)
             out->quantiles[(size_t)q * P + h] = cal[kr_calib_level_index(c, c->levels[q])];
+        for (int j = 0; c->has_columns && j < KR_CALIB_COLS; j++) {
+            for (int p = 0; p < S; p++)
+                sorted[p] = res->paths[((size_t)p * KR_D_IN + kr_calib_columns[j]) * P + h];
+            qsort(sorted, (size_t)S, sizeof *sorted, cmp_double);
+            kr_calib_column_step(c, j, h, sorted, S, last, raw, cal);
+            for (int q = 0; q < Q; q++)
+                out->col_quantiles[((size_t)j * Q + q) * P + h] =
+                    cal[kr_calib_level_index(c, c->levels[q])];
+        }
     }
     free(buf);
     return 0;

@@ -17,15 +17,28 @@
 #include <string.h>
 
 typedef struct {
-    double *sorted; /* [origins][horizon][samples] */
+    double *sorted;     /* [origins][horizon][samples] */
+    double *col_sorted; /* [KR_CALIB_COLS][origins][horizon][samples] with columns */
+    double *col_actual; /* [KR_CALIB_COLS][origins][horizon] with columns, set at the end */
 } cal_acc;
+
+static int cmp_double(const void *x, const void *y) {
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
 
 void kr_eval_calibrated_free(kr_evaluation *ev) {
     kr_eval_calibrated *c = ev->calibrated;
     if (!c) return;
     cal_acc *a = c->acc;
-    if (a) free(a->sorted);
+    if (a) {
+        free(a->sorted);
+        free(a->col_sorted);
+        free(a->col_actual);
+    }
     free(a);
+    free(c->col_coverage);
+    free(c->col_quantiles);
     free(c->scores);
     free(c->coverage);
     free(c->crps_quantile_model);
@@ -64,12 +77,39 @@ int kr_eval_calibrated_init(kr_evaluation *ev, const kr_evaluate_request *req, k
                  ? kr_calibration_copy(&c->fitted, req->calibration, err)
                  : kr_calibration_init(&c->fitted, req->model_id, ev->horizon, ev->samples,
                                        ev->quantile_levels, ev->n_quantiles, err);
+    if (rc == 0 && req->calibration_mode == KR_CALIB_ROLLING) {
+        c->fitted.fitted = ev->origins;
+        c->fitted.has_columns = true;
+        c->fitted.col_shift = calloc(KR_CALIB_COLS * P * (size_t)c->fitted.n_grid, sizeof(double));
+        if (!c->fitted.col_shift) rc = -1;
+    }
+    if (rc == 0 && c->fitted.has_columns) {
+        a->col_sorted = malloc(KR_CALIB_COLS * N * P * S * sizeof(double));
+        a->col_actual = malloc(KR_CALIB_COLS * N * P * sizeof(double));
+        c->col_coverage = malloc(2 * KR_CALIB_COLS * pairs * H * sizeof(double));
+        c->col_quantiles = malloc(KR_CALIB_COLS * N * (Q ? Q : 1) * P * sizeof(double));
+        if (!a->col_sorted || !a->col_actual || !c->col_coverage || !c->col_quantiles) rc = -1;
+    }
     if (rc) {
         kr_eval_calibrated_free(ev);
-        return -1;
+        return kr_fail_code(err, KR_E_NO_MEMORY,
+                            "evaluate: out of memory calibrating the columns of %d origins",
+                            ev->origins);
     }
-    if (req->calibration_mode == KR_CALIB_ROLLING) c->fitted.fitted = ev->origins;
     return 0;
+}
+
+void kr_eval_calibrated_add_columns(kr_evaluation *ev, int k, const kr_forecast_result *res) {
+    cal_acc *a = ev->calibrated->acc;
+    if (!a->col_sorted) return;
+    const size_t N = (size_t)ev->origins, P = (size_t)ev->horizon, S = (size_t)ev->samples;
+    for (int j = 0; j < KR_CALIB_COLS; j++)
+        for (size_t h = 0; h < P; h++) {
+            double *out = a->col_sorted + (((size_t)j * N + (size_t)k) * P + h) * S;
+            for (size_t p = 0; p < S; p++)
+                out[p] = res->paths[(p * KR_D_IN + (size_t)kr_calib_columns[j]) * P + h];
+            qsort(out, S, sizeof *out, cmp_double);
+        }
 }
 
 void kr_eval_calibrated_add(kr_evaluation *ev, int k, int h, const double *sorted) {
@@ -121,28 +161,32 @@ typedef struct {
     double *ux, *uw, *us, *fx, *fy, *scratch; /* the distinct raw P(up) values: [N] each, 3N */
 } work;
 
-static double score_of(const kr_evaluation *ev, const cal_acc *a, const work *w, int j, int h,
+/* One column's sorted paths [origins][horizon][samples] and actuals [origins][horizon]. */
+typedef struct {
+    const double *sorted, *actual;
+} column;
+
+static double score_of(const kr_evaluation *ev, const column *col, const work *w, int j, int h,
                        double tau) {
     const size_t at = (size_t)j * w->P + h;
-    const double q = kr_quantile_linear(a->sorted + at * w->S, w->S, tau);
-    return (ev->actual[at] - q) / ev->last_close[j];
+    const double q = kr_quantile_linear(col->sorted + at * w->S, w->S, tau);
+    return (col->actual[at] - q) / ev->last_close[j];
 }
 
-/* The shifts of level g at step h: each scored origin's from its prefix, the fitted one's
- * from all. */
-static void rolling_level(kr_evaluation *ev, work *w, int h, int g) {
-    const cal_acc *a = ev->calibrated->acc;
+/* The shifts of level g at step h of a column: each scored origin's from its prefix, the
+ * fitted one's (fitted: the step's shifts) from all. */
+static void rolling_level(kr_evaluation *ev, work *w, const column *col, double *fitted, int h,
+                          int g) {
     const int N = w->N;
     const double tau = w->grid[g];
     for (int j = 0; j < N; j++)
-        w->sc[j] = (score){score_of(ev, a, w, j, h, tau), j};
+        w->sc[j] = (score){score_of(ev, col, w, j, h, tau), j};
     qsort(w->sc, (size_t)N, sizeof *w->sc, cmp_score);
     for (int r = 0; r < N; r++) {
         w->rank[w->sc[r].j] = r;
         w->vals[r] = w->sc[r].e;
     }
-    kr_calibration *f = &ev->calibrated->fitted;
-    f->shift[(size_t)h * w->G + g] = w->vals[kr_conformal_rank(N, tau) - 1];
+    fitted[g] = w->vals[kr_conformal_rank(N, tau) - 1];
     memset(w->tree, 0, (size_t)(N + 1) * sizeof *w->tree);
     for (int k = 0, in = 0; k < N; k++) {
         for (; in < w->known[k]; in++)
@@ -203,6 +247,8 @@ static int rolling_up(kr_evaluation *ev, work *w, int h, kr_error *err) {
 
 /* ---- the scores --------------------------------------------------------------------------- */
 
+#define COL_TALLY (1 + 2 * (KR_MAX_QUANTILES / 2)) /* a column-step's counts */
+
 /* Where the request's levels and symmetric pairs sit in the grid, and the fine grid's. */
 typedef struct {
     int level[KR_MAX_QUANTILES], lo[KR_MAX_QUANTILES / 2], hi[KR_MAX_QUANTILES / 2];
@@ -215,6 +261,9 @@ typedef struct {
     double *crps_q;            /* [horizon + 1] raw quantile-form CRPS sums */
     double *pit_raw, *pit_cal; /* [scored x horizon] */
     long n_pit;
+    /* [KR_CALIB_COLS][horizon + 1][1 + 2 pairs]: origin-steps, then per pair raw, calibrated
+     * covered */
+    long *col_covered;
 } tally;
 
 static void reliability_add(kr_eval_calibrated *c, int kind, double p, double up) {
@@ -287,6 +336,39 @@ static void find_places(const kr_evaluation *ev, const kr_calibration *f, places
         }
 }
 
+/* Column j at step h: its shifts (rolling: each scored origin's from the outcomes before it,
+ * the fitted object's from all), then each scored origin's raw and calibrated coverage. */
+static void one_column(kr_evaluation *ev, bool rolling, work *w, const places *pl, tally *t, int j,
+                       int h) {
+    const cal_acc *a = ev->calibrated->acc;
+    kr_calibration *f = &ev->calibrated->fitted;
+    const size_t N = (size_t)w->N, P = (size_t)w->P, S = (size_t)w->S, G = (size_t)w->G;
+    const column col = {a->col_sorted + (size_t)j * N * P * S, a->col_actual + (size_t)j * N * P};
+    double *fitted = f->col_shift + ((size_t)j * P + (size_t)h) * G;
+    for (int g = 0; rolling && g < w->G; g++)
+        rolling_level(ev, w, &col, fitted, h, g);
+    double raw[KR_CALIB_MAX_GRID], cal[KR_CALIB_MAX_GRID];
+    for (int k = w->k0; k < w->N; k++) {
+        const size_t at = (size_t)k * P + (size_t)h;
+        const double *shift = rolling ? w->shift + (size_t)k * G : fitted;
+        const double y = col.actual[at], *sorted = col.sorted + at * S;
+        for (int g = 0; g < w->G; g++)
+            raw[g] = kr_quantile_linear(sorted, w->S, w->grid[g]);
+        kr_calib_shifted(raw, w->G, ev->last_close[k], shift, cal);
+        for (int q = 0; q < ev->n_quantiles; q++)
+            ev->calibrated->col_quantiles[(((size_t)j * N + (size_t)k) * ev->n_quantiles + q) * P +
+                                          (size_t)h] = cal[pl->level[q]];
+        for (int i = 0; i < 2; i++) { /* the step's counts, then all steps' */
+            long *n = t->col_covered + ((size_t)j * (P + 1) + (i ? P : (size_t)h)) * COL_TALLY;
+            n[0]++;
+            for (int p = 0; p < ev->n_pairs; p++) {
+                n[1 + 2 * p] += raw[pl->lo[p]] <= y && y <= raw[pl->hi[p]];
+                n[2 + 2 * p] += cal[pl->lo[p]] <= y && y <= cal[pl->hi[p]];
+            }
+        }
+    }
+}
+
 /* known[k]: the origins whose step-h outcome precedes origin k (o_j + h < o_k). */
 static void known_before(const kr_evaluation *ev, int h, int *known) {
     for (int k = 0, j = 0; k < ev->origins; k++) {
@@ -301,9 +383,10 @@ static int one_step(kr_evaluation *ev, const kr_evaluate_request *req, work *w, 
     kr_calibration *f = &ev->calibrated->fitted;
     const bool rolling = req->calibration_mode == KR_CALIB_ROLLING;
     if (rolling) {
+        const column close = {((const cal_acc *)ev->calibrated->acc)->sorted, ev->actual};
         known_before(ev, h, w->known);
         for (int g = 0; g < w->G; g++)
-            rolling_level(ev, w, h, g);
+            rolling_level(ev, w, &close, f->shift + (size_t)h * w->G, h, g);
         if (rolling_up(ev, w, h, err)) return -1;
     }
     for (int k = w->k0; k < w->N; k++) {
@@ -315,6 +398,8 @@ static int one_step(kr_evaluation *ev, const kr_evaluate_request *req, work *w, 
                                                   ev->prob_close_up[at]);
         score_origin(ev, w, pl, t, k, h, shift, p, crps, pit);
     }
+    for (int j = 0; f->has_columns && j < KR_CALIB_COLS; j++)
+        one_column(ev, rolling, w, pl, t, j, h);
     return 0;
 }
 
@@ -371,6 +456,31 @@ static void work_free(work *w, tally *t) {
     free(t->sums);
     free(t->crps_q);
     free(t->pit_raw);
+    free(t->col_covered);
+}
+
+/* Each column's coverage from its counts, and its actuals before: the request's candles. */
+static void column_actuals(kr_evaluation *ev, const kr_evaluate_request *req) {
+    cal_acc *a = ev->calibrated->acc;
+    const size_t N = (size_t)ev->origins, P = (size_t)ev->horizon;
+    for (int j = 0; j < KR_CALIB_COLS; j++)
+        for (size_t k = 0; k < N; k++)
+            for (size_t h = 0; h < P; h++)
+                a->col_actual[((size_t)j * N + k) * P + h] =
+                    req->candles.columns[kr_calib_columns[j]][(size_t)ev->origin_index[k] + h];
+}
+
+static void column_coverage(kr_evaluation *ev, const tally *t) {
+    kr_eval_calibrated *c = ev->calibrated;
+    const size_t H = (size_t)ev->horizon + 1, NP = ev->n_pairs ? (size_t)ev->n_pairs : 1;
+    for (size_t j = 0; j < KR_CALIB_COLS; j++)
+        for (size_t h = 0; h < H; h++) {
+            const long *n = t->col_covered + (j * H + h) * COL_TALLY;
+            for (size_t p = 0; p < (size_t)ev->n_pairs; p++)
+                for (size_t i = 0; i < 2; i++)
+                    c->col_coverage[((i * KR_CALIB_COLS + j) * NP + p) * H + h] =
+                        n[0] ? (double)n[1 + 2 * p + i] / (double)n[0] : NAN;
+        }
 }
 
 int kr_eval_calibrated_finish(kr_evaluation *ev, const kr_evaluate_request *req, const double *crps,
@@ -397,8 +507,10 @@ int kr_eval_calibrated_finish(kr_evaluation *ev, const kr_evaluate_request *req,
     t.sums = calloc(2 * H, sizeof *t.sums);
     t.crps_q = calloc(H, sizeof *t.crps_q);
     t.pit_raw = malloc(2 * N * P * sizeof *t.pit_raw);
+    if (f->has_columns) t.col_covered = calloc(KR_CALIB_COLS * H * COL_TALLY, sizeof(long));
     int rc = -1;
     if (!w.known || !w.ux || !w.scratch || !t.sums || !t.crps_q || !t.pit_raw ||
+        (f->has_columns && !t.col_covered) ||
         (rolling && (!w.sc || !w.rank || !w.tree || !w.vals || !w.shift || !w.p_cal))) {
         kr_fail_code(err, KR_E_NO_MEMORY, "evaluate: out of memory calibrating %d origins",
                      ev->origins);
@@ -419,10 +531,16 @@ int kr_eval_calibrated_finish(kr_evaluation *ev, const kr_evaluate_request *req,
     memset(c->pit, 0, sizeof c->pit);
     places pl;
     find_places(ev, f, &pl);
+    if (f->has_columns) {
+        column_actuals(ev, req);
+        for (size_t i = 0; i < KR_CALIB_COLS * N * P * (size_t)ev->n_quantiles; i++)
+            c->col_quantiles[i] = NAN;
+    }
     rc = 0;
     for (int h = 0; rc == 0 && h < ev->horizon; h++)
         rc = one_step(ev, req, &w, &pl, &t, h, crps, pit, err);
     if (rc == 0) write_out(ev, &t, pit);
+    if (rc == 0 && f->has_columns) column_coverage(ev, &t);
 out:
     free(w.scratch);
     work_free(&w, &t);

@@ -215,6 +215,7 @@ int kr_evaluation_add(kr_evaluation *ev, const kr_evaluate_request *req, int k,
         a->pit[at] = kr_share_below_sorted(a->sorted, S, ev->actual[at]);
         if (ev->calibrated) kr_eval_calibrated_add(ev, k, h, a->sorted);
     }
+    if (ev->calibrated) kr_eval_calibrated_add_columns(ev, k, res);
     ev->usage.generated_tokens += res->usage.generated_tokens;
     a->added[k] = true;
     a->n_added++;

@@ -79,6 +79,9 @@ int kr_calib_level_index(const kr_calibration *c, double level);
  * grid, the calibrated P(up). raw_grid and cal_grid hold c->n_grid. */
 void kr_calib_step(const kr_calibration *c, int h, const double *sorted, int S, double last,
                    double raw_p_up, double *raw_grid, double *cal_grid, double *p_up);
+/* The same for column kr_calib_columns[j] (c->has_columns): its raw and calibrated grids. */
+void kr_calib_column_step(const kr_calibration *c, int j, int h, const double *sorted, int S,
+                          double last, double *raw_grid, double *cal_grid);
 
 /* ---- the evaluation's score sums, shared by the raw and the calibrated scores ---- */
 
@@ -100,6 +103,8 @@ void kr_eval_sums_write(const kr_eval_sums *s, unsigned what, int n_pairs, int H
  * the raw model's per origin and step). */
 int kr_eval_calibrated_init(kr_evaluation *ev, const kr_evaluate_request *req, kr_error *err);
 void kr_eval_calibrated_add(kr_evaluation *ev, int k, int h, const double *sorted);
+/* Origin k's open, high and low paths, sorted per step, when the calibration has columns. */
+void kr_eval_calibrated_add_columns(kr_evaluation *ev, int k, const kr_forecast_result *res);
 int kr_eval_calibrated_finish(kr_evaluation *ev, const kr_evaluate_request *req, const double *crps,
                               const double *pit, kr_error *err);
 void kr_eval_calibrated_free(kr_evaluation *ev);

@@ -16,7 +16,8 @@
 
 static const char *const object_fields[] = {"format",  "version", "model",   "horizon",
                                             "samples", "origins", "methods", "quantiles",
-                                            "grid",    "steps",   NULL};
+                                            "grid",    "steps",   "columns", NULL};
+static const char *const column_names[KR_CALIB_COLS + 1] = {"open", "high", "low", NULL};
 static const char *const method_fields[] = {"quantiles", "prob_close_up", NULL};
 static const char *const step_fields[] = {"shift", "up_x", "up_y", NULL};
 
@@ -124,6 +125,38 @@ static int parse_step(const json_t *s, kr_calibration *c, int h, char *err, size
     return 0;
 }
 
+/* "columns": {"open": [[grid] per step], "high": ..., "low": ...} into c->col_shift. */
+static int parse_columns(const json_t *v, kr_calibration *c, char *err, size_t errlen) {
+    if (!json_is_object(v))
+        return kd_wrong(v, "calibration.columns", "an object {\"open\", \"high\", \"low\"}", err,
+                        errlen);
+    if (kd_check_fields(v, "calibration.columns: ", column_names, err, errlen) < 0) return -1;
+    char path[KD_PATH_LEN];
+    for (int j = 0; j < KR_CALIB_COLS; j++) {
+        const json_t *steps;
+        snprintf(path, sizeof path, "calibration.columns.%s", column_names[j]);
+        if (required(v, column_names[j], path, &steps, err, errlen)) return -1;
+        if (!json_is_array(steps) || json_array_size(steps) != (size_t)c->horizon)
+            return kd_wrong(steps, path, "an array of horizon arrays of grid shifts", err, errlen);
+        for (int h = 0; h < c->horizon; h++) {
+            char at[KD_PATH_LEN + 16];
+            int n = 0;
+            snprintf(at, sizeof at, "%s[%d]", path, h);
+            json_t *wrap = json_pack("{s:O}", "s", json_array_get(steps, (size_t)h));
+            const int rc = wrap ? numbers(wrap, "s", at, c->n_grid,
+                                          c->col_shift + ((size_t)j * c->horizon + h) * c->n_grid,
+                                          &n, err, errlen)
+                                : kd_fail(err, errlen, "%s: out of memory", at);
+            json_decref(wrap);
+            if (rc) return -1;
+            if (n != c->n_grid)
+                return kd_fail(err, errlen, "%s: must hold %d values (one per grid level), got %d",
+                               at, c->n_grid, n);
+        }
+    }
+    return 0;
+}
+
 int kd_calibration_parse(const json_t *v, kr_calibration *c, char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
     if (!json_is_object(v))
@@ -147,11 +180,13 @@ int kd_calibration_parse(const json_t *v, kr_calibration *c, char *err, size_t e
             c->up_cap = (int)json_array_size(x);
     }
     if (c->up_cap < 1) c->up_cap = 1;
+    const json_t *cols = kd_field(v, "columns");
+    c->has_columns = cols != NULL; /* a version 1 object with them: the core's rules refuse it */
     kr_error ke = {0};
     if (kr_calibration_alloc(c, &ke)) return kd_fail(err, errlen, "%s", ke.msg);
     for (int h = 0; h < c->horizon; h++)
         if (parse_step(json_array_get(steps, (size_t)h), c, h, err, errlen)) return -1;
-    return 0;
+    return cols ? parse_columns(cols, c, err, errlen) : 0;
 }
 
 /* ---- writing -------------------------------------------------------------------------------- */
@@ -175,6 +210,25 @@ json_t *kd_calibration_summary_json(const kr_calibration *c) {
                      c->fitted, "methods", methods());
 }
 
+static json_t *columns_json(const kr_calibration *c) {
+    json_t *o = json_object();
+    for (int j = 0; o && j < KR_CALIB_COLS; j++) {
+        json_t *steps = json_array();
+        for (int h = 0; steps && h < c->horizon; h++)
+            if (json_array_append_new(steps,
+                                      reals(c->col_shift + ((size_t)j * c->horizon + h) * c->n_grid,
+                                            c->n_grid)) < 0) {
+                json_decref(steps);
+                steps = NULL;
+            }
+        if (!steps || json_object_set_new(o, column_names[j], steps) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
 json_t *kd_calibration_json(const kr_calibration *c) {
     json_t *steps = json_array();
     for (int h = 0; steps && h < c->horizon; h++) {
@@ -188,9 +242,14 @@ json_t *kd_calibration_json(const kr_calibration *c) {
         }
     }
     if (!steps) return NULL;
-    return json_pack("{s:s,s:i,s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o}", "format", FORMAT_NAME, "version",
-                     c->version, "model", c->model, "horizon", c->horizon, "samples", c->samples,
-                     "origins", c->fitted, "methods", methods(), "quantiles",
-                     reals(c->levels, c->n_levels), "grid", reals(c->grid, c->n_grid), "steps",
-                     steps);
+    json_t *o =
+        json_pack("{s:s,s:i,s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o}", "format", FORMAT_NAME, "version",
+                  c->version, "model", c->model, "horizon", c->horizon, "samples", c->samples,
+                  "origins", c->fitted, "methods", methods(), "quantiles",
+                  reals(c->levels, c->n_levels), "grid", reals(c->grid, c->n_grid), "steps", steps);
+    if (o && c->has_columns && json_object_set_new(o, "columns", columns_json(c)) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }

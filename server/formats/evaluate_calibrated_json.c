@@ -50,6 +50,47 @@ static json_t *model_scored(const kr_evaluation *ev, const kr_eval_calibrated *c
     return o;
 }
 
+static const char *const column_names[KR_CALIB_COLS] = {"open", "high", "low"};
+
+/* {"coverage": {band: [h]}, "overall": {"coverage": {band: x}}} of one column, raw or
+ * calibrated: cov is [pair][horizon + 1]. */
+static json_t *column_coverage(const kr_evaluation *ev, const double *cov) {
+    const int P = ev->horizon, H = P + 1;
+    json_t *steps = json_object(), *all = json_object();
+    char key[2 * KD_NUM_MAX + 2];
+    int rc = steps && all ? 0 : -1;
+    for (int j = 0; rc == 0 && j < ev->n_pairs; j++) {
+        kd_eval_pair_key(ev, j, key, sizeof key);
+        rc = put(steps, key, kd_eval_reals(cov + (size_t)j * H, P)) ||
+             put(all, key, kd_eval_real(cov[(size_t)j * H + P]));
+    }
+    json_t *o =
+        rc == 0 ? json_pack("{s:o,s:{s:o}}", "coverage", steps, "overall", "coverage", all) : NULL;
+    if (!o && rc) {
+        json_decref(steps);
+        json_decref(all);
+    }
+    return o;
+}
+
+/* {"open": {"model_scored": ..., "calibrated": ...}, "high": ..., "low": ...} */
+static json_t *columns_json(const kr_evaluation *ev, const kr_eval_calibrated *c) {
+    const size_t H = (size_t)ev->horizon + 1, NP = ev->n_pairs ? (size_t)ev->n_pairs : 1;
+    json_t *o = json_object();
+    for (int j = 0; o && j < KR_CALIB_COLS; j++) {
+        const double *raw = c->col_coverage + (size_t)j * NP * H,
+                     *cal = c->col_coverage + (size_t)(KR_CALIB_COLS + j) * NP * H;
+        json_t *col = json_object();
+        if (put(col, "model_scored", column_coverage(ev, raw)) ||
+            put(col, "calibrated", column_coverage(ev, cal)) || put(o, column_names[j], col)) {
+            json_decref(col);
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
 int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr_evaluation *ev) {
     const kr_eval_calibrated *c = ev->calibrated;
     if (!c) return 0;
@@ -70,7 +111,8 @@ int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr
              put(r, "model_scored", model_scored(ev, c)) ||
              put(r, "calibrated_pit_histogram", kd_eval_reals(c->pit, KR_EVAL_PIT_BINS)) ||
              put(r, "pit_ks", ks) || put(r, "reliability", reliability(c)) ||
-             put(r, "calibration", kd_calibration_json(&c->fitted));
+             put(r, "calibration", kd_calibration_json(&c->fitted)) ||
+             (c->col_coverage && put(r, "columns", columns_json(ev, c)));
     else
         json_decref(ks);
     return rc ? -1 : 0;
@@ -91,6 +133,24 @@ json_t *kd_evaluate_origin_calibrated_json(const kr_evaluation *ev, int k) {
         qs = NULL;
     }
     if (rc == 0) rc = put(o, "prob_close_up", kd_eval_reals(c->prob_close_up + (size_t)k * P, P));
+    json_t *cols = rc == 0 && c->col_quantiles ? json_object() : NULL;
+    for (int j = 0; cols && j < KR_CALIB_COLS; j++) {
+        json_t *cq = json_object();
+        for (int q = 0; cq && q < Q; q++) {
+            kd_fmt_double(ev->quantile_levels[q], key, sizeof key);
+            const size_t at = (((size_t)j * ev->origins + (size_t)k) * Q + q) * P;
+            if (put(cq, key, kd_eval_reals(c->col_quantiles + at, P))) {
+                json_decref(cq);
+                cq = NULL;
+            }
+        }
+        if (put(cols, column_names[j], cq)) {
+            json_decref(cols);
+            cols = NULL;
+            rc = -1;
+        }
+    }
+    if (cols) rc = put(o, "columns", cols);
     json_decref(qs);
     if (rc == 0) return o;
     json_decref(o);

@@ -435,8 +435,8 @@ static json_t *quantiles_object(const kr_forecast_result *res) {
     return o;
 }
 
-/* {"0.1": {"close": [P]}, ...}: the calibrated close at the request's levels (the object's,
- * in the same order). */
+/* {"0.1": {"close": [P]}, ...}: the calibrated close (and open, high, low when the object
+ * calibrates them) at the request's levels (the object's, in the same order). */
 static json_t *calibrated_quantiles(const kr_forecast_result *res, const kr_calibrated *cal) {
     json_t *o = json_object();
     char key[32];
@@ -444,6 +444,15 @@ static json_t *calibrated_quantiles(const kr_forecast_result *res, const kr_cali
         kd_fmt_double(res->quantile_levels[q], key, sizeof key);
         json_t *close = json_pack(
             "{s:o}", "close", real_array(cal->quantiles + (size_t)q * cal->horizon, cal->horizon));
+        static const char *const names[KR_CALIB_COLS] = {"open", "high", "low"};
+        for (int j = 0; close && cal->col_quantiles && j < KR_CALIB_COLS; j++) {
+            const size_t at = ((size_t)j * cal->n_levels + (size_t)q) * cal->horizon;
+            if (json_object_set_new(close, names[j],
+                                    real_array(cal->col_quantiles + at, cal->horizon)) < 0) {
+                json_decref(close);
+                close = NULL;
+            }
+        }
         if (json_object_set_new(o, key, close) < 0) {
             json_decref(o);
             return NULL;

@@ -236,7 +236,7 @@ if CHECK == "numpy":
           all(same32(s["up_x"], fx) and same32(s["up_y"], fy)
               for s, (fx, fy) in zip(obj["steps"], fit_up)))
     check("numpy: the object's origins and sizes", obj["origins"] == N and obj["horizon"] == P
-          and obj["samples"] == S and obj["version"] == 1)
+          and obj["samples"] == S and obj["version"] == 2)
 
     # the scores on the scored origins
     sc = slice(k0, N)
@@ -340,7 +340,7 @@ if CHECK == "bytes":
         same(f, org, "/forecast")
         if o == 1400:
             check("/forecast: says what calibrated it",
-                  f["calibration"] == {"version": 1, "model": obj["model"],
+                  f["calibration"] == {"version": 2, "model": obj["model"],
                                        "origins": obj["origins"], "methods": obj["methods"]},
                   f.get("calibration"))
             del body["quantiles"]  # the object's levels
@@ -391,7 +391,7 @@ if CHECK == "refusals":
         ("other samples", dict(fc, samples=8), "calibration.samples"),
         ("other levels", dict(fc, quantiles=[0.1, 0.9]), "calibration.quantiles"),
         ("another model", dict(fc, calibration=edited(["model"], "0" * 16)), "calibration.model"),
-        ("version 2", dict(fc, calibration=edited(["version"], 2)), "calibration.version"),
+        ("version 3", dict(fc, calibration=edited(["version"], 3)), "calibration.version"),
         ("a format not ours", dict(fc, calibration=edited(["format"], "x")), "calibration.format"),
         ("no steps", dict(fc, calibration=edited(["steps"], KeyError)), "calibration.steps"),
         ("a short shift", dict(fc, calibration=edited(["steps", 1, "shift"], [0.0] * 3)),

@@ -306,7 +306,8 @@ cal_candles = {k: v[:40] for k, v in evaluation_candles.items()}
 fc = check("POST /forecast (calibrated)", "POST", URL, "/forecast", 200,
            {"candles": cal_candles, "horizon": 4, "samples": 4, "calibration": cal_obj})
 report(isinstance(fc, dict) and fc.get("calibrated") is True and "raw" in fc and
-       set(fc["quantiles"]["0.5"]) == {"close"}, "POST /forecast (calibrated): the close",
+       set(fc["quantiles"]["0.5"]) == {"close", "open", "high", "low"},
+       "POST /forecast (calibrated): the close, open, high and low",
        str(fc)[:300])
 check("POST /forecast (series, calibrated)", "POST", URL, "/forecast", 200,
       {"series": [{"candles": cal_candles}], "horizon": 4, "samples": 4, "calibration": cal_obj})
