@@ -33,7 +33,8 @@ static const key_def keys[] = {
     {"max-context", T_INT, AT(max_context), "512", 1, 1 << 20,
      "the model's context window (512 or 2048 for released models)"},
     {"weights", T_STRING, AT(weights), "f32", 0, 0,
-     "the linear layers' weights: f32, or bf16 (half the bytes; opt-in, the numbers move)"},
+     "the linear layers' weights: f32, bf16 (half the bytes) or int8 (blocks of 32, a quarter; "
+     "opt-in, the numbers move)"},
     {"kv", T_STRING, AT(kv), "f32", 0, 0,
      "the KV cache: f32, or bf16 (half the bytes a position: twice the sessions a pool holds; "
      "opt-in, the numbers move)"},

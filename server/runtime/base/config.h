@@ -19,7 +19,7 @@ typedef struct {
     /* model */
     char *model, *tokenizer, *predictor;
     int max_context;
-    char *weights, *kv; /* "f32" or "bf16" (kr_precision_parse) */
+    char *weights, *kv; /* "f32", "bf16", "int8" (weights only) (kr_precision_parse) */
     /* network */
     char *host;
     int port;
