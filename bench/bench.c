@@ -817,7 +817,7 @@ int main(int argc, char **argv) {
             agreement = true, agreement_dump = argv[++i];
         else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
             kr_error err = {0};
-            if (kr_precision_parse(argv[++i], "--kv", &kv_mode, &err)) {
+            if (kr_kv_precision_parse(argv[++i], "--kv", &kv_mode, &err)) {
                 fprintf(stderr, "kronos-bench: %s\n", err.msg);
                 return 2;
             }

@@ -106,9 +106,11 @@ typedef struct kr_model kr_model;
  * (docs/design.md, "Reduced precision"). */
 typedef enum { KR_PREC_F32 = 0, KR_PREC_BF16 = 1, KR_PREC_INT8 = 2 } kr_precision;
 const char *kr_precision_name(kr_precision p); /* "f32", "bf16", "int8" */
-/* "f32", "bf16" or "int8" into *out; else KR_E_INVALID with a message naming `field`. int8
- * is for weights only: a kv of int8 fails at load. */
+/* "f32", "bf16" or "int8" (a weights mode) into *out; else KR_E_INVALID with a message
+ * naming `field`. */
 int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err);
+/* The same for a kv mode: "f32" or "bf16". */
+int kr_kv_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err);
 
 typedef struct {
     const char *tokenizer_dir; /* holds config.json + model.safetensors */

@@ -131,7 +131,7 @@ static int take_model_option(model_opts *o, const char *cmd, const char *name, c
         }
     } else if (strcmp(name, "--kv") == 0) {
         kr_error err = {0};
-        if (kr_precision_parse(value, "--kv", &o->kv, &err) != 0) {
+        if (kr_kv_precision_parse(value, "--kv", &o->kv, &err) != 0) {
             complain("%s: %s", cmd, err.msg);
             return -1;
         }

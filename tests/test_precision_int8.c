@@ -387,6 +387,10 @@ static void test_int8_names(void **state) {
     assert_string_equal(kr_precision_name(KR_PREC_INT8), "int8");
     assert_int_equal(kr_precision_parse("q8", "weights", &p, &err), -1);
     assert_string_equal(err.msg, "weights: must be f32, bf16 or int8, got 'q8'");
+    assert_int_equal(kr_kv_precision_parse("int8", "kv", &p, &err), -1);
+    assert_string_equal(err.msg, "kv: must be f32 or bf16, got 'int8'");
+    assert_int_equal(kr_kv_precision_parse("bf16", "kv", &p, &err), 0);
+    assert_int_equal(p, KR_PREC_BF16);
     char tok[128], pred[128];
     snprintf(tok, sizeof tok, "%s/tokenizer", dirs[0]);
     snprintf(pred, sizeof pred, "%s/predictor", dirs[0]);

@@ -24,3 +24,10 @@ int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_e
     return kr_fail_code(err, KR_E_INVALID, "%s: must be f32, bf16 or int8, got '%s'", field,
                         s ? s : "(none)");
 }
+
+int kr_kv_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err) {
+    if (s && (strcmp(s, "f32") == 0 || strcmp(s, "bf16") == 0))
+        return kr_precision_parse(s, field, out, err);
+    return kr_fail_code(err, KR_E_INVALID, "%s: must be f32 or bf16, got '%s'", field,
+                        s ? s : "(none)");
+}

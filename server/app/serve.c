@@ -188,7 +188,7 @@ static int load(kd_app *app, char *err, size_t errlen) {
     kr_error ke = {0};
     kr_precision weights = KR_PREC_F32, kv = KR_PREC_F32; /* kd_config_load checked them */
     kr_precision_parse(c->weights, "weights", &weights, &ke);
-    kr_precision_parse(c->kv, "kv", &kv, &ke);
+    kr_kv_precision_parse(c->kv, "kv", &kv, &ke);
     if (!(app->model = kd_model_open(c->model, c->tokenizer, c->predictor, c->max_context, weights,
                                      kv, &ke))) {
         snprintf(err, errlen, "cannot load model: %s", ke.msg);

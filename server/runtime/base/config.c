@@ -358,7 +358,7 @@ static int check(kd_config *c, char *err, size_t errlen) {
     kr_precision prec;
     kr_error ke = {0};
     if (kr_precision_parse(c->weights, "weights", &prec, &ke) != 0 ||
-        kr_precision_parse(c->kv, "kv", &prec, &ke) != 0)
+        kr_kv_precision_parse(c->kv, "kv", &prec, &ke) != 0)
         return fail(err, errlen, "%s", ke.msg);
     if (c->state_dir && !*c->state_dir)
         return fail(err, errlen, "state-dir: empty (leave it unset for no journal)");
