@@ -122,6 +122,7 @@ int kb_agreement(const char *model_dir, const int64_t *wall, double *const cols[
         {"weights bf16", "weights_bf16", KR_PREC_BF16, KR_PREC_F32},
         {"kv bf16", "kv_bf16", KR_PREC_F32, KR_PREC_BF16},
         {"weights and kv bf16", "both_bf16", KR_PREC_BF16, KR_PREC_BF16},
+        {"weights int8", "weights_int8", KR_PREC_INT8, KR_PREC_F32},
     };
     if (L < 2 || L > n || L > 512) {
         fprintf(stderr, "kronos-bench --agreement: lookback %d: need 2 to 512 and %d rows\n", L, n);

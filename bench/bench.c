@@ -2,8 +2,8 @@
  * shared, noisy machine.
  *
  *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
- *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16] [--kv f32|bf16]
- *   kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
+ *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16|int8] [--kv
+ * f32|bf16] kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
  *   kronos-bench --model DIR --train-step [--batch 16] [--lookback 90] [--predict 10] [--reps 5]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
@@ -817,7 +817,7 @@ int main(int argc, char **argv) {
             agreement = true, agreement_dump = argv[++i];
         else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
             kr_error err = {0};
-            if (kr_precision_parse(argv[++i], "--kv", &kv_mode, &err)) {
+            if (kr_kv_precision_parse(argv[++i], "--kv", &kv_mode, &err)) {
                 fprintf(stderr, "kronos-bench: %s\n", err.msg);
                 return 2;
             }
@@ -834,12 +834,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--predict") && i + 1 < argc)
             predict = atoi(argv[++i]);
         else {
-            fprintf(stderr,
-                    "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
-                    "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
-                    "[--weights f32|bf16] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n"
-                    "       kronos-bench --model DIR --train-step [--batch N] [--lookback N] "
-                    "[--predict N] [--reps N]\n");
+            fprintf(
+                stderr,
+                "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
+                "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
+                "[--weights f32|bf16|int8] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n"
+                "       kronos-bench --model DIR --train-step [--batch N] [--lookback N] "
+                "[--predict N] [--reps N]\n");
             return 2;
         }
     }

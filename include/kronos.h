@@ -104,10 +104,13 @@ typedef struct kr_model kr_model;
 /* What a model's numbers are stored in. Float32 is the default and the answer that equals
  * upstream; a reduced mode is opt-in per model and keeps every invariance within the mode
  * (docs/design.md, "Reduced precision"). */
-typedef enum { KR_PREC_F32 = 0, KR_PREC_BF16 = 1 } kr_precision;
-const char *kr_precision_name(kr_precision p); /* "f32", "bf16" */
-/* "f32" or "bf16" into *out; else KR_E_INVALID with a message naming `field`. */
+typedef enum { KR_PREC_F32 = 0, KR_PREC_BF16 = 1, KR_PREC_INT8 = 2 } kr_precision;
+const char *kr_precision_name(kr_precision p); /* "f32", "bf16", "int8" */
+/* "f32", "bf16" or "int8" (a weights mode) into *out; else KR_E_INVALID with a message
+ * naming `field`. */
 int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err);
+/* The same for a kv mode: "f32" or "bf16". */
+int kr_kv_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err);
 
 typedef struct {
     const char *tokenizer_dir; /* holds config.json + model.safetensors */

@@ -48,15 +48,17 @@ static const char usage_text[] =
     "  --version    print the version\n"
     "\n"
     "kronosd forecast (--model DIR | --tokenizer DIR --predictor DIR)\n"
-    "                 [--max-context N] [--weights f32|bf16] [--kv f32|bf16] [--compact]\n"
+    "                 [--max-context N] [--weights f32|bf16|int8] [--kv f32|bf16]\n"
+    "                 [--compact]\n"
     "                 [--field KEY=VALUE ...]\n"
     "                 [REQUEST.json | CANDLES.csv | -]\n"
     "  --model DIR        a model directory holding tokenizer/ and predictor/\n"
     "  --tokenizer DIR    the tokenizer (config.json + model.safetensors)\n"
     "  --predictor DIR    the predictor (config.json + model.safetensors)\n"
     "  --max-context N    the model's context window (default 512)\n"
-    "  --weights f32|bf16 the linear layers' weights as float32 (default: the answer that\n"
-    "                     equals upstream) or BF16 (half the bytes; the numbers move)\n"
+    "  --weights f32|bf16|int8 the linear layers' weights as float32 (default: the answer\n"
+    "                     that equals upstream), BF16 (half the bytes) or int8 blocks (a\n"
+    "                     quarter; the numbers move in both)\n"
     "  --kv f32|bf16      the KV cache as float32 (default) or BF16 (half the bytes)\n"
     "  --compact          print the response on one line\n"
     "  REQUEST.json       the request; '-' or nothing reads stdin\n"
@@ -130,7 +132,7 @@ static int take_model_option(model_opts *o, const char *cmd, const char *name, c
         }
     } else if (strcmp(name, "--kv") == 0) {
         kr_error err = {0};
-        if (kr_precision_parse(value, "--kv", &o->kv, &err) != 0) {
+        if (kr_kv_precision_parse(value, "--kv", &o->kv, &err) != 0) {
             complain("%s: %s", cmd, err.msg);
             return -1;
         }

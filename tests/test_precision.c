@@ -440,7 +440,7 @@ static void test_precision_names(void **state) {
     assert_string_equal(kr_precision_name(KR_PREC_F32), "f32");
     assert_int_equal(kr_precision_parse("fp16", "weights", &p, &err), -1);
     assert_int_equal(err.code, KR_E_INVALID);
-    assert_string_equal(err.msg, "weights: must be f32 or bf16, got 'fp16'");
+    assert_string_equal(err.msg, "weights: must be f32, bf16 or int8, got 'fp16'");
     kr_model_paths bad = {.tokenizer_dir = dirs[0], .predictor_dir = dirs[0], .weights = 7};
     assert_null(kr_model_load(&bad, &err));
     assert_int_equal(err.code, KR_E_INVALID);

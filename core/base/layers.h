@@ -15,11 +15,13 @@ typedef struct {
     int out, in;
     const float *wp;    /* the same weights packed for the kernels (matmul.h), or NULL */
     const uint16_t *wh; /* or packed as BF16 (a model loaded with weights bf16), or NULL */
+    const int8_t *wq;   /* or as int8 blocks (weights int8, matmul_q8.h), or NULL; */
+    const float *ws;    /* with their scales */
 } kr_linear;
 
-/* Whether the kernels read l's weights packed (float32 or BF16) */
+/* Whether the kernels read l's weights packed (float32, BF16 or int8) */
 static inline bool kr_linear_is_packed(const kr_linear *l) {
-    return l->wp || l->wh;
+    return l->wp || l->wh || l->wq;
 }
 
 typedef struct {

@@ -16,8 +16,12 @@
  * every level still computes the same bits. Half the bytes a step reads, the same
  * arithmetic; activations stay float32 (AVX512-BF16's dot product would round them to BF16
  * too, and sum its pairs with flushed denormals, which the other levels cannot match).
+ *
+ * A model loaded with weights int8 holds int8 blocks instead (matmul_q8.c owns their
+ * arithmetic); forward_q8 below splits their rows and columns into tasks.
  */
 #include "matmul.h"
+#include "matmul_q8.h"
 #include "parallel.h"
 
 #include <math.h>
@@ -553,11 +557,57 @@ static void linear_task(void *arg, int task, int worker) {
     }
 }
 
+/* ---- int8 weights ------------------------------------------------------------------------- */
+
+#define Q8_COLS 128 /* columns per task: their sums fit on the stack */
+#define Q8_ROWS 16  /* rows per task */
+
+typedef struct {
+    const y_map *y;
+    const float *x;
+    int T, col_tasks;
+    const kr_linear *l;
+    kr_simd simd;
+} q8_job;
+
+static void q8_task(void *arg, int task, int worker) {
+    (void)worker;
+    const q8_job *j = arg;
+    const kr_linear *l = j->l;
+    int c0 = task % j->col_tasks * Q8_COLS, r0 = task / j->col_tasks * Q8_ROWS;
+    int c1 = c0 + Q8_COLS < l->out ? c0 + Q8_COLS : l->out;
+    int r1 = r0 + Q8_ROWS < j->T ? r0 + Q8_ROWS : j->T;
+    for (int r = r0; r < r1; r++) {
+        float acc[Q8_COLS];
+        kr_q8_row(acc, j->x + (size_t)r * l->in, c0, c1, l, j->simd);
+        for (int o = c0; o < c1; o++)
+            y_put(j->y, y_at(j->y, r, o), l->b ? acc[o - c0] + l->b[o] : acc[o - c0]);
+    }
+}
+
+/* Every element is its own chain (kr_q8_row): tasks of any shape give the same bits. The
+ * epilogue runs after the join, over all rows. */
+static void forward_q8(const y_map *y, const float *x, int T, const kr_linear *l,
+                       kr_linear_epilogue epi, void *epi_ctx) {
+    q8_job j = {.y = y,
+                .x = x,
+                .T = T,
+                .col_tasks = (l->out + Q8_COLS - 1) / Q8_COLS,
+                .l = l,
+                .simd = kr_simd_level()};
+    kr_parallel_for(j.col_tasks * ((T + Q8_ROWS - 1) / Q8_ROWS), q8_task, &j);
+    if (epi) epi(epi_ctx, 0, T, 0, y->width);
+}
+
 /* n parts of y (1: the plain product); with an epilogue, each task holds the same columns
  * of every part (runs, above). */
 static void forward(const y_map *y, int n, const float *x, int T, const kr_linear *l,
                     kr_linear_epilogue epi, void *epi_ctx) {
     if (T < 1) return;
+    if (l->wq) {
+        forward_q8(y, x, T, l, epi, epi_ctx);
+        return;
+    }
     if (!kr_linear_is_packed(l)) {
         rows_unpacked(y, x, T, l);
         if (epi) epi(epi_ctx, 0, T, 0, y->width);

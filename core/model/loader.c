@@ -6,6 +6,7 @@
  * weights bf16, rounded to BF16: a BF16 file's exactly as stored), and the files are
  * unmapped afterwards.
  */
+#include "matmul_q8.h"
 #include "model.h"
 #include "nn.h"
 #include "parallel.h"
@@ -332,15 +333,22 @@ static void untrack(loader *L, const float *p) {
         }
 }
 
-/* l's weights packed for the kernels, as float32 or (weights bf16) BF16; l->w kept */
-static int pack_weights(loader *L, kr_linear *l) {
+/* l's weights packed for the kernels: as float32, as BF16 (weights bf16), or (weights int8
+ * and q8) as int8 blocks; l->w kept */
+static int pack_weights(loader *L, kr_linear *l, bool q8) {
     size_t n = kr_linear_packed_floats(l->out, l->in);
     bool bf = L->m->weights == KR_PREC_BF16;
-    float *wp = track(L, bf ? (n + 1) / 2 : n);
+    q8 = q8 && L->m->weights == KR_PREC_INT8;
+    size_t nq = (size_t)kr_q8_blocks(l->in) * l->out; /* int8 blocks: 32 bytes, a scale each */
+    float *wp = track(L, q8 ? nq * (KR_Q8_BLOCK / sizeof(float) + 1) : bf ? (n + 1) / 2 : n);
     if (!wp)
         return kr_fail_code(L->err, KR_E_NO_MEMORY,
                             "model load: out of memory packing a %dx%d weight", l->out, l->in);
-    if (bf) {
+    if (q8) {
+        kr_q8_pack((int8_t *)(wp + nq), wp, l->w, l->out, l->in);
+        l->ws = wp;
+        l->wq = (const int8_t *)(wp + nq);
+    } else if (bf) {
         kr_linear_pack_bf16((uint16_t *)wp, l->w, l->out, l->in);
         l->wh = (const uint16_t *)wp;
     } else {
@@ -350,11 +358,16 @@ static int pack_weights(loader *L, kr_linear *l) {
     return 0;
 }
 
-static int pack(loader *L, kr_linear *l) {
-    if (pack_weights(L, l)) return -1;
+static int pack_as(loader *L, kr_linear *l, bool q8) {
+    if (pack_weights(L, l, q8)) return -1;
     untrack(L, l->w);
     l->w = NULL;
     return 0;
+}
+
+/* Packed as the model's weights say (int8 included) */
+static int pack(loader *L, kr_linear *l) {
+    return pack_as(L, l, true);
 }
 
 /* q, k, v and w1, w3 were views into the stacked matrices, which packing replaces: only
@@ -373,8 +386,9 @@ static int pack_dep_s1(loader *L) {
     kr_predictor_weights *p = &L->m->pred;
     const float *whole = p->dep_kv_s1.w;
     p->dep_k.w = p->dep_k.b = p->dep_v.w = p->dep_v.b = NULL; /* views into dep_kv's */
-    if (kr_linear_packed_floats(p->dep_kv.out, p->dep_kv.in) ==
-        (size_t)p->dep_kv.out * p->dep_kv.in) { /* no padding panel between the two */
+    if (L->m->weights != KR_PREC_INT8 &&
+        kr_linear_packed_floats(p->dep_kv.out, p->dep_kv.in) ==
+            (size_t)p->dep_kv.out * p->dep_kv.in) { /* no padding panel between the two */
         if (pack(L, &p->dep_kv_s1)) return -1;
         size_t at = (size_t)p->dep_kv.out * p->dep_kv.in; /* proj_s1's first panel */
         p->dep_kv.wp = p->dep_kv_s1.wp;
@@ -385,8 +399,8 @@ static int pack_dep_s1(loader *L) {
         return 0;
     }
     kr_linear *views[] = {&p->dep_kv, &p->proj_s1};
-    for (int i = 0; i < 2; i++) {
-        if (pack_weights(L, views[i])) return -1;
+    for (int i = 0; i < 2; i++) { /* with int8 weights the s1 head stays float32 (pack_all) */
+        if (pack_weights(L, views[i], i == 0)) return -1;
         views[i]->w = NULL;
     }
     untrack(L, whole);
@@ -395,20 +409,26 @@ static int pack_dep_s1(loader *L) {
     return 0;
 }
 
+/* With int8 weights, the layers that stay float32: those at the model's edges (the
+ * embeddings of the candles and of the codes, the tokenizer's output head, the predictor's
+ * s1 and s2 heads). They are a small share of the bytes; the heads' logits are the
+ * forecast's distribution itself, and an input of 6 features is not a block of 32. */
 static int pack_all(loader *L) {
     kr_tokenizer_weights *t = &L->m->tok;
     kr_predictor_weights *p = &L->m->pred;
-    kr_linear *single[] = {&p->fusion,           &p->dep_q, &p->dep_o,
-                           &p->proj_s2,          &t->embed, &t->quant_embed,
-                           &t->post_quant_embed, &t->head};
-    /* a shared tokenizer was packed when its own model loaded */
-    size_t n_single = L->m->tok_shared ? 4 : sizeof single / sizeof *single;
-    if (pack_dep_s1(L)) return -1;
-    for (size_t i = 0; i < n_single; i++)
-        if (pack(L, single[i])) return -1;
-    for (int i = 0; i < t->n_enc && !L->m->tok_shared; i++)
+    /* the heads and the tokenizer's edge layers stay float32 in every mode; a shared
+     * tokenizer was packed when its own model loaded */
+    kr_linear *tok_edges[] = {&t->embed, &t->quant_embed, &t->post_quant_embed, &t->head};
+    kr_linear *inner[] = {&p->fusion, &p->dep_q, &p->dep_o};
+    const bool own_tokenizer = !L->m->tok_shared;
+    if (pack_dep_s1(L) || pack_as(L, &p->proj_s2, false)) return -1;
+    for (size_t i = 0; i < sizeof inner / sizeof *inner; i++)
+        if (pack(L, inner[i])) return -1;
+    for (size_t i = 0; own_tokenizer && i < sizeof tok_edges / sizeof *tok_edges; i++)
+        if (pack_as(L, tok_edges[i], false)) return -1;
+    for (int i = 0; i < t->n_enc && own_tokenizer; i++)
         if (pack_block(L, &t->enc[i])) return -1;
-    for (int i = 0; i < t->n_dec && !L->m->tok_shared; i++)
+    for (int i = 0; i < t->n_dec && own_tokenizer; i++)
         if (pack_block(L, &t->dec[i])) return -1;
     for (int i = 0; i < p->n_layers; i++)
         if (pack_block(L, &p->blocks[i])) return -1;
@@ -554,13 +574,14 @@ static kr_model *model_load(const kr_model_paths *paths, const kr_model *tok_fro
     m->max_context = max_context;
     m->weights = paths->weights;
     m->kv = paths->kv;
-    if (m->weights != KR_PREC_F32 && m->weights != KR_PREC_BF16) {
+    if (m->weights != KR_PREC_F32 && m->weights != KR_PREC_BF16 && m->weights != KR_PREC_INT8) {
         kr_fail_code(err, KR_E_INVALID, "model load: weights = %d is not a precision",
                      (int)m->weights);
         goto fail;
     }
     if (m->kv != KR_PREC_F32 && m->kv != KR_PREC_BF16) {
-        kr_fail_code(err, KR_E_INVALID, "model load: kv = %d is not a precision", (int)m->kv);
+        kr_fail_code(err, KR_E_INVALID, "model load: kv: must be f32 or bf16, got %s",
+                     m->kv == KR_PREC_INT8 ? "int8" : "a value that is not a precision");
         goto fail;
     }
     loader L = {.m = m, .err = err};

@@ -46,7 +46,7 @@ struct kr_model {
     kr_tokenizer_config tc;
     kr_predictor_config pc;
     int max_context;
-    kr_precision weights; /* the linear layers' packed weights: float32 or BF16 */
+    kr_precision weights; /* the linear layers' packed weights: float32, BF16 or int8 */
     kr_precision kv;      /* the predictor's keys and values, cached or not: float32 or BF16 */
     size_t n_params;
     kr_tokenizer_weights tok;

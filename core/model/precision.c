@@ -5,7 +5,7 @@
 #include <string.h>
 
 const char *kr_precision_name(kr_precision p) {
-    return p == KR_PREC_BF16 ? "bf16" : "f32";
+    return p == KR_PREC_BF16 ? "bf16" : p == KR_PREC_INT8 ? "int8" : "f32";
 }
 
 int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err) {
@@ -17,6 +17,17 @@ int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_e
         *out = KR_PREC_BF16;
         return 0;
     }
+    if (s && strcmp(s, "int8") == 0) {
+        *out = KR_PREC_INT8;
+        return 0;
+    }
+    return kr_fail_code(err, KR_E_INVALID, "%s: must be f32, bf16 or int8, got '%s'", field,
+                        s ? s : "(none)");
+}
+
+int kr_kv_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err) {
+    if (s && (strcmp(s, "f32") == 0 || strcmp(s, "bf16") == 0))
+        return kr_precision_parse(s, field, out, err);
     return kr_fail_code(err, KR_E_INVALID, "%s: must be f32 or bf16, got '%s'", field,
                         s ? s : "(none)");
 }

@@ -75,14 +75,14 @@ PYEOF
 
 "$KRONOSD" serve --model "$MODEL" --port 0 --weights fp8 >"$WORK/bad.log" 2>&1
 rc=$?
-if [ "$rc" -ne 0 ] && grep -q "weights: must be f32 or bf16, got 'fp8'" "$WORK/bad.log"; then
+if [ "$rc" -ne 0 ] && grep -q "weights: must be f32, bf16 or int8, got 'fp8'" "$WORK/bad.log"; then
     pass "serve --weights fp8 is refused, naming the setting"
 else
     fail "serve --weights fp8" "exit $rc: $(head -3 "$WORK/bad.log")"
 fi
 "$KRONOSD" forecast --model "$MODEL" --weights fp8 "$WORK/sampled.json" >/dev/null 2>"$WORK/bad.err"
 rc=$?
-if [ "$rc" -ne 0 ] && grep -q "\-\-weights: must be f32 or bf16, got 'fp8'" "$WORK/bad.err"; then
+if [ "$rc" -ne 0 ] && grep -q "\-\-weights: must be f32, bf16 or int8, got 'fp8'" "$WORK/bad.err"; then
     pass "forecast --weights fp8 is refused, naming the flag"
 else
     fail "forecast --weights fp8" "exit $rc: $(head -3 "$WORK/bad.err")"

@@ -39,7 +39,8 @@ static const key_def keys[] = {
     {"max-context", T_INT, AT(max_context), "512", 1, 1 << 20,
      "the model's context window (512 or 2048 for released models)"},
     {"weights", T_STRING, AT(weights), "f32", 0, 0,
-     "the linear layers' weights: f32, or bf16 (half the bytes; opt-in, the numbers move)"},
+     "the linear layers' weights: f32, bf16 (half the bytes) or int8 (blocks of 32, a quarter; "
+     "opt-in, the numbers move)"},
     {"kv", T_STRING, AT(kv), "f32", 0, 0,
      "the KV cache: f32, or bf16 (half the bytes a position: twice the sessions a pool holds; "
      "opt-in, the numbers move)"},
@@ -373,7 +374,7 @@ static int check(kd_config *c, char *err, size_t errlen) {
     kr_precision prec;
     kr_error ke = {0};
     if (kr_precision_parse(c->weights, "weights", &prec, &ke) != 0 ||
-        kr_precision_parse(c->kv, "kv", &prec, &ke) != 0)
+        kr_kv_precision_parse(c->kv, "kv", &prec, &ke) != 0)
         return fail(err, errlen, "%s", ke.msg);
     if (c->state_dir && !*c->state_dir)
         return fail(err, errlen, "state-dir: empty (leave it unset for no journal)");

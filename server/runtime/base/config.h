@@ -20,7 +20,7 @@ typedef struct {
     char *model; /* "[ID=]DIR" lines, one a model (repeatable) */
     char *models_dir, *tokenizer, *predictor;
     int max_context;
-    char *weights, *kv; /* "f32" or "bf16" (kr_precision_parse) */
+    char *weights, *kv; /* "f32", "bf16", "int8" (weights only) (kr_precision_parse) */
     /* network */
     char *host;
     int port;

@@ -179,7 +179,7 @@ static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t 
             md->tokenizer_of = ms->v[k].tokenizer_of >= 0 ? ms->v[k].tokenizer_of : k;
     kr_precision weights = KR_PREC_F32, kv = KR_PREC_F32; /* kd_config_load checked them */
     kr_precision_parse(c->weights, "weights", &weights, &ke);
-    kr_precision_parse(c->kv, "kv", &kv, &ke);
+    kr_kv_precision_parse(c->kv, "kv", &kv, &ke);
     const kr_model_paths paths = {.tokenizer_dir = md->tokenizer_dir,
                                   .predictor_dir = md->predictor_dir,
                                   .max_context = c->max_context,

@@ -1,0 +1,411 @@
+/* test_precision_int8.c — weights int8: the kernels against this file's own plain C of the
+ * same quantised arithmetic, bit for bit on every level (vpdpbusd, vpmaddubsw, C); the loader
+ * quantising F32, BF16 and F16 checkpoints the same way (kronos-mkmodel writes one model in
+ * each dtype from the same values; KR_MKMODEL names the tool); and the mode's invariances:
+ * kernel levels, batch, cached = uncached (registered at 3 threads too). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "kronos.h"
+#include "matmul.h"    /* kr_linear_forward, kr_simd_set */
+#include "matmul_q8.h" /* kr_q8_pack, the packed layout */
+#include "model.h"     /* the packed weights, compared across loads */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_TOK 40
+#define V     1024
+#define PATHS 4
+
+static char dirs[3][64]; /* the model in F32, BF16 and F16 */
+static const char *const dtypes[3] = {"f32", "bf16", "f16"};
+
+static int setup(void **state) {
+    (void)state;
+    const char *tool = getenv("KR_MKMODEL");
+    if (!tool) {
+        fprintf(stderr, "KR_MKMODEL is not set\n");
+        return -1;
+    }
+    for (int f = 0; f < 3; f++) {
+        snprintf(dirs[f], sizeof dirs[f], "/tmp/kr-int8-test-XXXXXX");
+        if (!mkdtemp(dirs[f])) return -1;
+        char cmd[512];
+        snprintf(cmd, sizeof cmd,
+                 "%s --out %s --preset tiny --d-model 128 --tok-d-model 64 --seed 9 --dtype %s "
+                 ">/dev/null",
+                 tool, dirs[f], dtypes[f]);
+        if (system(cmd) != 0) return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    for (int f = 0; f < 3; f++) {
+        char cmd[384];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dirs[f]);
+        if (system(cmd) != 0) return -1;
+    }
+    return 0;
+}
+
+static kr_model *load(int file, kr_precision weights) {
+    char tok[128], pred[128];
+    snprintf(tok, sizeof tok, "%s/tokenizer", dirs[file]);
+    snprintf(pred, sizeof pred, "%s/predictor", dirs[file]);
+    kr_model_paths p = {
+        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = weights};
+    kr_error err = {0};
+    kr_model *m = kr_model_load(&p, &err);
+    if (!m) fprintf(stderr, "%s as %s: %s\n", dirs[file], kr_precision_name(weights), err.msg);
+    return m;
+}
+
+/* ---- the reference: Q8_0 as written out plainly ------------------------------------------ */
+
+/* n <= 32 values of v into q[32]: scale |v| max / 127, each rounded half away from zero */
+static float ref_quantise(int8_t q[32], const float *v, int n) {
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++)
+        if (fabsf(v[i]) > amax) amax = fabsf(v[i]);
+    float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+    for (int i = 0; i < 32; i++) {
+        double t = i < n ? (double)(v[i] * id) : 0.0; /* the float product; + 0.5 exact */
+        q[i] = (int8_t)(t < 0 ? -floor(-t + 0.5) : floor(t + 0.5));
+    }
+    return d;
+}
+
+/* y[T][out] from w[out][in] (torch layout), block by block in order */
+static void ref_linear(float *y, const float *x, int T, const float *w, const float *b, int out,
+                       int in) {
+    for (int r = 0; r < T; r++)
+        for (int o = 0; o < out; o++) {
+            float acc = 0.0f;
+            for (int k0 = 0; k0 < in; k0 += 32) {
+                int n = in - k0 < 32 ? in - k0 : 32;
+                int8_t qx[32], qw[32];
+                float dx = ref_quantise(qx, x + (size_t)r * in + k0, n);
+                float dw = ref_quantise(qw, w + (size_t)o * in + k0, n);
+                int32_t s = 0;
+                for (int i = 0; i < 32; i++)
+                    s += qx[i] * qw[i];
+                acc = fmaf(dx * dw, (float)s, acc);
+            }
+            y[(size_t)r * out + o] = b ? acc + b[o] : acc;
+        }
+}
+
+static float lcg(uint32_t *st) { /* uniform in [-1, 1) */
+    *st = *st * 1664525u + 1013904223u;
+    return (float)((*st >> 8) & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+/* One shape: packed weights against the reference quantisation, the product on every level
+ * against ref_linear, each row alone against the batch, and the add and parts forms. */
+static void one_shape(int out, int in, int T, uint32_t seed) {
+    float *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
+    float *x = malloc(sizeof(float) * T * in), *ref = malloc(sizeof(float) * T * out);
+    float *y = malloc(sizeof(float) * T * out), *one = malloc(sizeof(float) * out);
+    int nb = kr_q8_blocks(in);
+    int8_t *wq = malloc((size_t)nb * out * KR_Q8_BLOCK);
+    float *ws = malloc(sizeof(float) * nb * out);
+    assert_true(w && b && x && ref && y && one && wq && ws);
+    for (int i = 0; i < out * in; i++) /* weights of mixed scales, a zero block, outliers */
+        w[i] = lcg(&seed) * (i % 7 == 0 ? 3.0f : 0.05f);
+    for (int i = 0; i < in && i < 32; i++)
+        w[i] = 0.0f;
+    for (int o = 0; o < out; o++)
+        b[o] = lcg(&seed);
+    for (int i = 0; i < T * in; i++)
+        x[i] = lcg(&seed) * (i % 11 == 0 ? 40.0f : 1.0f);
+    kr_q8_pack(wq, ws, w, out, in);
+    for (int o = 0; o < out; o++)
+        for (int k = 0; k < nb; k++) {
+            int8_t q[32];
+            int n = in - 32 * k < 32 ? in - 32 * k : 32;
+            float d = ref_quantise(q, w + (size_t)o * in + 32 * k, n);
+            assert_memory_equal(q, wq + ((size_t)k * out + o) * 32, 32);
+            assert_true(d == ws[(size_t)k * out + o]);
+        }
+    ref_linear(ref, x, T, w, b, out, in);
+    kr_linear l = {.b = b, .out = out, .in = in, .wq = wq, .ws = ws};
+    int levels = 0;
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        levels++;
+        memset(y, 0, sizeof(float) * T * out);
+        kr_linear_forward(y, x, T, &l);
+        assert_memory_equal(y, ref, sizeof(float) * T * out);
+        for (int r = 0; r < T; r += T / 3 + 1) { /* a row alone: the same bits */
+            kr_linear_forward(one, x + (size_t)r * in, 1, &l);
+            assert_memory_equal(one, ref + (size_t)r * out, sizeof(float) * out);
+        }
+        for (int i = 0; i < T * out; i++) /* y += product: the product rounded first */
+            y[i] = (float)i;
+        kr_linear_forward_add(y, x, T, &l);
+        for (int i = 0; i < T * out; i++)
+            assert_true(y[i] == (float)i + ref[i]);
+        if (out % 32 == 0) { /* two parts of out / 2 columns */
+            float *parts[2] = {y, one};
+            float *half = malloc(sizeof(float) * T * out / 2);
+            assert_non_null(half);
+            parts[1] = half;
+            assert_int_equal(kr_linear_forward_parts(parts, 2, x, T, &l), 0);
+            for (int r = 0; r < T; r++)
+                for (int o = 0; o < out; o++)
+                    assert_true(parts[o / (out / 2)][(size_t)r * (out / 2) + o % (out / 2)] ==
+                                ref[(size_t)r * out + o]);
+            free(half);
+        }
+    }
+    kr_simd_set(kr_simd_level());
+    assert_true(levels >= 1);
+    free(w), free(b), free(x), free(ref), free(y), free(one), free(wq), free(ws);
+}
+
+static void test_kernels_against_reference(void **state) {
+    (void)state;
+    one_shape(48, 64, 5, 1u);
+    one_shape(200, 100, 37, 2u); /* a last block of 4 */
+    one_shape(64, 512, 1, 3u);
+    one_shape(130, 96, 2, 4u);
+    one_shape(256, 256, 70, 5u);
+    print_message("# int8 kernels: the plain C reference's bits on every level\n");
+}
+
+/* l's weights unpacked from float32 panels ([panel][in][16]) into torch's [out][in] */
+static float *unpack(const kr_linear *l) {
+    float *w = malloc(sizeof(float) * l->out * l->in);
+    assert_non_null(w);
+    for (int o = 0; o < l->out; o++)
+        for (int k = 0; k < l->in; k++)
+            w[(size_t)o * l->in + k] = l->wp[((size_t)(o / 16) * l->in + k) * 16 + o % 16];
+    return w;
+}
+
+/* q (int8) holds f's weights (float32 panels) quantised as the reference does */
+static void quantised_like(const kr_linear *f, const kr_linear *q) {
+    assert_non_null(f->wp);
+    assert_non_null(q->wq);
+    assert_null(q->wp);
+    float *w = unpack(f);
+    for (int o = 0; o < f->out; o++)
+        for (int k = 0; k * 32 < f->in; k++) {
+            int8_t r[32];
+            int n = f->in - 32 * k < 32 ? f->in - 32 * k : 32;
+            float d = ref_quantise(r, w + (size_t)o * f->in + 32 * k, n);
+            assert_memory_equal(r, q->wq + ((size_t)k * f->out + o) * 32, 32);
+            assert_true(d == q->ws[(size_t)k * f->out + o]);
+        }
+    free(w);
+}
+
+static void block_like(const kr_block *f, const kr_block *q) {
+    quantised_like(&f->qkv, &q->qkv);
+    quantised_like(&f->o, &q->o);
+    quantised_like(&f->w13, &q->w13);
+    quantised_like(&f->w2, &q->w2);
+}
+
+/* Each file loaded as int8 holds the same file loaded as f32 (its values exactly: BF16 and
+ * F16 widen exactly) quantised by the reference; the edges stay float32. */
+static void test_int8_from_each_dtype(void **state) {
+    (void)state;
+    for (int f = 0; f < 3; f++) {
+        kr_model *a = load(f, KR_PREC_F32), *q = load(f, KR_PREC_INT8);
+        assert_non_null(a);
+        assert_non_null(q);
+        assert_int_equal(kr_model_weights(q), KR_PREC_INT8);
+        for (int i = 0; i < a->tok.n_enc; i++)
+            block_like(&a->tok.enc[i], &q->tok.enc[i]);
+        for (int i = 0; i < a->tok.n_dec; i++)
+            block_like(&a->tok.dec[i], &q->tok.dec[i]);
+        for (int i = 0; i < a->pred.n_layers; i++)
+            block_like(&a->pred.blocks[i], &q->pred.blocks[i]);
+        quantised_like(&a->pred.fusion, &q->pred.fusion);
+        quantised_like(&a->pred.dep_q, &q->pred.dep_q);
+        quantised_like(&a->pred.dep_o, &q->pred.dep_o);
+        quantised_like(&a->pred.dep_kv, &q->pred.dep_kv);
+        const kr_linear *edges_a[] = {&a->tok.embed, &a->tok.head, &a->pred.proj_s1,
+                                      &a->pred.proj_s2},
+                        *edges_q[] = {&q->tok.embed, &q->tok.head, &q->pred.proj_s1,
+                                      &q->pred.proj_s2};
+        for (int e = 0; e < 4; e++) { /* float32, the same panels */
+            assert_null(edges_q[e]->wq);
+            assert_non_null(edges_q[e]->wp);
+            assert_memory_equal(edges_a[e]->wp, edges_q[e]->wp,
+                                kr_linear_packed_floats(edges_a[e]->out, edges_a[e]->in) *
+                                    sizeof(float));
+        }
+        kr_model_free(a);
+        kr_model_free(q);
+    }
+    print_message("# int8 loader: F32, BF16 and F16 files quantised as the reference does\n");
+}
+
+/* s1 logits of the whole sequence in one chunk against token by token, and PATHS forks'
+ * s1 and s2 batched against each alone; out: [s1 | forks' s1 | forks' s2] */
+#define OUT_FLOATS (V + 2 * PATHS * V)
+static void logits(const kr_model *m, float *out) {
+    int32_t t1[N_TOK], t2[N_TOK];
+    kr_stamp st[N_TOK + 1];
+    for (int i = 0; i < N_TOK; i++) {
+        t1[i] = (int32_t)(i * 37 % V);
+        t2[i] = (int32_t)(i * 91 % V);
+    }
+    for (int i = 0; i <= N_TOK; i++)
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    kr_error err;
+    kr_pool *pool = kr_pool_create(m, (size_t)64 << 20, &err);
+    assert_non_null(pool);
+    kr_cache *c = kr_cache_create(pool, 0, &err), *t = kr_cache_create(pool, 0, &err);
+    assert_non_null(c);
+    assert_non_null(t);
+    static float by_token[V];
+    assert_int_equal(kr_cache_append(&c, 1, t1, t2, st, N_TOK, out, &err), 0);
+    for (int i = 0; i < N_TOK; i++)
+        assert_int_equal(kr_cache_append(&t, 1, t1 + i, t2 + i, st + i, 1, by_token, &err), 0);
+    assert_memory_equal(out, by_token, sizeof by_token);
+    kr_cache *f[PATHS];
+    int32_t a[PATHS], b[PATHS], chosen[PATHS];
+    kr_stamp fs[PATHS];
+    for (int p = 0; p < PATHS; p++) {
+        assert_non_null(f[p] = kr_cache_fork(c, &err));
+        a[p] = (int32_t)(100 + 17 * p);
+        b[p] = (int32_t)(900 - 31 * p);
+        chosen[p] = (int32_t)(7 * p);
+        fs[p] = st[N_TOK];
+    }
+    float *s1 = out + V, *s2 = s1 + PATHS * V;
+    assert_int_equal(kr_cache_append(f, PATHS, a, b, fs, 1, s1, &err), 0);
+    assert_int_equal(kr_cache_s2_logits(f, PATHS, chosen, s2, &err), 0);
+    for (int p = 0; p < PATHS; p++) {
+        static float one1[V], one2[V];
+        kr_cache *g = kr_cache_fork(c, &err);
+        assert_non_null(g);
+        assert_int_equal(kr_cache_append(&g, 1, &a[p], &b[p], fs, 1, one1, &err), 0);
+        assert_int_equal(kr_cache_s2_logits(&g, 1, &chosen[p], one2, &err), 0);
+        assert_memory_equal(one1, s1 + p * V, sizeof one1);
+        assert_memory_equal(one2, s2 + p * V, sizeof one2);
+        kr_cache_free(g);
+    }
+    for (int p = 0; p < PATHS; p++)
+        kr_cache_free(f[p]);
+    kr_cache_free(c);
+    kr_cache_free(t);
+    kr_pool_free(pool);
+}
+
+static void forecast(const kr_model *m, bool use_cache, kr_forecast_result *res) {
+    enum { L = 90, P = 12 };
+    int64_t ts[L];
+    static double cols[KR_D_IN][L];
+    double *cp[KR_D_IN];
+    for (int c = 0; c < KR_D_IN; c++)
+        cp[c] = cols[c];
+    tu_random_candles(3, L, ts, cp);
+    kr_forecast_request r = {
+        .context = {.n = L, .timestamps = ts},
+        .horizon = P,
+        .samples = 4,
+        .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9},
+        .seed = 7,
+        .use_cache = use_cache,
+        .return_paths = true,
+    };
+    for (int c = 0; c < KR_D_IN; c++)
+        r.context.columns[c] = cols[c];
+    kr_error err;
+    assert_int_equal(kr_forecast(m, NULL, &r, res, &err), 0);
+    assert_int_equal(res->usage.weights, KR_PREC_INT8);
+}
+
+static void same_paths(const kr_forecast_result *a, const kr_forecast_result *b) {
+    assert_int_equal(a->samples, b->samples);
+    assert_memory_equal(a->paths, b->paths,
+                        (size_t)a->samples * KR_D_IN * a->horizon * sizeof(double));
+}
+
+/* On every level: batch and token by token (logits()), cached = uncached, and the same
+ * numbers as the first level; and the numbers moved from float32's, by a little. */
+static void test_int8_model_invariances(void **state) {
+    (void)state;
+    kr_model *m = load(0, KR_PREC_INT8), *f32 = load(0, KR_PREC_F32);
+    assert_non_null(m);
+    assert_non_null(f32);
+    static float first[OUT_FLOATS], b[OUT_FLOATS], ref[OUT_FLOATS];
+    kr_forecast_result first_fc = {0};
+    int levels = 0;
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        logits(m, b);
+        kr_forecast_result cached, plain;
+        forecast(m, true, &cached);
+        forecast(m, false, &plain);
+        same_paths(&cached, &plain);
+        kr_forecast_result_free(&plain);
+        if (levels++ == 0) {
+            memcpy(first, b, sizeof first);
+            first_fc = cached;
+        } else {
+            assert_memory_equal(first, b, sizeof first);
+            same_paths(&first_fc, &cached);
+            kr_forecast_result_free(&cached);
+        }
+    }
+    kr_simd_set(kr_simd_level());
+    logits(f32, ref);
+    double worst = 0, scale = 0;
+    for (int i = 0; i < V; i++) {
+        worst = fmax(worst, fabs((double)ref[i] - first[i]));
+        scale = fmax(scale, fabs((double)ref[i]));
+    }
+    print_message("# weights int8: %d levels agree; s1 logits moved by %.3g of their %.3g\n",
+                  levels, worst, scale);
+    assert_true(worst > 0);
+    assert_true(worst < 0.1 * scale);
+    kr_forecast_result_free(&first_fc);
+    kr_model_free(m);
+    kr_model_free(f32);
+}
+
+static void test_int8_names(void **state) {
+    (void)state;
+    kr_precision p = KR_PREC_F32;
+    kr_error err = {0};
+    assert_int_equal(kr_precision_parse("int8", "weights", &p, &err), 0);
+    assert_int_equal(p, KR_PREC_INT8);
+    assert_string_equal(kr_precision_name(KR_PREC_INT8), "int8");
+    assert_int_equal(kr_precision_parse("q8", "weights", &p, &err), -1);
+    assert_string_equal(err.msg, "weights: must be f32, bf16 or int8, got 'q8'");
+    assert_int_equal(kr_kv_precision_parse("int8", "kv", &p, &err), -1);
+    assert_string_equal(err.msg, "kv: must be f32 or bf16, got 'int8'");
+    assert_int_equal(kr_kv_precision_parse("bf16", "kv", &p, &err), 0);
+    assert_int_equal(p, KR_PREC_BF16);
+    char tok[128], pred[128];
+    snprintf(tok, sizeof tok, "%s/tokenizer", dirs[0]);
+    snprintf(pred, sizeof pred, "%s/predictor", dirs[0]);
+    kr_model_paths kv8 = {.tokenizer_dir = tok, .predictor_dir = pred, .kv = KR_PREC_INT8};
+    assert_null(kr_model_load(&kv8, &err));
+    assert_int_equal(err.code, KR_E_INVALID);
+    assert_string_equal(err.msg, "model load: kv: must be f32 or bf16, got int8");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_int8_names),
+        cmocka_unit_test(test_kernels_against_reference),
+        cmocka_unit_test(test_int8_from_each_dtype),
+        cmocka_unit_test(test_int8_model_invariances),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
