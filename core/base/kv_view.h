@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "bf16.h"
+
 /* Where one sequence's keys and values live: blocks of block_len positions, each block
  * holding, per layer, the keys transposed ([d][block_len]: element i of key j at
  * i * block_len + j, so one head's scores over a block's keys are vector operations) and
@@ -38,20 +40,6 @@ static inline uint16_t *kr_kv_kcol_h(const kr_kv_view *v, int layer, int pos) {
 static inline uint16_t *kr_kv_v_h(const kr_kv_view *v, int layer, int pos) {
     return (uint16_t *)v->blocks[pos / v->block_len] +
            (size_t)(layer * 2 + 1) * v->block_len * v->d + (size_t)(pos % v->block_len) * v->d;
-}
-
-/* f rounded to the nearest BF16, ties to even (keys and values are finite) */
-static inline uint16_t kr_bf16_round(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-static inline float kr_bf16_widen(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
 }
 
 /* Writes key row k[d] at `pos`. */

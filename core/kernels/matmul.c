@@ -20,6 +20,7 @@
  * A model loaded with weights int8 holds int8 blocks instead (matmul_q8.c owns their
  * arithmetic); forward_q8 below splits their rows and columns into tasks.
  */
+#include "bf16.h"
 #include "matmul.h"
 #include "matmul_q8.h"
 #include "parallel.h"
@@ -77,21 +78,6 @@ size_t kr_linear_packed_floats(int out, int in) {
     return (size_t)((out + PANEL - 1) / PANEL) * PANEL * (size_t)in;
 }
 
-/* f rounded to the nearest BF16, ties to even (finite weights: the loader checks) */
-static inline uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
-static inline float from_bf16(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 void kr_linear_pack_bf16(uint16_t *dst, const float *w, int out, int in) {
     int panels = (out + PANEL - 1) / PANEL;
     for (int p = 0; p < panels; p++)
@@ -99,7 +85,7 @@ void kr_linear_pack_bf16(uint16_t *dst, const float *w, int out, int in) {
             for (int c = 0; c < PANEL; c++) {
                 int o = p * PANEL + c;
                 dst[((size_t)p * in + k) * PANEL + c] =
-                    o < out ? to_bf16(w[(size_t)o * in + k]) : 0;
+                    o < out ? kr_bf16_round(w[(size_t)o * in + k]) : 0;
             }
 }
 
@@ -177,7 +163,7 @@ static void panels_generic(const y_map *y, const float *x, int r0, int r1, int p
             for (int k = 0; k < in; k++)
                 for (int c = 0; c < PANEL; c++) {
                     size_t i = at + (size_t)k * PANEL + c;
-                    acc[c] = fmaf(xr[k], l->wh ? from_bf16(l->wh[i]) : l->wp[i], acc[c]);
+                    acc[c] = fmaf(xr[k], l->wh ? kr_bf16_widen(l->wh[i]) : l->wp[i], acc[c]);
                 }
             for (int c = 0; c < PANEL && p * PANEL + c < out; c++) {
                 int o = p * PANEL + c;

@@ -3,6 +3,7 @@
 #include "http.h"
 #include "http_log.h"
 #include "model_field.h"
+#include "request.h"
 
 #include <malloc.h>
 #include <microhttpd.h>
@@ -31,47 +32,8 @@
 #include "json_out.h"
 #include "log.h"
 
-#define REQUEST_ID_MAX 64
-#define METHOD_MAX     16
-#define ALLOW_MAX      64
-#define BIG_BODY       (1u << 20) /* a body this large hands memory back when done */
-
-struct kd_http {
-    kd_app *app;
-    const kd_router *router;
-    struct MHD_Daemon *daemon;
-    kd_guard *guard;
-    unsigned port;
-    unsigned boot_id; /* random: request ids differ across restarts */
-    atomic_ullong next_request;
-    atomic_int in_flight;
-    atomic_size_t body_bytes;  /* held by request bodies now (upload-budget) */
-    atomic_llong last_trim_ms; /* when memory was last handed back (malloc_trim) */
-};
-
-struct kd_request {
-    kd_http *http;
-    struct MHD_Connection *conn;
-    char id[REQUEST_ID_MAX + 1];
-    char method[METHOD_MAX];
-    char *path;
-    const kd_route *route;
-    int endpoint;
-    double t0;
-    char *body;
-    size_t len, cap;
-    bool too_large;
-    bool over_budget;              /* the body would pass upload-budget: dropped, 503 */
-    bool big;                      /* held a large body: hand memory back at the end */
-    bool close;                    /* close the connection after the answer */
-    bool deferred;                 /* suspended until a worker replies */
-    bool answered;                 /* a response was handed to MHD */
-    struct MHD_Response *response; /* the answer, not yet handed to MHD */
-    int status;
-    int retry_after;    /* seconds, for a 503; 0: 1 */
-    const kd_key *key;  /* the API key it came with, on a route that asks for one */
-    kd_model_choice mc; /* the model it names and the one it runs on (model_field.c) */
-};
+#define ALLOW_MAX 64
+#define BIG_BODY  (1u << 20) /* a body this large hands memory back when done */
 
 /* A suspended connection is not read by MHD, so a client that hung up is seen only by
  * looking at its socket: end-of-stream or an error on it. */
@@ -205,14 +167,6 @@ void kd_reply_text(kd_request *r, int status, const char *content_type, char *te
         MHD_add_response_header(resp, "Kronos-Model-Hash", r->mc.model->hash);
     }
     set_response(r, status, resp);
-}
-
-const kd_model_choice *kd_request_choice(const kd_request *r) {
-    return &r->mc;
-}
-
-kd_model_choice *kd_request_choice_mut(kd_request *r) {
-    return &r->mc;
 }
 
 void kd_reply_static(kd_request *r, int status, const char *content_type, const void *data,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "models.h"
+#include "request.h"
 
 int kd_model_field_take(json_t *body, char *name, size_t name_len, char *hash, size_t hash_len,
                         char *msg, size_t msglen) {
@@ -31,24 +32,24 @@ int kd_model_field_take(json_t *body, char *name, size_t name_len, char *hash, s
 }
 
 void kd_request_set_model_name(kd_request *r, const char *name) {
-    kd_model_choice *mc = kd_request_choice_mut(r);
+    kd_model_choice *mc = &r->mc;
     snprintf(mc->name, sizeof mc->name, "%s", name);
 }
 
 const char *kd_request_model_name(const kd_request *r) {
-    const kd_model_choice *mc = kd_request_choice(r);
+    const kd_model_choice *mc = &r->mc;
     return mc->name[0] ? mc->name : NULL;
 }
 
 const char *kd_request_model_hash(const kd_request *r) {
-    const kd_model_choice *mc = kd_request_choice(r);
+    const kd_model_choice *mc = &r->mc;
     return mc->hash[0] ? mc->hash : NULL;
 }
 
 void kd_request_set_model(kd_request *r, const kd_model *md) {
-    kd_request_choice_mut(r)->model = md;
+    r->mc.model = md;
 }
 
 const kd_model *kd_request_model(const kd_request *r) {
-    return kd_request_choice(r)->model;
+    return r->mc.model;
 }

@@ -17,10 +17,6 @@ typedef struct {
     const kd_model *model;          /* the model it runs on (its answer names it) */
 } kd_model_choice;
 
-/* r's, held in r (http.c). */
-const kd_model_choice *kd_request_choice(const kd_request *r);
-kd_model_choice *kd_request_choice_mut(kd_request *r);
-
 /* The body's "model" (an id, or an answer's {"id", "hash"}), removed from it: its id in name
  * ("" when there is none) and its hash in hash ("" when not given); -1 with msg when it is
  * neither. */
