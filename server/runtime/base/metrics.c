@@ -203,6 +203,50 @@ static void by_source(FILE *f, const char *name, const char *help, unsigned long
             append);
 }
 
+/* The sessions' gauges and counters, and the journal's when there is one. */
+static void render_sessions(FILE *f, const kd_gauges *g) {
+    gauge(f, "kronosd_sessions", "gauge", "Sessions held.", (unsigned long long)g->sessions);
+    gauge(f, "kronosd_sessions_busy", "gauge", "Sessions in use by a request.",
+          (unsigned long long)g->sessions_busy);
+    gauge(f, "kronosd_sessions_created_total", "counter", "Sessions created.", g->sessions_created);
+    gauge(f, "kronosd_session_expirations_total", "counter", "Idle sessions past their TTL.",
+          g->sessions_expired);
+    gauge(f, "kronosd_session_evictions_total", "counter",
+          "Idle sessions evicted (least recently used first) to free pool memory or a slot.",
+          g->sessions_evicted);
+    gauge(f, "kronosd_session_memory_bytes", "gauge",
+          "Sessions' memory outside the KV pool (candles, tokens, tokenizer encoder caches).",
+          g->session_memory_bytes);
+    gauge(f, "kronosd_session_memory_budget_bytes", "gauge",
+          "session-memory-bytes: the budget of that memory (0: none).", g->session_memory_budget);
+    gauge(f, "kronosd_session_pool_bytes", "gauge",
+          "KV pool bytes held by sessions' caches (blocks shared by forks counted by each).",
+          g->session_pool_bytes);
+    gauge(f, "kronosd_session_pool_budget_bytes", "gauge",
+          "session-pool-percent of pool-bytes: what sessions' caches may hold.",
+          g->session_pool_budget);
+    gauge(f, "kronosd_session_refusals_no_room_total", "counter",
+          "Session creations or appends refused (503) because the memory was held by sessions "
+          "used within session-min-idle.",
+          g->sessions_refused_room);
+    gauge(f, "kronosd_session_refusals_bytes_limit_total", "counter",
+          "Session creations or appends refused (429) over max-session-bytes-per-key.",
+          g->sessions_refused_bytes);
+    if (g->journal) {
+        gauge(f, "kronosd_journal_bytes", "gauge", "Session journal file size.", g->journal_bytes);
+        gauge(f, "kronosd_journal_live_bytes", "gauge",
+              "Journal bytes of the sessions alive (a rewrite would keep these).",
+              g->journal_live_bytes);
+        gauge(f, "kronosd_journal_records_total", "counter", "Journal records written.",
+              g->journal_records);
+        gauge(f, "kronosd_journal_syncs_total", "counter", "Journal fsyncs.", g->journal_syncs);
+        gauge(f, "kronosd_journal_rewrites_total", "counter",
+              "Journal rewrites from the live sessions.", g->journal_rewrites);
+        gauge(f, "kronosd_journal_errors_total", "counter",
+              "Journal writes, syncs or rewrites that failed.", g->journal_errors);
+    }
+}
+
 char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     char *text = NULL;
     size_t len = 0;
@@ -259,46 +303,7 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
           g->pool_bytes_used);
     gauge(f, "kronosd_pool_bytes_total", "gauge", "KV cache pool budget in bytes.",
           g->pool_bytes_total);
-    gauge(f, "kronosd_sessions", "gauge", "Sessions held.", (unsigned long long)g->sessions);
-    gauge(f, "kronosd_sessions_busy", "gauge", "Sessions in use by a request.",
-          (unsigned long long)g->sessions_busy);
-    gauge(f, "kronosd_sessions_created_total", "counter", "Sessions created.", g->sessions_created);
-    gauge(f, "kronosd_session_expirations_total", "counter", "Idle sessions past their TTL.",
-          g->sessions_expired);
-    gauge(f, "kronosd_session_evictions_total", "counter",
-          "Idle sessions evicted (least recently used first) to free pool memory or a slot.",
-          g->sessions_evicted);
-    gauge(f, "kronosd_session_memory_bytes", "gauge",
-          "Sessions' memory outside the KV pool (candles, tokens, tokenizer encoder caches).",
-          g->session_memory_bytes);
-    gauge(f, "kronosd_session_memory_budget_bytes", "gauge",
-          "session-memory-bytes: the budget of that memory (0: none).", g->session_memory_budget);
-    gauge(f, "kronosd_session_pool_bytes", "gauge",
-          "KV pool bytes held by sessions' caches (blocks shared by forks counted by each).",
-          g->session_pool_bytes);
-    gauge(f, "kronosd_session_pool_budget_bytes", "gauge",
-          "session-pool-percent of pool-bytes: what sessions' caches may hold.",
-          g->session_pool_budget);
-    gauge(f, "kronosd_session_refusals_no_room_total", "counter",
-          "Session creations or appends refused (503) because the memory was held by sessions "
-          "used within session-min-idle.",
-          g->sessions_refused_room);
-    gauge(f, "kronosd_session_refusals_bytes_limit_total", "counter",
-          "Session creations or appends refused (429) over max-session-bytes-per-key.",
-          g->sessions_refused_bytes);
-    if (g->journal) {
-        gauge(f, "kronosd_journal_bytes", "gauge", "Session journal file size.", g->journal_bytes);
-        gauge(f, "kronosd_journal_live_bytes", "gauge",
-              "Journal bytes of the sessions alive (a rewrite would keep these).",
-              g->journal_live_bytes);
-        gauge(f, "kronosd_journal_records_total", "counter", "Journal records written.",
-              g->journal_records);
-        gauge(f, "kronosd_journal_syncs_total", "counter", "Journal fsyncs.", g->journal_syncs);
-        gauge(f, "kronosd_journal_rewrites_total", "counter",
-              "Journal rewrites from the live sessions.", g->journal_rewrites);
-        gauge(f, "kronosd_journal_errors_total", "counter",
-              "Journal writes, syncs or rewrites that failed.", g->journal_errors);
-    }
+    render_sessions(f, g);
     gauge(f, "kronosd_requests_running", "gauge",
           "Requests computing: in the scheduler's steps or on a worker.",
           (unsigned long long)g->running);
