@@ -63,6 +63,13 @@ typedef struct {
     double *col[KR_D_IN];
 } series;
 
+static void series_free(series *s) {
+    for (int c = 0; c < KR_D_IN; c++)
+        free(s->col[c]);
+    free(s->wall);
+    memset(s, 0, sizeof *s);
+}
+
 /* --phases-cpu times with the process's CPU time (all its threads, the kernel's page faults
  * included): what a neighbour's load disturbs least, with KRONOS_THREADS=1 one core's work. */
 static clockid_t phase_clock = CLOCK_MONOTONIC;
@@ -88,9 +95,15 @@ static int read_csv(const char *path, series *s) {
     char line[512];
     int cap = 4096;
     memset(s, 0, sizeof *s);
-    s->wall = malloc((size_t)cap * sizeof *s->wall);
+    bool held = (s->wall = malloc((size_t)cap * sizeof *s->wall)) != NULL;
     for (int c = 0; c < KR_D_IN; c++)
-        s->col[c] = malloc((size_t)cap * sizeof(double));
+        held &= (s->col[c] = malloc((size_t)cap * sizeof(double))) != NULL;
+    if (!held) {
+        fprintf(stderr, "%s: out of memory for %d rows\n", path, cap);
+        series_free(s);
+        fclose(f);
+        return -1;
+    }
     if (!fgets(line, sizeof line, f)) goto bad; /* header */
     while (fgets(line, sizeof line, f) && s->n < cap) {
         char *ts = strtok(line, ",");
@@ -108,6 +121,7 @@ static int read_csv(const char *path, series *s) {
 bad:
     fprintf(stderr, "%s: line %d is not timestamps,open,high,low,close,volume,amount\n", path,
             s->n + 2);
+    series_free(s);
     fclose(f);
     return -1;
 }
@@ -856,7 +870,9 @@ int main(int argc, char **argv) {
         series a;
         printf("machine: %s, kronosd kernels %s\n", cpu, kr_simd_name(kr_simd_level()));
         if (read_csv(csv, &a)) return 1;
-        return kb_agreement(model, a.wall, a.col, a.n, L, agreement_dump);
+        const int rc = kb_agreement(model, a.wall, a.col, a.n, L, agreement_dump);
+        series_free(&a);
+        return rc;
     }
     printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s; weights %s, kv %s\n",
            cpu, kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()),
@@ -876,8 +892,10 @@ int main(int argc, char **argv) {
         return 1;
     }
     series s;
-    if (read_csv(csv, &s) || s.n < L + 120) {
+    if (read_csv(csv, &s)) return 1;
+    if (s.n < L + 120) {
         fprintf(stderr, "kronos-bench: %s: need %d rows\n", csv, L + 120);
+        series_free(&s);
         return 1;
     }
     if (train_step) {
@@ -892,7 +910,10 @@ int main(int argc, char **argv) {
             predict,
             reps,
             yardstick()};
-        return kb_train_step(m, pred, &ta);
+        const int rc = kb_train_step(m, pred, &ta);
+        kr_model_free(m);
+        series_free(&s);
+        return rc;
     }
     const kr_predictor_config *c = kr_model_predictor_config(m);
     printf("model: d_model %d, %d layers, %d heads, ff %d; %zu parameters; max_context 512\n",
@@ -975,9 +996,7 @@ int main(int argc, char **argv) {
         printf("%s: %.3f ms (%s time, best of %d; steps: the median)\n", only, ms,
                phases_cpu ? "CPU" : "wall", reps);
         kr_model_free(m);
-        for (int k = 0; k < KR_D_IN; k++)
-            free(s.col[k]);
-        free(s.wall);
+        series_free(&s);
         return 0;
     }
 
@@ -1100,8 +1119,6 @@ int main(int argc, char **argv) {
                cached1[0], floor112, cached1[0] / floor112);
     }
     kr_model_free(m);
-    for (int k = 0; k < KR_D_IN; k++)
-        free(s.col[k]);
-    free(s.wall);
+    series_free(&s);
     return diff ? 1 : 0;
 }
