@@ -429,7 +429,7 @@ out:
 }
 
 static int cmd_forecast(int argc, char **argv) {
-    forecast_opts o = {.model = {NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}};
+    forecast_opts o = {.model = {.max_context = DEFAULT_MAX_CONTEXT}};
     const int parsed = parse_forecast_args(argc, argv, "forecast", &o);
     if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
     if (!o.request && isatty(STDIN_FILENO)) {
@@ -540,7 +540,7 @@ out:
 /* A walk-forward evaluation (evaluate_json.h): every origin's forecast at once on one
  * scheduler (kr_evaluate), the scores printed as POST /evaluate answers them. */
 static int cmd_evaluate(int argc, char **argv) {
-    forecast_opts o = {.model = {NULL, NULL, NULL, DEFAULT_MAX_CONTEXT}};
+    forecast_opts o = {.model = {.max_context = DEFAULT_MAX_CONTEXT}};
     const int parsed = parse_forecast_args(argc, argv, "evaluate", &o);
     if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
     if (!o.request && isatty(STDIN_FILENO)) {
