@@ -135,37 +135,6 @@ static void logits(const kr_model *m, float *out) {
     kr_pool_free(pool);
 }
 
-/* A forecast of a random walk, 4 sampled paths: cached and on the reference path. */
-static void forecast(const kr_model *m, bool use_cache, kr_forecast_result *res) {
-    enum { L = 90, P = 12 };
-    int64_t ts[L];
-    static double cols[KR_D_IN][L];
-    double *cp[KR_D_IN];
-    for (int c = 0; c < KR_D_IN; c++)
-        cp[c] = cols[c];
-    tu_random_candles(3, L, ts, cp);
-    kr_forecast_request r = {
-        .context = {.n = L, .timestamps = ts},
-        .horizon = P,
-        .samples = 4,
-        .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9},
-        .seed = 7,
-        .use_cache = use_cache,
-        .return_paths = true,
-    };
-    for (int c = 0; c < KR_D_IN; c++)
-        r.context.columns[c] = cols[c];
-    kr_error err;
-    assert_int_equal(kr_forecast(m, NULL, &r, res, &err), 0);
-    assert_int_equal(res->usage.weights, kr_model_weights(m));
-}
-
-static void same_paths(const kr_forecast_result *a, const kr_forecast_result *b) {
-    assert_int_equal(a->samples, b->samples);
-    assert_memory_equal(a->paths, b->paths,
-                        (size_t)a->samples * KR_D_IN * a->horizon * sizeof(double));
-}
-
 /* On every level the CPU has: the BF16 file as bf16 equals it as f32 (the anchor above),
  * the batched and token-by-token logits equal the whole ones (logits()), the level's
  * numbers equal the first level's, and a cached forecast equals the reference one. */
@@ -187,16 +156,16 @@ static void test_bf16_anchor_levels(void **state) {
         logits(as_bf16, b);
         assert_memory_equal(a, b, sizeof a);
         kr_forecast_result cached, plain;
-        forecast(as_bf16, true, &cached);
-        forecast(as_bf16, false, &plain);
-        same_paths(&cached, &plain);
+        tu_walk_forecast(as_bf16, true, &cached);
+        tu_walk_forecast(as_bf16, false, &plain);
+        tu_same_paths(&cached, &plain);
         kr_forecast_result_free(&plain);
         if (levels++ == 0) {
             memcpy(first, b, sizeof first);
             first_fc = cached;
         } else {
             assert_memory_equal(first, b, sizeof first);
-            same_paths(&first_fc, &cached);
+            tu_same_paths(&first_fc, &cached);
             kr_forecast_result_free(&cached);
         }
     }
@@ -286,9 +255,9 @@ static void test_bf16_from_f32_and_f16(void **state) {
     assert_true(worst > 0);
     assert_true(worst < 0.05 * scale);
     kr_forecast_result cached, plain;
-    forecast(f32_bf, true, &cached);
-    forecast(f32_bf, false, &plain);
-    same_paths(&cached, &plain);
+    tu_walk_forecast(f32_bf, true, &cached);
+    tu_walk_forecast(f32_bf, false, &plain);
+    tu_same_paths(&cached, &plain);
     kr_forecast_result_free(&cached);
     kr_forecast_result_free(&plain);
     logits(f16_bf, b); /* the F16 file runs in the mode too */
@@ -395,17 +364,17 @@ static void test_kv_bf16_model(void **state) {
             if (kr_simd_set((kr_simd)s) != 0) continue;
             logits(m, b);
             kr_forecast_result cached, plain;
-            forecast(m, true, &cached);
-            forecast(m, false, &plain);
+            tu_walk_forecast(m, true, &cached);
+            tu_walk_forecast(m, false, &plain);
             assert_int_equal(cached.usage.kv, KR_PREC_BF16);
-            same_paths(&cached, &plain);
+            tu_same_paths(&cached, &plain);
             kr_forecast_result_free(&plain);
             if (levels++ == 0) {
                 memcpy(first, b, sizeof first);
                 first_fc = cached;
             } else {
                 assert_memory_equal(first, b, sizeof first);
-                same_paths(&first_fc, &cached);
+                tu_same_paths(&first_fc, &cached);
                 kr_forecast_result_free(&cached);
             }
         }

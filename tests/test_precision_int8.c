@@ -305,36 +305,6 @@ static void logits(const kr_model *m, float *out) {
     kr_pool_free(pool);
 }
 
-static void forecast(const kr_model *m, bool use_cache, kr_forecast_result *res) {
-    enum { L = 90, P = 12 };
-    int64_t ts[L];
-    static double cols[KR_D_IN][L];
-    double *cp[KR_D_IN];
-    for (int c = 0; c < KR_D_IN; c++)
-        cp[c] = cols[c];
-    tu_random_candles(3, L, ts, cp);
-    kr_forecast_request r = {
-        .context = {.n = L, .timestamps = ts},
-        .horizon = P,
-        .samples = 4,
-        .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9},
-        .seed = 7,
-        .use_cache = use_cache,
-        .return_paths = true,
-    };
-    for (int c = 0; c < KR_D_IN; c++)
-        r.context.columns[c] = cols[c];
-    kr_error err;
-    assert_int_equal(kr_forecast(m, NULL, &r, res, &err), 0);
-    assert_int_equal(res->usage.weights, KR_PREC_INT8);
-}
-
-static void same_paths(const kr_forecast_result *a, const kr_forecast_result *b) {
-    assert_int_equal(a->samples, b->samples);
-    assert_memory_equal(a->paths, b->paths,
-                        (size_t)a->samples * KR_D_IN * a->horizon * sizeof(double));
-}
-
 /* On every level: batch and token by token (logits()), cached = uncached, and the same
  * numbers as the first level; and the numbers moved from float32's, by a little. */
 static void test_int8_model_invariances(void **state) {
@@ -349,16 +319,18 @@ static void test_int8_model_invariances(void **state) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
         logits(m, b);
         kr_forecast_result cached, plain;
-        forecast(m, true, &cached);
-        forecast(m, false, &plain);
-        same_paths(&cached, &plain);
+        tu_walk_forecast(m, true, &cached);
+        tu_walk_forecast(m, false, &plain);
+        assert_int_equal(cached.usage.weights, KR_PREC_INT8);
+        assert_int_equal(plain.usage.weights, KR_PREC_INT8);
+        tu_same_paths(&cached, &plain);
         kr_forecast_result_free(&plain);
         if (levels++ == 0) {
             memcpy(first, b, sizeof first);
             first_fc = cached;
         } else {
             assert_memory_equal(first, b, sizeof first);
-            same_paths(&first_fc, &cached);
+            tu_same_paths(&first_fc, &cached);
             kr_forecast_result_free(&cached);
         }
     }

@@ -186,3 +186,33 @@ void tu_same_result(const kr_forecast_result *a, const kr_forecast_result *b) {
     assert_memory_equal(a->norm_mean, b->norm_mean, sizeof a->norm_mean);
     assert_memory_equal(a->norm_std, b->norm_std, sizeof a->norm_std);
 }
+
+void tu_walk_forecast(const kr_model *m, bool use_cache, kr_forecast_result *res) {
+    enum { L = 90, P = 12 };
+    int64_t ts[L];
+    static double cols[KR_D_IN][L];
+    double *cp[KR_D_IN];
+    for (int c = 0; c < KR_D_IN; c++)
+        cp[c] = cols[c];
+    tu_random_candles(3, L, ts, cp);
+    kr_forecast_request r = {
+        .context = {.n = L, .timestamps = ts},
+        .horizon = P,
+        .samples = 4,
+        .sampling = {.temperature = 1.0, .top_k = 0, .top_p = 0.9},
+        .seed = 7,
+        .use_cache = use_cache,
+        .return_paths = true,
+    };
+    for (int c = 0; c < KR_D_IN; c++)
+        r.context.columns[c] = cols[c];
+    kr_error err;
+    assert_int_equal(kr_forecast(m, NULL, &r, res, &err), 0);
+    assert_int_equal(res->usage.weights, kr_model_weights(m));
+}
+
+void tu_same_paths(const kr_forecast_result *a, const kr_forecast_result *b) {
+    assert_int_equal(a->samples, b->samples);
+    assert_memory_equal(a->paths, b->paths,
+                        (size_t)a->samples * KR_D_IN * a->horizon * sizeof(double));
+}

@@ -5,6 +5,7 @@
 #include "kronos.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #ifndef KR_TEST_DATA
 #error "KR_TEST_DATA must name tests/data"
@@ -41,5 +42,10 @@ void tu_tokens(int32_t *s1, int32_t *s2, kr_stamp *st, int n, int m1, int m2);
 /* Two forecasts' results are the same bits: timestamps, means, paths, quantiles, P(up) and
  * the normalisation (a cmocka assertion). */
 void tu_same_result(const kr_forecast_result *a, const kr_forecast_result *b);
+/* A forecast of a random walk (90 candles, horizon 12, 4 sampled paths, seed 7), cached or
+ * on the reference path; its usage names the model's weights mode (a cmocka assertion). */
+void tu_walk_forecast(const kr_model *m, bool use_cache, kr_forecast_result *res);
+/* Two forecasts' sample paths are the same bits (a cmocka assertion). */
+void tu_same_paths(const kr_forecast_result *a, const kr_forecast_result *b);
 
 #endif

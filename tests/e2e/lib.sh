@@ -55,8 +55,16 @@ done
 start_daemon() {
     local name=$1
     shift
+    start_only "$name" --model "$MODEL" "$@"
+}
+
+# start_only NAME [ARGS...]: start_daemon without the test model first (ARGS name the
+# models: --model, models-dir, or a config file).
+start_only() {
+    local name=$1
+    shift
     local log="$WORK/$name.log" i port
-    env "${DAEMON_ENV[@]}" "$KRONOSD" serve --model "$MODEL" --port 0 "$@" >"$log" 2>&1 &
+    env "${DAEMON_ENV[@]}" "$KRONOSD" serve --port 0 "$@" >"$log" 2>&1 &
     local pid=$!
     BG_PIDS+=("$pid")
     for i in $(seq 1 200); do

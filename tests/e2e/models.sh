@@ -22,29 +22,6 @@ MKMODEL=${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}
 . "$SRC/tests/e2e/lib.sh"
 CHECK="$SRC/tests/e2e/models_check.py"
 
-# start_only NAME [ARGS...]: start_daemon without the tiny model first (ARGS name them all).
-start_only() {
-    local name=$1
-    shift
-    local log="$WORK/$name.log" i port
-    "$KRONOSD" serve --port 0 "$@" >"$log" 2>&1 &
-    local pid=$!
-    BG_PIDS+=("$pid")
-    for i in $(seq 1 200); do
-        grep -q "kronosd: ready" "$log" && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.05
-    done
-    port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9]*\) .*|\1|p' "$log" | head -1)
-    if ! grep -q "kronosd: ready" "$log" || [ -z "$port" ]; then
-        echo "daemon $name did not start:"
-        cat "$log"
-        exit 1
-    fi
-    printf -v "PID_$name" '%s' "$pid"
-    printf -v "URL_$name" '%s' "http://127.0.0.1:$port"
-}
-
 # stop NAME: SIGTERM, and wait for the exit.
 stop() {
     local pid_var="PID_$1"

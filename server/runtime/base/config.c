@@ -1,11 +1,11 @@
 /* config.c — one table of settings, read from defaults, a config file and flags. */
 #include "config.h"
+#include "fail.h"
 #include "kronos.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,17 +144,6 @@ static const key_def keys[] = {
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static const key_def *find_key(const char *name) {
     for (size_t i = 0; i < N_KEYS; i++)
         if (strcmp(keys[i].key, name) == 0) return &keys[i];
@@ -218,7 +207,7 @@ static int set_key(kd_config *c, const key_def *k, const char *value, const char
     switch (k->type) {
     case T_STRING: {
         char *copy = strdup(value);
-        if (!copy) return fail(err, errlen, "%s: out of memory", where);
+        if (!copy) return kd_fail(err, errlen, "%s: out of memory", where);
         free(*(char **)base);
         *(char **)base = copy;
         return 0;
@@ -227,7 +216,7 @@ static int set_key(kd_config *c, const key_def *k, const char *value, const char
         const char *old = *(char **)base;
         size_t n = (old ? strlen(old) + 1 : 0) + strlen(value) + 1;
         char *list = malloc(n);
-        if (!list) return fail(err, errlen, "%s: out of memory", where);
+        if (!list) return kd_fail(err, errlen, "%s: out of memory", where);
         snprintf(list, n, "%s%s%s", old ? old : "", old ? "\n" : "", value);
         free(*(char **)base);
         *(char **)base = list;
@@ -235,24 +224,25 @@ static int set_key(kd_config *c, const key_def *k, const char *value, const char
     }
     case T_BOOL:
         if (parse_bool(value, (bool *)base) < 0)
-            return fail(err, errlen, "%s: '%s' is not true or false", where, value);
+            return kd_fail(err, errlen, "%s: '%s' is not true or false", where, value);
         return 0;
     case T_INT:
         errno = 0;
         v = strtoll(value, &end, 10);
         if (errno || end == value || *end || v < k->min || v > k->max)
-            return fail(err, errlen, "%s: '%s' is not an integer in %lld..%lld", where, value,
-                        k->min, k->max);
+            return kd_fail(err, errlen, "%s: '%s' is not an integer in %lld..%lld", where, value,
+                           k->min, k->max);
         *(int *)base = (int)v;
         return 0;
     case T_BYTES:
         if (parse_bytes(value, &v) < 0 || v < k->min || v > k->max)
-            return fail(err, errlen, "%s: '%s' is not a size in %lld..%lld bytes (suffix K, M, G)",
-                        where, value, k->min, k->max);
+            return kd_fail(err, errlen,
+                           "%s: '%s' is not a size in %lld..%lld bytes (suffix K, M, G)", where,
+                           value, k->min, k->max);
         *(size_t *)base = (size_t)v;
         return 0;
     }
-    return fail(err, errlen, "%s: unknown key type", where);
+    return kd_fail(err, errlen, "%s: unknown key type", where);
 }
 
 static char *trim(char *s) {
@@ -283,7 +273,7 @@ static int unquote(char **value, const char *where, char *err, size_t errlen) {
     const size_t n = strlen(v);
     if (n == 0 || (v[0] != '"' && v[n - 1] != '"')) return 0;
     if (n < 2 || v[0] != '"' || v[n - 1] != '"' || memchr(v + 1, '"', n - 2))
-        return fail(err, errlen, "%s: unbalanced quotes in '%s'", where, v);
+        return kd_fail(err, errlen, "%s: unbalanced quotes in '%s'", where, v);
     v[n - 1] = '\0';
     *value = v + 1;
     return 0;
@@ -296,7 +286,7 @@ int kd_config_parse_stream(kd_config *c, FILE *f, const char *path, char *err, s
         lineno++;
         snprintf(where, sizeof where, "%s:%d", path, lineno);
         if (!strchr(line, '\n') && !feof(f)) {
-            rc = fail(err, errlen, "%s: line too long", where);
+            rc = kd_fail(err, errlen, "%s: line too long", where);
             break;
         }
         cut_comment(line);
@@ -304,7 +294,7 @@ int kd_config_parse_stream(kd_config *c, FILE *f, const char *path, char *err, s
         if (*s == '\0') continue;
         char *eq = strchr(s, '=');
         if (!eq) {
-            rc = fail(err, errlen, "%s: expected 'key = value'", where);
+            rc = kd_fail(err, errlen, "%s: expected 'key = value'", where);
             break;
         }
         *eq = '\0';
@@ -312,19 +302,20 @@ int kd_config_parse_stream(kd_config *c, FILE *f, const char *path, char *err, s
         char *value = trim(eq + 1);
         const key_def *k = find_key(name);
         if (!k && retired_key(name))
-            rc = fail(err, errlen, "%s: %s", where, retired_key(name));
+            rc = kd_fail(err, errlen, "%s: %s", where, retired_key(name));
         else if (!k)
-            rc = fail(err, errlen, "%s: unknown key '%s' (see kronosd serve --help)", where, name);
+            rc = kd_fail(err, errlen, "%s: unknown key '%s' (see kronosd serve --help)", where,
+                         name);
         else if ((rc = unquote(&value, where, err, errlen)) == 0)
             rc = set_key(c, k, value, where, err, errlen);
     }
-    if (rc == 0 && ferror(f)) rc = fail(err, errlen, "--config %s: read error", path);
+    if (rc == 0 && ferror(f)) rc = kd_fail(err, errlen, "--config %s: read error", path);
     return rc;
 }
 
 static int load_file(kd_config *c, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
-    if (!f) return fail(err, errlen, "--config %s: %s", path, strerror(errno));
+    if (!f) return kd_fail(err, errlen, "--config %s: %s", path, strerror(errno));
     const int rc = kd_config_parse_stream(c, f, path, err, errlen);
     fclose(f);
     return rc;
@@ -354,14 +345,14 @@ static int check_node_id(kd_config *c, char *err, size_t errlen) {
         char host[256] = "";
         if (gethostname(host, sizeof host - 1) < 0 || !*host) snprintf(host, sizeof host, "node");
         host[strcspn(host, ".")] = '\0';
-        if (!(c->node_id = strdup(host))) return fail(err, errlen, "node-id: out of memory");
+        if (!(c->node_id = strdup(host))) return kd_fail(err, errlen, "node-id: out of memory");
     }
     const size_t n = strlen(c->node_id);
     if (n == 0 || n > KD_NODE_ID_MAX || strspn(c->node_id, KD_NODE_ID_CHARS) != n)
-        return fail(err, errlen,
-                    "node-id '%s': expected 1 to %d letters, digits, '_', '.' or '-' (the "
-                    "default is the host name; set node-id when that does not fit)",
-                    c->node_id, KD_NODE_ID_MAX);
+        return kd_fail(err, errlen,
+                       "node-id '%s': expected 1 to %d letters, digits, '_', '.' or '-' (the "
+                       "default is the host name; set node-id when that does not fit)",
+                       c->node_id, KD_NODE_ID_MAX);
     return 0;
 }
 
@@ -369,23 +360,23 @@ static int check(kd_config *c, char *err, size_t errlen) {
     if (check_node_id(c, err, errlen) < 0) return -1;
     if (strcmp(c->journal_fsync, "always") != 0 && strcmp(c->journal_fsync, "everysec") != 0 &&
         strcmp(c->journal_fsync, "no") != 0)
-        return fail(err, errlen, "journal-fsync '%s': expected always, everysec or no",
-                    c->journal_fsync);
+        return kd_fail(err, errlen, "journal-fsync '%s': expected always, everysec or no",
+                       c->journal_fsync);
     kr_precision prec;
     kr_error ke = {0};
     if (kr_precision_parse(c->weights, "weights", &prec, &ke) != 0 ||
         kr_kv_precision_parse(c->kv, "kv", &prec, &ke) != 0)
-        return fail(err, errlen, "%s", ke.msg);
+        return kd_fail(err, errlen, "%s", ke.msg);
     if (c->state_dir && !*c->state_dir)
-        return fail(err, errlen, "state-dir: empty (leave it unset for no journal)");
+        return kd_fail(err, errlen, "state-dir: empty (leave it unset for no journal)");
     if (c->model && (c->tokenizer || c->predictor))
-        return fail(err, errlen, "give model or tokenizer and predictor, not both");
+        return kd_fail(err, errlen, "give model or tokenizer and predictor, not both");
     if (!c->model && !c->models_dir && (!c->tokenizer || !c->predictor))
-        return fail(err, errlen,
-                    "no model given; use --model DIR, --models-dir DIR or --tokenizer DIR "
-                    "--predictor DIR");
+        return kd_fail(err, errlen,
+                       "no model given; use --model DIR, --models-dir DIR or --tokenizer DIR "
+                       "--predictor DIR");
     if (!c->model && (!c->tokenizer) != (!c->predictor))
-        return fail(err, errlen, "give both tokenizer and predictor, or model");
+        return kd_fail(err, errlen, "give both tokenizer and predictor, or model");
     return 0;
 }
 
@@ -400,9 +391,9 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
         }
         if (strncmp(argv[i], "--config", 8) != 0 || (argv[i][8] && argv[i][8] != '=')) continue;
         const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
-        if (!value) return fail(err, errlen, "--config needs a file");
+        if (!value) return kd_fail(err, errlen, "--config needs a file");
         free(c->config_file);
-        if (!(c->config_file = strdup(value))) return fail(err, errlen, "out of memory");
+        if (!(c->config_file = strdup(value))) return kd_fail(err, errlen, "out of memory");
         if (load_file(c, value, err, errlen) < 0) return -1;
     }
     /* a model given by flags replaces the file's, whichever form either uses */
@@ -418,15 +409,15 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
     }
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--", 2) != 0)
-            return fail(err, errlen, "unexpected argument '%s' (see kronosd serve --help)",
-                        argv[i]);
+            return kd_fail(err, errlen, "unexpected argument '%s' (see kronosd serve --help)",
+                           argv[i]);
         const char *value = kd_flag_value(argc, argv, &i, name, sizeof name);
         if (strcmp(name, "--config") == 0) continue;
         const key_def *k = find_key(name + 2);
         if (!k && retired_key(name + 2))
-            return fail(err, errlen, "%s: %s", name, retired_key(name + 2));
-        if (!k) return fail(err, errlen, "unknown option '%s' (see kronosd serve --help)", name);
-        if (!value) return fail(err, errlen, "%s needs a value", name);
+            return kd_fail(err, errlen, "%s: %s", name, retired_key(name + 2));
+        if (!k) return kd_fail(err, errlen, "unknown option '%s' (see kronosd serve --help)", name);
+        if (!value) return kd_fail(err, errlen, "%s needs a value", name);
         if (set_key(c, k, value, name, err, errlen) < 0) return -1;
     }
     return check(c, err, errlen);

@@ -1,10 +1,10 @@
 /* models.c — kd_models (models.h): the configured folders listed, hashed, loaded (models
  * with the same tokenizer files sharing one tokenizer), each with its pool. */
 #include "models.h"
+#include "fail.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +12,6 @@
 
 #include "model_fingerprint.h"
 #include "sha256.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static char *join(const char *dir, const char *name) {
     size_t n = strlen(dir) + 1 + strlen(name) + 1;
@@ -39,9 +31,9 @@ static int part_digest(const char *dir, unsigned char out[32], char *err, size_t
     unsigned char both[64];
     for (int i = 0; i < 2; i++) {
         char *path = join(dir, files[i]);
-        if (!path) return fail(err, errlen, "out of memory");
+        if (!path) return kd_fail(err, errlen, "out of memory");
         int rc = kd_sha256_file(path, both + 32 * i);
-        if (rc < 0) fail(err, errlen, "%s: %s", path, strerror(errno));
+        if (rc < 0) kd_fail(err, errlen, "%s: %s", path, strerror(errno));
         free(path);
         if (rc < 0) return -1;
     }
@@ -82,13 +74,13 @@ static int add_entry(kd_models *ms, const char *id, const char *tok, const char 
                      size_t errlen) {
     size_t n = strlen(id);
     if (n == 0 || n > KD_MODEL_ID_MAX || strspn(id, KD_MODEL_ID_CHARS) != n)
-        return fail(err, errlen,
-                    "model id '%s': expected 1 to %d letters, digits, '_', '.' or '-' (give "
-                    "ID=DIR)",
-                    id, KD_MODEL_ID_MAX);
-    if (kd_models_find(ms, id)) return fail(err, errlen, "model id '%s' is given twice", id);
+        return kd_fail(err, errlen,
+                       "model id '%s': expected 1 to %d letters, digits, '_', '.' or '-' (give "
+                       "ID=DIR)",
+                       id, KD_MODEL_ID_MAX);
+    if (kd_models_find(ms, id)) return kd_fail(err, errlen, "model id '%s' is given twice", id);
     kd_model *v = realloc(ms->v, (size_t)(ms->n + 1) * sizeof *v);
-    if (!v) return fail(err, errlen, "out of memory");
+    if (!v) return kd_fail(err, errlen, "out of memory");
     ms->v = v;
     kd_model *md = &v[ms->n];
     memset(md, 0, sizeof *md);
@@ -99,7 +91,7 @@ static int add_entry(kd_models *ms, const char *id, const char *tok, const char 
     md->counts = calloc(1, sizeof *md->counts);
     ms->n++;
     if (!md->tokenizer_dir || !md->predictor_dir || !md->counts)
-        return fail(err, errlen, "out of memory");
+        return kd_fail(err, errlen, "out of memory");
     return 0;
 }
 
@@ -116,7 +108,7 @@ static int add_line(kd_models *ms, const char *line, char *err, size_t errlen) {
     }
     char *tok = join(dir, "tokenizer"), *pred = join(dir, "predictor");
     int rc = tok && pred ? add_entry(ms, id, tok, pred, err, errlen)
-                         : fail(err, errlen, "out of memory");
+                         : kd_fail(err, errlen, "out of memory");
     free(tok);
     free(pred);
     return rc;
@@ -130,7 +122,7 @@ static int by_name(const struct dirent **a, const struct dirent **b) {
 static int add_dir(kd_models *ms, const char *root, char *err, size_t errlen) {
     struct dirent **names;
     int n = scandir(root, &names, NULL, by_name);
-    if (n < 0) return fail(err, errlen, "models-dir %s: %s", root, strerror(errno));
+    if (n < 0) return kd_fail(err, errlen, "models-dir %s: %s", root, strerror(errno));
     int rc = 0;
     for (int i = 0; i < n; i++) {
         const char *name = names[i]->d_name;
@@ -157,14 +149,14 @@ static int list_models(kd_models *ms, const kd_config *c, char *err, size_t errl
     for (const char *p = c->model; p && *p;) {
         size_t len = strcspn(p, "\n");
         char *line = strndup(p, len);
-        if (!line) return fail(err, errlen, "out of memory");
+        if (!line) return kd_fail(err, errlen, "out of memory");
         int rc = add_line(ms, line, err, errlen);
         free(line);
         if (rc < 0) return -1;
         p += len + (p[len] == '\n');
     }
     if (c->models_dir && add_dir(ms, c->models_dir, err, errlen) < 0) return -1;
-    if (ms->n == 0) return fail(err, errlen, "models-dir %s: no model folders", c->models_dir);
+    if (ms->n == 0) return kd_fail(err, errlen, "models-dir %s: no model folders", c->models_dir);
     return 0;
 }
 
@@ -187,12 +179,13 @@ static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t 
                                   .kv = kv};
     md->m = md->tokenizer_of >= 0 ? kr_model_load_sharing(&paths, ms->v[md->tokenizer_of].m, &ke)
                                   : kr_model_load(&paths, &ke);
-    if (!md->m) return fail(err, errlen, "cannot load model '%s': %s", md->id, ke.msg);
+    if (!md->m) return kd_fail(err, errlen, "cannot load model '%s': %s", md->id, ke.msg);
     if (kd_model_fingerprint(md->m, md->id, &md->fingerprint, md->desc, sizeof md->desc, &ke) < 0)
-        return fail(err, errlen, "model '%s': its fingerprint: %s", md->id, ke.msg);
+        return kd_fail(err, errlen, "model '%s': its fingerprint: %s", md->id, ke.msg);
     snprintf(md->fp_hex, sizeof md->fp_hex, "%016llx", (unsigned long long)md->fingerprint);
     if (!(md->pool = kr_pool_create(md->m, c->pool_bytes, &ke)))
-        return fail(err, errlen, "model '%s': pool-bytes %zu: %s", md->id, c->pool_bytes, ke.msg);
+        return kd_fail(err, errlen, "model '%s': pool-bytes %zu: %s", md->id, c->pool_bytes,
+                       ke.msg);
     md->loaded_at = time(NULL);
     return 0;
 }
@@ -243,7 +236,7 @@ int kd_model_dirs_tag(const char *model_dir, const char *tokenizer_dir, const ch
         .tokenizer_dir = model_dir ? join(model_dir, "tokenizer") : (char *)tokenizer_dir,
         .predictor_dir = model_dir ? join(model_dir, "predictor") : (char *)predictor_dir};
     int rc = md.tokenizer_dir && md.predictor_dir ? hash_model(&md, err, errlen)
-                                                  : fail(err, errlen, "out of memory");
+                                                  : kd_fail(err, errlen, "out of memory");
     if (rc == 0) {
         id_of_dir(model_dir ? model_dir : predictor_dir, md.id, sizeof md.id);
         snprintf(id, KD_MODEL_ID_MAX + 1, "%s", md.id);
