@@ -103,7 +103,7 @@ static const key_def keys[] = {
      "share of queue-size that one API key's (or, without keys, one client address's) model "
      "requests may hold waiting (429 queue_share + Retry-After above; at least one place)"},
     {"pool-bytes", T_BYTES, AT(pool_bytes), "256M", 1024, 1LL << 40,
-     "KV cache pool shared by sessions and forecasts"},
+     "KV cache pool of each model, shared by its sessions and forecasts"},
     {"max-sessions", T_INT, AT(max_sessions), "4096", 1, 1 << 24, "sessions held at once"},
     {"session-ttl", T_INT, AT(session_ttl), "600", 1, 1 << 30, "seconds an idle session lives"},
     {"session-min-idle", T_INT, AT(session_min_idle), "60", 0, 1 << 30,
