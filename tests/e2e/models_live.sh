@@ -7,6 +7,7 @@
 #     tokenizer with a loaded model's files is shared;
 #   * its forecast, series forecast, evaluation, generation and tokenization answer what a
 #     one-model daemon of it answers, byte for byte (elapsed_ms aside);
+#   * /metrics counts the loaded models' requests;
 #   * a loaded id is 409 model_exists; a folder whose files do not load is 422
 #     model_load_failed with the loader's message (what a daemon started on it says), a body
 #     breaking a rule is 400; after each refusal GET /models is as it was.
@@ -122,6 +123,11 @@ for kind in forecast series evaluate generate tokenize; do
         fail "loaded wide: $kind" "live $STATUS $(head -c 200 "$BODY") / solo $solo_status $(head -c 200 "$WORK/solo.out")"
     fi
 done
+# five requests ran on wide, none on narrow: /metrics counts the loaded models too
+wide_n=$(metric "$URL_L" 'kronosd_model_requests_total{model="wide"}' "${API[@]}")
+narrow_n=$(metric "$URL_L" 'kronosd_model_requests_total{model="narrow"}' "${API[@]}")
+[ "$wide_n" = 5 ] && [ "$narrow_n" = 0 ] && pass "/metrics: wide's 5 requests, narrow's 0" \
+    || fail "/metrics of the loaded models" "wide '$wide_n', narrow '$narrow_n'"
 grep -q "model wide loaded from $WORK/wide: hash $("$PY" "$CHECK" hash "$WORK/wide" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["hash"])')" "$WORK/L.log" \
     && pass "the log names the loaded model and its hash" || fail "log line" "$(tail -5 "$WORK/L.log")"
 
