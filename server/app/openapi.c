@@ -207,6 +207,10 @@ static json_t *operation(const kd_route_doc *rt, const json_t *part, bool with_p
     for (size_t i = 0; rc == 0 && i < json_array_size(statuses); i++)
         rc =
             add_error(responses, (int)json_integer_value(json_array_get(statuses, i)), err, errlen);
+    /* a public route answering 401 asks for an admin key, which no API key replaces */
+    for (size_t i = 0; rc == 0 && rt->is_public && i < json_array_size(statuses); i++)
+        if (json_integer_value(json_array_get(statuses, i)) == 401)
+            rc = json_object_set_new(op, "x-admin-key", json_true());
     json_object_del(op, "x-errors");
     if (rc < 0) {
         json_decref(op);

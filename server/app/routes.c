@@ -75,6 +75,8 @@ static const kd_route routes[] = {
     {"/model",               "GET",    EP_MODEL,      false, true,  false, kd_handle_model,            "model"},
     {"/models",              "GET",    EP_MODELS,     false, true,  false, kd_handle_models,           "listModels"},
     {"/models/",             "GET",    EP_MODELS,     false, true,  false, kd_handle_model_get,        "getModel"},
+    /* public to the API keys: its handler asks for an admin key */
+    {"/models",              "POST",   EP_MODELS,     true,  true,  false, kd_handle_model_load,       "loadModel"},
     {"/metrics",             "GET",    EP_METRICS,    false, false, false, kd_handle_metrics,          "metrics"},
     {"/forecast",            "POST",   EP_FORECAST,   false, true,  true,  kd_handle_forecast,         "forecast"},
     {"/generate",            "POST",   EP_GENERATE,   false, true,  false, kd_handle_generate,         "generate"},

@@ -1,11 +1,14 @@
-/* models.c — GET /models and GET /models/{id} (handlers.h): the models the daemon serves,
- * each with its id, content hash, shapes, size, kernels and load time. */
+/* models.c — GET /models, GET /models/{id} and POST /models (handlers.h): the models the
+ * daemon serves, each with its id, content hash, shapes, size, kernels and load time, and
+ * a model loaded while serving, with an admin key. */
 #include "handlers.h"
 
 #include <string.h>
 #include <time.h>
 
 #include "inputs.h"
+#include "log.h"
+#include "submit.h"
 
 static json_t *model_entry(const kd_app *app, const kd_model *md) {
     const kr_tokenizer_config *tc = kr_model_tokenizer_config(md->m);
@@ -56,5 +59,62 @@ kd_outcome kd_handle_model_get(kd_app *app, kd_request *r) {
     if (!md) return KD_REPLIED;
     kd_request_set_model(r, NULL); /* the answer is the model itself: no "model" field */
     kd_reply_json(r, 200, model_entry(app, md));
+    return KD_REPLIED;
+}
+
+/* {"id", "path"}: the fields a load takes; a message naming the one that breaks a rule. */
+static bool load_fields(json_t *body, const char **id, const char **path, char *msg, size_t n) {
+    const char *key;
+    json_t *v;
+    if (!json_is_object(body)) return snprintf(msg, n, "body: expected a JSON object"), false;
+    json_object_foreach(body, key, v) {
+        if (strcmp(key, "id") != 0 && strcmp(key, "path") != 0)
+            return snprintf(msg, n, "%.64s: unknown field (a load takes id and path)", key), false;
+        if (!json_is_string(v)) return snprintf(msg, n, "%s: expected a string", key), false;
+    }
+    *id = json_string_value(json_object_get(body, "id"));
+    *path = json_string_value(json_object_get(body, "path"));
+    if (!*path || !**path)
+        return snprintf(msg, n, "path: required (a folder holding tokenizer/ and predictor/)"),
+               false;
+    return true;
+}
+
+kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
+    if (!kd_request_is_admin(r)) {
+        kd_reply_error(r, 401, "unauthorized",
+                       "POST /models takes an admin key (admin-key-file) as Authorization: "
+                       "Bearer%s",
+                       atomic_load(&app->admin_keys) ? "" : "; this daemon has no admin-key-file");
+        return KD_REPLIED;
+    }
+    json_t *body = kd_request_json(r);
+    if (!body) return KD_REPLIED;
+    const char *id = NULL, *path = NULL;
+    char msg[KD_MSG_MAX];
+    if (!load_fields(body, &id, &path, msg, sizeof msg)) {
+        json_decref(body);
+        kd_refuse_invalid(app, r, msg);
+        return KD_REPLIED;
+    }
+    const kd_model *md = NULL;
+    switch (kd_models_add(&app->models, &app->cfg, id, path, &md, msg, sizeof msg)) {
+    case KD_MODEL_ADD_OK:
+        kd_log("model %s loaded from %s: hash %s, %zu parameters%s", md->id, path, md->hash,
+               kr_model_param_count(md->m), md->tokenizer_of >= 0 ? ", its tokenizer shared" : "");
+        kd_reply_json(r, 201, model_entry(app, md));
+        break;
+    case KD_MODEL_ADD_INVALID:
+        kd_refuse_invalid(app, r, msg);
+        break;
+    case KD_MODEL_ADD_EXISTS:
+        kd_reply_error(r, 409, "model_exists", "id: %s", msg);
+        break;
+    case KD_MODEL_ADD_FAILED:
+    case KD_MODEL_ADD_FULL:
+        kd_reply_error(r, 422, "model_load_failed", "path: %s", msg);
+        break;
+    }
+    json_decref(body);
     return KD_REPLIED;
 }

@@ -131,15 +131,16 @@ static kd_key_sessions *key_sessions(kd_app *app, int *n) {
  * memory (then the series are left out). */
 static kd_model_served *models_served(kd_app *app, int *n) {
     *n = 0;
-    if (atomic_load(&app->state) == KD_STARTING || app->models.n == 0) return NULL;
-    kd_model_served *ms = calloc((size_t)app->models.n, sizeof *ms);
+    const int count = app->models.n; /* read once: a model loaded meanwhile waits a scrape */
+    if (atomic_load(&app->state) == KD_STARTING || count == 0) return NULL;
+    kd_model_served *ms = calloc((size_t)count, sizeof *ms);
     if (!ms) return NULL;
-    for (int i = 0; i < app->models.n; i++) {
+    for (int i = 0; i < count; i++) {
         const kd_model *md = &app->models.v[i];
         ms[i] = (kd_model_served){md->id, atomic_load(&md->counts->requests),
                                   atomic_load(&md->counts->tokens)};
     }
-    *n = app->models.n;
+    *n = count;
     return ms;
 }
 

@@ -12,8 +12,8 @@ request schemas too. Also:
   - every error code the server's sources answer with (kd_reply_error, kd_refuse, the
     session and core tables) is in the document, under its status;
   - a method a documented path does not take is 405 with the error object.
-KEY_URL is a daemon with an API key (KEY): each route off the public ones answers 401
-there without it. URL's daemon runs with --max-sessions-per-key 3 and --max-body-bytes
+KEY_URL is a daemon with an API key (KEY) and the admin key openapi-admin-key: each route
+off the public ones answers 401 there without it. URL's daemon runs with --max-sessions-per-key 3 and --max-body-bytes
 65536. Prints "ok"/"FAIL" per check and "N passed, N failed".
 """
 import copy
@@ -399,6 +399,18 @@ check("GET /models", "GET", URL, "/models", 200)
 check("GET /models without the key", "GET", KEY_URL, "/models", 401)
 check("GET /models/{model}", "GET", URL, "/models/tiny", 200)
 check("GET /models/{model} unknown", "GET", URL, "/models/nope", 404)
+ADMIN = {"Authorization": "Bearer openapi-admin-key"}
+tiny_dir = os.path.join(SRC, "tests", "data", "tiny")
+check("POST /models without the admin key", "POST", KEY_URL, "/models", 401,
+      {"id": "tiny2", "path": tiny_dir}, headers={"Authorization": f"Bearer {KEY}"})
+check("POST /models", "POST", KEY_URL, "/models", 201, {"id": "tiny2", "path": tiny_dir},
+      headers=ADMIN)
+check("POST /models a loaded id", "POST", KEY_URL, "/models", 409,
+      {"id": "tiny2", "path": tiny_dir}, headers=ADMIN)
+check("POST /models no such folder", "POST", KEY_URL, "/models", 422,
+      {"id": "gone", "path": os.path.join(SRC, "no-such-folder")}, headers=ADMIN)
+check("POST /models an unknown field", "POST", KEY_URL, "/models", 400,
+      {"path": tiny_dir, "nope": 1}, headers=ADMIN)
 check("POST /forecast unknown model", "POST", URL, "/forecast", 404,
       {"candles": candles, "horizon": 2, "model": "nope"})
 

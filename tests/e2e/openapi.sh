@@ -26,5 +26,6 @@ fi
 
 echo "openapi-test-key" >"$WORK/key"
 start_daemon A --workers 1 --max-sessions-per-key 3 --max-body-bytes 65536
-start_daemon K --workers 1 --api-key-file "$WORK/key"
+echo "openapi-admin-key" >"$WORK/admin"
+start_daemon K --workers 1 --api-key-file "$WORK/key" --admin-key-file "$WORK/admin"
 timeout 120 "$py" "$SRC/tests/e2e/openapi.py" "$SRC" "$URL_A" "$URL_K" openapi-test-key

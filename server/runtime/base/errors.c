@@ -45,6 +45,7 @@ const kd_error_kind kd_error_kinds[] = {
     {405, "method_not_allowed",   "the route does not take this method (Allow lists those it "
                                   "takes)"},
     {409, "session_busy",         "the session serves another request"},
+    {409, "model_exists",         "POST /models with the id of a loaded model"},
     {413, "body_too_large",       "the body is over max-body-bytes"},
     {415, "unsupported_media_type", "a text/csv body where only JSON is taken"},
     {422, "context_overflow",     "a session would grow past max_context"},
@@ -52,6 +53,8 @@ const kd_error_kind kd_error_kinds[] = {
                                   "pool or its compute over max-request-cost (no Retry-After)"},
     {422, "no_context",           "max_new_tokens > 0 with no tokens to generate from"},
     {422, "pool_too_small",       "a generation whose cache could not fit even the empty pool"},
+    {422, "model_load_failed",    "POST /models: the folder's model did not load (the "
+                                  "loader's message); nothing changed"},
     {422, "unprocessable",        "a valid request the model cannot serve (e.g. a column whose "
                                   "float32 statistics overflow)"},
     {429, "too_many_sessions",    "max-sessions held and none idle long enough to evict; "

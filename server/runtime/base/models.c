@@ -70,29 +70,48 @@ static void id_of_dir(const char *dir, char *id, size_t n) {
     snprintf(id, n, "%.*s", (int)(len - start), dir + start);
 }
 
-static int add_entry(kd_models *ms, const char *id, const char *tok, const char *pred, char *err,
-                     size_t errlen) {
+static int valid_id(const char *id, char *err, size_t errlen) {
     size_t n = strlen(id);
     if (n == 0 || n > KD_MODEL_ID_MAX || strspn(id, KD_MODEL_ID_CHARS) != n)
         return kd_fail(err, errlen,
                        "model id '%s': expected 1 to %d letters, digits, '_', '.' or '-' (give "
                        "ID=DIR)",
                        id, KD_MODEL_ID_MAX);
-    if (kd_models_find(ms, id)) return kd_fail(err, errlen, "model id '%s' is given twice", id);
-    kd_model *v = realloc(ms->v, (size_t)(ms->n + 1) * sizeof *v);
-    if (!v) return kd_fail(err, errlen, "out of memory");
-    ms->v = v;
-    kd_model *md = &v[ms->n];
+    return 0;
+}
+
+/* A slot's own allocations, freed (its model and pool too). */
+static void free_slot(kd_model *md) {
+    kr_pool_free(md->pool);
+    kr_model_free(md->m);
+    free(md->tokenizer_dir);
+    free(md->predictor_dir);
+    free(md->counts);
+    memset(md, 0, sizeof *md);
+}
+
+static int fill_slot(kd_model *md, const char *id, const char *tok, const char *pred, char *err,
+                     size_t errlen) {
     memset(md, 0, sizeof *md);
     snprintf(md->id, sizeof md->id, "%s", id);
     md->tokenizer_of = -1;
     md->tokenizer_dir = strdup(tok);
     md->predictor_dir = strdup(pred);
     md->counts = calloc(1, sizeof *md->counts);
-    ms->n++;
     if (!md->tokenizer_dir || !md->predictor_dir || !md->counts)
         return kd_fail(err, errlen, "out of memory");
     return 0;
+}
+
+static int add_entry(kd_models *ms, const char *id, const char *tok, const char *pred, char *err,
+                     size_t errlen) {
+    if (valid_id(id, err, errlen) < 0) return -1;
+    if (kd_models_find(ms, id)) return kd_fail(err, errlen, "model id '%s' is given twice", id);
+    if (ms->n >= KD_MODELS_MAX)
+        return kd_fail(err, errlen, "model '%s': more than %d models", id, KD_MODELS_MAX);
+    kd_model *md = &ms->v[ms->n];
+    ms->n++; /* counted at once, so that kd_models_free frees what it holds */
+    return fill_slot(md, id, tok, pred, err, errlen);
 }
 
 /* One model line, "[ID=]DIR": an id before '=' when what is before it is one. */
@@ -192,6 +211,14 @@ static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t 
 
 int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) {
     memset(ms, 0, sizeof *ms);
+    /* every slot at once: a model added while serving never moves one a request reads */
+    if (!(ms->v = calloc(KD_MODELS_MAX, sizeof *ms->v)))
+        return kd_fail(err, errlen, "out of memory");
+    if (pthread_mutex_init(&ms->add_lock, NULL) != 0) {
+        free(ms->v);
+        ms->v = NULL;
+        return kd_fail(err, errlen, "models: cannot make a lock");
+    }
     int rc = list_models(ms, c, err, errlen);
     for (int i = 0; rc == 0 && i < ms->n; i++)
         rc = load_one(ms, i, c, err, errlen);
@@ -201,17 +228,45 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
 
 void kd_models_free(kd_models *ms) {
     /* last first: a model sharing a tokenizer goes before the one that holds it */
-    for (int i = ms->n - 1; i >= 0; i--) {
-        kd_model *md = &ms->v[i];
-        kr_pool_free(md->pool);
-        kr_model_free(md->m);
-        free(md->tokenizer_dir);
-        free(md->predictor_dir);
-        free(md->counts);
-    }
+    if (!ms->v) return;
+    for (int i = ms->n - 1; i >= 0; i--)
+        free_slot(&ms->v[i]);
     free(ms->v);
     ms->v = NULL;
     ms->n = 0;
+    pthread_mutex_destroy(&ms->add_lock);
+}
+
+kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
+                                  const char *dir, const kd_model **out, char *err, size_t errlen) {
+    char name[KD_MODEL_ID_MAX + 2];
+    if (!id) {
+        id_of_dir(dir, name, sizeof name);
+        id = name;
+    }
+    if (valid_id(id, err, errlen) < 0) return KD_MODEL_ADD_INVALID;
+    pthread_mutex_lock(&ms->add_lock);
+    kd_model_add_result rc = KD_MODEL_ADD_OK;
+    const int n = ms->n;
+    char *tok = join(dir, "tokenizer"), *pred = join(dir, "predictor");
+    if (kd_models_find(ms, id)) {
+        kd_fail(err, errlen, "model '%s' is loaded already (DELETE it first)", id);
+        rc = KD_MODEL_ADD_EXISTS;
+    } else if (n >= KD_MODELS_MAX) {
+        kd_fail(err, errlen, "model '%s': all %d model slots are taken", id, KD_MODELS_MAX);
+        rc = KD_MODEL_ADD_FULL;
+    } else if (!tok || !pred || fill_slot(&ms->v[n], id, tok, pred, err, errlen) < 0 ||
+               load_one(ms, n, c, err, errlen) < 0) {
+        free_slot(&ms->v[n]);
+        rc = KD_MODEL_ADD_FAILED;
+    } else {
+        *out = &ms->v[n];
+        ms->n = n + 1; /* published whole: an atomic store after the slot is filled */
+    }
+    free(tok);
+    free(pred);
+    pthread_mutex_unlock(&ms->add_lock);
+    return rc;
 }
 
 const kd_model *kd_models_find(const kd_models *ms, const char *id) {

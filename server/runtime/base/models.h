@@ -1,9 +1,11 @@
-/* models.h — the daemon's models: each loaded once at start from the configured folders
- * (model lines, models-dir, or tokenizer + predictor), with its id, content hash, pool and
- * fingerprint. The first is the default. Read-only once loaded. */
+/* models.h — the daemon's models: loaded at start from the configured folders (model
+ * lines, models-dir, or tokenizer + predictor) and added while serving (POST /models),
+ * each with its id, content hash, pool and fingerprint. The first is the default. A model
+ * is read-only once published; the table only grows, so a model outlives every request. */
 #ifndef KD_MODELS_H
 #define KD_MODELS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +17,7 @@
 #include "kronos.h"
 
 #define KD_MODEL_ID_MAX   64
+#define KD_MODELS_MAX     64 /* the table's slots: models at start plus those added */
 #define KD_MODEL_ID_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
 
 /* What a model served, for /metrics: counted from any thread. */
@@ -40,15 +43,33 @@ typedef struct {
     kd_model_counts *counts;
 } kd_model;
 
+/* Slots v[0 .. KD_MODELS_MAX) never move once loading is done; n is published after a
+ * slot is filled, so a reader sees whole models only. Additions take add_lock. */
 typedef struct {
     kd_model *v;
-    int n;
+    _Atomic int n;
+    pthread_mutex_t add_lock;
 } kd_models;
+
+/* Why kd_models_add refused. */
+typedef enum {
+    KD_MODEL_ADD_OK = 0,
+    KD_MODEL_ADD_INVALID, /* the id is not one */
+    KD_MODEL_ADD_EXISTS,  /* a model of this id is loaded */
+    KD_MODEL_ADD_FAILED,  /* its files did not load (the loader's message) */
+    KD_MODEL_ADD_FULL,    /* every slot is taken */
+} kd_model_add_result;
 
 /* Every configured model loaded (each with its pool), or -1 with the first failure in err
  * (the loader's message, naming the model) and nothing held. */
 int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen);
 void kd_models_free(kd_models *ms);
+/* The model in dir (holding tokenizer/ and predictor/) loaded as at start (hashed, its
+ * tokenizer shared with a loaded model's of the same files, its pool of c's pool-bytes) and
+ * published as id (NULL: the folder's name). On a refusal err says why and nothing
+ * changed; on success *out is the new model. */
+kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
+                                  const char *dir, const kd_model **out, char *err, size_t errlen);
 /* The model of this id, or NULL. */
 const kd_model *kd_models_find(const kd_models *ms, const char *id);
 /* The known ids, "a, b, c", for a refusal's message. */
