@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "handlers.h"
+#include "session_handlers.h"
 #include "inputs.h"
 #include "openapi.h"
 #include "page.h"

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "app.h"
-#include "handlers.h"
+#include "session_handlers.h"
 #include "http.h"
 #include "log.h"
 #include "model_dirs.h"

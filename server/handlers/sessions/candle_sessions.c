@@ -4,7 +4,7 @@
  * session forecast is the forecast job (jobs/forecast_job.h) on the scheduler, its paths
  * forking the series' cache. The session stays busy from the request's checks to its
  * reply, so the series never changes under a forecast. */
-#include "handlers.h"
+#include "session_handlers.h"
 
 #include <stdlib.h>
 #include <string.h>

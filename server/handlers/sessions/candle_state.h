@@ -5,7 +5,7 @@
 
 #include "app.h"
 #include "candle_calib.h"
-#include "handlers.h"
+#include "session_handlers.h"
 #include "journal.h"
 #include "sessions.h"
 

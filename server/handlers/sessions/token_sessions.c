@@ -2,7 +2,7 @@
  * that /sessions/{id}/generate appends to), GET /sessions/{id} (any kind: a candle
  * session adds its statistics and last timestamp) and DELETE /sessions/{id}. A POST
  * /sessions with candles is a candle session's (handlers.h); the router chooses. */
-#include "handlers.h"
+#include "session_handlers.h"
 
 #include <string.h>
 
