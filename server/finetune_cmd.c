@@ -245,7 +245,7 @@ static int prepare_out(const opts *o, char *pred, size_t n) {
     return 0;
 }
 
-static int read_series(const opts *o, kd_candles *c, kr_candles *k) {
+static int read_series(const opts *o, kd_owned_candles *c, kr_candles *k) {
     for (int i = 0; i < o->n_csv; i++) {
         size_t len;
         char *text = slurp(o->csv[i], &len), err[512];
@@ -273,7 +273,7 @@ int kd_finetune_cmd(int argc, char **argv) {
     opts o = {0};
     int p = parse(argc, argv, &o);
     if (p) return p > 0 ? 0 : 2;
-    kd_candles c[MAX_CSV] = {0};
+    kd_owned_candles c[MAX_CSV] = {0};
     kr_candles k[MAX_CSV];
     kr_error err = {0};
     kr_model *base = NULL, *tuned = NULL;

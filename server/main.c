@@ -234,7 +234,7 @@ static int parse_forecast_args(int argc, char **argv, const char *cmd, forecast_
  * (the query parameters of a text/csv body). */
 typedef struct {
     json_t *body; /* a JSON request, or NULL */
-    kd_candles candles;
+    kd_owned_candles candles;
     json_t *options; /* with candles */
 } request_text;
 

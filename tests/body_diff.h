@@ -13,7 +13,7 @@
 #include "json_body.h"
 #include "series_json.h"
 
-static int diff_candles(const kd_candles *a, const kd_candles *b) {
+static int diff_candles(const kd_owned_candles *a, const kd_owned_candles *b) {
     if (a->n != b->n || memcmp(&a->time_form, &b->time_form, sizeof a->time_form)) return -1;
     if (a->n && memcmp(a->timestamps, b->timestamps, (size_t)a->n * sizeof *a->timestamps))
         return -1;
@@ -76,7 +76,7 @@ static int kd_body_diff(const char *text, size_t len, char *why, size_t whylen) 
         kd_series_inputs_free(s2, n2);
     }
 
-    kd_candles c1, c2;
+    kd_owned_candles c1, c2;
     r1 = kd_candles_parse(json_object_get(lean, "candles"), 1, 0, &c1, e1, sizeof e1);
     r2 = kd_candles_parse(json_object_get(tree, "candles"), 1, 0, &c2, e2, sizeof e2);
     if (rc == 0 && (r1 != r2 || (r1 && strcmp(e1, e2)) || (!r1 && diff_candles(&c1, &c2))))

@@ -97,13 +97,13 @@ static void test_json_out(void **state) {
 
 /* ---- CSV in ------------------------------------------------------------------------- */
 
-static int parse(const char *csv, kd_candles *c, char *err, size_t n) {
+static int parse(const char *csv, kd_owned_candles *c, char *err, size_t n) {
     return kd_candles_csv_parse(csv, strlen(csv), 2, 0, c, err, n);
 }
 
 static void test_csv_basic(void **state) {
     (void)state;
-    kd_candles c;
+    kd_owned_candles c;
     char err[512] = "";
     const char *csv = "\xEF\xBB\xBF,Close,date,open,high,low\r\n"
                       "0,2.5,2024-06-18 11:15:00,1,3,0.5\r\n"
@@ -156,14 +156,14 @@ static void test_csv_errors(void **state) {
                                                           "closed"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        kd_candles c;
+        kd_owned_candles c;
         char err[512] = "";
         if (parse(cases[i].csv, &c, err, sizeof err) != -1)
             fail_msg("case %zu parsed: %s", i, cases[i].csv);
         assert_contains(err, cases[i].want);
         assert_null(c.timestamps);
     }
-    kd_candles c;
+    kd_owned_candles c;
     char err[512];
     const char *csv = "timestamps,open,high,low,close\n1,1,1,1,1\n2,1,1,1,1\n3,1,1,1,1\n";
     assert_int_equal(kd_candles_csv_parse(csv, strlen(csv), 2, 2, &c, err, sizeof err), -1);
@@ -253,7 +253,7 @@ static void test_integer_written_as_real(void **state) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         /* the query's form: a CSV body's fields */
         json_t *o = json_object();
-        kd_candles c = {0};
+        kd_owned_candles c = {0};
         kd_evaluate_input in;
         assert_int_equal(kd_query_option(o, "lookback", "8", names, err, sizeof err), 0);
         assert_int_equal(kd_query_option(o, "horizon", "2", names, err, sizeof err), 0);

@@ -75,7 +75,7 @@ typedef struct {
 } three;
 
 /* The candles written the way `way` takes them, parsed by that way's parser. */
-static int parse_way(int way, const three *c, kd_candles *out, char *err, size_t n) {
+static int parse_way(int way, const three *c, kd_owned_candles *out, char *err, size_t n) {
     char text[2048];
     size_t k = 0;
     if (way == 2) {
@@ -141,7 +141,7 @@ static void test_one_rule_every_way(void **state) {
     };
     for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
         for (int w = 0; w < WAYS; w++) {
-            kd_candles c;
+            kd_owned_candles c;
             char err[512] = "", want[512];
             if (parse_way(w, &bad[b].c, &c, err, sizeof err) == 0)
                 fail_msg("case %zu, %s: accepted", b, way_names[w]);
@@ -155,13 +155,13 @@ static void test_one_rule_every_way(void **state) {
     const three ok = {{"\"2024-06-18T10:00:00+05:00\"", "\"2024-06-18T10:05:00+05:00\"",
                        "\"2024-06-18T05:20:00Z\""},
                       {"1", "2.5", "3"}};
-    kd_candles first;
+    kd_owned_candles first;
     char err[512];
     assert_int_equal(parse_way(0, &ok, &first, err, sizeof err), 0);
     assert_int_equal(first.timestamps[2] - first.timestamps[1], 15 * 60);
     assert_int_equal(first.timestamps[1] - first.timestamps[0], 5 * 60);
     for (int w = 1; w < WAYS; w++) {
-        kd_candles c;
+        kd_owned_candles c;
         if (parse_way(w, &ok, &c, err, sizeof err) != 0) fail_msg("%s: %s", way_names[w], err);
         assert_int_equal(c.n, first.n);
         assert_memory_equal(c.timestamps, first.timestamps, 3 * sizeof(int64_t));
@@ -178,7 +178,7 @@ static void test_csv_control_bytes(void **state) {
     (void)state;
     static const char csv[] = "timestamps,open,high,low,close\n1,1,1,1,1\n2,10.5\0"
                               "999,1,1,1\n";
-    kd_candles c;
+    kd_owned_candles c;
     char err[512];
     assert_int_equal(kd_candles_csv_parse(csv, sizeof csv - 1, 2, 0, &c, err, sizeof err), -1);
     assert_string_equal(err, "CSV line 3, column 2: a control byte (0x00) is not allowed");

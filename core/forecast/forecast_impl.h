@@ -1,5 +1,5 @@
 /* forecast_impl.h — the forecast floor's internals: candles made ready for the model, the
- * plan's windows, a forecast's state (fc_job) shared by the plan, the decoders and the
+ * plan's windows, a forecast's state (fc_state) shared by the plan, the decoders and the
  * summary, what a forecast takes from a series, and the reference path. Internal to core/;
  * the scheduler (sched/) and the drivers (drivers/) above use it, and the tests.
  *
@@ -96,7 +96,7 @@ typedef struct {
      * run, enc_kv the encoder's keys and values of the encoded ones (one block of L) */
     int encoded;
     float *xn, *enc_kv;
-} fc_job;
+} fc_state;
 
 /* summary.c: a forecast's summary in parts (the scheduler's steps): every path's last
  * window decoded by the tokenizer (its shared prefix's keys and values a chunk at a time,
@@ -115,21 +115,21 @@ typedef struct {
 
 /* shared: the cached path (the window's context part decoded once for all paths); else
  * each path's window alone, as the reference path does. */
-int kr_summary_begin(const kr_model *m, const fc_job *job, bool shared, fc_summary *sum,
+int kr_summary_begin(const kr_model *m, const fc_state *job, bool shared, fc_summary *sum,
                      kr_error *err);
 /* Decodes what is left, as much as costs about `rows` (at least one part); *cost: what it
  * cost, in rows (kr_tokenizer_cost_rows). 1 when every row is decoded, 0 when more is
  * left, -1 on error. */
-int kr_summary_advance(const kr_model *m, const fc_job *job, fc_summary *sum, double rows,
+int kr_summary_advance(const kr_model *m, const fc_state *job, fc_summary *sum, double rows,
                        double *cost, kr_error *err);
 /* What is left of it, in rows. */
-double kr_summary_left(const kr_model *m, const fc_job *job, const fc_summary *sum);
+double kr_summary_left(const kr_model *m, const fc_state *job, const fc_summary *sum);
 /* The answer from the decoded rows: denormalised, mean, quantiles, P(up), paths. */
-int kr_summary_finish(const kr_forecast_request *r, const fc_job *job, const fc_summary *sum,
+int kr_summary_finish(const kr_forecast_request *r, const fc_state *job, const fc_summary *sum,
                       kr_forecast_result *res, kr_error *err);
 void kr_summary_free(fc_summary *sum);
 /* summary.c: all of it at once. */
-int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_state *job,
                           kr_forecast_result *res, kr_error *err);
 
 /* job.c: the seed of a path's own random stream */
@@ -138,12 +138,12 @@ uint64_t kr_path_seed(uint64_t seed, int path);
  * normalised (or, from a series, its tokens and statistics as the series grew, already
  * encoded). */
 int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
-                         fc_job *job, kr_forecast_result *res, kr_error *err);
+                         fc_state *job, kr_forecast_result *res, kr_error *err);
 /* job.c: the context's next n candles encoded (the tokens encoding it whole would give:
  * the encoder is causal and every row's arithmetic its own); once all L are, every path's
  * first L tokens are set and the encoding's memory is returned. */
-int kr_forecast_job_encode(const kr_model *m, fc_job *job, int n, kr_error *err);
-void kr_forecast_job_free(fc_job *job);
+int kr_forecast_job_encode(const kr_model *m, fc_state *job, int n, kr_error *err);
+void kr_forecast_job_free(fc_state *job);
 
 /* ---- reference.c ------------------------------------------------------------------------- */
 

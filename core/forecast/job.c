@@ -1,4 +1,4 @@
-/* job.c — a forecast's state (fc_job) made ready for either decoder: the plan, the result's
+/* job.c — a forecast's state (fc_state) made ready for either decoder: the plan, the result's
  * buffers, the stamps of every row, and the context normalised, then encoded into every
  * path's first tokens, whole or in chunks (or a series' tokens and statistics); and each
  * path's random seed. */
@@ -14,7 +14,7 @@ uint64_t kr_path_seed(uint64_t seed, int path) {
 }
 
 /* Every path's first L tokens: path 0's. */
-static void copy_context(fc_job *job) {
+static void copy_context(fc_state *job) {
     int L = job->L, total = job->L + job->P;
     for (int p = 1; p < job->samples; p++) {
         memcpy(job->path_s1 + (size_t)p * total, job->path_s1, (size_t)L * sizeof(int32_t));
@@ -23,7 +23,7 @@ static void copy_context(fc_job *job) {
 }
 
 int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const kr_series *series,
-                         fc_job *job, kr_forecast_result *res, kr_error *err) {
+                         fc_state *job, kr_forecast_result *res, kr_error *err) {
     if (kr_forecast_plan_make(m, r, &job->plan, err)) return -1;
     int L = r->context.n, P = r->horizon, S = r->samples;
     job->L = L;
@@ -65,7 +65,7 @@ int kr_forecast_job_init(const kr_model *m, const kr_forecast_request *r, const 
     return 0;
 }
 
-int kr_forecast_job_encode(const kr_model *m, fc_job *job, int n, kr_error *err) {
+int kr_forecast_job_encode(const kr_model *m, fc_state *job, int n, kr_error *err) {
     const int L = job->L, at = job->encoded, d = m->tc.d_model;
     if (n > L - at) n = L - at;
     if (n <= 0) return 0;
@@ -93,7 +93,7 @@ int kr_forecast_job_encode(const kr_model *m, fc_job *job, int n, kr_error *err)
     return 0;
 }
 
-void kr_forecast_job_free(fc_job *job) {
+void kr_forecast_job_free(fc_state *job) {
     free(job->xn);
     free(job->enc_kv);
     job->xn = job->enc_kv = NULL;

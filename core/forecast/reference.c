@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* One sample path: recompute the window at every step. */
-static int reference_path(const kr_model *m, const kr_forecast_request *r, fc_job *job, int path,
+static int reference_path(const kr_model *m, const kr_forecast_request *r, fc_state *job, int path,
                           kr_error *err) {
     int L = job->L, P = job->P, mc = job->plan.max_context, d = m->pc.d_model;
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
@@ -44,7 +44,7 @@ out:
 
 /* The whole forecast on the reference path: its own normalisation and encoding, each path
  * alone, then the same summary as the cached path. */
-static int reference_forecast(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+static int reference_forecast(const kr_model *m, const kr_forecast_request *r, fc_state *job,
                               kr_forecast_result *res, kr_error *err) {
     int rc = -1;
     memset(res, 0, sizeof *res);
@@ -67,7 +67,7 @@ out:
 int kr_forecast_reference(const kr_model *m, const kr_forecast_request *req,
                           kr_forecast_result *res, kr_error *err) {
     double t0 = kr_now_ms();
-    fc_job job = {0};
+    fc_state job = {0};
     if (reference_forecast(m, req, &job, res, err)) return -1;
     res->usage.elapsed_ms = kr_now_ms() - t0;
     return 0;

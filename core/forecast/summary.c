@@ -36,7 +36,7 @@ void kr_summary_free(fc_summary *sum) {
     memset(sum, 0, sizeof *sum);
 }
 
-int kr_summary_begin(const kr_model *m, const fc_job *job, bool shared, fc_summary *sum,
+int kr_summary_begin(const kr_model *m, const fc_state *job, bool shared, fc_summary *sum,
                      kr_error *err) {
     const int L = job->L, P = job->P, S = job->samples, total = L + P;
     memset(sum, 0, sizeof *sum);
@@ -79,12 +79,12 @@ int kr_summary_begin(const kr_model *m, const fc_job *job, bool shared, fc_summa
 }
 
 /* What one path costs to decode: its window alone, or its own rows over the prefix. */
-static double path_cost(const kr_model *m, const fc_job *job, const fc_summary *sum) {
+static double path_cost(const kr_model *m, const fc_state *job, const fc_summary *sum) {
     return sum->mode == SUM_WHOLE ? kr_tokenizer_cost_rows(m, m->tok.n_dec, 0, sum->np + job->P)
                                   : kr_tokenizer_cost_rows(m, m->tok.n_dec, sum->np, job->P);
 }
 
-double kr_summary_left(const kr_model *m, const fc_job *job, const fc_summary *sum) {
+double kr_summary_left(const kr_model *m, const fc_state *job, const fc_summary *sum) {
     double prefix =
         sum->prefix_done < sum->np && sum->mode == SUM_PREFIX
             ? kr_tokenizer_cost_rows(m, m->tok.n_dec, sum->prefix_done, sum->np - sum->prefix_done)
@@ -92,7 +92,7 @@ double kr_summary_left(const kr_model *m, const fc_job *job, const fc_summary *s
     return prefix + (job->samples - sum->paths_done) * path_cost(m, job, sum);
 }
 
-int kr_summary_advance(const kr_model *m, const fc_job *job, fc_summary *sum, double rows,
+int kr_summary_advance(const kr_model *m, const fc_state *job, fc_summary *sum, double rows,
                        double *cost, kr_error *err) {
     const int P = job->P, S = job->samples, total = job->L + P;
     *cost = 0;
@@ -130,7 +130,7 @@ int kr_summary_advance(const kr_model *m, const fc_job *job, fc_summary *sum, do
 
 /* ---- the answer ----------------------------------------------------------------------------- */
 
-int kr_summary_finish(const kr_forecast_request *r, const fc_job *job, const fc_summary *fs,
+int kr_summary_finish(const kr_forecast_request *r, const fc_state *job, const fc_summary *fs,
                       kr_forecast_result *res, kr_error *err) {
     int L = job->L, P = job->P, S = job->samples;
     const float *dec = fs->rows;
@@ -185,7 +185,7 @@ out:
     return rc;
 }
 
-int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_job *job,
+int kr_forecast_summarise(const kr_model *m, const kr_forecast_request *r, fc_state *job,
                           kr_forecast_result *res, kr_error *err) {
     fc_summary sum;
     double cost;

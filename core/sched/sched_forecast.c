@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void free_paths(fc_state *f) {
+static void free_paths(sched_forecast *f) {
     for (int p = 0; f->paths && p < f->job.samples; p++) {
         kr_cache_free(f->paths[p]);
         f->paths[p] = NULL;
@@ -23,7 +23,7 @@ static void free_paths(fc_state *f) {
 }
 
 static void fc_release(sched_job *j) {
-    fc_state *f = &j->u.fc;
+    sched_forecast *f = &j->u.fc;
     free_paths(f);
     kr_cache_free(f->prefix);
     free(f->paths);
@@ -47,7 +47,7 @@ static void fc_free(sched_job *j, bool failed) {
 
 /* Back to how it was queued: its memory and its result's returned, its work forgotten. */
 static void fc_reset(sched_job *j) {
-    fc_state *f = &j->u.fc;
+    sched_forecast *f = &j->u.fc;
     fc_release(j);
     kr_forecast_result_free(f->res);
     const kr_forecast_request *req = f->req;
@@ -61,7 +61,7 @@ static void fc_reset(sched_job *j) {
 
 /* Forks every path from the filled prefix, which is then let go (the forks keep its
  * blocks). */
-static int fork_paths(fc_state *f, kr_error *err) {
+static int fork_paths(sched_forecast *f, kr_error *err) {
     for (int p = 0; p < f->job.samples; p++)
         if (!(f->paths[p] = kr_cache_fork(f->prefix, err))) return -1;
     kr_cache_free(f->prefix);
@@ -71,8 +71,8 @@ static int fork_paths(fc_state *f, kr_error *err) {
 
 /* Step i's window must be filled again: its context part (prefix_need tokens from
  * prefix_start) and each path's generated part (g tokens). */
-static int enter_window(fc_state *f, int i, kr_error *err) {
-    fc_job *job = &f->job;
+static int enter_window(sched_forecast *f, int i, kr_error *err) {
+    fc_state *job = &f->job;
     int L = job->L, S = job->samples, total = L + job->P, start;
     int w = kr_forecast_window(&job->plan, L, i, &start);
     free_paths(f);
@@ -107,8 +107,8 @@ static int enter_window(fc_state *f, int i, kr_error *err) {
  * path forks it and the first draws use its last position's logits (no prefill). Returns
  * whether it did; false (a window of another max_context, or no pool room for the forks)
  * leaves the window to be filled from the tokens as usual. */
-static bool series_window(const kr_model *m, fc_state *f) {
-    fc_job *job = &f->job;
+static bool series_window(const kr_model *m, sched_forecast *f) {
+    fc_state *job = &f->job;
     int start, cstart, v1 = 1 << m->pc.s1_bits;
     int w = kr_forecast_window(&job->plan, job->L, 0, &start);
     kr_cache *c = kr_series_cache(f->series, &cstart);
@@ -128,9 +128,9 @@ static bool series_window(const kr_model *m, fc_state *f) {
 }
 
 static int fc_start(const kr_model *m, kr_pool *pool, sched_job *jb, kr_error *err) {
-    fc_state *f = &jb->u.fc;
+    sched_forecast *f = &jb->u.fc;
     const kr_forecast_request *r = f->req;
-    fc_job *job = &f->job;
+    fc_state *job = &f->job;
     double t0 = kr_now_ms();
     f->m = m;
     if (kr_forecast_job_init(m, r, f->series, job, f->res, err)) return -1;
@@ -177,8 +177,8 @@ static void charge(sched_job *jb, step_batch *b, int *budget, double cost) {
 }
 
 static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode, int *budget) {
-    fc_state *f = &jb->u.fc;
-    fc_job *job = &f->job;
+    sched_forecast *f = &jb->u.fc;
+    fc_state *job = &f->job;
     int S = job->samples, total = job->L + job->P, v1 = 1 << m->pc.s1_bits;
     f->chunk = 0;
     if (decode) {
@@ -244,7 +244,7 @@ static int fc_rows(const kr_model *m, sched_job *jb, step_batch *b, bool decode,
 }
 
 static int fc_fill_left(const sched_job *jb) {
-    const fc_state *f = &jb->u.fc;
+    const sched_forecast *f = &jb->u.fc;
     int S = f->job.samples;
     if (f->phase == FC_SUMMARY) return (int)ceil(kr_summary_left(f->m, &f->job, &f->sum));
     if (f->phase == FC_ENCODE) { /* then step 0's window */
@@ -257,7 +257,7 @@ static int fc_fill_left(const sched_job *jb) {
 }
 
 static int fc_appended(const kr_model *m, sched_job *jb, kr_error *err) {
-    fc_state *f = &jb->u.fc;
+    sched_forecast *f = &jb->u.fc;
     int S = f->job.samples, v1 = 1 << m->pc.s1_bits;
     if (f->phase == FC_SUMMARY) return f->summarised; /* complete once summarised */
     if (f->phase == FC_DECODE || f->phase == FC_FORKED) {
@@ -298,7 +298,7 @@ static void draw_path(void *arg, int p, int worker) {
     d->out[p] = kr_sample(d->logits + (size_t)p * d->vocab, d->vocab, d->sampling, &d->rng[p]);
 }
 
-static void draw_all(fc_state *f, float *logits, int vocab, int32_t *out) {
+static void draw_all(sched_forecast *f, float *logits, int vocab, int32_t *out) {
     draw_job d = {logits, vocab, &f->job.sampling, f->rng, out};
     kr_parallel_for(f->job.samples, draw_path, &d);
 }
@@ -308,8 +308,8 @@ static void fc_draw_s1(const kr_model *m, sched_job *jb) {
 }
 
 static int fc_drawn(const kr_model *m, sched_job *jb, kr_error *err) {
-    fc_state *f = &jb->u.fc;
-    fc_job *job = &f->job;
+    sched_forecast *f = &jb->u.fc;
+    fc_state *job = &f->job;
     draw_all(f, f->l2, 1 << m->pc.s2_bits, f->b);
     int total = job->L + job->P, at = job->L + f->i;
     for (int p = 0; p < job->samples; p++) {

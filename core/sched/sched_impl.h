@@ -72,7 +72,7 @@ typedef struct {
     const kr_forecast_request *req;
     const kr_series *series; /* or NULL: the context is normalised and encoded here */
     kr_forecast_result *res;
-    fc_job job;
+    fc_state job;
     fc_phase phase;
     int i;                     /* the step: token L + i is drawn next */
     kr_pool *pool, *own_pool;  /* own_pool: a private pool when the caller gave none */
@@ -85,7 +85,7 @@ typedef struct {
     int prefix_start, prefix_need, prefix_done, g, g_done, chunk;
     fc_summary sum;  /* FC_SUMMARY */
     bool summarised; /* its answer is complete: it ends after this step's append */
-} fc_state;
+} sched_forecast;
 
 typedef struct {
     kr_cache *c;
@@ -129,7 +129,7 @@ struct sched_job {
     float *draw_l2;
     sched_job *next;
     union {
-        fc_state fc;
+        sched_forecast fc;
         gen_state gen;
     } u;
 };

@@ -31,7 +31,7 @@ static int parse_evaluate(kd_app *app, kd_request *r, const kd_query *q, const j
                           kd_evaluate_input *in, char *msg, size_t msglen) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
     if (!q->csv_in) return kd_evaluate_request_parse(body, &lim, in, msg, msglen);
-    kd_candles candles;
+    kd_owned_candles candles;
     if (kd_body_csv_candles(r, 2, app->cfg.max_candles, &candles, msg, msglen) < 0) return -1;
     return kd_evaluate_request_with_candles(q->opts, &candles, &lim, in, msg, msglen);
 }

@@ -26,8 +26,8 @@ static kd_outcome forecast_series(kd_app *app, kd_request *r, const json_t *body
         kd_refuse_invalid(app, r, msg);
         return KD_REPLIED;
     }
-    kd_forecast_job *f = kd_forecast_job_new(app, r, in, n, KD_ANSWER_SERIES);
-    return f ? kd_forecast_job_submit(f) : KD_REPLIED;
+    kd_forecast_work *f = kd_forecast_work_new(app, r, in, n, KD_ANSWER_SERIES);
+    return f ? kd_forecast_work_submit(f) : KD_REPLIED;
 }
 
 /* The request from a JSON body, or from a CSV body and the query; -1 with a message. */
@@ -36,7 +36,7 @@ static int parse_forecast(kd_app *app, kd_request *r, const kd_query *q, const j
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
     const int mc = kr_model_max_context(kd_request_model(r)->m); /* the picked model's */
     if (!q->csv_in) return kd_forecast_request_parse_limited(body, mc, &lim, in, msg, msglen);
-    kd_candles candles;
+    kd_owned_candles candles;
     if (kd_body_csv_candles(r, 2, app->cfg.max_candles, &candles, msg, msglen) < 0) return -1;
     return kd_forecast_request_with_candles(q->opts, &candles, mc, &lim, in, msg, msglen);
 }
@@ -82,7 +82,7 @@ kd_outcome kd_handle_forecast(kd_app *app, kd_request *r) {
         kd_series_inputs_free(in, 1);
         return KD_REPLIED;
     }
-    kd_forecast_job *f =
-        kd_forecast_job_new(app, r, in, 1, q.csv_out ? KD_ANSWER_CSV : KD_ANSWER_JSON);
-    return f ? kd_forecast_job_submit(f) : KD_REPLIED;
+    kd_forecast_work *f =
+        kd_forecast_work_new(app, r, in, 1, q.csv_out ? KD_ANSWER_CSV : KD_ANSWER_JSON);
+    return f ? kd_forecast_work_submit(f) : KD_REPLIED;
 }

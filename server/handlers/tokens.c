@@ -14,7 +14,7 @@
  * turn back into candles; what the other does not use stays empty. */
 typedef struct {
     kd_work work; /* first: the submit path's pointer is this struct's */
-    kd_candles candles;
+    kd_owned_candles candles;
     kr_norm norm; /* pinned statistics, if any */
     kd_detokenize_input tokens;
     const kd_model *md; /* the model it runs on */

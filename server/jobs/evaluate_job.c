@@ -17,7 +17,7 @@
 /* Each origin's own tag on the scheduler, so that its end says which one it was. The
  * origins of every series form one list, series by series. */
 typedef struct {
-    kd_sched_job sjob;
+    kd_sched_entry sjob;
     struct evaluate_job *owner;
     int series, index; /* its series, and its index among that series' origins */
 } origin_part;
@@ -267,7 +267,7 @@ static int admit(kd_work *w) {
 
 /* ---- on the scheduler ---------------------------------------------------------------------- */
 
-static void origin_done(kd_sched_job *sj, const kr_error *err);
+static void origin_done(kd_sched_entry *sj, const kr_error *err);
 
 /* ---- live mode: one series, grown origin by origin ---------------------------------------- */
 
@@ -358,7 +358,7 @@ static void queue_more(evaluate_job *j) {
 /* Origin k ended (on the scheduler thread, inside its step): scored, and the next origin
  * queued in its place (the scheduler takes jobs added from a done callback into its
  * waiting line). */
-static void origin_done(kd_sched_job *sj, const kr_error *err) {
+static void origin_done(kd_sched_entry *sj, const kr_error *err) {
     origin_part *p = (origin_part *)sj;
     evaluate_job *j = p->owner;
     const int k = (int)(p - j->parts), s = p->series; /* k in the list, p->index in s */

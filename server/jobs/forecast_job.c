@@ -12,12 +12,12 @@
 
 /* Each forecast's own tag on the scheduler, so that its end says which one it was. */
 typedef struct {
-    kd_sched_job sjob;
-    kd_forecast_job *owner;
+    kd_sched_entry sjob;
+    kd_forecast_work *owner;
     int index;
 } forecast_part;
 
-struct kd_forecast_job {
+struct kd_forecast_work {
     kd_work work;
     kd_forecast_input *in; /* [n] */
     kr_forecast_result *res;
@@ -32,7 +32,7 @@ struct kd_forecast_job {
     void *done_ctx;
 };
 
-static void job_free(kd_forecast_job *f) {
+static void job_free(kd_forecast_work *f) {
     if (f->session) kd_sessions_release(f->work.app->sessions, f->session);
     kd_series_inputs_free(f->in, f->n);
     free(f->res);
@@ -42,11 +42,11 @@ static void job_free(kd_forecast_job *f) {
 }
 
 static void discard(kd_work *w) {
-    job_free((kd_forecast_job *)w);
+    job_free((kd_forecast_work *)w);
 }
 
 /* Every forecast ended: the first failure (by index) answers for all, else the answer. */
-static void finish(kd_forecast_job *f) {
+static void finish(kd_forecast_work *f) {
     kd_app *app = f->work.app;
     kd_request *r = f->work.r;
     const kd_forecast_answer answer = f->answer;
@@ -88,7 +88,7 @@ static void finish(kd_forecast_job *f) {
 /* ---- admission -------------------------------------------------------------------------- */
 
 /* Whether forecast i can ever run here; -1 after refusing 400 or 422 too_large. */
-static int admit_one(kd_forecast_job *f, int i, const kr_pool_stats *st, double *gflop) {
+static int admit_one(kd_forecast_work *f, int i, const kr_pool_stats *st, double *gflop) {
     kd_app *app = f->work.app;
     kd_request *r = f->work.r;
     const kr_forecast_request *q = &f->in[i].req;
@@ -122,7 +122,7 @@ static int admit_one(kd_forecast_job *f, int i, const kr_pool_stats *st, double 
 }
 
 static int admit(kd_work *w) {
-    kd_forecast_job *f = (kd_forecast_job *)w;
+    kd_forecast_work *f = (kd_forecast_work *)w;
     kd_app *app = w->app;
     double gflop = 0;
     kr_pool_stats st; /* the pool's size is fixed: read once for every series */
@@ -142,15 +142,15 @@ static int admit(kd_work *w) {
 
 /* ---- on the scheduler --------------------------------------------------------------------- */
 
-static void part_done(kd_sched_job *sj, const kr_error *err) {
+static void part_done(kd_sched_entry *sj, const kr_error *err) {
     forecast_part *p = (forecast_part *)sj;
-    kd_forecast_job *f = p->owner;
+    kd_forecast_work *f = p->owner;
     f->errs[p->index] = *err;
     if (--f->pending == 0) finish(f);
 }
 
-static int add_part(kr_sched *ks, kd_forecast_job *f, int i) {
-    kd_sched_job *tag = &f->parts[i].sjob;
+static int add_part(kr_sched *ks, kd_forecast_work *f, int i) {
+    kd_sched_entry *tag = &f->parts[i].sjob;
     return f->series ? kr_sched_add_forecast_series(ks, f->series, &f->in[i].req, &f->res[i], tag,
                                                     &f->errs[i])
                      : kr_sched_add_forecast_on(ks, f->md->m, f->md->pool, &f->in[i].req,
@@ -158,7 +158,7 @@ static int add_part(kr_sched *ks, kd_forecast_job *f, int i) {
 }
 
 static int add(kr_sched *ks, kd_work *w, kr_error *err) {
-    kd_forecast_job *f = (kd_forecast_job *)w;
+    kd_forecast_work *f = (kd_forecast_work *)w;
     f->pending = 0;
     for (int i = 0; i < f->n; i++) {
         if (add_part(ks, f, i) == 0) {
@@ -178,7 +178,7 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
 
 /* The whole job failed before any forecast was queued. */
 static void done(kd_work *w, const kr_error *err) {
-    kd_forecast_job *f = (kd_forecast_job *)w;
+    kd_forecast_work *f = (kd_forecast_work *)w;
     for (int i = 0; i < f->n; i++)
         if (!f->errs[i].code) f->errs[i] = *err;
     finish(f);
@@ -187,7 +187,7 @@ static void done(kd_work *w, const kr_error *err) {
 /* ---- on a worker: the reference path ------------------------------------------------------ */
 
 typedef struct {
-    kd_forecast_job *f;
+    kd_forecast_work *f;
     int i;
 } part_call;
 
@@ -198,7 +198,7 @@ static int forecast_part_call(void *ctx, kr_error *err) {
 }
 
 static void run(kd_work *w) {
-    kd_forecast_job *f = (kd_forecast_job *)w;
+    kd_forecast_work *f = (kd_forecast_work *)w;
     for (int i = 0; i < f->n; i++) {
         part_call c = {f, i};
         kd_with_room(w->app, forecast_part_call, &c, &f->errs[i]);
@@ -211,9 +211,9 @@ static const kd_work_ops ops = {
 
 /* ---- making one --------------------------------------------------------------------------- */
 
-kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
-                                     kd_forecast_answer answer) {
-    kd_forecast_job *f = calloc(1, sizeof *f);
+kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
+                                       kd_forecast_answer answer) {
+    kd_forecast_work *f = calloc(1, sizeof *f);
     if (f) {
         f->in = in;
         f->n = n;
@@ -241,16 +241,16 @@ kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_inp
     return f;
 }
 
-void kd_forecast_job_on_series(kd_forecast_job *f, kd_session *session, const kr_series *series) {
+void kd_forecast_work_on_series(kd_forecast_work *f, kd_session *session, const kr_series *series) {
     f->session = session;
     f->series = series;
 }
 
-void kd_forecast_job_on_done(kd_forecast_job *f, kd_forecast_done_fn fn, void *ctx) {
+void kd_forecast_work_on_done(kd_forecast_work *f, kd_forecast_done_fn fn, void *ctx) {
     f->on_done = fn;
     f->done_ctx = ctx;
 }
 
-kd_outcome kd_forecast_job_submit(kd_forecast_job *f) {
+kd_outcome kd_forecast_work_submit(kd_forecast_work *f) {
     return kd_submit(&f->work, f->in[0].req.use_cache ? KD_ON_SCHEDULER : KD_ON_WORKER);
 }

@@ -18,22 +18,22 @@ typedef enum {
     KD_ANSWER_SERIES, /* {"series": [...]} */
 } kd_forecast_answer;
 
-typedef struct kd_forecast_job kd_forecast_job;
+typedef struct kd_forecast_work kd_forecast_work;
 
 /* A job of the n forecasts in (malloc'd [n]; the job takes it, and frees it with
  * kd_series_inputs_free). NULL after replying 500 (in freed). */
-kd_forecast_job *kd_forecast_job_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
-                                     kd_forecast_answer answer);
+kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
+                                       kd_forecast_answer answer);
 /* A session forecast: the forecast continues series (in[0].req already points at its
  * candles), and session (busy for this request) is released when the job ends. */
-void kd_forecast_job_on_series(kd_forecast_job *f, kd_session *session, const kr_series *series);
+void kd_forecast_work_on_series(kd_forecast_work *f, kd_session *session, const kr_series *series);
 /* Called once every forecast succeeded, before the answer is made and while a session
  * forecast's session is still held: a session keeps what it learns from its forecasts. -1
  * with err fails the request. */
 typedef int (*kd_forecast_done_fn)(kd_app *app, void *ctx, kd_forecast_input *in,
                                    const kr_forecast_result *res, kr_error *err);
-void kd_forecast_job_on_done(kd_forecast_job *f, kd_forecast_done_fn fn, void *ctx);
+void kd_forecast_work_on_done(kd_forecast_work *f, kd_forecast_done_fn fn, void *ctx);
 /* kd_submit for it: KD_DEFERRED, or KD_REPLIED after a refusal (the job then freed). */
-kd_outcome kd_forecast_job_submit(kd_forecast_job *f);
+kd_outcome kd_forecast_work_submit(kd_forecast_work *f);
 
 #endif

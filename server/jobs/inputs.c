@@ -99,7 +99,7 @@ const kd_model *kd_pick_model(kd_app *app, kd_request *r) {
     return md;
 }
 
-int kd_body_csv_candles(const kd_request *r, int min_count, int max_count, kd_candles *out,
+int kd_body_csv_candles(const kd_request *r, int min_count, int max_count, kd_owned_candles *out,
                         char *msg, size_t msglen) {
     size_t len = 0;
     const char *body = kd_request_body(r, &len);

@@ -42,7 +42,7 @@ const kd_model *kd_pick_model(kd_app *app, kd_request *r);
 const kd_model *kd_session_model_of(kd_app *app, kd_request *r, const kd_session *s);
 
 /* The candles of a text/csv body, between min_count and max_count; -1 with a message. */
-int kd_body_csv_candles(const kd_request *r, int min_count, int max_count, kd_candles *out,
+int kd_body_csv_candles(const kd_request *r, int min_count, int max_count, kd_owned_candles *out,
                         char *msg, size_t msglen);
 
 #endif

@@ -45,17 +45,17 @@ int kd_work_check(void *ctx) {
 }
 
 /* The lanes' entry points: the job's own operations. */
-static void run_on_worker(kd_job *j) {
+static void run_on_worker(kd_task *j) {
     kd_work *w = (kd_work *)((char *)j - offsetof(kd_work, job));
     w->ops->run(w);
 }
 
-static int add_on_scheduler(kr_sched *ks, kd_sched_job *sj, kr_error *err) {
+static int add_on_scheduler(kr_sched *ks, kd_sched_entry *sj, kr_error *err) {
     kd_work *w = (kd_work *)((char *)sj - offsetof(kd_work, sjob));
     return w->ops->add(ks, w, err);
 }
 
-static void done_on_scheduler(kd_sched_job *sj, const kr_error *err) {
+static void done_on_scheduler(kd_sched_entry *sj, const kr_error *err) {
     kd_work *w = (kd_work *)((char *)sj - offsetof(kd_work, sjob));
     w->ops->done(w, err);
 }

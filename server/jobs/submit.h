@@ -39,8 +39,8 @@ typedef struct {
 } kd_work_ops;
 
 struct kd_work {
-    kd_job job;        /* the workers' link */
-    kd_sched_job sjob; /* the scheduler's link */
+    kd_task job;         /* the workers' link */
+    kd_sched_entry sjob; /* the scheduler's link */
     const kd_work_ops *ops;
     kd_app *app;
     kd_request *r;

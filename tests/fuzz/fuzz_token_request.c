@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kd_detokenize_request_parse(body, &lim, &d, err, sizeof err);
     kd_detokenize_input_free(&d);
 
-    kd_candles c;
+    kd_owned_candles c;
     kd_candles_parse(json_is_object(body) ? json_object_get(body, "candles") : NULL, 1, 2000, &c,
                      err, sizeof err);
     kd_candles_free(&c);

@@ -182,7 +182,7 @@ int kd_evaluate_request_parse(const json_t *body, const kd_forecast_limits *limi
     return parse_options(body, lim, in, err, errlen);
 }
 
-int kd_evaluate_request_with_candles(const json_t *options, kd_candles *candles,
+int kd_evaluate_request_with_candles(const json_t *options, kd_owned_candles *candles,
                                      const kd_forecast_limits *limits, kd_evaluate_input *in,
                                      char *err, size_t errlen) {
     const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;

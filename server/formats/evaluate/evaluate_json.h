@@ -50,7 +50,7 @@
 /* A parsed request. It owns the candles that req points into. */
 typedef struct {
     kr_evaluate_request req;
-    kd_candles candles;
+    kd_owned_candles candles;
     long long timeout_ms; /* the server's deadline for it; 0: request-timeout */
     bool return_origins;
     kr_calibration calibration; /* a given "calibration" object, which req points at */
@@ -62,7 +62,7 @@ int kd_evaluate_request_parse(const json_t *body, const kd_forecast_limits *limi
                               kd_evaluate_input *in, char *err, size_t errlen);
 /* The same from candles parsed elsewhere (CSV), which it takes, and the other fields in
  * options (the query parameters as JSON values). */
-int kd_evaluate_request_with_candles(const json_t *options, kd_candles *candles,
+int kd_evaluate_request_with_candles(const json_t *options, kd_owned_candles *candles,
                                      const kd_forecast_limits *limits, kd_evaluate_input *in,
                                      char *err, size_t errlen);
 /* The request's fields other than "candles", NULL-terminated. */

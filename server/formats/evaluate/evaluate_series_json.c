@@ -67,7 +67,7 @@ static int parse_one(const json_t *e, int i, const json_t *options, const kd_for
     snprintf(where, sizeof where, "series[%d]: ", i);
     if (!json_is_object(e)) return kd_wrong(e, path, "an object {\"candles\": ...}", err, errlen);
     if (kd_check_fields(e, where, element_fields, err, errlen) < 0) return -1;
-    kd_candles candles;
+    kd_owned_candles candles;
     if (kd_candles_parse(kd_field(e, "candles"), 2, lim->max_candles, &candles, msg, sizeof msg) <
         0)
         return prefixed(i, msg, err, errlen);

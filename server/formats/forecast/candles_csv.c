@@ -159,8 +159,8 @@ static int read_header(reader *r, header *h) {
 
 /* ---- rows --------------------------------------------------------------------------- */
 
-static int grow(kd_candles *cd, const header *h, size_t *cap, int **offsets, int **lines, char *err,
-                size_t errlen) {
+static int grow(kd_owned_candles *cd, const header *h, size_t *cap, int **offsets, int **lines,
+                char *err, size_t errlen) {
     size_t c2 = *cap ? *cap * 2 : 256;
     int64_t *t = realloc(cd->timestamps, c2 * sizeof *t);
     if (!t) return kd_fail(err, errlen, "CSV: out of memory for %zu candles", c2);
@@ -232,7 +232,7 @@ static void name_time_cell(const void *ctx, size_t i, char *out, size_t n) {
     snprintf(out, n, "CSV line %d, column %d (%s)", t->line[i], t->column, t->name);
 }
 
-static int read_row(reader *r, const header *h, kd_candles *cd, size_t i, int *offset) {
+static int read_row(reader *r, const header *h, kd_owned_candles *cd, size_t i, int *offset) {
     char f[FIELD_MAX], msg[96];
     bool last = false;
     int k = 0;
@@ -259,7 +259,7 @@ static int read_row(reader *r, const header *h, kd_candles *cd, size_t i, int *o
 }
 
 int kd_candles_csv_parse(const char *text, size_t len, int min_count, int max_count,
-                         kd_candles *out, char *err, size_t errlen) {
+                         kd_owned_candles *out, char *err, size_t errlen) {
     reader r = {text, text + len, 1, 1, err, errlen};
     header *h = malloc(sizeof *h);
     size_t n = 0, cap = 0;

@@ -7,7 +7,7 @@
  * space pandas writes is fine) or Unix seconds. The rules are the JSON body's, read by the
  * same functions: numbers in JSON's syntax, within float32 (kr_candle_value_check),
  * timestamps compared as instants on the last row's clock (kd_align_timestamps), a NUL or
- * other control byte refused. The result is the same kd_candles the JSON parser makes, and
+ * other control byte refused. The result is the same kd_owned_candles the JSON parser makes, and
  * bad input gets the JSON message's reason after "CSV line L, column C (name): ".
  *
  * Out: one row per forecast step: timestamps, the mean's six columns, then per quantile
@@ -23,7 +23,7 @@
 /* Parses text[len] with between min_count and max_count (<= 0: no limit) candles. 0, or
  * -1 with "CSV line 12, column 3 (close): ..." in err; *out holds nothing on failure. */
 int kd_candles_csv_parse(const char *text, size_t len, int min_count, int max_count,
-                         kd_candles *out, char *err, size_t errlen);
+                         kd_owned_candles *out, char *err, size_t errlen);
 
 /* The forecast as CSV text (malloc'd), or NULL when out of memory. */
 char *kd_forecast_csv(const kd_forecast_input *in, const kr_forecast_result *res);

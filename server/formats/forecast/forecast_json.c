@@ -284,7 +284,7 @@ static int parse_options_of(const json_t *body, int model_max_context,
 }
 
 int kd_request_object_candles(const json_t *body, const char *const fields[], int max_candles,
-                              kd_candles *candles, char *err, size_t errlen) {
+                              kd_owned_candles *candles, char *err, size_t errlen) {
     char d[KD_DESC_LEN];
     if (!json_is_object(body))
         return kd_fail(err, errlen, "expected a JSON object, got %s",
@@ -307,7 +307,7 @@ int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
     return parse_options_of(body, model_max_context, lim, in, err, errlen);
 }
 
-int kd_forecast_request_with_candles(const json_t *options, kd_candles *candles,
+int kd_forecast_request_with_candles(const json_t *options, kd_owned_candles *candles,
                                      int model_max_context, const kd_forecast_limits *limits,
                                      kd_forecast_input *in, char *err, size_t errlen) {
     const kd_forecast_limits *lim = limits ? limits : &kd_forecast_default_limits;

@@ -61,7 +61,7 @@ json_t *kd_timestamp_json(int64_t wall, const kd_time_form *f);
 /* A parsed request. It owns the arrays that req points into. */
 typedef struct {
     kr_forecast_request req;
-    kd_candles candles;
+    kd_owned_candles candles;
     int64_t *future_timestamps; /* [horizon], or NULL */
     long long timeout_ms;       /* the server's deadline for it; 0: request-timeout */
     /* "calibration": the object the answer's close is calibrated by (its paths are then
@@ -74,7 +74,7 @@ typedef struct {
  * and its "candles" (at least 2, at most max_candles) parsed into *candles. 0, or -1 with
  * a message. */
 int kd_request_object_candles(const json_t *body, const char *const fields[], int max_candles,
-                              kd_candles *candles, char *err, size_t errlen);
+                              kd_owned_candles *candles, char *err, size_t errlen);
 /* Parses and validates a request with kd_forecast_default_limits. model_max_context bounds
  * "max_context" (<= 0: no bound). Returns 0, or -1 with a message in err that names the
  * field and what is wrong ("candles.close[12]: must be a number, got null"). On failure
@@ -87,7 +87,7 @@ int kd_forecast_request_parse_limited(const json_t *body, int model_max_context,
                                       char *err, size_t errlen);
 /* The same from candles parsed elsewhere (CSV) and the other fields in `options` (the
  * query parameters, as JSON values). Takes the candles: *candles is left empty. */
-int kd_forecast_request_with_candles(const json_t *options, kd_candles *candles,
+int kd_forecast_request_with_candles(const json_t *options, kd_owned_candles *candles,
                                      int model_max_context, const kd_forecast_limits *limits,
                                      kd_forecast_input *in, char *err, size_t errlen);
 /* The request's fields other than "candles", NULL-terminated. */

@@ -38,7 +38,7 @@ static int check_present(const bool present[KR_D_IN], const char *where, char *e
     return 0;
 }
 
-static int alloc_arrays(kd_candles *cd, size_t n, const bool present[KR_D_IN], char *err,
+static int alloc_arrays(kd_owned_candles *cd, size_t n, const bool present[KR_D_IN], char *err,
                         size_t errlen) {
     cd->timestamps = malloc((n ? n : 1) * sizeof *cd->timestamps);
     if (!cd->timestamps) return kd_fail(err, errlen, "candles: out of memory for %zu candles", n);
@@ -52,14 +52,14 @@ static int alloc_arrays(kd_candles *cd, size_t n, const bool present[KR_D_IN], c
 }
 
 /* The candles' timestamps on one clock, the last one's offset, checked in order. */
-static int align_candles(kd_candles *cd, const int *offsets, const char *path_fmt, char *err,
+static int align_candles(kd_owned_candles *cd, const int *offsets, const char *path_fmt, char *err,
                          size_t errlen) {
     return kd_align_timestamps(cd->timestamps, offsets, (size_t)cd->n,
                                kd_form_offset(&cd->time_form), NULL, path_fmt, err, errlen);
 }
 
 /* {"timestamps": [...], "open": [...], ...} */
-static int parse_columnar(const json_t *obj, int min_count, int max_count, kd_candles *cd,
+static int parse_columnar(const json_t *obj, int min_count, int max_count, kd_owned_candles *cd,
                           char *err, size_t errlen) {
     const json_t *ts = kd_field(obj, "timestamps"), *col[KR_D_IN];
     bool present[KR_D_IN];
@@ -109,7 +109,7 @@ static int parse_columnar(const json_t *obj, int min_count, int max_count, kd_ca
 }
 
 /* One row {"timestamp": t, "open": o, ...}; present[] comes from the first row. */
-static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN], kd_candles *cd,
+static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN], kd_owned_candles *cd,
                      int *offset, char *err, size_t errlen) {
     char path[KD_PATH_LEN];
     snprintf(path, sizeof path, "candles[%zu]", i);
@@ -141,7 +141,7 @@ static int parse_row(const json_t *row, size_t i, const bool present[KR_D_IN], k
 
 /* What the first row decides: it is an object, its columns are every row's; the arrays
  * and the offsets (*offsets, freed by the caller) for n candles. */
-static int rows_begin(const json_t *first, size_t n, bool present[KR_D_IN], kd_candles *cd,
+static int rows_begin(const json_t *first, size_t n, bool present[KR_D_IN], kd_owned_candles *cd,
                       int **offsets, char *err, size_t errlen) {
     if (!json_is_object(first)) return kd_wrong(first, "candles[0]", "an object", err, errlen);
     for (int c = 0; c < KR_D_IN; c++)
@@ -154,8 +154,8 @@ static int rows_begin(const json_t *first, size_t n, bool present[KR_D_IN], kd_c
 }
 
 /* [{"timestamp": ..., "open": ..., ...}, ...] */
-static int parse_rows(const json_t *rows, int min_count, int max_count, kd_candles *cd, char *err,
-                      size_t errlen) {
+static int parse_rows(const json_t *rows, int min_count, int max_count, kd_owned_candles *cd,
+                      char *err, size_t errlen) {
     const size_t n = json_array_size(rows);
     bool present[KR_D_IN];
     int *offsets = NULL, rc;
@@ -324,7 +324,7 @@ static int columnar_members(span obj, span f[KR_D_IN + 1], char *err, size_t err
 }
 
 /* The n values of the array at sp, each by one of the fast readers. */
-static int text_timestamps(span sp, kd_candles *cd, int *offsets, char *err, size_t errlen) {
+static int text_timestamps(span sp, kd_owned_candles *cd, int *offsets, char *err, size_t errlen) {
     kd_jreader r;
     bool first = true;
     kd_jr_init(&r, sp.s, sp.n);
@@ -339,7 +339,7 @@ static int text_timestamps(span sp, kd_candles *cd, int *offsets, char *err, siz
     return 0;
 }
 
-static int text_column(span sp, int c, kd_candles *cd, char *err, size_t errlen) {
+static int text_column(span sp, int c, kd_owned_candles *cd, char *err, size_t errlen) {
     kd_jreader r;
     bool first = true;
     kd_jr_init(&r, sp.s, sp.n);
@@ -352,7 +352,7 @@ static int text_column(span sp, int c, kd_candles *cd, char *err, size_t errlen)
 }
 
 /* parse_columnar's checks, in its order, on text. */
-static int text_columnar(span obj, int min_count, int max_count, kd_candles *cd, char *err,
+static int text_columnar(span obj, int min_count, int max_count, kd_owned_candles *cd, char *err,
                          size_t errlen) {
     span f[KR_D_IN + 1] = {{0}};
     bool present[KR_D_IN];
@@ -417,7 +417,7 @@ static json_t *shallow_row(span sp) {
 }
 
 /* parse_rows on text, a row's small tree at a time. */
-static int text_rows(span arr, int min_count, int max_count, kd_candles *cd, char *err,
+static int text_rows(span arr, int min_count, int max_count, kd_owned_candles *cd, char *err,
                      size_t errlen) {
     const size_t n = count_elements(arr);
     bool present[KR_D_IN], first = true;
@@ -449,8 +449,8 @@ static int text_rows(span arr, int min_count, int max_count, kd_candles *cd, cha
     return rc;
 }
 
-int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *out, char *err,
-                     size_t errlen) {
+int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_owned_candles *out,
+                     char *err, size_t errlen) {
     const char *text;
     size_t len;
     int rc;
@@ -471,7 +471,7 @@ int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *
     return rc;
 }
 
-void kd_candles_free(kd_candles *c) {
+void kd_candles_free(kd_owned_candles *c) {
     if (!c) return;
     free(c->timestamps);
     for (int k = 0; k < KR_D_IN; k++)
@@ -479,7 +479,7 @@ void kd_candles_free(kd_candles *c) {
     memset(c, 0, sizeof *c);
 }
 
-void kd_candles_link(const kd_candles *c, kr_candles *out) {
+void kd_candles_link(const kd_owned_candles *c, kr_candles *out) {
     out->n = c->n;
     out->timestamps = c->timestamps;
     for (int k = 0; k < KR_D_IN; k++)

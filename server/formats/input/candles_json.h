@@ -21,15 +21,15 @@ typedef struct {
     int64_t *timestamps;      /* [n] walls on the last one's clock, strictly increasing */
     double *columns[KR_D_IN]; /* [n]; volume and amount may be NULL */
     kd_time_form time_form;   /* how the last timestamp was written */
-} kd_candles;
+} kd_owned_candles;
 
 /* Parses CANDLES, the value of a "candles" field (v may be NULL: "candles: missing"), with
  * between min_count and max_count (<= 0: no limit) candles; v may be a stand-in. On failure *out
  * holds nothing; kd_candles_free is safe either way. */
-int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_candles *out, char *err,
-                     size_t errlen);
-void kd_candles_free(kd_candles *c);
+int kd_candles_parse(const json_t *v, int min_count, int max_count, kd_owned_candles *out,
+                     char *err, size_t errlen);
+void kd_candles_free(kd_owned_candles *c);
 /* Points the core's candles (n, timestamps, columns) at these. */
-void kd_candles_link(const kd_candles *c, kr_candles *out);
+void kd_candles_link(const kd_owned_candles *c, kr_candles *out);
 
 #endif

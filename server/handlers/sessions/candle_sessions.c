@@ -46,7 +46,7 @@ static kd_session *acquire_candles(kd_app *app, kd_request *r, const char *what)
 
 typedef struct {
     kd_work work; /* first: the submit path's pointer is this struct's */
-    kd_candles candles;
+    kd_owned_candles candles;
     kr_candles view; /* the candles, for the core */
     kr_norm norm;    /* pinned statistics, if given */
     kr_series *series;
@@ -201,7 +201,7 @@ kd_outcome kd_handle_candle_session_create(kd_app *app, kd_request *r, const jso
 typedef struct {
     kd_work work; /* first: the submit path's pointer is this struct's */
     kd_session *session;
-    kd_candles candles;
+    kd_owned_candles candles;
     kr_candles view; /* the candles, for the core */
 } append_job;
 
@@ -421,7 +421,7 @@ static int parse_session_forecast(kd_app *app, const kr_model *m, const json_t *
                                   const candle_state *st, kd_forecast_input *in, char *msg,
                                   size_t msglen) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
-    kd_candles last = {.n = 1, .time_form = st->form, .timestamps = malloc(sizeof(int64_t))};
+    kd_owned_candles last = {.n = 1, .time_form = st->form, .timestamps = malloc(sizeof(int64_t))};
     int bad = -1;
     if (!last.timestamps) {
         snprintf(msg, msglen, "out of memory");
@@ -468,12 +468,12 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
     }
     /* the request's candles become the series' own */
     kd_candle_state_request(st, &in->req); /* a restored session not yet rebuilt: its candles */
-    kd_forecast_job *f = kd_forecast_job_new(app, r, in, 1, KD_ANSWER_JSON);
+    kd_forecast_work *f = kd_forecast_work_new(app, r, in, 1, KD_ANSWER_JSON);
     if (!f) {
         kd_sessions_release(app->sessions, session);
         return KD_REPLIED;
     }
-    kd_forecast_job_on_series(f, session, st->series); /* NULL: a stateless forecast */
-    if (st->calib) kd_forecast_job_on_done(f, kd_candle_calib_kept, st->calib);
-    return kd_forecast_job_submit(f);
+    kd_forecast_work_on_series(f, session, st->series); /* NULL: a stateless forecast */
+    if (st->calib) kd_forecast_work_on_done(f, kd_candle_calib_kept, st->calib);
+    return kd_forecast_work_submit(f);
 }

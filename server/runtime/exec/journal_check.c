@@ -30,7 +30,7 @@ typedef struct {
     int lock_fd;
 } checker;
 
-static int fail(char *err, size_t errlen, const char *what, const char *path) {
+static int fail_errno(char *err, size_t errlen, const char *what, const char *path) {
     snprintf(err, errlen, "%s %s: %s", what, path, strerror(errno));
     return -1;
 }
@@ -39,18 +39,18 @@ static int fail(char *err, size_t errlen, const char *what, const char *path) {
  * (the first whole record past the header's fixed part). */
 static int read_journal(checker *c, char *err, size_t errlen) {
     const int fd = open(c->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(err, errlen, "cannot open", c->path);
+    if (fd < 0) return fail_errno(err, errlen, "cannot open", c->path);
     struct stat sb;
     if (fstat(fd, &sb) < 0) {
         close(fd);
-        return fail(err, errlen, "cannot read", c->path);
+        return fail_errno(err, errlen, "cannot read", c->path);
     }
     c->size = (size_t)sb.st_size;
     c->p = c->size ? mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     close(fd);
     if (c->p == MAP_FAILED) {
         c->p = NULL;
-        return fail(err, errlen, "cannot map", c->path);
+        return fail_errno(err, errlen, "cannot map", c->path);
     }
     kd_jbuf expected = {0};
     if (c->o->m && kd_journal_encode_header(&expected, c->o->fingerprint, c->o->model) < 0) {
@@ -144,7 +144,7 @@ static int repair(checker *c, char *err, size_t errlen) {
     snprintf(tmp, sizeof tmp, "%s.repair", c->path);
     snprintf(kept, sizeof kept, "%s.damaged-%lld", c->path, (long long)time(NULL));
     const int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return fail(err, errlen, "cannot create", tmp);
+    if (fd < 0) return fail_errno(err, errlen, "cannot create", tmp);
     kd_jbuf header = {0};
     int rc = 0;
     size_t out = 0;
@@ -189,7 +189,7 @@ static int repair(checker *c, char *err, size_t errlen) {
     }
     if (rc < 0) {
         errno = saved;
-        fail(err, errlen, "cannot write the repaired journal beside", c->path);
+        fail_errno(err, errlen, "cannot write the repaired journal beside", c->path);
         unlink(tmp);
         return -1;
     }

@@ -14,7 +14,7 @@ struct kd_sched {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t wake;
-    kd_sched_job *inbox, *inbox_tail;
+    kd_sched_entry *inbox, *inbox_tail;
     int reserved;     /* places held: reserved or in the inbox */
     int core_waiting; /* requests the core holds but has not started (at most: as of the last
                          step, plus those taken from the inbox since) */
@@ -58,7 +58,7 @@ static struct owner_count *owner_entry(kd_sched *s, const char *name) {
 }
 
 /* req no longer waits (it started, or ended without starting): its owner's place is free. */
-static void owner_leaves(kd_sched *s, kd_sched_job *req) {
+static void owner_leaves(kd_sched *s, kd_sched_entry *req) {
     pthread_mutex_lock(&s->mu);
     if (req->owner_waiting) {
         req->owner_waiting = false;
@@ -69,7 +69,7 @@ static void owner_leaves(kd_sched *s, kd_sched_job *req) {
 }
 
 /* One of req's core jobs (or its hold) ended: the request leaves the core with its last. */
-static void count_down(kd_sched *s, kd_sched_job *req) {
+static void count_down(kd_sched *s, kd_sched_entry *req) {
     if (--req->core_jobs == 0) {
         owner_leaves(s, req); /* ended without ever starting (cancelled while waiting) */
         s->requests--;
@@ -77,15 +77,15 @@ static void count_down(kd_sched *s, kd_sched_job *req) {
     }
 }
 
-void kd_sched_release(kd_sched *s, kd_sched_job *req) {
+void kd_sched_release(kd_sched *s, kd_sched_entry *req) {
     count_down(s, req);
 }
 
 static void job_done(void *tag, const kr_error *err, void *ctx) {
     kd_sched *s = ctx;
-    kd_sched_job *job = tag;
-    count_down(s, job->request ? job->request : job); /* before done, which may free it */
-    job->done(job, err);
+    kd_sched_entry *entry = tag;
+    count_down(s, entry->request ? entry->request : entry); /* before done, which may free it */
+    entry->done(entry, err);
 }
 
 /* Waiting requests, at most: each has a job waiting in the core, and each is in the core. */
@@ -96,8 +96,8 @@ static int waiting_requests(const kd_sched *s, int core_jobs_waiting) {
 /* A core job left the waiting line: its request's queueing delay, told once. */
 static void job_started(void *tag, bool light, void *ctx) {
     kd_sched *s = ctx;
-    kd_sched_job *job = tag;
-    kd_sched_job *req = job->request ? job->request : job;
+    kd_sched_entry *entry = tag;
+    kd_sched_entry *req = entry->request ? entry->request : entry;
     if (req->started) return;
     req->started = true;
     owner_leaves(s, req);
@@ -134,9 +134,9 @@ static void *run(void *arg) {
         kr_sched_stats_get(s->ks, &ks);
         while (!s->inbox && ks.waiting + ks.active == 0 && !s->stopping)
             pthread_cond_wait(&s->wake, &s->mu);
-        kd_sched_job *in = s->inbox;
+        kd_sched_entry *in = s->inbox;
         int n_in = 0;
-        for (kd_sched_job *j = in; j; j = j->next)
+        for (kd_sched_entry *j = in; j; j = j->next)
             n_in++;
         s->inbox = s->inbox_tail = NULL;
         s->reserved -= n_in;
@@ -147,7 +147,7 @@ static void *run(void *arg) {
         pthread_mutex_unlock(&s->mu);
         if (stop) break;
         while (in) {
-            kd_sched_job *j = in;
+            kd_sched_entry *j = in;
             in = in->next;
             kr_error err = {0};
             kr_sched_stats before, after;
@@ -240,9 +240,9 @@ int kd_sched_owner_share(const kd_sched *s) {
     return share < 1 ? 1 : (int)share;
 }
 
-int kd_sched_reserve(kd_sched *s, kd_sched_job *job, const char *owner) {
-    snprintf(job->owner, sizeof job->owner, "%s", owner);
-    job->owner_waiting = false;
+int kd_sched_reserve(kd_sched *s, kd_sched_entry *entry, const char *owner) {
+    snprintf(entry->owner, sizeof entry->owner, "%s", owner);
+    entry->owner_waiting = false;
     pthread_mutex_lock(&s->mu);
     int rc = !s->stopping && s->reserved + s->core_waiting < s->cfg.queue_size ? 0 : -1;
     struct owner_count *o = rc == 0 ? owner_entry(s, owner) : NULL;
@@ -251,23 +251,23 @@ int kd_sched_reserve(kd_sched *s, kd_sched_job *job, const char *owner) {
         s->reserved++;
         if (o) { /* out of memory for the entry: the place is not counted, not refused */
             o->waiting++;
-            job->owner_waiting = true;
+            entry->owner_waiting = true;
         }
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
-void kd_sched_submit(kd_sched *s, kd_sched_job *job) {
-    job->next = NULL;
-    job->submitted = now_s();
-    job->started = false;
+void kd_sched_submit(kd_sched *s, kd_sched_entry *entry) {
+    entry->next = NULL;
+    entry->submitted = now_s();
+    entry->started = false;
     pthread_mutex_lock(&s->mu);
     if (s->inbox_tail)
-        s->inbox_tail->next = job;
+        s->inbox_tail->next = entry;
     else
-        s->inbox = job;
-    s->inbox_tail = job;
+        s->inbox = entry;
+    s->inbox_tail = entry;
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->mu);
 }

@@ -4,7 +4,7 @@
  *
  * HTTP threads reserve a place (failing at once when queue-size requests already wait,
  * which the caller answers with 503 and a Retry-After from the queued work), suspend the
- * connection, then submit. The job's add and done functions run on the scheduler thread;
+ * connection, then submit. The entry's add and done functions run on the scheduler thread;
  * done replies. Thread-safe.
  */
 #ifndef KD_SCHEDULER_H
@@ -17,18 +17,18 @@
 
 #define KD_SCHED_OWNER_MAX 64 /* bytes of an owner's name (an API key's owner, an address) */
 
-typedef struct kd_sched_job kd_sched_job;
-struct kd_sched_job {
-    /* queues the work on ks with tag = this job (kr_sched_add_*); -1 with err set when it
+typedef struct kd_sched_entry kd_sched_entry;
+struct kd_sched_entry {
+    /* queues the work on ks with tag = this entry (kr_sched_add_*); -1 with err set when it
      * cannot, and done is then called with that error */
-    int (*add)(kr_sched *ks, kd_sched_job *job, kr_error *err);
-    /* the work ended (err->code 0: it succeeded); replies and frees the job */
-    void (*done)(kd_sched_job *job, const kr_error *err);
-    kd_sched_job *next;
+    int (*add)(kr_sched *ks, kd_sched_entry *entry, kr_error *err);
+    /* the work ended (err->code 0: it succeeded); replies and frees the entry */
+    void (*done)(kd_sched_entry *entry, const kr_error *err);
+    kd_sched_entry *next;
     /* A request's jobs in the core count as one request in the queue (queue-size), however
-     * many (a request of many series adds one per series): request is the job that was
+     * many (a request of many series adds one per series): request is the entry that was
      * submitted (NULL: this one), whose core_jobs the scheduler counts down. */
-    kd_sched_job *request;
+    kd_sched_entry *request;
     int core_jobs;
     double submitted; /* monotonic seconds: when kd_sched_submit took it */
     bool started;     /* one of its core jobs has started (cfg.started was called) */
@@ -47,26 +47,26 @@ typedef struct {
     double light_flops, light_step_factor; /* kr_sched_config's (0: its defaults) */
     int sit_out_steps;                     /* kr_sched_config's */
     double sit_out_ms, light_wait, light_recent_ms;
-    bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
+    bool (*make_room)(void *ctx);                   /* the pool ran dry: free an idle session */
     bool (*make_room_in)(kr_pool *pool, void *ctx); /* that pool (a model's) ran dry */
     /* a request's first core job started, waited_s after it was submitted (light: the core's
-     * class of that job); on the scheduler thread; NULL: not told */
+     * class of that entry); on the scheduler thread; NULL: not told */
     void (*started)(void *ctx, bool light, double waited_s);
     void *ctx;
 } kd_sched_config;
 
 kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config *cfg, char *err,
                          size_t errlen);
-/* Finishes every job held, then joins the thread and frees s. */
+/* Finishes every entry held, then joins the thread and frees s. */
 void kd_sched_stop(kd_sched *s);
 
 /* 0 with a place held for one request of owner, -1 when queue-size requests already wait (a
  * request waits while one of its core jobs does), or -2 when owner's requests already hold
  * its share of the places (owner_queue_percent of queue_size): one client's flood cannot
- * take every place. owner is copied into job, which must then be submitted. */
-int kd_sched_reserve(kd_sched *s, kd_sched_job *job, const char *owner);
-/* Queues a job in a place reserved before; cannot fail. */
-void kd_sched_submit(kd_sched *s, kd_sched_job *job);
+ * take every place. owner is copied into entry, which must then be submitted. */
+int kd_sched_reserve(kd_sched *s, kd_sched_entry *entry, const char *owner);
+/* Queues an entry in a place reserved before; cannot fail. */
+void kd_sched_submit(kd_sched *s, kd_sched_entry *entry);
 /* The waiting places one owner may hold. */
 int kd_sched_owner_share(const kd_sched *s);
 /* For a request that adds core jobs later, from its jobs' done callbacks (an evaluation's
@@ -74,7 +74,7 @@ int kd_sched_owner_share(const kd_sched *s);
  * later counts itself (req->core_jobs++), and the hold is released here once nothing more
  * will be added, so that the request counts as waiting, and as one, until its last job
  * ends. The scheduler thread's (a done callback's). */
-void kd_sched_release(kd_sched *s, kd_sched_job *req);
+void kd_sched_release(kd_sched *s, kd_sched_entry *req);
 
 typedef struct {
     int waiting, active; /* requests not yet started (at most); jobs in the steps */

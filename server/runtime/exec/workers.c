@@ -10,7 +10,7 @@
 struct kd_workers {
     pthread_mutex_t mu;
     pthread_cond_t ready;
-    kd_job *head, *tail;
+    kd_task *head, *tail;
     int queued, reserved, capacity; /* queued + reserved <= capacity */
     int busy;
     bool stopping;
@@ -18,27 +18,27 @@ struct kd_workers {
     pthread_t *threads;
 };
 
-/* Takes the job at the head of the queue. Called with the lock held. */
-static kd_job *take(kd_workers *w) {
-    kd_job *job = w->head;
-    w->head = job->next;
+/* Takes the task at the head of the queue. Called with the lock held. */
+static kd_task *take(kd_workers *w) {
+    kd_task *task = w->head;
+    w->head = task->next;
     if (!w->head) w->tail = NULL;
     w->queued--;
-    return job;
+    return task;
 }
 
 static void *worker_main(void *arg) {
     kd_workers *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        /* a reserved place is a job still to come: stopping waits for it */
+        /* a reserved place is a task still to come: stopping waits for it */
         while (!w->head && !(w->stopping && w->reserved == 0))
             pthread_cond_wait(&w->ready, &w->mu);
         if (!w->head) break;
-        kd_job *job = take(w);
+        kd_task *task = take(w);
         w->busy++;
         pthread_mutex_unlock(&w->mu);
-        job->run(job);
+        task->run(task);
         pthread_mutex_lock(&w->mu);
         w->busy--;
     }
@@ -98,16 +98,16 @@ void kd_workers_unreserve(kd_workers *w) {
     pthread_mutex_unlock(&w->mu);
 }
 
-void kd_workers_submit(kd_workers *w, kd_job *job) {
-    job->next = NULL;
+void kd_workers_submit(kd_workers *w, kd_task *task) {
+    task->next = NULL;
     pthread_mutex_lock(&w->mu);
     w->reserved--;
     w->queued++;
     if (w->tail)
-        w->tail->next = job;
+        w->tail->next = task;
     else
-        w->head = job;
-    w->tail = job;
+        w->head = task;
+    w->tail = task;
     pthread_cond_signal(&w->ready);
     pthread_mutex_unlock(&w->mu);
 }
