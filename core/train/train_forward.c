@@ -9,33 +9,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float *carve(float **at, size_t n) {
-    float *p = *at;
-    *at += (n + 15) / 16 * 16;
+/* n floats at offset *at of base (kr_carve's layout; base NULL: only the size is summed) */
+static float *carve(char *base, size_t *at, size_t n) {
+    void *p = NULL;
+    *at = kr_carve(base, *at, &p, n * sizeof(float));
     return p;
 }
 
-/* floats of the activations of a batch (carve's rounding included) */
-static size_t acts_floats(const kr_train_model *m, int B, int T, float **at, tr_acts *a) {
+/* floats of the activations of a batch (carve's rounding included); with base, the arrays */
+static size_t acts_floats(const kr_train_model *m, int B, int T, float *base, tr_acts *a) {
     const kr_predictor_config *c = &m->pc;
     size_t R = (size_t)B * T, d = c->d_model, ff = c->ff_dim, tt = (size_t)T * T;
     size_t wide = 2 * d > ff ? 2 * d : ff;
-    float *base = *at;
+    char *b = (char *)base;
+    size_t o = 0, *at = &o;
     for (int l = 0; l < c->n_layers; l++) {
         tr_block_act *k = &a->blk[l];
-        k->x = carve(at, R * d), k->xn1 = carve(at, R * d), k->inv1 = carve(at, R);
-        k->q = carve(at, R * d), k->k = carve(at, R * d), k->v = carve(at, R * d);
-        k->P = carve(at, (size_t)B * c->n_heads * tt), k->ao = carve(at, R * d);
-        k->xm = carve(at, R * d), k->xn2 = carve(at, R * d), k->inv2 = carve(at, R);
-        k->h1 = carve(at, R * ff), k->h3 = carve(at, R * ff), k->gg = carve(at, R * ff);
+        k->x = carve(b, at, R * d), k->xn1 = carve(b, at, R * d), k->inv1 = carve(b, at, R);
+        k->q = carve(b, at, R * d), k->k = carve(b, at, R * d), k->v = carve(b, at, R * d);
+        k->P = carve(b, at, (size_t)B * c->n_heads * tt), k->ao = carve(b, at, R * d);
+        k->xm = carve(b, at, R * d), k->xn2 = carve(b, at, R * d), k->inv2 = carve(b, at, R);
+        k->h1 = carve(b, at, R * ff), k->h3 = carve(b, at, R * ff), k->gg = carve(b, at, R * ff);
     }
-    a->pair = carve(at, R * 2 * d), a->xf = carve(at, R * d), a->h = carve(at, R * d);
-    a->invf = carve(at, R), a->sibe = carve(at, R * d), a->qd = carve(at, R * d);
-    a->kd = carve(at, R * d), a->vd = carve(at, R * d), a->Pd = carve(at, (size_t)B * 4 * tt);
-    a->ad = carve(at, R * d), a->u = carve(at, R * d), a->invd = carve(at, R);
-    a->g2 = carve(at, R * d), a->logit1 = carve(at, R << c->s1_bits);
-    a->logit2 = carve(at, R << c->s2_bits), a->tmp = carve(at, R * wide);
-    return (size_t)(*at - base);
+    a->pair = carve(b, at, R * 2 * d), a->xf = carve(b, at, R * d), a->h = carve(b, at, R * d);
+    a->invf = carve(b, at, R), a->sibe = carve(b, at, R * d), a->qd = carve(b, at, R * d);
+    a->kd = carve(b, at, R * d), a->vd = carve(b, at, R * d);
+    a->Pd = carve(b, at, (size_t)B * 4 * tt);
+    a->ad = carve(b, at, R * d), a->u = carve(b, at, R * d), a->invd = carve(b, at, R);
+    a->g2 = carve(b, at, R * d), a->logit1 = carve(b, at, R << c->s1_bits);
+    a->logit2 = carve(b, at, R << c->s2_bits), a->tmp = carve(b, at, R * wide);
+    return o / sizeof(float);
 }
 
 int tr_acts_alloc(tr_acts *a, kr_train_model *m, int B, int T, kr_error *err) {
@@ -43,8 +46,7 @@ int tr_acts_alloc(tr_acts *a, kr_train_model *m, int B, int T, kr_error *err) {
     a->B = B, a->T = T, a->R = B * T;
     a->blk = calloc((size_t)m->pc.n_layers, sizeof *a->blk);
     a->ids = malloc((size_t)a->R * sizeof(int32_t));
-    float *probe = NULL;
-    size_t n = acts_floats(m, B, T, &probe, a);
+    size_t n = acts_floats(m, B, T, NULL, a);
     a->mem = tr_grow(&m->act_mem, &m->act_cap, n);
     if (!a->blk || !a->ids || !a->mem) {
         tr_acts_free(a, m);
@@ -53,8 +55,7 @@ int tr_acts_alloc(tr_acts *a, kr_train_model *m, int B, int T, kr_error *err) {
                             "of %d tokens (%zu MiB)",
                             B, T, n * sizeof(float) >> 20);
     }
-    float *at = a->mem;
-    acts_floats(m, B, T, &at, a);
+    acts_floats(m, B, T, a->mem, a);
     a->sib = a->ids;
     return 0;
 }
