@@ -204,9 +204,9 @@ expect "after all that, /health" 200
 
 # ---- daemon G: a drain keeps listening -----------------------------------------------------
 
-start_daemon G --workers 1 --shutdown-timeout 20
+start_daemon G --workers 1 --shutdown-timeout 60
 G=$URL_G
-curl -sS -m 60 -o "$WORK/drain.out" -w '%{http_code}' -X POST "$G/forecast" \
+curl -sS -m 90 -o "$WORK/drain.out" -w '%{http_code}' -X POST "$G/forecast" \
     --data-binary @"$WORK/drain_forecast.json" >"$WORK/drain.status" 2>&1 &
 DRAIN_REQ=$!
 BG_PIDS+=("$DRAIN_REQ")
