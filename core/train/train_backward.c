@@ -149,6 +149,7 @@ static int s2_bwd(kr_train_model *m, tr_acts *a, grads_buf *g) {
 int tr_backward(kr_train_model *m, tr_acts *a, kr_error *err) {
     int d = m->pc.d_model, R = a->R, L = m->pc.n_layers;
     grads_buf g = {0};
+    tr_linear_dw_forget(m); /* this step's activations, not the last one's */
     if (bufs_alloc(&g, m, R)) goto oom;
     if (s2_bwd(m, a, &g) || tr_linear_dw(a->logit1, a->h, R, m, &m->proj_s1) ||
         tr_linear_dx(g.dh, a->logit1, R, m, &m->proj_s1, true))
@@ -158,6 +159,7 @@ int tr_backward(kr_train_model *m, tr_acts *a, kr_error *err) {
     for (int l = L - 1; l >= lowest; l--)
         if (block_bwd(m, a, l, &g)) goto oom;
     if (m->depth == 0 && embed_bwd(m, a, &g)) goto oom;
+    tr_linear_dw_forget(m);
     return 0;
 oom:
     return kr_fail_code(err, KR_E_NO_MEMORY, "training step: out of memory in the backward");

@@ -49,6 +49,12 @@ struct kr_train_model {
      * product): packed weights, and a transposed operand */
     float *pack, *trans;
     size_t pack_cap, trans_cap;
+    /* the packed x^T of the last weight gradient, reused by the next one on the same x (q, k
+     * and v share theirs, w1 and w3 theirs); xpack_of NULL: none kept */
+    float *xpack;
+    size_t xpack_cap;
+    const float *xpack_of;
+    int xpack_rows, xpack_cols;
     float *act_mem, *grad_mem; /* a step's activations and gradients, kept the same way */
     size_t act_cap, grad_cap;
 };
@@ -68,6 +74,8 @@ int tr_linear_dx(float *dx, const float *dy, int R, kr_train_model *m, const tr_
                  bool add);
 /* dW += dy^T x, db += the column sums of dy, when the layer trains */
 int tr_linear_dw(const float *dy, const float *x, int R, kr_train_model *m, const tr_linear *l);
+/* Forgets the kept x^T (tr_linear_dw): before activations are written again. */
+void tr_linear_dw_forget(kr_train_model *m);
 
 /* ---- row-wise parts (train_nn.c) ---- */
 
