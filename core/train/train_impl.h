@@ -84,6 +84,10 @@ void tr_rmsnorm_fwd(float *y, float *inv, const float *x, const float *w, int R,
 /* dx (+)= the norm's input gradient; dw += its weight gradient (dw NULL: frozen) */
 void tr_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *inv,
                     const float *w, int R, int d, bool add);
+/* gg = silu(h1) * h3 over n elements; backward: d1 holds gg's gradient on entry, then h1's,
+ * and d3 gets h3's */
+void tr_swiglu_fwd(float *gg, const float *h1, const float *h3, size_t n);
+void tr_swiglu_bwd(float *d1, float *d3, const float *h1, const float *h3, size_t n);
 /* RoPE at positions 0..T-1 of each of B windows, heads of hd from column 0; inverse: the
  * transpose (a gradient back through the rotation) */
 int tr_rope(float *x, int B, int T, int d, int hd, const float *inv_freq, bool inverse);

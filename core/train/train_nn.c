@@ -29,6 +29,46 @@ void tr_drop_apply(float *x, size_t n, uint64_t key, float p) {
         x[i] *= tr_drop(key, i, p);
 }
 
+#define SWIGLU_CHUNK 16384
+
+typedef struct {
+    float *a, *b; /* forward: gg; backward: d1 (in: the gate's gradient), d3 */
+    const float *h1, *h3;
+    size_t n;
+} swiglu_job;
+
+static void swiglu_fwd_chunk(void *ctx, int c, int worker) {
+    (void)worker;
+    const swiglu_job *j = ctx;
+    size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
+    for (size_t i = (size_t)c * SWIGLU_CHUNK; i < k1; i++) {
+        float h = j->h1[i];
+        j->a[i] = h / (1.0f + expf(-h)) * j->h3[i];
+    }
+}
+
+static void swiglu_bwd_chunk(void *ctx, int c, int worker) {
+    (void)worker;
+    const swiglu_job *j = ctx;
+    size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
+    for (size_t i = (size_t)c * SWIGLU_CHUNK; i < k1; i++) {
+        float h = j->h1[i], sg = 1.0f / (1.0f + expf(-h)), dg = j->a[i];
+        j->b[i] = dg * (h * sg);
+        j->a[i] = dg * j->h3[i] * (sg * (1.0f + h * (1.0f - sg)));
+    }
+}
+
+/* elementwise, so chunks on any thread give the same bits */
+void tr_swiglu_fwd(float *gg, const float *h1, const float *h3, size_t n) {
+    swiglu_job j = {gg, NULL, h1, h3, n};
+    kr_parallel_for((int)((n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK), swiglu_fwd_chunk, &j);
+}
+
+void tr_swiglu_bwd(float *d1, float *d3, const float *h1, const float *h3, size_t n) {
+    swiglu_job j = {d1, d3, h1, h3, n};
+    kr_parallel_for((int)((n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK), swiglu_bwd_chunk, &j);
+}
+
 void tr_rmsnorm_fwd(float *y, float *inv, const float *x, const float *w, int R, int d) {
     kr_rmsnorm(y, x, w, R, d);
     for (int r = 0; r < R; r++) {
