@@ -7,7 +7,10 @@
  * FLOPs counted: the linear layers' products, 2 · rows · in · out each, once in the forward
  * and twice in the backward (the input's and the weights' gradients; the embedding's fusion
  * input gradient, the s2 head's query gradient and the frozen parts' included as run).
- * Attention's terms and the row-wise steps are not counted. */
+ * Attention's terms and the row-wise steps are not counted.
+ *
+ * Peak memory: the process's VmHWM (/proc/self/status) before the first step (the models
+ * loaded) and after the last, so the step's own share is their difference. */
 #include "bench_train.h"
 
 #include "kronos_train.h"
@@ -21,6 +24,17 @@ static double seconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* the process's peak resident set in MiB (VmHWM), or -1 where /proc has none */
+static double peak_mib(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kib = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
+    if (f) fclose(f);
+    return kib < 0 ? -1 : kib / 1024;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -54,6 +68,7 @@ int kb_train_step(const kr_model *m, const char *predictor_dir, const kb_train_a
     }
     kr_adamw o = {4e-5, 0.9, 0.95, 1e-8, 0.1};
     uint32_t rng = 1;
+    double loaded = peak_mib();
     for (int step = 0; step <= a->reps; step++) {
         for (int b = 0; b < B; b++) {
             rng = rng * 1664525u + 1013904223u;
@@ -81,9 +96,16 @@ int kb_train_step(const kr_model *m, const char *predictor_dir, const kb_train_a
     printf("\ntraining step, batch %d × (%d + %d) candles, %d threads, kernels %s:\n"
            "  %.3f s a step (median of %d), %.0f tokens/s\n"
            "  products: %.1f GFLOP a step, %.1f GFLOP/s = %.0f%% of the sgemm yardstick "
-           "(%.1f GFLOP/s)\n",
+           "(%.1f GFLOP/s)\n"
+           "    (counted: each linear layer's 2·rows·in·out once forward, twice backward; "
+           "attention and row-wise steps not counted)\n",
            B, a->lookback, a->predict, kr_threads(), kr_simd_name(kr_simd_level()), med, a->reps,
            B * (W - 1) / med, gf, gf / med, 100 * gf / med / a->yardstick, a->yardstick);
+    double peak = peak_mib();
+    if (peak >= 0)
+        printf("  peak memory (VmHWM): %.0f MiB, of which the step's %.0f MiB (%.0f MiB with "
+               "the models loaded, before the first step)\n",
+               peak, peak - loaded, loaded);
     rc = 0;
 out:
     free(s1);

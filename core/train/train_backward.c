@@ -42,11 +42,7 @@ static int block_bwd(kr_train_model *m, tr_acts *a, int l, grads_buf *g) {
     tr_drop_apply(g->dn, Rd, TR_KEY(a, TR_DROP_FFN, l), m->p_ffn);
     if (tr_linear_dw(g->dn, k->gg, R, m, &b->w2) || tr_linear_dx(g->d1, g->dn, R, m, &b->w2, false))
         return -1;
-    for (size_t i = 0; i < Rf; i++) {
-        float h = k->h1[i], sg = 1.0f / (1.0f + expf(-h)), dg = g->d1[i];
-        g->d3[i] = dg * (h * sg);
-        g->d1[i] = dg * k->h3[i] * (sg * (1.0f + h * (1.0f - sg)));
-    }
+    tr_swiglu_bwd(g->d1, g->d3, k->h1, k->h3, Rf);
     if (tr_linear_dw(g->d1, k->xn2, R, m, &b->w1) || tr_linear_dw(g->d3, k->xn2, R, m, &b->w3) ||
         tr_linear_dx(g->dn, g->d1, R, m, &b->w1, false) ||
         tr_linear_dx(g->dn, g->d3, R, m, &b->w3, true))
@@ -149,6 +145,7 @@ static int s2_bwd(kr_train_model *m, tr_acts *a, grads_buf *g) {
 int tr_backward(kr_train_model *m, tr_acts *a, kr_error *err) {
     int d = m->pc.d_model, R = a->R, L = m->pc.n_layers;
     grads_buf g = {0};
+    tr_linear_dw_forget(m); /* this step's activations, not the last one's */
     if (bufs_alloc(&g, m, R)) goto oom;
     if (s2_bwd(m, a, &g) || tr_linear_dw(a->logit1, a->h, R, m, &m->proj_s1) ||
         tr_linear_dx(g.dh, a->logit1, R, m, &m->proj_s1, true))
@@ -158,6 +155,7 @@ int tr_backward(kr_train_model *m, tr_acts *a, kr_error *err) {
     for (int l = L - 1; l >= lowest; l--)
         if (block_bwd(m, a, l, &g)) goto oom;
     if (m->depth == 0 && embed_bwd(m, a, &g)) goto oom;
+    tr_linear_dw_forget(m);
     return 0;
 oom:
     return kr_fail_code(err, KR_E_NO_MEMORY, "training step: out of memory in the backward");

@@ -117,10 +117,7 @@ static int block_fwd(kr_train_model *m, tr_acts *a, int l, float *out) {
     tr_rmsnorm_fwd(k->xn2, k->inv2, k->xm, TW(m, b->norm2), R, d);
     if (tr_linear_fwd(k->h1, k->xn2, R, m, &b->w1) || tr_linear_fwd(k->h3, k->xn2, R, m, &b->w3))
         return -1;
-    for (size_t i = 0; i < (size_t)R * ff; i++) {
-        float h = k->h1[i];
-        k->gg[i] = h / (1.0f + expf(-h)) * k->h3[i];
-    }
+    tr_swiglu_fwd(k->gg, k->h1, k->h3, (size_t)R * ff);
     if (tr_linear_fwd(a->tmp, k->gg, R, m, &b->w2)) return -1;
     tr_drop_apply(a->tmp, Rd, TR_KEY(a, TR_DROP_FFN, l), m->p_ffn);
     for (size_t i = 0; i < Rd; i++)

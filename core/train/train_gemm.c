@@ -62,9 +62,9 @@ static void pack_t_panel(void *ctx, int p, int worker) {
     }
 }
 
-/* packs A^T (A [rows][cols]) into m->pack; NULL when out of memory */
-static float *pack_transposed(kr_train_model *m, const float *A, int rows, int cols) {
-    float *dst = tr_grow(&m->pack, &m->pack_cap, kr_linear_packed_floats(cols, rows));
+/* packs A^T (A [rows][cols]) into *buf; NULL when out of memory */
+static float *pack_transposed(float **buf, size_t *cap, const float *A, int rows, int cols) {
+    float *dst = tr_grow(buf, cap, kr_linear_packed_floats(cols, rows));
     if (!dst) return NULL;
     if (kr_linear_packed_floats(1, 1) == PANEL) {
         tr_job j = {dst, A, rows, cols};
@@ -100,7 +100,7 @@ int tr_linear_fwd(float *y, const float *x, int R, kr_train_model *m, const tr_l
 int tr_linear_dx(float *dx, const float *dy, int R, kr_train_model *m, const tr_linear *l,
                  bool add) {
     /* dx = dy W: a layer of in outputs over out inputs whose weights are W^T */
-    const float *wp = pack_transposed(m, TW(m, l->w), l->out, l->in);
+    const float *wp = pack_transposed(&m->pack, &m->pack_cap, TW(m, l->w), l->out, l->in);
     if (!wp) return -1;
     run(dx, dy, R, wp, NULL, l->in, l->out, add);
     return 0;
@@ -111,8 +111,14 @@ int tr_linear_dw(const float *dy, const float *x, int R, kr_train_model *m, cons
     /* dW[out][in] += dy^T x: rows dy^T [out][R] through a layer of in outputs over R inputs
      * whose weights are x^T */
     float *dyt = tr_grow(&m->trans, &m->trans_cap, (size_t)R * l->out);
-    const float *xp = dyt ? pack_transposed(m, x, R, l->in) : NULL;
-    if (!xp) return -1;
+    if (!dyt) return -1;
+    const float *xp = m->xpack;
+    if (m->xpack_of != x || m->xpack_rows != R || m->xpack_cols != l->in) {
+        m->xpack_of = NULL;
+        xp = pack_transposed(&m->xpack, &m->xpack_cap, x, R, l->in);
+        if (!xp) return -1;
+        m->xpack_of = x, m->xpack_rows = R, m->xpack_cols = l->in;
+    }
     transpose(dyt, dy, R, l->out);
     run(TG(m, l->w), dyt, l->out, xp, NULL, l->in, R, true);
     if (l->b >= 0) {
@@ -126,4 +132,8 @@ int tr_linear_dw(const float *dy, const float *x, int R, kr_train_model *m, cons
         }
     }
     return 0;
+}
+
+void tr_linear_dw_forget(kr_train_model *m) {
+    m->xpack_of = NULL;
 }

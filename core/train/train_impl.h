@@ -49,6 +49,12 @@ struct kr_train_model {
      * product): packed weights, and a transposed operand */
     float *pack, *trans;
     size_t pack_cap, trans_cap;
+    /* the packed x^T of the last weight gradient, reused by the next one on the same x (q, k
+     * and v share theirs, w1 and w3 theirs); xpack_of NULL: none kept */
+    float *xpack;
+    size_t xpack_cap;
+    const float *xpack_of;
+    int xpack_rows, xpack_cols;
     float *act_mem, *grad_mem; /* a step's activations and gradients, kept the same way */
     size_t act_cap, grad_cap;
 };
@@ -68,6 +74,8 @@ int tr_linear_dx(float *dx, const float *dy, int R, kr_train_model *m, const tr_
                  bool add);
 /* dW += dy^T x, db += the column sums of dy, when the layer trains */
 int tr_linear_dw(const float *dy, const float *x, int R, kr_train_model *m, const tr_linear *l);
+/* Forgets the kept x^T (tr_linear_dw): before activations are written again. */
+void tr_linear_dw_forget(kr_train_model *m);
 
 /* ---- row-wise parts (train_nn.c) ---- */
 
@@ -76,6 +84,10 @@ void tr_rmsnorm_fwd(float *y, float *inv, const float *x, const float *w, int R,
 /* dx (+)= the norm's input gradient; dw += its weight gradient (dw NULL: frozen) */
 void tr_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *inv,
                     const float *w, int R, int d, bool add);
+/* gg = silu(h1) * h3 over n elements; backward: d1 holds gg's gradient on entry, then h1's,
+ * and d3 gets h3's */
+void tr_swiglu_fwd(float *gg, const float *h1, const float *h3, size_t n);
+void tr_swiglu_bwd(float *d1, float *d3, const float *h1, const float *h3, size_t n);
 /* RoPE at positions 0..T-1 of each of B windows, heads of hd from column 0; inverse: the
  * transpose (a gradient back through the rotation) */
 int tr_rope(float *x, int B, int T, int d, int hd, const float *inv_freq, bool inverse);

@@ -29,6 +29,46 @@ void tr_drop_apply(float *x, size_t n, uint64_t key, float p) {
         x[i] *= tr_drop(key, i, p);
 }
 
+#define SWIGLU_CHUNK 16384
+
+typedef struct {
+    float *a, *b; /* forward: gg; backward: d1 (in: the gate's gradient), d3 */
+    const float *h1, *h3;
+    size_t n;
+} swiglu_job;
+
+static void swiglu_fwd_chunk(void *ctx, int c, int worker) {
+    (void)worker;
+    const swiglu_job *j = ctx;
+    size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
+    for (size_t i = (size_t)c * SWIGLU_CHUNK; i < k1; i++) {
+        float h = j->h1[i];
+        j->a[i] = h / (1.0f + expf(-h)) * j->h3[i];
+    }
+}
+
+static void swiglu_bwd_chunk(void *ctx, int c, int worker) {
+    (void)worker;
+    const swiglu_job *j = ctx;
+    size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
+    for (size_t i = (size_t)c * SWIGLU_CHUNK; i < k1; i++) {
+        float h = j->h1[i], sg = 1.0f / (1.0f + expf(-h)), dg = j->a[i];
+        j->b[i] = dg * (h * sg);
+        j->a[i] = dg * j->h3[i] * (sg * (1.0f + h * (1.0f - sg)));
+    }
+}
+
+/* elementwise, so chunks on any thread give the same bits */
+void tr_swiglu_fwd(float *gg, const float *h1, const float *h3, size_t n) {
+    swiglu_job j = {gg, NULL, h1, h3, n};
+    kr_parallel_for((int)((n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK), swiglu_fwd_chunk, &j);
+}
+
+void tr_swiglu_bwd(float *d1, float *d3, const float *h1, const float *h3, size_t n) {
+    swiglu_job j = {d1, d3, h1, h3, n};
+    kr_parallel_for((int)((n + SWIGLU_CHUNK - 1) / SWIGLU_CHUNK), swiglu_bwd_chunk, &j);
+}
+
 void tr_rmsnorm_fwd(float *y, float *inv, const float *x, const float *w, int R, int d) {
     kr_rmsnorm(y, x, w, R, d);
     for (int r = 0; r < R; r++) {
@@ -99,7 +139,7 @@ typedef struct {
     const tr_attn_shape *s;
     float *out, *P, *dq, *dk, *dv;
     const float *q, *k, *v, *dout;
-    float *tmp; /* per worker: T floats */
+    float *tmp; /* per worker: 2 T^2 + T floats */
 } attn_job;
 
 /* window b, head h: P = softmax(q k^T / sqrt(hd), causal), out = drop(P) v */
@@ -137,41 +177,47 @@ __attribute__((always_inline)) static inline void attn_fwd_body(const attn_job *
     }
 }
 
-/* window b, head h: the gradients of q, k, v of its columns (disjoint from other items') */
+/* window b, head h: the gradients of q, k, v of its columns (disjoint from other items').
+ * First row by row: the score gradients ds[i][t] and the dropped weights pm[i][t] kept, dq[i]
+ * summed over t; then key by key: dk[t] and dv[t] summed over i in a row of L1 each, in the
+ * same order (i ascending from 0) as a row-by-row pass would add them, so the same bits. */
 __attribute__((always_inline)) static inline void attn_bwd_body(const attn_job *j, int item,
                                                                 int worker) {
     const tr_attn_shape *s = j->s;
     int T = s->T, d = s->d, hd = d / s->H, b = item / s->H, h = item % s->H;
-    float scale = 1.0f / sqrtf((float)hd), *dp = j->tmp + (size_t)worker * T;
+    float scale = 1.0f / sqrtf((float)hd);
+    float *dp = j->tmp + (size_t)worker * ((size_t)2 * T * T + T), *ds = dp + T, *pm = ds + T * T;
     const float *P = j->P + (size_t)item * T * T;
     size_t base = (size_t)b * T * d + (size_t)h * hd;
     for (int i = 0; i < T; i++) {
-        memset(j->dq + base + (size_t)i * d, 0, (size_t)hd * sizeof(float));
-        memset(j->dk + base + (size_t)i * d, 0, (size_t)hd * sizeof(float));
-        memset(j->dv + base + (size_t)i * d, 0, (size_t)hd * sizeof(float));
-    }
-    for (int i = 0; i < T; i++) {
         const float *pi = P + (size_t)i * T, *go = j->dout + base + (size_t)i * d;
-        const float *qi = j->q + base + (size_t)i * d;
-        float dot = 0.0f;
+        float *dsi = ds + (size_t)i * T, *pmi = pm + (size_t)i * T, dot = 0.0f;
         for (int t = 0; t <= i; t++) {
             float m = s->p_drop > 0.0f ? tr_drop(s->key, ((size_t)item * T + i) * T + t, s->p_drop)
                                        : 1.0f;
-            const float *vt = j->v + base + (size_t)t * d;
-            float *dvt = j->dv + base + (size_t)t * d, pm = pi[t] * m;
-            for (int c = 0; c < hd; c++)
-                dvt[c] += pm * go[c];
-            dp[t] = dot8(go, vt, hd) * m;
+            pmi[t] = pi[t] * m;
+            dp[t] = dot8(go, j->v + base + (size_t)t * d, hd) * m;
             dot += pi[t] * dp[t];
         }
         float *dqi = j->dq + base + (size_t)i * d;
+        memset(dqi, 0, (size_t)hd * sizeof(float));
         for (int t = 0; t <= i; t++) {
-            float ds = pi[t] * (dp[t] - dot) * scale;
+            dsi[t] = pi[t] * (dp[t] - dot) * scale;
             const float *kt = j->k + base + (size_t)t * d;
-            float *dkt = j->dk + base + (size_t)t * d;
+            for (int c = 0; c < hd; c++)
+                dqi[c] += dsi[t] * kt[c];
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        float *dkt = j->dk + base + (size_t)t * d, *dvt = j->dv + base + (size_t)t * d;
+        memset(dkt, 0, (size_t)hd * sizeof(float));
+        memset(dvt, 0, (size_t)hd * sizeof(float));
+        for (int i = t; i < T; i++) {
+            const float *qi = j->q + base + (size_t)i * d, *go = j->dout + base + (size_t)i * d;
+            float dsit = ds[(size_t)i * T + t], pmit = pm[(size_t)i * T + t];
             for (int c = 0; c < hd; c++) {
-                dqi[c] += ds * kt[c];
-                dkt[c] += ds * qi[c];
+                dvt[c] += pmit * go[c];
+                dkt[c] += dsit * qi[c];
             }
         }
     }
@@ -208,7 +254,8 @@ void tr_attn_fwd(float *out, float *P, const float *q, const float *k, const flo
 
 int tr_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const float *P, const float *q,
                 const float *k, const float *v, const tr_attn_shape *s) {
-    float *tmp = malloc((size_t)kr_parallel_threads() * s->T * sizeof(float));
+    size_t per = (size_t)2 * s->T * s->T + s->T; /* a worker's dp, ds and pm */
+    float *tmp = malloc((size_t)kr_parallel_threads() * per * sizeof(float));
     if (!tmp) return -1;
     attn_job j = {.s = s,
                   .P = (float *)P,

@@ -8,27 +8,50 @@
 #include <math.h>
 #include <stdlib.h>
 
+typedef struct {
+    kr_train_model *m;
+    double *sums; /* [n]: tensor i's sum of squares */
+    float coef;
+} clip_job;
+
+/* one tensor's sum of squares, in its own order: any thread gives the same bits */
+static double sum_squares(const tr_tensor *t) {
+    double s = 0.0;
+    for (size_t k = 0; t->trains && k < t->n; k++)
+        s += (double)t->g[k] * t->g[k];
+    return s;
+}
+
+static void clip_sum(void *ctx, int i, int worker) {
+    (void)worker;
+    const clip_job *j = ctx;
+    j->sums[i] = sum_squares(&j->m->t[i]);
+}
+
+static void clip_scale(void *ctx, int i, int worker) {
+    (void)worker;
+    const clip_job *j = ctx;
+    tr_tensor *t = &j->m->t[i];
+    for (size_t k = 0; t->trains && k < t->n; k++)
+        t->g[k] *= j->coef;
+}
+
 void kr_train_clip(kr_train_model *m, double max_norm, double *norm) {
+    clip_job j = {m, malloc((size_t)m->n * sizeof(double)), 1.0f};
+    if (j.sums) kr_parallel_for(m->n, clip_sum, &j);
     double ss = 0.0;
     for (int i = 0; i < m->n; i++) {
-        const tr_tensor *t = &m->t[i];
-        if (!t->trains) continue;
-        double s = 0.0; /* each tensor's norm, then the norm of the norms, as torch */
-        for (size_t k = 0; k < t->n; k++)
-            s += (double)t->g[k] * t->g[k];
-        float tn = (float)sqrt(s);
+        if (!m->t[i].trains) continue;
+        /* no room for the sums: the same ones on this thread */
+        double s = j.sums ? j.sums[i] : sum_squares(&m->t[i]);
+        float tn = (float)sqrt(s); /* each tensor's norm, then the norm of the norms, as torch */
         ss += (double)tn * tn;
     }
     float total = (float)sqrt(ss);
     if (norm) *norm = total;
-    float coef = (float)max_norm / (total + 1e-6f);
-    if (coef >= 1.0f) return;
-    for (int i = 0; i < m->n; i++) {
-        tr_tensor *t = &m->t[i];
-        if (!t->trains) continue;
-        for (size_t k = 0; k < t->n; k++)
-            t->g[k] *= coef;
-    }
+    j.coef = (float)max_norm / (total + 1e-6f);
+    if (j.coef < 1.0f) kr_parallel_for(m->n, clip_scale, &j);
+    free(j.sums);
 }
 
 #define ADAM_CHUNK 16384

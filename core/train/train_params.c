@@ -246,6 +246,7 @@ void kr_train_free(kr_train_model *m) {
     json_decref(m->config);
     free(m->pack);
     free(m->trans);
+    free(m->xpack);
     free(m->act_mem);
     free(m->grad_mem);
     free(m);
