@@ -188,6 +188,20 @@ static void test_kernels_against_reference(void **state) {
     print_message("# int8 kernels: the plain C reference's bits on every level\n");
 }
 
+/* The tiles' edges: rows not a multiple of the row blocks (4, 16) nor of a task's; columns
+ * not a whole panel, panels not a whole tile (8) nor a whole pair or four; an input a
+ * multiple of the block but of no wider unit. */
+static void test_tile_edges(void **state) {
+    (void)state;
+    one_shape(144, 96, 17, 11u); /* 9 panels: a tile of 8 and one of 1 */
+    one_shape(40, 32, 33, 12u);  /* 2.5 panels, one block */
+    one_shape(48, 160, 2, 13u);  /* two rows: 3 panels as 2 + 1 */
+    one_shape(208, 64, 1, 14u);  /* one row: 13 panels as 4 + 4 + 4 + 1 (in tiles of 8) */
+    one_shape(16, 224, 3, 15u);  /* one panel, 7 blocks */
+    one_shape(100, 40, 21, 16u); /* a partial last block and a partial last panel */
+    print_message("# int8 tiles: row and panel edges, the reference's bits on every level\n");
+}
+
 /* l's weights unpacked from float32 panels ([panel][in][16]) into torch's [out][in] */
 static float *unpack(const kr_linear *l) {
     float *w = malloc(sizeof(float) * l->out * l->in);
@@ -382,6 +396,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_names),
         cmocka_unit_test(test_kernels_against_reference),
+        cmocka_unit_test(test_tile_edges),
         cmocka_unit_test(test_int8_from_each_dtype),
         cmocka_unit_test(test_int8_model_invariances),
     };

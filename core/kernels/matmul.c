@@ -559,6 +559,25 @@ typedef struct {
     kr_simd simd;
 } q8_job;
 
+/* One panel's finished sums v of row r from column o0 into y, with the bias: each case its
+ * own loop (no bias is no bias: adding 0 would turn -0 into +0) */
+static void q8_put(const y_map *y, int r, int o0, const float *v, const kr_linear *l) {
+    int m = l->out - o0 < PANEL ? l->out - o0 : PANEL;
+    float *yo = y_at(y, r, o0);
+    const float *b = l->b ? l->b + o0 : NULL;
+    if (y->add && b)
+        for (int c = 0; c < m; c++)
+            yo[c] += v[c] + b[c];
+    else if (y->add)
+        for (int c = 0; c < m; c++)
+            yo[c] += v[c];
+    else if (b)
+        for (int c = 0; c < m; c++)
+            yo[c] = v[c] + b[c];
+    else
+        memcpy(yo, v, sizeof(float) * m);
+}
+
 static void q8_task(void *arg, int task, int worker) {
     (void)worker;
     const q8_job *j = arg;
@@ -579,11 +598,8 @@ static void q8_task(void *arg, int task, int worker) {
             int n = rn - i < KR_Q8_TILE_ROWS ? rn - i : KR_Q8_TILE_ROWS;
             kr_q8_tile(t, &xq, i, n, p, cb, l, j->simd);
             for (int r = 0; r < n; r++)
-                for (int c = 0; c < ld && p * PANEL + c < l->out; c++) {
-                    int o = p * PANEL + c;
-                    float v = t[(size_t)r * ld + c];
-                    y_put(j->y, y_at(j->y, r0 + i + r, o), l->b ? v + l->b[o] : v);
-                }
+                for (int c0 = 0; c0 < ld; c0 += PANEL) /* no panel straddles two parts */
+                    q8_put(j->y, r0 + i + r, p * PANEL + c0, t + (size_t)r * ld + c0, l);
         }
     }
 }

@@ -83,7 +83,8 @@ float kr_q8_scale(const kr_linear *l, int o, int b) {
 #ifdef KR_X86
 /* kr_q8_quantise of a whole block: the same IEEE operations (max, a divide, a multiply), and
  * roundf as trunc, then one away from zero where the exact remainder is at least a half */
-__attribute__((target("avx2,fma"))) static float quant32_avx2(int8_t *q, const float *x) {
+__attribute__((target("avx2,fma"))) static float quant32_avx2(int8_t *q, int32_t *sum,
+                                                              const float *x) {
     __m256 sign = _mm256_set1_ps(-0.0f), v[4], m = _mm256_setzero_ps();
     for (int i = 0; i < 4; i++) {
         v[i] = _mm256_loadu_ps(x + 8 * i);
@@ -102,6 +103,11 @@ __attribute__((target("avx2,fma"))) static float quant32_avx2(int8_t *q, const f
         __m256 one = _mm256_or_ps(_mm256_and_ps(t, sign), _mm256_set1_ps(1.0f));
         r[i] = _mm256_cvttps_epi32(_mm256_add_ps(tr, _mm256_and_ps(half, one)));
     }
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(r[0], r[1]), _mm256_add_epi32(r[2], r[3]));
+    __m128i h4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h4 = _mm_add_epi32(h4, _mm_shuffle_epi32(h4, 0x4e));
+    h4 = _mm_add_epi32(h4, _mm_shuffle_epi32(h4, 0xb1));
+    *sum = _mm_cvtsi128_si32(h4);
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(r[0], r[1]), _mm256_packs_epi32(r[2], r[3]));
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256((__m256i *)q, p);
@@ -117,13 +123,15 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
             int8_t *q = xq->q + i * QB;
             const float *src = x + (size_t)r * in + b * QB;
             int len = block_len(in, b);
-#ifdef KR_X86
-            if (simd >= KR_SIMD_AVX2 && len == QB)
-                xq->d[i] = quant32_avx2(q, src);
-            else
-#endif
-                xq->d[i] = kr_q8_quantise(q, src, len);
             int32_t s = 0;
+#ifdef KR_X86
+            if (simd >= KR_SIMD_AVX2 && len == QB) {
+                xq->d[i] = quant32_avx2(q, &s, src);
+                xq->neg[i] = -128 * s;
+                continue;
+            }
+#endif
+            xq->d[i] = kr_q8_quantise(q, src, len);
             for (int j = 0; j < QB; j++)
                 s += q[j];
             xq->neg[i] = -128 * s;
