@@ -545,10 +545,9 @@ static void linear_task(void *arg, int task, int worker) {
 
 /* ---- int8 weights ------------------------------------------------------------------------- */
 
-/* A task quantises its rows once (on its stack: at most Q8_QBYTES of int8), then walks its
- * panels in tiles of KR_Q8_TILE_PANELS, the tile kernels blocking rows and panels. Many rows:
- * each task takes all the columns of its rows (the quantisation done once per row); few rows
- * (a decode step): the columns split among the threads. */
+/* A task quantises its rows once (on its stack, at most Q8_QBYTES of int8), then walks its
+ * panels in tiles. Many rows: a task takes all the columns of its rows (each row quantised
+ * once); few rows (a decode step): the columns split among the threads. */
 #define Q8_QBYTES 65536
 
 typedef struct {
@@ -559,23 +558,18 @@ typedef struct {
     kr_simd simd;
 } q8_job;
 
-/* One panel's finished sums v of row r from column o0 into y, with the bias: each case its
- * own loop (no bias is no bias: adding 0 would turn -0 into +0) */
+/* A panel's sums v of row r from column o0 into y, plus the bias (none: -0 stays -0) */
 static void q8_put(const y_map *y, int r, int o0, const float *v, const kr_linear *l) {
     int m = l->out - o0 < PANEL ? l->out - o0 : PANEL;
     float *yo = y_at(y, r, o0);
-    const float *b = l->b ? l->b + o0 : NULL;
-    if (y->add && b)
-        for (int c = 0; c < m; c++)
-            yo[c] += v[c] + b[c];
-    else if (y->add)
-        for (int c = 0; c < m; c++)
-            yo[c] += v[c];
-    else if (b)
-        for (int c = 0; c < m; c++)
-            yo[c] = v[c] + b[c];
-    else
+    if (!y->add && !l->b)
         memcpy(yo, v, sizeof(float) * m);
+    else if (!y->add)
+        for (int c = 0; c < m; c++)
+            yo[c] = v[c] + l->b[o0 + c];
+    else
+        for (int c = 0; c < m; c++)
+            yo[c] += l->b ? v[c] + l->b[o0 + c] : v[c];
 }
 
 static void q8_task(void *arg, int task, int worker) {
@@ -611,9 +605,8 @@ static void forward_q8(const y_map *y, const float *x, int T, const kr_linear *l
     int nb = kr_q8_blocks(l->in), panels = (l->out + PANEL - 1) / PANEL;
     int rows = Q8_QBYTES / (nb * KR_Q8_BLOCK); /* >= 1: the loader keeps in <= KR_Q8_MAX_IN */
     rows = rows < KR_Q8_TILE_ROWS ? rows : KR_Q8_TILE_ROWS;
-    int row_tasks = (T + rows - 1) / rows, threads = kr_parallel_threads();
-    int col_tasks = 1;
-    if (row_tasks < 2 * threads) { /* few rows: split the columns too, in whole tiles */
+    int row_tasks = (T + rows - 1) / rows, threads = kr_parallel_threads(), col_tasks = 1;
+    if (row_tasks < 2 * threads) { /* few rows: split the columns too, in whole panels */
         col_tasks = (2 * threads + row_tasks - 1) / row_tasks;
         if (col_tasks > panels) col_tasks = panels;
     }
