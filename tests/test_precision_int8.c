@@ -84,6 +84,12 @@ static float ref_quantise(int8_t q[32], const float *v, int n) {
     return d;
 }
 
+/* block k of column o of the packed layer holds q (the pad inputs too) */
+static void same_block(const kr_linear *l, int o, int k, const int8_t q[32]) {
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(kr_q8_weight(l, o, 32 * k + i), q[i]);
+}
+
 /* y[T][out] from w[out][in] (torch layout), block by block in order */
 static void ref_linear(float *y, const float *x, int T, const float *w, const float *b, int out,
                        int in) {
@@ -116,8 +122,8 @@ static void one_shape(int out, int in, int T, uint32_t seed) {
     float *x = malloc(sizeof(float) * T * in), *ref = malloc(sizeof(float) * T * out);
     float *y = malloc(sizeof(float) * T * out), *one = malloc(sizeof(float) * out);
     int nb = kr_q8_blocks(in);
-    int8_t *wq = malloc((size_t)nb * out * KR_Q8_BLOCK);
-    float *ws = malloc(sizeof(float) * nb * out);
+    int8_t *wq = malloc(kr_q8_scales(out, in) * KR_Q8_BLOCK);
+    float *ws = malloc(sizeof(float) * kr_q8_scales(out, in));
     assert_true(w && b && x && ref && y && one && wq && ws);
     for (int i = 0; i < out * in; i++) /* weights of mixed scales, a zero block, outliers */
         w[i] = lcg(&seed) * (i % 7 == 0 ? 3.0f : 0.05f);
@@ -128,16 +134,16 @@ static void one_shape(int out, int in, int T, uint32_t seed) {
     for (int i = 0; i < T * in; i++)
         x[i] = lcg(&seed) * (i % 11 == 0 ? 40.0f : 1.0f);
     kr_q8_pack(wq, ws, w, out, in);
+    kr_linear l = {.b = b, .out = out, .in = in, .wq = wq, .ws = ws};
     for (int o = 0; o < out; o++)
         for (int k = 0; k < nb; k++) {
             int8_t q[32];
             int n = in - 32 * k < 32 ? in - 32 * k : 32;
             float d = ref_quantise(q, w + (size_t)o * in + 32 * k, n);
-            assert_memory_equal(q, wq + ((size_t)k * out + o) * 32, 32);
-            assert_true(d == ws[(size_t)k * out + o]);
+            same_block(&l, o, k, q);
+            assert_true(d == kr_q8_scale(&l, o, k));
         }
     ref_linear(ref, x, T, w, b, out, in);
-    kr_linear l = {.b = b, .out = out, .in = in, .wq = wq, .ws = ws};
     int levels = 0;
     for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
@@ -182,6 +188,20 @@ static void test_kernels_against_reference(void **state) {
     print_message("# int8 kernels: the plain C reference's bits on every level\n");
 }
 
+/* The tiles' edges: rows not a multiple of the row blocks (4, 16) nor of a task's; columns
+ * not a whole panel, panels not a whole tile (8) nor a whole pair or four; an input a
+ * multiple of the block but of no wider unit. */
+static void test_tile_edges(void **state) {
+    (void)state;
+    one_shape(144, 96, 17, 11u); /* 9 panels: a tile of 8 and one of 1 */
+    one_shape(40, 32, 33, 12u);  /* 2.5 panels, one block */
+    one_shape(48, 160, 2, 13u);  /* two rows: 3 panels as 2 + 1 */
+    one_shape(208, 64, 1, 14u);  /* one row: 13 panels as 4 + 4 + 4 + 1 (in tiles of 8) */
+    one_shape(16, 224, 3, 15u);  /* one panel, 7 blocks */
+    one_shape(100, 40, 21, 16u); /* a partial last block and a partial last panel */
+    print_message("# int8 tiles: row and panel edges, the reference's bits on every level\n");
+}
+
 /* l's weights unpacked from float32 panels ([panel][in][16]) into torch's [out][in] */
 static float *unpack(const kr_linear *l) {
     float *w = malloc(sizeof(float) * l->out * l->in);
@@ -203,8 +223,8 @@ static void quantised_like(const kr_linear *f, const kr_linear *q) {
             int8_t r[32];
             int n = f->in - 32 * k < 32 ? f->in - 32 * k : 32;
             float d = ref_quantise(r, w + (size_t)o * f->in + 32 * k, n);
-            assert_memory_equal(r, q->wq + ((size_t)k * f->out + o) * 32, 32);
-            assert_true(d == q->ws[(size_t)k * f->out + o]);
+            same_block(q, o, k, r);
+            assert_true(d == kr_q8_scale(q, o, k));
         }
     free(w);
 }
@@ -376,6 +396,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_int8_names),
         cmocka_unit_test(test_kernels_against_reference),
+        cmocka_unit_test(test_tile_edges),
         cmocka_unit_test(test_int8_from_each_dtype),
         cmocka_unit_test(test_int8_model_invariances),
     };

@@ -545,43 +545,81 @@ static void linear_task(void *arg, int task, int worker) {
 
 /* ---- int8 weights ------------------------------------------------------------------------- */
 
-#define Q8_COLS 128 /* columns per task: their sums fit on the stack */
-#define Q8_ROWS 16  /* rows per task */
+/* A task quantises its rows once (on its stack, at most Q8_QBYTES of int8), then walks its
+ * panels in tiles. Many rows: a task takes all the columns of its rows (each row quantised
+ * once); few rows (a decode step): the columns split among the threads. */
+#define Q8_QBYTES 65536
 
 typedef struct {
     const y_map *y;
     const float *x;
-    int T, col_tasks;
+    int T, rows, col_tasks, col_panels;
     const kr_linear *l;
     kr_simd simd;
 } q8_job;
+
+/* A panel's sums v of row r from column o0 into y, plus the bias (none: -0 stays -0) */
+static void q8_put(const y_map *y, int r, int o0, const float *v, const kr_linear *l) {
+    int m = l->out - o0 < PANEL ? l->out - o0 : PANEL;
+    float *yo = y_at(y, r, o0);
+    if (!y->add && !l->b)
+        memcpy(yo, v, sizeof(float) * m);
+    else if (!y->add)
+        for (int c = 0; c < m; c++)
+            yo[c] = v[c] + l->b[o0 + c];
+    else
+        for (int c = 0; c < m; c++)
+            yo[c] += l->b ? v[c] + l->b[o0 + c] : v[c];
+}
 
 static void q8_task(void *arg, int task, int worker) {
     (void)worker;
     const q8_job *j = arg;
     const kr_linear *l = j->l;
-    int c0 = task % j->col_tasks * Q8_COLS, r0 = task / j->col_tasks * Q8_ROWS;
-    int c1 = c0 + Q8_COLS < l->out ? c0 + Q8_COLS : l->out;
-    int r1 = r0 + Q8_ROWS < j->T ? r0 + Q8_ROWS : j->T;
-    for (int r = r0; r < r1; r++) {
-        float acc[Q8_COLS];
-        kr_q8_row(acc, j->x + (size_t)r * l->in, c0, c1, l, j->simd);
-        for (int o = c0; o < c1; o++)
-            y_put(j->y, y_at(j->y, r, o), l->b ? acc[o - c0] + l->b[o] : acc[o - c0]);
+    int nb = kr_q8_blocks(l->in), panels = (l->out + PANEL - 1) / PANEL;
+    int p0 = task % j->col_tasks * j->col_panels, r0 = task / j->col_tasks * j->rows;
+    int p1 = p0 + j->col_panels < panels ? p0 + j->col_panels : panels;
+    int rn = j->T - r0 < j->rows ? j->T - r0 : j->rows;
+    int8_t q[Q8_QBYTES] __attribute__((aligned(64)));
+    float d[Q8_QBYTES / KR_Q8_BLOCK];
+    int32_t neg[Q8_QBYTES / KR_Q8_BLOCK];
+    kr_q8_rows xq = {.q = q, .d = d, .neg = neg, .nb = nb};
+    kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
+    float t[KR_Q8_TILE_ROWS * KR_Q8_TILE_PANELS * PANEL];
+    for (int p = p0; p < p1; p += KR_Q8_TILE_PANELS) {
+        int cb = p1 - p < KR_Q8_TILE_PANELS ? p1 - p : KR_Q8_TILE_PANELS, ld = cb * PANEL;
+        for (int i = 0; i < rn; i += KR_Q8_TILE_ROWS) {
+            int n = rn - i < KR_Q8_TILE_ROWS ? rn - i : KR_Q8_TILE_ROWS;
+            kr_q8_tile(t, &xq, i, n, p, cb, l, j->simd);
+            for (int r = 0; r < n; r++)
+                for (int c0 = 0; c0 < ld; c0 += PANEL) /* no panel straddles two parts */
+                    q8_put(j->y, r0 + i + r, p * PANEL + c0, t + (size_t)r * ld + c0, l);
+        }
     }
 }
 
-/* Every element is its own chain (kr_q8_row): tasks of any shape give the same bits. The
+/* Every element is its own chain (kr_q8_tile): tasks of any shape give the same bits. The
  * epilogue runs after the join, over all rows. */
 static void forward_q8(const y_map *y, const float *x, int T, const kr_linear *l,
                        kr_linear_epilogue epi, void *epi_ctx) {
+    int nb = kr_q8_blocks(l->in), panels = (l->out + PANEL - 1) / PANEL;
+    int rows = Q8_QBYTES / (nb * KR_Q8_BLOCK); /* >= 1: the loader keeps in <= KR_Q8_MAX_IN */
+    rows = rows < KR_Q8_TILE_ROWS ? rows : KR_Q8_TILE_ROWS;
+    int row_tasks = (T + rows - 1) / rows, threads = kr_parallel_threads(), col_tasks = 1;
+    if (row_tasks < 2 * threads) { /* few rows: split the columns too, in whole panels */
+        col_tasks = (2 * threads + row_tasks - 1) / row_tasks;
+        if (col_tasks > panels) col_tasks = panels;
+    }
+    int col_panels = (panels + col_tasks - 1) / col_tasks;
     q8_job j = {.y = y,
                 .x = x,
                 .T = T,
-                .col_tasks = (l->out + Q8_COLS - 1) / Q8_COLS,
+                .rows = rows,
+                .col_tasks = (panels + col_panels - 1) / col_panels,
+                .col_panels = col_panels,
                 .l = l,
                 .simd = kr_simd_level()};
-    kr_parallel_for(j.col_tasks * ((T + Q8_ROWS - 1) / Q8_ROWS), q8_task, &j);
+    kr_parallel_for(j.col_tasks * row_tasks, q8_task, &j);
     if (epi) epi(epi_ctx, 0, T, 0, y->width);
 }
 

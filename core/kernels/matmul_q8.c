@@ -1,11 +1,17 @@
 /* matmul_q8.c — the arithmetic of int8 weights (weights = int8), as llama.cpp's Q8_0: blocks
  * of 32 along the input, one float32 scale each, for the weights (at load) and for each row of
- * activations (at each product).
+ * activations (once per product task).
  *
  * Each block's dot product is a sum of 32 products of integers in [-127, 127]: exact in int32
  * on every level (AVX512-VNNI's vpdpbusd, AVX2's vpmaddubsw + vpmaddwd, or C). The float
- * part is written once, in C, in one order: per block, in order, acc = fma(dx * dw, isum,
- * acc). So every level computes the same bits, and a row's bits depend on that row alone. */
+ * part is one expression in one order: per block, in order, acc = fma(dx * dw, isum, acc).
+ * So every level computes the same bits, and a row's bits depend on that row alone.
+ *
+ * The tiles are register-blocked: several rows by several panels of 16 columns per inner
+ * loop, each weight vector loaded once for all the rows. vpdpbusd multiplies unsigned by
+ * signed bytes, so the weights are packed as q + 128 and each accumulator starts at -128
+ * times its row's block sum (kr_q8_rows.neg); vpmaddubsw would saturate on that, so the AVX2
+ * kernel flips the bytes back and multiplies |x| by w with x's sign. */
 #include "matmul_q8.h"
 
 #include <math.h>
@@ -16,157 +22,348 @@
 #define KR_X86 1
 #endif
 
+#define QB    KR_Q8_BLOCK
+#define PB    (KR_Q8_PANEL * QB) /* bytes of one panel's block */
+#define PANEL KR_Q8_PANEL
+
+static int block_len(int in, int b) {
+    return in - b * QB < QB ? in - b * QB : QB;
+}
+
+/* ---- packing ------------------------------------------------------------------------------ */
+
+size_t kr_q8_scales(int out, int in) {
+    return (size_t)((out + PANEL - 1) / PANEL) * PANEL * kr_q8_blocks(in);
+}
+
 float kr_q8_quantise(int8_t *q, const float *x, int n) {
     float amax = 0.0f;
     for (int i = 0; i < n; i++)
         amax = fmaxf(amax, fabsf(x[i]));
     float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
-    for (int i = 0; i < KR_Q8_BLOCK; i++)
+    for (int i = 0; i < QB; i++)
         q[i] = i < n ? (int8_t)roundf(x[i] * id) : 0;
     return d;
 }
 
-void kr_q8_pack(int8_t *wq, float *ws, const float *w, int out, int in) {
-    int nb = kr_q8_blocks(in);
-    for (int b = 0; b < nb; b++) {
-        int n = in - b * KR_Q8_BLOCK < KR_Q8_BLOCK ? in - b * KR_Q8_BLOCK : KR_Q8_BLOCK;
-        for (int o = 0; o < out; o++)
-            ws[(size_t)b * out + o] = kr_q8_quantise(wq + ((size_t)b * out + o) * KR_Q8_BLOCK,
-                                                     w + (size_t)o * in + b * KR_Q8_BLOCK, n);
-    }
+/* byte of column c (in its panel), input j (in its block) */
+static size_t at_in_block(int c, int j) {
+    return (size_t)(j / 4) * (PANEL * 4) + (size_t)c * 4 + j % 4;
 }
 
-/* ---- one block's integer dot product, per level ------------------------------------------ */
+void kr_q8_pack(int8_t *wq, float *ws, const float *w, int out, int in) {
+    int nb = kr_q8_blocks(in), panels = (out + PANEL - 1) / PANEL;
+    for (int p = 0; p < panels; p++)
+        for (int b = 0; b < nb; b++) {
+            int8_t *dst = wq + ((size_t)p * nb + b) * PB;
+            for (int c = 0; c < PANEL; c++) {
+                int o = p * PANEL + c;
+                int8_t q[QB] = {0};
+                float d = 0.0f;
+                if (o < out) d = kr_q8_quantise(q, w + (size_t)o * in + b * QB, block_len(in, b));
+                ws[((size_t)p * nb + b) * PANEL + c] = d;
+                for (int j = 0; j < QB; j++)
+                    dst[at_in_block(c, j)] = (int8_t)((uint8_t)q[j] ^ 0x80u);
+            }
+        }
+}
 
-static int32_t dot_c(const int8_t *a, const int8_t *w) {
-    int32_t s = 0;
-    for (int i = 0; i < KR_Q8_BLOCK; i++)
-        s += (int32_t)a[i] * w[i];
-    return s;
+int kr_q8_weight(const kr_linear *l, int o, int k) {
+    int nb = kr_q8_blocks(l->in), b = k / QB;
+    const int8_t *blk = l->wq + ((size_t)(o / PANEL) * nb + b) * PB;
+    return (int8_t)((uint8_t)blk[at_in_block(o % PANEL, k % QB)] ^ 0x80u);
+}
+
+float kr_q8_scale(const kr_linear *l, int o, int b) {
+    return l->ws[((size_t)(o / PANEL) * kr_q8_blocks(l->in) + b) * PANEL + o % PANEL];
+}
+
+/* ---- the activations ---------------------------------------------------------------------- */
+
+#ifdef KR_X86
+/* kr_q8_quantise of a whole block: the same IEEE operations (max, a divide, a multiply), and
+ * roundf as trunc, then one away from zero where the exact remainder is at least a half */
+__attribute__((target("avx2,fma"))) static float quant32_avx2(int8_t *q, int32_t *sum,
+                                                              const float *x) {
+    __m256 sign = _mm256_set1_ps(-0.0f), v[4], m = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[i]));
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    float amax = _mm_cvtss_f32(h), d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+    __m256i r[4];
+    for (int i = 0; i < 4; i++) {
+        __m256 t = _mm256_mul_ps(v[i], _mm256_set1_ps(id));
+        __m256 tr = _mm256_round_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __m256 half = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(t, tr)),
+                                    _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+        __m256 one = _mm256_or_ps(_mm256_and_ps(t, sign), _mm256_set1_ps(1.0f));
+        r[i] = _mm256_cvttps_epi32(_mm256_add_ps(tr, _mm256_and_ps(half, one)));
+    }
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(r[0], r[1]), _mm256_add_epi32(r[2], r[3]));
+    __m128i h4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    h4 = _mm_add_epi32(h4, _mm_shuffle_epi32(h4, 0x4e));
+    h4 = _mm_add_epi32(h4, _mm_shuffle_epi32(h4, 0xb1));
+    *sum = _mm_cvtsi128_si32(h4);
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(r[0], r[1]), _mm256_packs_epi32(r[2], r[3]));
+    p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)q, p);
+    return d;
+}
+#endif
+
+void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr_simd simd) {
+    int nb = xq->nb;
+    for (int r = 0; r < n; r++)
+        for (int b = 0; b < nb; b++) {
+            size_t i = (size_t)r * nb + b;
+            int8_t *q = xq->q + i * QB;
+            const float *src = x + (size_t)r * in + b * QB;
+            int len = block_len(in, b);
+            int32_t s = 0;
+#ifdef KR_X86
+            if (simd >= KR_SIMD_AVX2 && len == QB) {
+                xq->d[i] = quant32_avx2(q, &s, src);
+                xq->neg[i] = -128 * s;
+                continue;
+            }
+#endif
+            xq->d[i] = kr_q8_quantise(q, src, len);
+            for (int j = 0; j < QB; j++)
+                s += q[j];
+            xq->neg[i] = -128 * s;
+        }
+    (void)simd;
+}
+
+/* ---- portable tile ------------------------------------------------------------------------ */
+
+static void tile_c(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+                   const kr_linear *l) {
+    int nb = xq->nb, ld = cb * PANEL;
+    for (int i = 0; i < rn; i++)
+        for (int c = 0; c < ld; c++) {
+            int pp = p + c / PANEL, cc = c % PANEL;
+            float acc = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                const int8_t *w = l->wq + ((size_t)pp * nb + b) * PB;
+                const int8_t *a = xq->q + ((size_t)(r + i) * nb + b) * QB;
+                int32_t s = 0;
+                for (int j = 0; j < QB; j++)
+                    s += (int8_t)((uint8_t)w[at_in_block(cc, j)] ^ 0x80u) * a[j];
+                float dw = l->ws[((size_t)pp * nb + b) * PANEL + cc];
+                acc = fmaf(xq->d[(size_t)(r + i) * nb + b] * dw, (float)s, acc);
+            }
+            t[(size_t)i * ld + c] = acc;
+        }
 }
 
 #ifdef KR_X86
-__attribute__((target("avx2"))) static inline int32_t hsum256(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
+static int32_t load4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
 }
 
-/* |a| (unsigned) times w with a's sign: the products a * w, and |a| <= 127 keeps
- * vpmaddubsw's pair sums below 2 * 127 * 127, inside int16 (no saturation) */
-__attribute__((target("avx2"))) static int32_t dot_avx2(const int8_t *a, const int8_t *w) {
-    __m256i va = _mm256_loadu_si256((const __m256i *)a),
-            vw = _mm256_loadu_si256((const __m256i *)w);
-    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(va, va), _mm256_sign_epi8(vw, va));
-    return hsum256(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+/* ---- AVX2: up to 4 rows x 1 panel (two registers of 8 columns) ---------------------------- */
+
+#define A2_RB 4
+
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+micro_avx2(int RN, float *t, int ld, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
+    int nb = xq->nb;
+    const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
+    __m256 f[A2_RB][2];
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++)
+        f[i][0] = f[i][1] = _mm256_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const int8_t *w = l->wq + ((size_t)p * nb + b) * PB;
+        __m256i s[A2_RB][2];
+#pragma GCC unroll 4
+        for (int i = 0; i < RN; i++)
+            s[i][0] = s[i][1] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) {
+            __m256i w0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + q * 64)), flip),
+                    w1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + q * 64 + 32)),
+                                          flip);
+#pragma GCC unroll 4
+            for (int i = 0; i < RN; i++) {
+                __m256i a =
+                    _mm256_set1_epi32(load4(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
+                __m256i ax = _mm256_abs_epi8(a);
+                s[i][0] = _mm256_add_epi32(
+                    s[i][0],
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, a)), ones));
+                s[i][1] = _mm256_add_epi32(
+                    s[i][1],
+                    _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, a)), ones));
+            }
+        }
+        const float *ws = l->ws + ((size_t)p * nb + b) * PANEL;
+        __m256 d0 = _mm256_loadu_ps(ws), d1 = _mm256_loadu_ps(ws + 8);
+#pragma GCC unroll 4
+        for (int i = 0; i < RN; i++) {
+            __m256 dx = _mm256_set1_ps(xq->d[(size_t)(r + i) * nb + b]);
+            f[i][0] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d0), _mm256_cvtepi32_ps(s[i][0]), f[i][0]);
+            f[i][1] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d1), _mm256_cvtepi32_ps(s[i][1]), f[i][1]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++) {
+        _mm256_storeu_ps(t + (size_t)i * ld, f[i][0]);
+        _mm256_storeu_ps(t + (size_t)i * ld + 8, f[i][1]);
+    }
 }
 
-__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) static int32_t
-dot_vnni(const int8_t *a, const int8_t *w) {
-    __m256i va = _mm256_loadu_si256((const __m256i *)a),
-            vw = _mm256_loadu_si256((const __m256i *)w);
-    __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(va, va),
-                                    _mm256_sign_epi8(vw, va));
-    return hsum256(s);
+#define MA2(RN)                                                                                    \
+    __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
+        float *t, int ld, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {                \
+        micro_avx2(RN, t, ld, xq, r, p, l);                                                        \
+    }
+MA2(1)
+MA2(2)
+MA2(3)
+MA2(4)
+typedef void (*micro_fn)(float *, int, const kr_q8_rows *, int, int, const kr_linear *);
+static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, micro_avx2_3,
+                                                 micro_avx2_4};
+
+/* ---- AVX512-VNNI: RN rows x CB panels, RN x CB <= 8 ------------------------------------- */
+
+#define VN_RB 4
+#define VN_CB 4
+
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+VNNI_TARGET __attribute__((always_inline)) static inline void
+micro_vnni(int RN, int CB, float *t, int ld, const kr_q8_rows *xq, int r, int p,
+           const kr_linear *l) {
+    int nb = xq->nb;
+    size_t ps = (size_t)nb * PB; /* bytes from one panel to the next */
+    __m512 f[VN_RB][VN_CB];
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; c++)
+            f[i][c] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b++) {
+        const int8_t *w = l->wq + ((size_t)p * nb + b) * PB;
+        __m512i s[VN_RB][VN_CB];
+#pragma GCC unroll 4
+        for (int i = 0; i < RN; i++) {
+            __m512i n0 = _mm512_set1_epi32(xq->neg[(size_t)(r + i) * nb + b]);
+#pragma GCC unroll 4
+            for (int c = 0; c < CB; c++)
+                s[i][c] = n0;
+        }
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; q++) {
+            __m512i wv[VN_CB];
+#pragma GCC unroll 4
+            for (int c = 0; c < CB; c++)
+                wv[c] = _mm512_loadu_si512((const void *)(w + c * ps + q * 64));
+#pragma GCC unroll 4
+            for (int i = 0; i < RN; i++) {
+                __m512i a =
+                    _mm512_set1_epi32(load4(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
+#pragma GCC unroll 4
+                for (int c = 0; c < CB; c++)
+                    s[i][c] = _mm512_dpbusd_epi32(s[i][c], wv[c], a);
+            }
+        }
+        __m512 dw[VN_CB];
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; c++)
+            dw[c] = _mm512_loadu_ps(l->ws + ((size_t)(p + c) * nb + b) * PANEL);
+#pragma GCC unroll 4
+        for (int i = 0; i < RN; i++) {
+            __m512 dx = _mm512_set1_ps(xq->d[(size_t)(r + i) * nb + b]);
+#pragma GCC unroll 4
+            for (int c = 0; c < CB; c++)
+                f[i][c] =
+                    _mm512_fmadd_ps(_mm512_mul_ps(dx, dw[c]), _mm512_cvtepi32_ps(s[i][c]), f[i][c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; c++)
+            _mm512_storeu_ps(t + (size_t)i * ld + c * PANEL, f[i][c]);
 }
 
-/* The unreduced products of one block: 8 int32 lanes whose sum is the dot product */
-__attribute__((target("avx2"), always_inline)) static inline __m256i
-lanes_avx2(__m256i ax, __m256i sx, const int8_t *w) {
-    __m256i p =
-        _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)w), sx));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-
-__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"), always_inline)) static inline __m256i
-lanes_vnni(__m256i ax, __m256i sx, const int8_t *w) {
-    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax,
-                               _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)w), sx));
-}
-
-/* 8 vectors of lanes to their 8 sums, column i in lane i (integer adds: exact in any order) */
-__attribute__((target("avx2"), always_inline)) static inline __m256i sums8(const __m256i v[8]) {
-    __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    __m128i lo = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-    __m128i hi = _mm_add_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
-    return _mm256_set_m128i(hi, lo);
-}
-
-/* Columns [c, c + 8) of one block, 8 at a time: the lanes of the C expression, the same
- * roundings (a float multiply, then a fused multiply-add, per column) */
-#define GROUP8(LANES)                                                                              \
-    do {                                                                                           \
-        __m256i v[8];                                                                              \
-        for (int i = 0; i < 8; i++)                                                                \
-            v[i] = LANES(ax, sx, wb + (size_t)(c + i) * KR_Q8_BLOCK);                              \
-        __m256 f = _mm256_cvtepi32_ps(sums8(v));                                                   \
-        __m256 d = _mm256_mul_ps(_mm256_set1_ps(dx), _mm256_loadu_ps(sb + c));                     \
-        _mm256_storeu_ps(acc + c - c0, _mm256_fmadd_ps(d, f, _mm256_loadu_ps(acc + c - c0)));      \
-    } while (0)
-
-/* kr_q8_row's block loop with 8 columns at a time; vnni picks vpdpbusd */
-__attribute__((target("avx2,fma,avx512f,avx512vl,avx512vnni"))) static void
-row_vnni(float *acc, const int8_t *q, float dx, const int8_t *wb, const float *sb, int c0, int c1) {
-    __m256i xq = _mm256_loadu_si256((const __m256i *)q), ax = _mm256_sign_epi8(xq, xq), sx = xq;
-    int c = c0;
-    for (; c + 8 <= c1; c += 8)
-        GROUP8(lanes_vnni);
-    for (; c < c1; c++)
-        acc[c - c0] =
-            fmaf(dx * sb[c], (float)dot_vnni(q, wb + (size_t)c * KR_Q8_BLOCK), acc[c - c0]);
-}
-
-__attribute__((target("avx2,fma"))) static void
-row_avx2(float *acc, const int8_t *q, float dx, const int8_t *wb, const float *sb, int c0, int c1) {
-    __m256i xq = _mm256_loadu_si256((const __m256i *)q), ax = _mm256_sign_epi8(xq, xq), sx = xq;
-    int c = c0;
-    for (; c + 8 <= c1; c += 8)
-        GROUP8(lanes_avx2);
-    for (; c < c1; c++)
-        acc[c - c0] =
-            fmaf(dx * sb[c], (float)dot_avx2(q, wb + (size_t)c * KR_Q8_BLOCK), acc[c - c0]);
-}
+#define MVN(RN, CB)                                                                                \
+    VNNI_TARGET static void micro_vnni_##RN##_##CB(float *t, int ld, const kr_q8_rows *xq, int r,  \
+                                                   int p, const kr_linear *l) {                    \
+        micro_vnni(RN, CB, t, ld, xq, r, p, l);                                                    \
+    }
+MVN(1, 1)
+MVN(1, 2)
+MVN(1, 4)
+MVN(2, 1)
+MVN(2, 2)
+MVN(2, 4)
+MVN(3, 1)
+MVN(3, 2)
+MVN(4, 1)
+MVN(4, 2)
+/* [rows - 1][log2 panels]: 4 rows x 2 panels for many rows, 1-2 rows x 4 panels (8 chains
+ * in flight) for a decode step's one or two */
+static const micro_fn micro_vnni_table[VN_RB][3] = {
+    {micro_vnni_1_1, micro_vnni_1_2, micro_vnni_1_4},
+    {micro_vnni_2_1, micro_vnni_2_2, micro_vnni_2_4},
+    {micro_vnni_3_1, micro_vnni_3_2, NULL},
+    {micro_vnni_4_1, micro_vnni_4_2, NULL}};
 
 static int has_vnni(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw");
+}
+
+static void tile_vnni(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+                      const kr_linear *l) {
+    int ld = cb * PANEL, wide = rn <= 2 ? 2 : 1; /* log2 of the panels a call takes */
+    for (int c = 0; c < cb;) {
+        int lg = wide;
+        while (c + (1 << lg) > cb)
+            lg--;
+        for (int i = 0; i < rn; i += VN_RB) {
+            int n = rn - i < VN_RB ? rn - i : VN_RB;
+            micro_vnni_table[n - 1][lg](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c, l);
+        }
+        c += 1 << lg;
+    }
+}
+
+static void tile_avx2(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+                      const kr_linear *l) {
+    int ld = cb * PANEL;
+    for (int c = 0; c < cb; c++)
+        for (int i = 0; i < rn; i += A2_RB) {
+            int n = rn - i < A2_RB ? rn - i : A2_RB;
+            micro_avx2_table[n - 1](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c, l);
+        }
 }
 #endif
 
-typedef int32_t (*dot_fn)(const int8_t *, const int8_t *);
-
-static dot_fn pick(kr_simd simd) {
+void kr_q8_tile(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb, const kr_linear *l,
+                kr_simd simd) {
 #ifdef KR_X86
-    if (simd == KR_SIMD_AVX512 && has_vnni()) return dot_vnni;
-    if (simd >= KR_SIMD_AVX2) return dot_avx2;
+    if (simd == KR_SIMD_AVX512 && has_vnni()) {
+        tile_vnni(t, xq, r, rn, p, cb, l);
+        return;
+    }
+    if (simd >= KR_SIMD_AVX2) {
+        tile_avx2(t, xq, r, rn, p, cb, l);
+        return;
+    }
 #else
     (void)simd;
 #endif
-    return dot_c;
-}
-
-void kr_q8_row(float *acc, const float *x, int c0, int c1, const kr_linear *l, kr_simd simd) {
-    dot_fn dot = pick(simd);
-    int in = l->in, out = l->out, nb = kr_q8_blocks(in);
-    for (int c = c0; c < c1; c++)
-        acc[c - c0] = 0.0f;
-    for (int b = 0; b < nb; b++) {
-        int8_t q[KR_Q8_BLOCK];
-        int n = in - b * KR_Q8_BLOCK < KR_Q8_BLOCK ? in - b * KR_Q8_BLOCK : KR_Q8_BLOCK;
-        float dx = kr_q8_quantise(q, x + b * KR_Q8_BLOCK, n);
-        const int8_t *wb = l->wq + (size_t)b * out * KR_Q8_BLOCK;
-        const float *sb = l->ws + (size_t)b * out;
-#ifdef KR_X86
-        if (dot == dot_vnni || dot == dot_avx2) {
-            (dot == dot_vnni ? row_vnni : row_avx2)(acc, q, dx, wb, sb, c0, c1);
-            continue;
-        }
-#endif
-        for (int c = c0; c < c1; c++) {
-            int32_t s = dot(q, wb + (size_t)c * KR_Q8_BLOCK);
-            acc[c - c0] = fmaf(dx * sb[c], (float)s, acc[c - c0]);
-        }
-    }
+    tile_c(t, xq, r, rn, p, cb, l);
 }

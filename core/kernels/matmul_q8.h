@@ -1,29 +1,60 @@
-/* matmul_q8.h — int8 weights (weights = int8): packing and the per-row chains. Internal to
- * core/. matmul.c schedules the tasks and writes the results; this file owns the arithmetic. */
+/* matmul_q8.h — int8 weights (weights = int8): packing, the activations' quantisation and the
+ * register-blocked tiles of the product. Internal to core/. matmul.c schedules the tasks and
+ * writes the results; matmul_q8.c owns the arithmetic. */
 #ifndef KR_MATMUL_Q8_H
 #define KR_MATMUL_Q8_H
 
 #include "layers.h"
 
+#include <stddef.h>
+
 #define KR_Q8_BLOCK 32 /* weights and activations share one scale per 32 along the input */
+#define KR_Q8_PANEL 16 /* output columns per packed panel */
+/* Layers with a longer input stay float32: a task quantises its rows on its own stack. */
+#define KR_Q8_MAX_IN      16384
+#define KR_Q8_TILE_ROWS   16 /* at most this many rows per kr_q8_tile call */
+#define KR_Q8_TILE_PANELS 8  /* and this many panels */
 
 /* Blocks along an input of n: the last one zero-padded. */
 static inline int kr_q8_blocks(int in) {
     return (in + KR_Q8_BLOCK - 1) / KR_Q8_BLOCK;
 }
 
-/* w[out][in] quantised: wq [block][out][32] (round(w / d), d = the block's |w| max / 127),
- * ws [block][out] the scales d. wq holds kr_q8_blocks(in) * out * 32 bytes, ws
- * kr_q8_blocks(in) * out floats. */
+/* Scales of a packed [out][in] weight (one per column and block, columns padded to whole
+ * panels); its int8 part holds KR_Q8_BLOCK bytes per scale. */
+size_t kr_q8_scales(int out, int in);
+
+/* w[out][in] quantised: per column and block of 32 inputs, q = round(w / d) (half away from
+ * zero), d = the block's |w| max / 127. Packed for vpdpbusd: [panel][block][quad of 4 inputs]
+ * [16 columns][4 bytes], each byte q + 128 (q ^ 0x80: unsigned), pad columns and inputs q = 0;
+ * ws [panel][block][16]. wq holds kr_q8_scales(out, in) * 32 bytes, ws kr_q8_scales floats. */
 void kr_q8_pack(int8_t *wq, float *ws, const float *w, int out, int in);
+
+/* The packed layer's quantised weight of column o at input k, and column o's scale of block b */
+int kr_q8_weight(const kr_linear *l, int o, int k);
+float kr_q8_scale(const kr_linear *l, int o, int b);
 
 /* One block of n <= 32 values quantised like the weights: q[32] (zero past n), returns d. */
 float kr_q8_quantise(int8_t *q, const float *x, int n);
 
-/* acc[c - c0] = row x's product with columns [c0, c1) of l (wq), bias not added: per block b
- * in order, acc = fma(dx_b * dw_b, (float)isum_b, acc), isum_b the block's exact integer dot
- * product. simd picks the integer kernel (vpdpbusd, vpmaddubsw or C); the bits do not depend
- * on it. */
-void kr_q8_row(float *acc, const float *x, int c0, int c1, const kr_linear *l, kr_simd simd);
+/* Rows of activations quantised block by block: q [row][block][32], d [row][block] the
+ * scales, neg [row][block] = -128 * the block's sum of q (what the unsigned weights add). */
+typedef struct {
+    int8_t *q;
+    float *d;
+    int32_t *neg;
+    int nb;
+} kr_q8_rows;
+
+/* x's n rows of in values into xq (its nb = kr_q8_blocks(in)). The bits do not depend on simd. */
+void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr_simd simd);
+
+/* t[i][c] (rows i < rn <= KR_Q8_TILE_ROWS, columns c < 16 cb, cb <= KR_Q8_TILE_PANELS) =
+ * row r + i of xq times column 16 p + c of l, bias not added: per block b in order,
+ * acc = fma(dx_b * dw_b, (float)isum_b, acc), isum_b the block's exact integer dot product.
+ * simd picks the integer kernel (vpdpbusd, vpmaddubsw or C); the bits do not depend on it,
+ * nor on r, rn, p or cb. */
+void kr_q8_tile(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb, const kr_linear *l,
+                kr_simd simd);
 
 #endif

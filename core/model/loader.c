@@ -338,8 +338,8 @@ static void untrack(loader *L, const float *p) {
 static int pack_weights(loader *L, kr_linear *l, bool q8) {
     size_t n = kr_linear_packed_floats(l->out, l->in);
     bool bf = L->m->weights == KR_PREC_BF16;
-    q8 = q8 && L->m->weights == KR_PREC_INT8;
-    size_t nq = (size_t)kr_q8_blocks(l->in) * l->out; /* int8 blocks: 32 bytes, a scale each */
+    q8 = q8 && L->m->weights == KR_PREC_INT8 && l->in <= KR_Q8_MAX_IN;
+    size_t nq = kr_q8_scales(l->out, l->in); /* int8 blocks: 32 bytes, a scale each */
     float *wp = track(L, q8 ? nq * (KR_Q8_BLOCK / sizeof(float) + 1) : bf ? (n + 1) / 2 : n);
     if (!wp)
         return kr_fail_code(L->err, KR_E_NO_MEMORY,
@@ -412,7 +412,9 @@ static int pack_dep_s1(loader *L) {
 /* With int8 weights, the layers that stay float32: those at the model's edges (the
  * embeddings of the candles and of the codes, the tokenizer's output head, the predictor's
  * s1 and s2 heads). They are a small share of the bytes; the heads' logits are the
- * forecast's distribution itself, and an input of 6 features is not a block of 32. */
+ * forecast's distribution itself, and an input of 6 features is not a block of 32. A layer
+ * whose input is longer than KR_Q8_MAX_IN stays float32 too (the kernels quantise a task's
+ * rows on its stack). */
 static int pack_all(loader *L) {
     kr_tokenizer_weights *t = &L->m->tok;
     kr_predictor_weights *p = &L->m->pred;
