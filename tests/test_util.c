@@ -439,3 +439,10 @@ void tu_hand8_run(const kr_model *m, const tu_hand8 *h, const kr_evaluate_reques
     }
     if (kr_evaluation_finish(ev, r, &err)) fail_msg("%s", err.msg);
 }
+
+json_t *tu_first_case(tu_case *tc) {
+    json_t *g = tu_load_golden();
+    assert_non_null(g);
+    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), tc), 0);
+    return g;
+}

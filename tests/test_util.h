@@ -74,6 +74,9 @@ json_t *tu_load_golden(void);
 /* A golden case as a greedy request (top_k = 1, T = 1, one path). */
 int tu_case_load(json_t *c, tu_case *tc);
 void tu_case_free(tu_case *tc);
+/* The golden fixture's first case into tc (a cmocka assertion); the fixture, to json_decref
+ * after tu_case_free. */
+json_t *tu_first_case(tu_case *tc);
 int64_t tu_wall(const char *iso); /* "YYYY-MM-DDTHH:MM:SS" -> wall-clock seconds */
 /* n five-minute candles of a random walk from 100 (the same for the same seed): ts[n], and
  * cols[c][n] for every column. */
