@@ -190,7 +190,7 @@ void tu_same_result(const kr_forecast_result *a, const kr_forecast_result *b) {
 }
 
 void tu_walk_forecast(const kr_model *m, bool use_cache, kr_forecast_result *res) {
-    enum { L = 90, P = 12 };
+    enum { L = 90, P = 6 };
     int64_t ts[L];
     static double cols[KR_D_IN][L];
     double *cp[KR_D_IN];
@@ -445,4 +445,15 @@ json_t *tu_first_case(tu_case *tc) {
     assert_non_null(g);
     assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), tc), 0);
     return g;
+}
+
+double tu_max_rel_floats(const float *a, const float *b, int n) {
+    double mx = 0, worst = 0;
+    for (int i = 0; i < n; i++)
+        if (fabs(b[i]) > mx) mx = fabs(b[i]);
+    for (int i = 0; i < n; i++) {
+        double r = fabs((double)a[i] - b[i]) / mx;
+        if (!(r <= worst)) worst = r;
+    }
+    return worst;
 }
