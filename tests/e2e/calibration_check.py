@@ -17,11 +17,10 @@
 
 Prints one line per check ("ok ..." or "FAIL ..."); exits 1 when any failed."""
 import json
-import math
 import sys
 
 import check_util
-from check_util import check, failed
+from check_util import check, failed, lin_q, rank
 
 URL, CHECK, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 DATA = json.load(open(f"{WORK}/series.json"))
@@ -113,19 +112,7 @@ if CHECK == "numpy":
     is_fine = np.array([g in fine for g in grid])
     gi = {g: i for i, g in enumerate(grid)}
 
-    def lin_q(v, taus):  # numpy's linear rule on sorted v (last axis), written out
-        n = v.shape[-1]
-        pos = np.array(taus) * (n - 1)
-        lo = np.floor(pos).astype(int)
-        hi = np.minimum(lo + 1, n - 1)
-        return v[..., lo] + (v[..., hi] - v[..., lo]) * (pos - lo)
-
     raw_grid = lin_q(paths.transpose(0, 2, 1), grid)  # [N][P][G]
-
-    def rank(n, tau):
-        x = math.floor((n + 1) * tau * 1e9 + 0.5) / 1e9
-        k = math.floor(x) if tau < 0.5 else math.ceil(x)
-        return min(max(k, 1), n)
 
     def pav(w, s):
         blocks = []  # [weight, sum, count]

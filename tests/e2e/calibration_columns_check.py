@@ -15,11 +15,10 @@
 Prints one line per check ("ok ..." or "FAIL ..."); exits 1 when any failed."""
 import copy
 import json
-import math
 import sys
 
 import check_util
-from check_util import check, failed
+from check_util import check, failed, lin_q, rank
 
 URL, CHECK, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 DATA = json.load(open(f"{WORK}/series.json"))
@@ -69,18 +68,6 @@ if CHECK == "numpy":
     grid = sorted(set(fine) | set(LEVELS))
     G = len(grid)
     gi = {g: i for i, g in enumerate(grid)}
-
-    def lin_q(v, taus):  # numpy's linear rule on sorted v (last axis), written out
-        n = v.shape[-1]
-        pos = np.array(taus) * (n - 1)
-        lo = np.floor(pos).astype(int)
-        hi = np.minimum(lo + 1, n - 1)
-        return v[..., lo] + (v[..., hi] - v[..., lo]) * (pos - lo)
-
-    def rank(n, tau):
-        x = math.floor((n + 1) * tau * 1e9 + 0.5) / 1e9
-        k = math.floor(x) if tau < 0.5 else math.ceil(x)
-        return min(max(k, 1), n)
 
     def same32(a, b):
         a, b = np.array(a, dtype=float), np.array(b, dtype=float)

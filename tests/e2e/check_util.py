@@ -2,6 +2,7 @@
 printed line per check ("ok ..." or "FAIL ..."), the failures counted, answers cached in
 WORK between the parts of one test."""
 import json
+import math
 import urllib.error
 import urllib.request
 
@@ -43,3 +44,22 @@ def cached(work, name, fetch):
             raise SystemExit(f"FAIL {name}: {status} {r}")
         json.dump(r, open(path, "w"))
         return r
+
+
+def lin_q(v, taus):
+    """numpy's linear quantile rule on v sorted along its last axis, written out (numpy
+    arrays: the caller has numpy)."""
+    import numpy as np
+    n = v.shape[-1]
+    pos = np.array(taus) * (n - 1)
+    lo = np.floor(pos).astype(int)
+    hi = np.minimum(lo + 1, n - 1)
+    return v[..., lo] + (v[..., hi] - v[..., lo]) * (pos - lo)
+
+
+def rank(n, tau):
+    """The conformal rank of level tau among n scores: floor((n + 1) tau) below the median,
+    ceil above, within 1..n (the product rounded to 1e-9 first, as the core does)."""
+    x = math.floor((n + 1) * tau * 1e9 + 0.5) / 1e9
+    k = math.floor(x) if tau < 0.5 else math.ceil(x)
+    return min(max(k, 1), n)
