@@ -120,26 +120,14 @@ static void test_forecast_columns(void **state) {
     (void)state;
     kr_evaluate_request r;
     hand_request(&r);
-    r.calibration_mode = KR_CALIB_ROLLING;
-    kr_evaluation fit;
-    run_hand(&r, &fit);
     kr_calibration obj;
-    kr_error err = {0};
-    assert_int_equal(kr_calibration_copy(&obj, &fit.calibrated->fitted, &err), 0);
-    kr_evaluation_free(&fit);
-    r.calibration_mode = KR_CALIB_GIVEN;
-    r.calibration = &obj;
+    tu_hand8_fit(model, &hand, &r, &obj);
     kr_evaluation ev;
     run_hand(&r, &ev);
     assert_non_null(ev.calibrated->col_coverage);
     for (int k = 0; k < 6; k++) {
-        tu_hand8_forecast f;
-        tu_hand8_origin(&hand, k, &f);
-        kr_forecast_request fr;
-        kr_forecast_request_init(&fr);
-        fr.context = tu_hand8_candles(&hand, k + 2);
         kr_calibrated out;
-        assert_int_equal(kr_calibrate_forecast(&obj, &fr, &f.res, &out, &err), 0);
+        tu_hand8_calibrate(&hand, &obj, k, &out);
         assert_non_null(out.col_quantiles);
         for (int j = 0; j < 3; j++)
             assert_memory_equal(out.col_quantiles + (size_t)j * 3,

@@ -275,26 +275,14 @@ static void test_given_equals_forecast(void **state) {
     (void)state;
     kr_evaluate_request r;
     hand_request(&r);
-    r.calibration_mode = KR_CALIB_ROLLING;
-    kr_evaluation fit;
-    run_hand(&r, &fit);
     kr_calibration obj;
-    kr_error err = {0};
-    assert_int_equal(kr_calibration_copy(&obj, &fit.calibrated->fitted, &err), 0);
-    kr_evaluation_free(&fit);
-    r.calibration_mode = KR_CALIB_GIVEN;
-    r.calibration = &obj;
+    tu_hand8_fit(model, &hand, &r, &obj);
     kr_evaluation ev;
     run_hand(&r, &ev);
     assert_int_equal(ev.calibrated->scored, 6);
     for (int k = 0; k < 6; k++) {
-        tu_hand8_forecast f;
-        tu_hand8_origin(&hand, k, &f);
-        kr_forecast_request fr;
-        kr_forecast_request_init(&fr);
-        fr.context = tu_hand8_candles(&hand, k + 2);
         kr_calibrated out;
-        assert_int_equal(kr_calibrate_forecast(&obj, &fr, &f.res, &out, &err), 0);
+        tu_hand8_calibrate(&hand, &obj, k, &out);
         for (int q = 0; q < 3; q++)
             assert_memory_equal(&out.quantiles[q], &ev.calibrated->quantiles[k * 3 + q],
                                 sizeof(double));
@@ -307,6 +295,7 @@ static void test_given_equals_forecast(void **state) {
     assert_true(ev.calibrated->quantiles[3 * 3 + 2] == 125);
     /* a mismatched object is refused by the plan, naming the field */
     kr_evaluate_plan plan;
+    kr_error err = {0};
     r.horizon = 2;
     tu_expect_invalid(kr_evaluate_plan_make(model, &r, &plan, &err), &err, "calibration.horizon");
     r.horizon = 1;

@@ -457,3 +457,25 @@ double tu_max_rel_floats(const float *a, const float *b, int n) {
     }
     return worst;
 }
+
+void tu_hand8_fit(const kr_model *m, const tu_hand8 *h, kr_evaluate_request *r,
+                  kr_calibration *obj) {
+    r->calibration_mode = KR_CALIB_ROLLING;
+    kr_evaluation fit;
+    tu_hand8_run(m, h, r, &fit);
+    kr_error err = {0};
+    assert_int_equal(kr_calibration_copy(obj, &fit.calibrated->fitted, &err), 0);
+    kr_evaluation_free(&fit);
+    r->calibration_mode = KR_CALIB_GIVEN;
+    r->calibration = obj;
+}
+
+void tu_hand8_calibrate(const tu_hand8 *h, const kr_calibration *obj, int k, kr_calibrated *out) {
+    tu_hand8_forecast f;
+    tu_hand8_origin(h, k, &f);
+    kr_forecast_request fr;
+    kr_forecast_request_init(&fr);
+    fr.context = tu_hand8_candles(h, k + 2);
+    kr_error err = {0};
+    assert_int_equal(kr_calibrate_forecast(obj, &fr, &f.res, out, &err), 0);
+}

@@ -104,4 +104,10 @@ void tu_hand8_origin(const tu_hand8 *h, int k, tu_hand8_forecast *f);
 /* The evaluation of r (six origins) given every origin's hand-made forecast (cmocka). */
 void tu_hand8_run(const kr_model *m, const tu_hand8 *h, const kr_evaluate_request *r,
                   kr_evaluation *ev);
+/* r evaluated rolling, the object it fitted copied into obj, r then made to calibrate by obj
+ * (KR_CALIB_GIVEN); obj to kr_calibration_free. */
+void tu_hand8_fit(const kr_model *m, const tu_hand8 *h, kr_evaluate_request *r,
+                  kr_calibration *obj);
+/* Origin k's forecast calibrated by obj, as /forecast would (cmocka). */
+void tu_hand8_calibrate(const tu_hand8 *h, const kr_calibration *obj, int k, kr_calibrated *out);
 #endif
