@@ -89,7 +89,10 @@ for t in ts: t.start()
 for t in ts: t.join()
 EOF
 APPENDERS=$!
-sleep 1
+for i in $(seq 1 600); do # until 9 candles are acknowledged (30 s at most): kill -9 mid-appends
+    [ "$(cat "$WORK"/acked[0-3] 2>/dev/null | wc -l)" -gt 8 ] && break
+    sleep 0.05
+done
 down9
 wait "$APPENDERS"
 up b
