@@ -509,9 +509,8 @@ static void test_forecast_paths(void **state) {
 
 static void test_seed_determinism(void **state) {
     (void)state;
-    json_t *g = tu_load_golden();
     tu_case tc;
-    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    json_t *g = tu_first_case(&tc);
     kr_sampling s = {1.3, 0, 0.95};
     kr_forecast_result a = run(&tc, true, s, 5, true), b = run(&tc, true, s, 5, true);
     size_t n = (size_t)5 * KR_D_IN * tc.req.horizon;
@@ -588,9 +587,8 @@ static void test_generate_batch(void **state) {
  * row of the last window is generated), one more is an error naming the field. */
 static void test_horizon_limit(void **state) {
     (void)state;
-    json_t *g = tu_load_golden();
     tu_case tc;
-    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    json_t *g = tu_first_case(&tc);
     tc.req.future_timestamps = NULL;
     tc.req.max_context = 24;
     tc.req.horizon = 24;

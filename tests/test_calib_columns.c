@@ -33,13 +33,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-static void expect_field(int rc, const kr_error *err, const char *field) {
-    assert_int_equal(rc, -1);
-    assert_int_equal(err->code, KR_E_INVALID);
-    if (strncmp(err->msg, field, strlen(field)) != 0)
-        fail_msg("expected a message naming %s, got: %s", field, err->msg);
-}
-
 static void test_column_rules(void **state) {
     (void)state;
     const double lv[] = {0.1, 0.9};
@@ -56,10 +49,10 @@ static void test_column_rules(void **state) {
     assert_int_equal(kr_calibration_copy(&bad, &c, &err), 0);
     assert_memory_equal(bad.col_shift, c.col_shift, KR_CALIB_COLS * 2 * 99 * sizeof(double));
     bad.version = 1;
-    expect_field(kr_calibration_check(&bad, &err), &err, "calibration.columns");
+    tu_expect_invalid(kr_calibration_check(&bad, &err), &err, "calibration.columns");
     bad.version = 2;
     bad.col_shift[(2 * 2 + 1) * 99 + 7] = INFINITY; /* low, step 1, level 7 */
-    expect_field(kr_calibration_check(&bad, &err), &err, "calibration.columns.low[1][7]");
+    tu_expect_invalid(kr_calibration_check(&bad, &err), &err, "calibration.columns.low[1][7]");
     kr_calibration_free(&bad);
     c.has_columns = false; /* a version 1 object: close only */
     c.version = 1;
@@ -67,58 +60,17 @@ static void test_column_rules(void **state) {
     kr_calibration_free(&c);
 }
 
-/* Eight candles, lookback 2, horizon 1, stride 1: origins 2..7 (k = 0..5), each forecast one
- * path: close and open at the last close, high and low at 0 while their candles are 1. */
-static int64_t ts8[8] = {0, 60, 120, 180, 240, 300, 360, 420};
-static double ones8[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-static double close8[8] = {100, 100, 100, 125, 100, 100, 125, 125};
+/* tu_hand8 with open equal to close: each forecast's open path and quantiles at the last close
+ * too, high and low at 0 while their candles are 1. */
+static tu_hand8 hand;
 
 static void hand_request(kr_evaluate_request *r) {
-    kr_evaluate_request_init(r);
-    r->candles = (kr_candles){8, ts8, {close8, ones8, ones8, close8, NULL, NULL}};
-    r->lookback = 2;
-    r->horizon = 1;
-    r->stride = 1;
-    r->samples = 1;
-    r->n_quantiles = 3;
-    r->quantiles[0] = 0.1;
-    r->quantiles[1] = 0.5;
-    r->quantiles[2] = 0.9;
-    r->calibration_warmup = 2;
-    r->model_id = "tiny";
-}
-
-typedef struct {
-    double mean[KR_D_IN], paths[KR_D_IN], q[3 * KR_D_IN], up[1];
-    kr_forecast_result res;
-} fake;
-
-static void fake_origin(int k, fake *f) {
-    const double last = close8[k + 1];
-    memset(f, 0, sizeof *f);
-    f->mean[KR_CLOSE] = f->paths[KR_CLOSE] = f->paths[KR_OPEN] = last;
-    for (int q = 0; q < 3; q++)
-        f->q[q * KR_D_IN + KR_CLOSE] = f->q[q * KR_D_IN + KR_OPEN] = last;
-    f->res = (kr_forecast_result){.horizon = 1,
-                                  .samples = 1,
-                                  .n_quantiles = 3,
-                                  .mean = f->mean,
-                                  .paths = f->paths,
-                                  .quantiles = f->q,
-                                  .prob_close_up = f->up};
+    tu_hand8_init(&hand, true);
+    tu_hand8_request(&hand, r);
 }
 
 static void run_hand(const kr_evaluate_request *r, kr_evaluation *ev) {
-    kr_evaluate_plan plan;
-    kr_error err = {0};
-    if (kr_evaluate_plan_make(model, r, &plan, &err) || kr_evaluation_init(r, &plan, ev, &err))
-        fail_msg("%s", err.msg);
-    for (int k = 0; k < 6; k++) {
-        fake f;
-        fake_origin(k, &f);
-        if (kr_evaluation_add(ev, r, k, &f.res, &err)) fail_msg("%s", err.msg);
-    }
-    if (kr_evaluation_finish(ev, r, &err)) fail_msg("%s", err.msg);
+    tu_hand8_run(model, &hand, r, ev);
 }
 
 static void test_rolling_columns(void **state) {
@@ -168,26 +120,14 @@ static void test_forecast_columns(void **state) {
     (void)state;
     kr_evaluate_request r;
     hand_request(&r);
-    r.calibration_mode = KR_CALIB_ROLLING;
-    kr_evaluation fit;
-    run_hand(&r, &fit);
     kr_calibration obj;
-    kr_error err = {0};
-    assert_int_equal(kr_calibration_copy(&obj, &fit.calibrated->fitted, &err), 0);
-    kr_evaluation_free(&fit);
-    r.calibration_mode = KR_CALIB_GIVEN;
-    r.calibration = &obj;
+    tu_hand8_fit(model, &hand, &r, &obj);
     kr_evaluation ev;
     run_hand(&r, &ev);
     assert_non_null(ev.calibrated->col_coverage);
     for (int k = 0; k < 6; k++) {
-        fake f;
-        fake_origin(k, &f);
-        kr_forecast_request fr;
-        kr_forecast_request_init(&fr);
-        fr.context = (kr_candles){k + 2, ts8, {close8, ones8, ones8, close8, NULL, NULL}};
         kr_calibrated out;
-        assert_int_equal(kr_calibrate_forecast(&obj, &fr, &f.res, &out, &err), 0);
+        tu_hand8_calibrate(&hand, &obj, k, &out);
         assert_non_null(out.col_quantiles);
         for (int j = 0; j < 3; j++)
             assert_memory_equal(out.col_quantiles + (size_t)j * 3,

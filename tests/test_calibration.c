@@ -135,13 +135,6 @@ static void test_ks_and_grid(void **state) {
 
 /* ---- the object's rules ------------------------------------------------------------------ */
 
-static void expect_field(int rc, const kr_error *err, const char *field) {
-    assert_int_equal(rc, -1);
-    assert_int_equal(err->code, KR_E_INVALID);
-    if (strncmp(err->msg, field, strlen(field)) != 0)
-        fail_msg("expected a message naming %s, got: %s", field, err->msg);
-}
-
 static void test_object_rules(void **state) {
     (void)state;
     const double lv[] = {0.1, 0.9};
@@ -156,7 +149,7 @@ static void test_object_rules(void **state) {
     do {                                                                                           \
         assert_int_equal(kr_calibration_copy(&bad, &c, &err), 0);                                  \
         edit;                                                                                      \
-        expect_field(kr_calibration_check(&bad, &err), &err, field);                               \
+        tu_expect_invalid(kr_calibration_check(&bad, &err), &err, field);                          \
         kr_calibration_free(&bad);                                                                 \
     } while (0)
     BROKEN(bad.version = 3, "calibration.version");
@@ -171,72 +164,31 @@ static void test_object_rules(void **state) {
     BROKEN(bad.up_n[1] = 6, "calibration.steps[1].up_x");
     BROKEN(bad.up_n[1] = 0, "calibration.steps[1].up_x");
 #undef BROKEN
-    expect_field(kr_calibration_match(&c, "m2", 2, 4, lv, 2, &err), &err, "calibration.model");
-    expect_field(kr_calibration_match(&c, "m1", 3, 4, lv, 2, &err), &err, "calibration.horizon");
-    expect_field(kr_calibration_match(&c, "m1", 2, 8, lv, 2, &err), &err, "calibration.samples");
+    tu_expect_invalid(kr_calibration_match(&c, "m2", 2, 4, lv, 2, &err), &err, "calibration.model");
+    tu_expect_invalid(kr_calibration_match(&c, "m1", 3, 4, lv, 2, &err), &err,
+                      "calibration.horizon");
+    tu_expect_invalid(kr_calibration_match(&c, "m1", 2, 8, lv, 2, &err), &err,
+                      "calibration.samples");
     const double other[] = {0.1, 0.8};
-    expect_field(kr_calibration_match(&c, "m1", 2, 4, other, 2, &err), &err,
-                 "calibration.quantiles");
-    expect_field(kr_calibration_match(&c, "m1", 2, 4, lv, 1, &err), &err, "calibration.quantiles");
+    tu_expect_invalid(kr_calibration_match(&c, "m1", 2, 4, other, 2, &err), &err,
+                      "calibration.quantiles");
+    tu_expect_invalid(kr_calibration_match(&c, "m1", 2, 4, lv, 1, &err), &err,
+                      "calibration.quantiles");
     kr_calibration_free(&c);
 }
 
 /* ---- rolling, by hand --------------------------------------------------------------------- */
 
-/* Eight candles, lookback 2, horizon 1, stride 1: origins 2..7 (k = 0..5), each forecast one
- * path equal to its last close. The outcomes' returns: 0, 0.25, -0.2, 0, 0.25, 0. */
-static int64_t ts8[8] = {0, 60, 120, 180, 240, 300, 360, 420};
-static double ones8[8] = {1, 1, 1, 1, 1, 1, 1, 1};
-static double close8[8] = {100, 100, 100, 125, 100, 100, 125, 125};
+/* tu_hand8 with open at 1. The outcomes' returns: 0, 0.25, -0.2, 0, 0.25, 0. */
+static tu_hand8 hand;
 
 static void hand_request(kr_evaluate_request *r) {
-    kr_evaluate_request_init(r);
-    r->candles = (kr_candles){8, ts8, {ones8, ones8, ones8, close8, NULL, NULL}};
-    r->lookback = 2;
-    r->horizon = 1;
-    r->stride = 1;
-    r->samples = 1;
-    r->n_quantiles = 3;
-    r->quantiles[0] = 0.1;
-    r->quantiles[1] = 0.5;
-    r->quantiles[2] = 0.9;
-    r->calibration_warmup = 2;
-    r->model_id = "tiny";
-}
-
-/* Origin k's forecast: one path at the last close (P(up) 0). */
-typedef struct {
-    double mean[KR_D_IN], paths[KR_D_IN], q[3 * KR_D_IN], up[1];
-    kr_forecast_result res;
-} fake;
-
-static void fake_origin(int k, fake *f) {
-    const double last = close8[k + 1];
-    memset(f, 0, sizeof *f);
-    f->mean[KR_CLOSE] = f->paths[KR_CLOSE] = last;
-    for (int q = 0; q < 3; q++)
-        f->q[q * KR_D_IN + KR_CLOSE] = last;
-    f->res = (kr_forecast_result){.horizon = 1,
-                                  .samples = 1,
-                                  .n_quantiles = 3,
-                                  .mean = f->mean,
-                                  .paths = f->paths,
-                                  .quantiles = f->q,
-                                  .prob_close_up = f->up};
+    tu_hand8_init(&hand, false);
+    tu_hand8_request(&hand, r);
 }
 
 static void run_hand(const kr_evaluate_request *r, kr_evaluation *ev) {
-    kr_evaluate_plan plan;
-    kr_error err = {0};
-    if (kr_evaluate_plan_make(model, r, &plan, &err) || kr_evaluation_init(r, &plan, ev, &err))
-        fail_msg("%s", err.msg);
-    assert_int_equal(ev->origins, 6);
-    for (int k = 0; k < 6; k++) {
-        fake f;
-        fake_origin(k, &f);
-        if (kr_evaluation_add(ev, r, k, &f.res, &err)) fail_msg("%s", err.msg);
-    }
-    if (kr_evaluation_finish(ev, r, &err)) fail_msg("%s", err.msg);
+    tu_hand8_run(model, &hand, r, ev);
 }
 
 static void test_rolling_by_hand(void **state) {
@@ -297,23 +249,23 @@ static void test_no_look_ahead(void **state) {
     r.calibration_mode = KR_CALIB_ROLLING;
     kr_evaluation before, after;
     run_hand(&r, &before);
-    const double keep6 = close8[6], keep7 = close8[7];
-    close8[7] = 90; /* origin 7's outcome: no origin's calibration uses it */
+    const double keep6 = hand.close[6], keep7 = hand.close[7];
+    hand.close[7] = 90; /* origin 7's outcome: no origin's calibration uses it */
     run_hand(&r, &after);
     assert_memory_equal(before.calibrated->quantiles, after.calibrated->quantiles,
                         6 * 3 * sizeof(double));
     assert_memory_equal(before.calibrated->prob_close_up, after.calibrated->prob_close_up,
                         6 * sizeof(double));
     kr_evaluation_free(&after);
-    close8[7] = keep7;
-    close8[6] = 150; /* origin 6's outcome: origin 7 (k 5) only */
+    hand.close[7] = keep7;
+    hand.close[6] = 150; /* origin 6's outcome: origin 7 (k 5) only */
     run_hand(&r, &after);
     assert_memory_equal(before.calibrated->quantiles, after.calibrated->quantiles,
                         5 * 3 * sizeof(double));
     assert_memory_equal(before.calibrated->prob_close_up, after.calibrated->prob_close_up,
                         5 * sizeof(double));
     assert_true(after.calibrated->quantiles[5 * 3 + 2] != before.calibrated->quantiles[5 * 3 + 2]);
-    close8[6] = keep6;
+    hand.close[6] = keep6;
     kr_evaluation_free(&after);
     kr_evaluation_free(&before);
 }
@@ -323,26 +275,14 @@ static void test_given_equals_forecast(void **state) {
     (void)state;
     kr_evaluate_request r;
     hand_request(&r);
-    r.calibration_mode = KR_CALIB_ROLLING;
-    kr_evaluation fit;
-    run_hand(&r, &fit);
     kr_calibration obj;
-    kr_error err = {0};
-    assert_int_equal(kr_calibration_copy(&obj, &fit.calibrated->fitted, &err), 0);
-    kr_evaluation_free(&fit);
-    r.calibration_mode = KR_CALIB_GIVEN;
-    r.calibration = &obj;
+    tu_hand8_fit(model, &hand, &r, &obj);
     kr_evaluation ev;
     run_hand(&r, &ev);
     assert_int_equal(ev.calibrated->scored, 6);
     for (int k = 0; k < 6; k++) {
-        fake f;
-        fake_origin(k, &f);
-        kr_forecast_request fr;
-        kr_forecast_request_init(&fr);
-        fr.context = (kr_candles){k + 2, ts8, {ones8, ones8, ones8, close8, NULL, NULL}};
         kr_calibrated out;
-        assert_int_equal(kr_calibrate_forecast(&obj, &fr, &f.res, &out, &err), 0);
+        tu_hand8_calibrate(&hand, &obj, k, &out);
         for (int q = 0; q < 3; q++)
             assert_memory_equal(&out.quantiles[q], &ev.calibrated->quantiles[k * 3 + q],
                                 sizeof(double));
@@ -355,14 +295,15 @@ static void test_given_equals_forecast(void **state) {
     assert_true(ev.calibrated->quantiles[3 * 3 + 2] == 125);
     /* a mismatched object is refused by the plan, naming the field */
     kr_evaluate_plan plan;
+    kr_error err = {0};
     r.horizon = 2;
-    expect_field(kr_evaluate_plan_make(model, &r, &plan, &err), &err, "calibration.horizon");
+    tu_expect_invalid(kr_evaluate_plan_make(model, &r, &plan, &err), &err, "calibration.horizon");
     r.horizon = 1;
     r.model_id = "another";
-    expect_field(kr_evaluate_plan_make(model, &r, &plan, &err), &err, "calibration.model");
+    tu_expect_invalid(kr_evaluate_plan_make(model, &r, &plan, &err), &err, "calibration.model");
     r.calibration_mode = KR_CALIB_ROLLING;
     r.calibration_warmup = 0;
-    expect_field(kr_evaluate_plan_make(model, &r, &plan, &err), &err, "calibration_warmup");
+    tu_expect_invalid(kr_evaluate_plan_make(model, &r, &plan, &err), &err, "calibration_warmup");
     kr_evaluation_free(&ev);
     kr_calibration_free(&obj);
 }

@@ -511,17 +511,6 @@ static void run_chunks(const kr_block *b, const float *xin, const int *sizes, in
     cache_free(&q.c);
 }
 
-static double max_rel(const float *a, const float *b, int n) {
-    double mx = 0, worst = 0;
-    for (int i = 0; i < n; i++)
-        if (fabs(b[i]) > mx) mx = fabs(b[i]);
-    for (int i = 0; i < n; i++) {
-        double r = fabs((double)a[i] - b[i]) / mx;
-        if (!(r <= worst)) worst = r;
-    }
-    return worst;
-}
-
 static void check_block(bool shift) {
     block_data bd;
     kr_block b;
@@ -543,20 +532,20 @@ static void check_block(bool shift) {
     print_message("block (kv_shift %s): full call vs double reference %.2e\n", tag, worst);
     assert_true(worst < 1e-5);
     /* the block changed its input (a block that did nothing would pass the chunk checks) */
-    assert_true(max_rel(full, bd.x, BT * BD) > 1e-2);
+    assert_true(tu_max_rel_floats(full, bd.x, BT * BD) > 1e-2);
 
     /* chunked calls, with one cache block for all 6 positions and with blocks of 4 and 1 */
     const int block_lens[] = {BT, 4, 1};
     for (int l = 0; l < 3; l++) {
         int bl = block_lens[l];
         run_chunks(&b, bd.x, one, 1, bl, true, part);
-        double r1 = max_rel(part, full, BT * BD);
+        double r1 = tu_max_rel_floats(part, full, BT * BD);
         run_chunks(&b, bd.x, two, 2, bl, true, part);
-        double r2 = max_rel(part, full, BT * BD);
+        double r2 = tu_max_rel_floats(part, full, BT * BD);
         run_chunks(&b, bd.x, six, 6, bl, true, part);
-        double r6 = max_rel(part, full, BT * BD);
+        double r6 = tu_max_rel_floats(part, full, BT * BD);
         run_chunks(&b, bd.x, mixed, 3, bl, true, part);
-        double r3 = max_rel(part, full, BT * BD);
+        double r3 = tu_max_rel_floats(part, full, BT * BD);
         print_message("block (kv_shift %s, cache blocks of %d): 6 %.2e, 2+4 %.2e, 1x6 %.2e, "
                       "3+1+2 %.2e\n",
                       tag, bl, r1, r2, r6, r3);
@@ -568,7 +557,7 @@ static void check_block(bool shift) {
     if (shift) {
         /* without the previous chunk's k/v the shift sees k_{-1} = 0 at every chunk start */
         run_chunks(&b, bd.x, two, 2, BT, false, part);
-        assert_true(max_rel(part, full, BT * BD) > 1e-3);
+        assert_true(tu_max_rel_floats(part, full, BT * BD) > 1e-3);
     }
 }
 
@@ -593,7 +582,7 @@ static void check_block_batch(bool shift) {
     const int one[] = {6};
     run_chunks(&b, bd.x, one, 1, BT, true, fa);
     run_chunks(&b, xb, one, 1, BT, true, fb);
-    assert_true(max_rel(fa, fb, BT * BD) > 1e-2);
+    assert_true(tu_max_rel_floats(fa, fb, BT * BD) > 1e-2);
 
     /* same offsets: S = 2, T = 3 twice */
     seq_state A, B;
@@ -602,7 +591,7 @@ static void check_block_batch(bool shift) {
     seq_state *ab[2] = {&A, &B};
     seq_step(&b, ab, 2, 3);
     seq_step(&b, ab, 2, 3);
-    double ra = max_rel(A.x, fa, BT * BD), rb = max_rel(B.x, fb, BT * BD);
+    double ra = tu_max_rel_floats(A.x, fa, BT * BD), rb = tu_max_rel_floats(B.x, fb, BT * BD);
     cache_free(&A.c);
     cache_free(&B.c);
 
@@ -615,7 +604,7 @@ static void check_block_batch(bool shift) {
     seq_step(&b, b1, 1, 2);
     seq_step(&b, ab, 2, 2);
     seq_step(&b, b1, 1, 2);
-    double ra2 = max_rel(A.x, fa, BT * BD), rb2 = max_rel(B.x, fb, BT * BD);
+    double ra2 = tu_max_rel_floats(A.x, fa, BT * BD), rb2 = tu_max_rel_floats(B.x, fb, BT * BD);
     cache_free(&A.c);
     cache_free(&B.c);
     print_message("block batch (kv_shift %s): same offsets %.2e %.2e, different %.2e %.2e\n",

@@ -336,17 +336,6 @@ static void decoded(const kr_model *m, float *out) {
     if (rc) fail_msg("tokenizer decode: %s", err.msg);
 }
 
-static double max_rel(const float *a, const float *b, int n) {
-    double mx = 0, worst = 0;
-    for (int i = 0; i < n; i++)
-        if (fabs(b[i]) > mx) mx = fabs(b[i]);
-    for (int i = 0; i < n; i++) {
-        double r = fabs((double)a[i] - b[i]) / mx;
-        if (!(r <= worst)) worst = r;
-    }
-    return worst;
-}
-
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb;
     (void)flag;
@@ -487,7 +476,8 @@ static void check_converted(const char *dtype, double tol) {
     float l[1024], o[NW * KR_D_IN];
     window_logits(m, l);
     decoded(m, o);
-    double rl = max_rel(l, g_ref_logits, 1024), ro = max_rel(o, g_ref_decoded, NW * KR_D_IN);
+    double rl = tu_max_rel_floats(l, g_ref_logits, 1024),
+           ro = tu_max_rel_floats(o, g_ref_decoded, NW * KR_D_IN);
     print_message("%s: s1 logits max diff %.2e, decoded candles %.2e (relative to max |F32|)\n",
                   dtype, rl, ro);
     assert_true(rl < tol);

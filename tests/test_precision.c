@@ -30,22 +30,9 @@
 
 static char dirs[4][64]; /* the model in F32, BF16 and F16; and in F32 with kv_shift */
 static const char *const dtypes[4] = {"f32", "bf16", "f16", "f32 --kv-shift"};
-static int32_t tok1[N_TOK + 1], tok2[N_TOK + 1];
-static kr_stamp stamps[N_TOK + 1];
 
 static kr_model *load_kv(int file, kr_precision weights, kr_precision kv) {
-    char tok[128], pred[128];
-    snprintf(tok, sizeof tok, "%s/tokenizer", dirs[file]);
-    snprintf(pred, sizeof pred, "%s/predictor", dirs[file]);
-    kr_model_paths p = {.tokenizer_dir = tok,
-                        .predictor_dir = pred,
-                        .max_context = 512,
-                        .weights = weights,
-                        .kv = kv};
-    kr_error err = {0};
-    kr_model *m = kr_model_load(&p, &err);
-    if (!m) fprintf(stderr, "%s as %s: %s\n", dirs[file], kr_precision_name(weights), err.msg);
-    return m;
+    return tu_load_dir(dirs[file], weights, kv);
 }
 
 static kr_model *load(int file, kr_precision weights) {
@@ -54,85 +41,18 @@ static kr_model *load(int file, kr_precision weights) {
 
 static int setup(void **state) {
     (void)state;
-    const char *tool = getenv("KR_MKMODEL");
-    if (!tool) {
-        fprintf(stderr, "KR_MKMODEL is not set\n");
-        return -1;
-    }
-    for (int f = 0; f < 4; f++) {
-        snprintf(dirs[f], sizeof dirs[f], "/tmp/kr-precision-test-XXXXXX");
-        if (!mkdtemp(dirs[f])) return -1;
-        char cmd[512];
-        /* tokenizer heads of 32 and predictor heads of 32: the AVX-512 head paths */
-        snprintf(cmd, sizeof cmd,
-                 "%s --out %s --preset tiny --d-model 128 --tok-d-model 64 --seed 5 --dtype %s "
-                 ">/dev/null",
-                 tool, dirs[f], dtypes[f]);
-        if (system(cmd) != 0) return -1;
-    }
-    for (int i = 0; i <= N_TOK; i++) {
-        tok1[i] = (int32_t)(i * 37 % V);
-        tok2[i] = (int32_t)(i * 91 % V);
-        stamps[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
-    }
-    return 0;
+    return tu_mkmodels(dirs, dtypes, 4, 5);
 }
 
 static int teardown(void **state) {
     (void)state;
-    for (int f = 0; f < 4; f++) {
-        char cmd[384];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dirs[f]);
-        if (system(cmd) != 0) return -1;
-    }
-    return 0;
+    return tu_rmdirs(dirs, 4);
 }
 
-/* s1 logits after the whole sequence in one chunk, token by token the last 8, and the s2
- * logits of PATHS forks each given its own token, batched and one at a time: out holds
- * [s1 | s1 by tokens | forks' s1 | forks' s2], and the two ways must agree. */
-#define OUT_FLOATS (2 * V + 2 * PATHS * V)
+/* tu_fork_logits of this file's sequence: past 64 tokens, the tile path's prefix */
+#define OUT_FLOATS TU_LOGITS_FLOATS(PATHS)
 static void logits(const kr_model *m, float *out) {
-    kr_error err;
-    kr_pool *pool = kr_pool_create(m, (size_t)64 << 20, &err);
-    assert_non_null(pool);
-    kr_cache *c = kr_cache_create(pool, 0, &err), *t = kr_cache_create(pool, 0, &err);
-    assert_non_null(c);
-    assert_non_null(t);
-    assert_int_equal(kr_cache_append(&c, 1, tok1, tok2, stamps, N_TOK, out, &err), 0);
-    assert_int_equal(kr_cache_append(&t, 1, tok1, tok2, stamps, N_TOK - 8, NULL, &err), 0);
-    for (int i = N_TOK - 8; i < N_TOK; i++)
-        assert_int_equal(kr_cache_append(&t, 1, tok1 + i, tok2 + i, stamps + i, 1, out + V, &err),
-                         0);
-    assert_memory_equal(out, out + V, V * sizeof(float));
-    kr_cache *f[PATHS];
-    int32_t a[PATHS], b[PATHS], chosen[PATHS];
-    kr_stamp st[PATHS];
-    for (int p = 0; p < PATHS; p++) {
-        assert_non_null(f[p] = kr_cache_fork(c, &err));
-        a[p] = (int32_t)(100 + 17 * p);
-        b[p] = (int32_t)(900 - 31 * p);
-        chosen[p] = (int32_t)(7 * p);
-        st[p] = stamps[N_TOK];
-    }
-    float *s1 = out + 2 * V, *s2 = s1 + PATHS * V;
-    assert_int_equal(kr_cache_append(f, PATHS, a, b, st, 1, s1, &err), 0);
-    assert_int_equal(kr_cache_s2_logits(f, PATHS, chosen, s2, &err), 0);
-    for (int p = 0; p < PATHS; p++) { /* each alone, forked again from the prefix */
-        float one1[V], one2[V];
-        kr_cache *g = kr_cache_fork(c, &err);
-        assert_non_null(g);
-        assert_int_equal(kr_cache_append(&g, 1, &a[p], &b[p], st, 1, one1, &err), 0);
-        assert_int_equal(kr_cache_s2_logits(&g, 1, &chosen[p], one2, &err), 0);
-        assert_memory_equal(one1, s1 + p * V, sizeof one1);
-        assert_memory_equal(one2, s2 + p * V, sizeof one2);
-        kr_cache_free(g);
-    }
-    for (int p = 0; p < PATHS; p++)
-        kr_cache_free(f[p]);
-    kr_cache_free(c);
-    kr_cache_free(t);
-    kr_pool_free(pool);
+    tu_fork_logits(m, N_TOK, 8, PATHS, out);
 }
 
 /* On every level the CPU has: the BF16 file as bf16 equals it as f32 (the anchor above),
@@ -147,32 +67,10 @@ static void test_bf16_anchor_levels(void **state) {
     assert_int_equal(kr_model_weights(as_f32), KR_PREC_F32);
     assert_null(as_bf16->pred.blocks[0].qkv.wp); /* BF16 panels only */
     assert_non_null(as_bf16->pred.blocks[0].qkv.wh);
-    static float first[OUT_FLOATS], a[OUT_FLOATS], b[OUT_FLOATS];
-    kr_forecast_result first_fc = {0};
-    int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
-        if (kr_simd_set((kr_simd)s) != 0) continue;
-        logits(as_f32, a);
-        logits(as_bf16, b);
-        assert_memory_equal(a, b, sizeof a);
-        kr_forecast_result cached, plain;
-        tu_walk_forecast(as_bf16, true, &cached);
-        tu_walk_forecast(as_bf16, false, &plain);
-        tu_same_paths(&cached, &plain);
-        kr_forecast_result_free(&plain);
-        if (levels++ == 0) {
-            memcpy(first, b, sizeof first);
-            first_fc = cached;
-        } else {
-            assert_memory_equal(first, b, sizeof first);
-            tu_same_paths(&first_fc, &cached);
-            kr_forecast_result_free(&cached);
-        }
-    }
-    kr_simd_set(kr_simd_level()); /* back to the best */
+    static float first[OUT_FLOATS];
+    int levels = tu_levels_agree(as_bf16, as_f32, N_TOK, 8, PATHS, first);
     print_message("# weights bf16: %d kernel levels agree with float32 on the BF16 values\n",
                   levels);
-    kr_forecast_result_free(&first_fc);
     kr_model_free(as_f32);
     kr_model_free(as_bf16);
 }
@@ -245,11 +143,7 @@ static void test_bf16_from_f32_and_f16(void **state) {
     static float a[OUT_FLOATS], b[OUT_FLOATS];
     logits(f32, a);
     logits(f32_bf, b);
-    double worst = 0, scale = 0;
-    for (int i = 0; i < V; i++) {
-        worst = fmax(worst, fabs((double)a[i] - b[i]));
-        scale = fmax(scale, fabs((double)a[i]));
-    }
+    double scale, worst = tu_moved(a, b, V, &scale);
     print_message("# weights bf16 on an F32 file: s1 logits moved by %.3g of their %.3g\n", worst,
                   scale);
     assert_true(worst > 0);
@@ -269,11 +163,6 @@ static void test_bf16_from_f32_and_f16(void **state) {
 }
 
 /* ---- kv bf16 ------------------------------------------------------------------------------ */
-
-static float lcg(uint32_t *st) { /* uniform in [-1, 1) */
-    *st = *st * 1664525u + 1013904223u;
-    return (float)((*st >> 8) & 0xffffff) / (float)(1 << 23) - 1.0f;
-}
 
 /* Attention over a BF16 view equals attention over a float32 view holding the same keys and
  * values rounded by nearest_bf16 (the test's own rounding), bit for bit, on every level: the
@@ -302,7 +191,7 @@ static void attention_over_bf16(int d, int n_heads, int n_rows) {
     for (int pos = 0; pos < KEYS; pos++)
         for (int kind = 0; kind < 2; kind++) {
             for (int i = 0; i < d; i++) {
-                krow[i] = lcg(&st) * 3.0f;
+                krow[i] = tu_lcg(&st) * 3.0f;
                 uint32_t u = (uint32_t)nearest_bf16(krow[i]) << 16;
                 memcpy(&kw[i], &u, sizeof u);
             }
@@ -315,7 +204,7 @@ static void attention_over_bf16(int d, int n_heads, int n_rows) {
             }
         }
     for (size_t i = 0; i < (size_t)n_rows * d; i++)
-        q[i] = lcg(&st);
+        q[i] = tu_lcg(&st);
     kr_attn_row *fr = malloc((size_t)n_rows * sizeof *fr),
                 *hr = malloc((size_t)n_rows * sizeof *hr);
     for (int r = 0; r < n_rows; r++) { /* causal ends from 70 keys: a shared prefix past 64 */
@@ -357,41 +246,16 @@ static void test_kv_bf16_model(void **state) {
         assert_non_null(m);
         assert_int_equal(kr_model_kv(m), KR_PREC_BF16);
         assert_int_equal(2 * kr_pool_bytes_for(m, 512), kr_pool_bytes_for(f32, 512));
-        static float first[OUT_FLOATS], b[OUT_FLOATS], ref[OUT_FLOATS];
-        kr_forecast_result first_fc = {0};
-        int levels = 0;
-        for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
-            if (kr_simd_set((kr_simd)s) != 0) continue;
-            logits(m, b);
-            kr_forecast_result cached, plain;
-            tu_walk_forecast(m, true, &cached);
-            tu_walk_forecast(m, false, &plain);
-            assert_int_equal(cached.usage.kv, KR_PREC_BF16);
-            tu_same_paths(&cached, &plain);
-            kr_forecast_result_free(&plain);
-            if (levels++ == 0) {
-                memcpy(first, b, sizeof first);
-                first_fc = cached;
-            } else {
-                assert_memory_equal(first, b, sizeof first);
-                tu_same_paths(&first_fc, &cached);
-                kr_forecast_result_free(&cached);
-            }
-        }
-        kr_simd_set(kr_simd_level());
+        static float first[OUT_FLOATS], ref[OUT_FLOATS];
+        int levels = tu_levels_agree(m, NULL, N_TOK, 8, PATHS, first);
         logits(f32, ref);
-        double worst = 0, scale = 0;
-        for (int i = 0; i < V; i++) {
-            worst = fmax(worst, fabs((double)ref[i] - first[i]));
-            scale = fmax(scale, fabs((double)ref[i]));
-        }
+        double scale, worst = tu_moved(ref, first, V, &scale);
         print_message("# kv bf16%s: %d levels agree; s1 logits moved by %.3g of their %.3g\n",
                       w == 1   ? " with weights bf16"
                       : w == 2 ? " with kv_shift"
                                : "",
                       levels, worst, scale);
         assert_true(worst > 0);
-        kr_forecast_result_free(&first_fc);
         kr_model_free(m);
         kr_model_free(f32);
     }

@@ -29,44 +29,16 @@ static const char *const dtypes[3] = {"f32", "bf16", "f16"};
 
 static int setup(void **state) {
     (void)state;
-    const char *tool = getenv("KR_MKMODEL");
-    if (!tool) {
-        fprintf(stderr, "KR_MKMODEL is not set\n");
-        return -1;
-    }
-    for (int f = 0; f < 3; f++) {
-        snprintf(dirs[f], sizeof dirs[f], "/tmp/kr-int8-test-XXXXXX");
-        if (!mkdtemp(dirs[f])) return -1;
-        char cmd[512];
-        snprintf(cmd, sizeof cmd,
-                 "%s --out %s --preset tiny --d-model 128 --tok-d-model 64 --seed 9 --dtype %s "
-                 ">/dev/null",
-                 tool, dirs[f], dtypes[f]);
-        if (system(cmd) != 0) return -1;
-    }
-    return 0;
+    return tu_mkmodels(dirs, dtypes, 3, 9);
 }
 
 static int teardown(void **state) {
     (void)state;
-    for (int f = 0; f < 3; f++) {
-        char cmd[384];
-        snprintf(cmd, sizeof cmd, "rm -rf %s", dirs[f]);
-        if (system(cmd) != 0) return -1;
-    }
-    return 0;
+    return tu_rmdirs(dirs, 3);
 }
 
 static kr_model *load(int file, kr_precision weights) {
-    char tok[128], pred[128];
-    snprintf(tok, sizeof tok, "%s/tokenizer", dirs[file]);
-    snprintf(pred, sizeof pred, "%s/predictor", dirs[file]);
-    kr_model_paths p = {
-        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = weights};
-    kr_error err = {0};
-    kr_model *m = kr_model_load(&p, &err);
-    if (!m) fprintf(stderr, "%s as %s: %s\n", dirs[file], kr_precision_name(weights), err.msg);
-    return m;
+    return tu_load_dir(dirs[file], weights, KR_PREC_F32);
 }
 
 /* ---- the reference: Q8_0 as written out plainly ------------------------------------------ */
@@ -110,11 +82,6 @@ static void ref_linear(float *y, const float *x, int T, const float *w, const fl
         }
 }
 
-static float lcg(uint32_t *st) { /* uniform in [-1, 1) */
-    *st = *st * 1664525u + 1013904223u;
-    return (float)((*st >> 8) & 0xffffff) / 8388608.0f - 1.0f;
-}
-
 /* One shape: packed weights against the reference quantisation, the product on every level
  * against ref_linear, each row alone against the batch, and the add and parts forms. */
 static void one_shape(int out, int in, int T, uint32_t seed) {
@@ -126,13 +93,13 @@ static void one_shape(int out, int in, int T, uint32_t seed) {
     float *ws = malloc(sizeof(float) * kr_q8_scales(out, in));
     assert_true(w && b && x && ref && y && one && wq && ws);
     for (int i = 0; i < out * in; i++) /* weights of mixed scales, a zero block, outliers */
-        w[i] = lcg(&seed) * (i % 7 == 0 ? 3.0f : 0.05f);
+        w[i] = tu_lcg(&seed) * (i % 7 == 0 ? 3.0f : 0.05f);
     for (int i = 0; i < in && i < 32; i++)
         w[i] = 0.0f;
     for (int o = 0; o < out; o++)
-        b[o] = lcg(&seed);
+        b[o] = tu_lcg(&seed);
     for (int i = 0; i < T * in; i++)
-        x[i] = lcg(&seed) * (i % 11 == 0 ? 40.0f : 1.0f);
+        x[i] = tu_lcg(&seed) * (i % 11 == 0 ? 40.0f : 1.0f);
     kr_q8_pack(wq, ws, w, out, in);
     kr_linear l = {.b = b, .out = out, .in = in, .wq = wq, .ws = ws};
     for (int o = 0; o < out; o++)
@@ -272,57 +239,10 @@ static void test_int8_from_each_dtype(void **state) {
     print_message("# int8 loader: F32, BF16 and F16 files quantised as the reference does\n");
 }
 
-/* s1 logits of the whole sequence in one chunk against token by token, and PATHS forks'
- * s1 and s2 batched against each alone; out: [s1 | forks' s1 | forks' s2] */
-#define OUT_FLOATS (V + 2 * PATHS * V)
+/* tu_fork_logits of this file's sequence, every token also one by one */
+#define OUT_FLOATS TU_LOGITS_FLOATS(PATHS)
 static void logits(const kr_model *m, float *out) {
-    int32_t t1[N_TOK], t2[N_TOK];
-    kr_stamp st[N_TOK + 1];
-    for (int i = 0; i < N_TOK; i++) {
-        t1[i] = (int32_t)(i * 37 % V);
-        t2[i] = (int32_t)(i * 91 % V);
-    }
-    for (int i = 0; i <= N_TOK; i++)
-        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
-    kr_error err;
-    kr_pool *pool = kr_pool_create(m, (size_t)64 << 20, &err);
-    assert_non_null(pool);
-    kr_cache *c = kr_cache_create(pool, 0, &err), *t = kr_cache_create(pool, 0, &err);
-    assert_non_null(c);
-    assert_non_null(t);
-    static float by_token[V];
-    assert_int_equal(kr_cache_append(&c, 1, t1, t2, st, N_TOK, out, &err), 0);
-    for (int i = 0; i < N_TOK; i++)
-        assert_int_equal(kr_cache_append(&t, 1, t1 + i, t2 + i, st + i, 1, by_token, &err), 0);
-    assert_memory_equal(out, by_token, sizeof by_token);
-    kr_cache *f[PATHS];
-    int32_t a[PATHS], b[PATHS], chosen[PATHS];
-    kr_stamp fs[PATHS];
-    for (int p = 0; p < PATHS; p++) {
-        assert_non_null(f[p] = kr_cache_fork(c, &err));
-        a[p] = (int32_t)(100 + 17 * p);
-        b[p] = (int32_t)(900 - 31 * p);
-        chosen[p] = (int32_t)(7 * p);
-        fs[p] = st[N_TOK];
-    }
-    float *s1 = out + V, *s2 = s1 + PATHS * V;
-    assert_int_equal(kr_cache_append(f, PATHS, a, b, fs, 1, s1, &err), 0);
-    assert_int_equal(kr_cache_s2_logits(f, PATHS, chosen, s2, &err), 0);
-    for (int p = 0; p < PATHS; p++) {
-        static float one1[V], one2[V];
-        kr_cache *g = kr_cache_fork(c, &err);
-        assert_non_null(g);
-        assert_int_equal(kr_cache_append(&g, 1, &a[p], &b[p], fs, 1, one1, &err), 0);
-        assert_int_equal(kr_cache_s2_logits(&g, 1, &chosen[p], one2, &err), 0);
-        assert_memory_equal(one1, s1 + p * V, sizeof one1);
-        assert_memory_equal(one2, s2 + p * V, sizeof one2);
-        kr_cache_free(g);
-    }
-    for (int p = 0; p < PATHS; p++)
-        kr_cache_free(f[p]);
-    kr_cache_free(c);
-    kr_cache_free(t);
-    kr_pool_free(pool);
+    tu_fork_logits(m, N_TOK, N_TOK, PATHS, out);
 }
 
 /* On every level: batch and token by token (logits()), cached = uncached, and the same
@@ -332,40 +252,14 @@ static void test_int8_model_invariances(void **state) {
     kr_model *m = load(0, KR_PREC_INT8), *f32 = load(0, KR_PREC_F32);
     assert_non_null(m);
     assert_non_null(f32);
-    static float first[OUT_FLOATS], b[OUT_FLOATS], ref[OUT_FLOATS];
-    kr_forecast_result first_fc = {0};
-    int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
-        if (kr_simd_set((kr_simd)s) != 0) continue;
-        logits(m, b);
-        kr_forecast_result cached, plain;
-        tu_walk_forecast(m, true, &cached);
-        tu_walk_forecast(m, false, &plain);
-        assert_int_equal(cached.usage.weights, KR_PREC_INT8);
-        assert_int_equal(plain.usage.weights, KR_PREC_INT8);
-        tu_same_paths(&cached, &plain);
-        kr_forecast_result_free(&plain);
-        if (levels++ == 0) {
-            memcpy(first, b, sizeof first);
-            first_fc = cached;
-        } else {
-            assert_memory_equal(first, b, sizeof first);
-            tu_same_paths(&first_fc, &cached);
-            kr_forecast_result_free(&cached);
-        }
-    }
-    kr_simd_set(kr_simd_level());
+    static float first[OUT_FLOATS], ref[OUT_FLOATS];
+    int levels = tu_levels_agree(m, NULL, N_TOK, N_TOK, PATHS, first);
     logits(f32, ref);
-    double worst = 0, scale = 0;
-    for (int i = 0; i < V; i++) {
-        worst = fmax(worst, fabs((double)ref[i] - first[i]));
-        scale = fmax(scale, fabs((double)ref[i]));
-    }
+    double scale, worst = tu_moved(ref, first, V, &scale);
     print_message("# weights int8: %d levels agree; s1 logits moved by %.3g of their %.3g\n",
                   levels, worst, scale);
     assert_true(worst > 0);
     assert_true(worst < 0.1 * scale);
-    kr_forecast_result_free(&first_fc);
     kr_model_free(m);
     kr_model_free(f32);
 }

@@ -163,11 +163,10 @@ static void test_scheduler_join_leave(void **state) {
  * with its solo answer. */
 static void test_scheduler_waits_for_memory(void **state) {
     (void)state;
-    json_t *g = tu_load_golden();
     tu_case tc;
-    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    json_t *g = tu_first_case(&tc);
     kr_forecast_request q[3];
-    kr_forecast_result res[3], solo;
+    kr_forecast_result res[3];
     kr_forecast_plan plan;
     kr_error err;
     for (int k = 0; k < 3; k++) {
@@ -188,13 +187,7 @@ static void test_scheduler_waits_for_memory(void **state) {
     while (kr_sched_step(s) > 0)
         assert_true(++steps < 100000);
     kr_sched_free(s);
-    for (int k = 0; k < 3; k++) {
-        if (log.errs[k].code) fail_msg("forecast %d: %s", k, log.errs[k].msg);
-        assert_int_equal(kr_forecast(model, NULL, &q[k], &solo, &err), 0);
-        tu_same_result(&res[k], &solo);
-        kr_forecast_result_free(&solo);
-        kr_forecast_result_free(&res[k]);
-    }
+    all_as_alone(&log, q, res, 3);
     kr_pool_free(pool);
     tu_case_free(&tc);
     json_decref(g);
@@ -205,9 +198,8 @@ static void test_scheduler_waits_for_memory(void **state) {
  * must not pass for light beside a small request), and its answer is the same either way. */
 static void test_scheduler_classes_by_the_whole_request(void **state) {
     (void)state;
-    json_t *g = tu_load_golden();
     tu_case tc;
-    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    json_t *g = tu_first_case(&tc);
     kr_forecast_plan plan;
     kr_error err;
     assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);
@@ -248,9 +240,8 @@ static void test_scheduler_classes_by_the_whole_request(void **state) {
  * whole). */
 static void test_scheduler_encodes_within_the_step(void **state) {
     (void)state;
-    json_t *g = tu_load_golden();
     tu_case tc;
-    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    json_t *g = tu_first_case(&tc);
     kr_forecast_plan plan;
     kr_error err;
     assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);
@@ -304,9 +295,8 @@ static void test_scheduler_encodes_within_the_step(void **state) {
  * light_wait window (negative: never). The most window and encode rows any of the heavy one's steps
  * held, and the light one's cost alone in rows; the heavy one's answer is its solo one. */
 static int heavy_after_light(double light_recent_ms, double *alone_rows) {
-    json_t *g = tu_load_golden();
     tu_case tc;
-    assert_int_equal(tu_case_load(json_array_get(json_object_get(g, "cases"), 0), &tc), 0);
+    json_t *g = tu_first_case(&tc);
     kr_forecast_plan plan;
     kr_error err;
     assert_int_equal(kr_forecast_plan_make(model, &tc.req, &plan, &err), 0);

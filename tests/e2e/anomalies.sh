@@ -12,13 +12,10 @@ KRONOSD=$1
 SRC=$2
 . "$SRC/tests/e2e/lib.sh"
 
-"$PY" - "$SRC/tests/data/kline_5min.csv" "$WORK" <<'PYEOF'
-import csv, json, sys
-rows = list(csv.DictReader(open(sys.argv[1])))[:400]
-d = {"timestamps": [r["timestamps"] for r in rows]}
-for k in ("open", "high", "low", "close", "volume", "amount"):
-    d[k] = [float(r[k]) for r in rows]
-json.dump(d, open(sys.argv[2] + "/series.json", "w"))
+series_json 400
+"$PY" - "$WORK/series.json" "$WORK" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
 def dump(name, anomalies, quantiles=(0.05, 0.1, 0.5, 0.9, 0.95)):
     json.dump({"candles": d, "lookback": 64, "horizon": 4, "stride": 40,
                "quantiles": list(quantiles), "anomalies": anomalies},

@@ -19,11 +19,12 @@ import sys
 import urllib.error
 import urllib.request
 
+from check_util import check, failed
+
 import numpy as np
 
 URL, WORK = sys.argv[1], sys.argv[2]
 DATA = json.load(open(f"{WORK}/series.json"))
-FAILED = 0
 FLAGGED = [0, 0]  # points, checked: every answer's
 
 
@@ -35,12 +36,6 @@ def post(path, body):
             return r.status, json.load(r)
     except urllib.error.HTTPError as e:
         return e.code, json.load(e)
-
-
-def check(name, ok, detail=""):
-    global FAILED
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    FAILED += not ok
 
 
 LEVELS = [0.05, 0.1, 0.5, 0.9, 0.95]
@@ -142,4 +137,4 @@ if st == 200:
     check("series[0]'s flags are the single series'", ser["series"][0]["anomalies"] == raw["anomalies"])
 
 open(f"{WORK}/flagged", "w").write(f"{FLAGGED[0]} {FLAGGED[1]}\n")
-sys.exit(1 if FAILED else 0)
+sys.exit(1 if failed() else 0)

@@ -17,36 +17,20 @@
 
 Prints one line per check ("ok ..." or "FAIL ..."); exits 1 when any failed."""
 import json
-import math
 import sys
-import urllib.error
-import urllib.request
+
+import check_util
+from check_util import check, failed, lin_q, rank
 
 URL, CHECK, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 DATA = json.load(open(f"{WORK}/series.json"))
 LEVELS = [0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95]
 BASE = {"candles": DATA, "lookback": 128, "horizon": 8, "stride": 4, "samples": 16,
         "quantiles": LEVELS}
-FAILED = 0
 
 
 def post(path, body, raw=False):
-    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            text = r.read().decode()
-            status = r.status
-    except urllib.error.HTTPError as e:
-        text, status = e.read().decode(), e.code
-    # numbers kept as written, to compare bytes
-    return status, (json.loads(text, parse_float=str) if raw else json.loads(text))
-
-
-def check(name, ok, detail=""):
-    global FAILED
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    FAILED += not ok
+    return check_util.post(URL + path, body, raw)
 
 
 def bands(levels):
@@ -59,15 +43,7 @@ def key(x):
 
 def cached(name, body):
     """The rolling answers are shared by targets and numpy (one run each per test)."""
-    path = f"{WORK}/{name}.json"
-    try:
-        return json.load(open(path))
-    except OSError:
-        status, r = post("/evaluate", body)
-        if status != 200:
-            raise SystemExit(f"FAIL /evaluate {name}: {status} {r}")
-        json.dump(r, open(path, "w"))
-        return r
+    return check_util.cached(WORK, name, lambda: post("/evaluate", body))
 
 
 def rolling():
@@ -113,7 +89,7 @@ if CHECK == "targets":
             print(f"       {k}: raw {r2['coverage'][k]:.3f}  calibrated {c2['coverage'][k]:.3f}")
             check(f"second half: {k} covers within 0.10 of {hi - lo:.2f}",
                   abs(c2["coverage"][k] - (hi - lo)) <= 0.10, c2["coverage"][k])
-    sys.exit(1 if FAILED else 0)
+    sys.exit(1 if failed() else 0)
 
 if CHECK == "numpy":
     import numpy as np
@@ -136,19 +112,7 @@ if CHECK == "numpy":
     is_fine = np.array([g in fine for g in grid])
     gi = {g: i for i, g in enumerate(grid)}
 
-    def lin_q(v, taus):  # numpy's linear rule on sorted v (last axis), written out
-        n = v.shape[-1]
-        pos = np.array(taus) * (n - 1)
-        lo = np.floor(pos).astype(int)
-        hi = np.minimum(lo + 1, n - 1)
-        return v[..., lo] + (v[..., hi] - v[..., lo]) * (pos - lo)
-
     raw_grid = lin_q(paths.transpose(0, 2, 1), grid)  # [N][P][G]
-
-    def rank(n, tau):
-        x = math.floor((n + 1) * tau * 1e9 + 0.5) / 1e9
-        k = math.floor(x) if tau < 0.5 else math.ceil(x)
-        return min(max(k, 1), n)
 
     def pav(w, s):
         blocks = []  # [weight, sum, count]
@@ -307,7 +271,7 @@ if CHECK == "numpy":
         check(f"numpy: reliability of {name}", rel[name]["count"] == cnt.tolist()
               and close_to([np.nan if v is None else v for v in rel[name]["mean_prob"]], mp, 1e-5)
               and close_to([np.nan if v is None else v for v in rel[name]["observed"]], ob, 1e-5))
-    sys.exit(1 if FAILED else 0)
+    sys.exit(1 if failed() else 0)
 
 if CHECK == "bytes":
     n = len(DATA["close"])
@@ -367,7 +331,7 @@ if CHECK == "bytes":
                  {"horizon": 8, "samples": 16, "quantiles": LEVELS, "calibration": obj,
                   "future_timestamps": DATA["timestamps"][g["origin"]:g["origin"] + 8]}, raw=True)
     same(f, g, "session forecast")
-    sys.exit(1 if FAILED else 0)
+    sys.exit(1 if failed() else 0)
 
 if CHECK == "refusals":
     obj = json.load(open(f"{WORK}/first_half.json"))["calibration"]
@@ -436,7 +400,7 @@ if CHECK == "refusals":
     msg = r.get("error", {}).get("message", "")
     check("a series request, another horizon: 400 naming calibration.horizon",
           st == 400 and "calibration.horizon" in msg, (st, msg))
-    sys.exit(1 if FAILED else 0)
+    sys.exit(1 if failed() else 0)
 
 print(f"unknown check {CHECK}")
 sys.exit(2)

@@ -15,29 +15,14 @@ KRONOSD=$1
 SRC=$2
 . "$SRC/tests/e2e/lib.sh"
 
-"$PY" - "$SRC/tests/data/kline_5min.csv" "$WORK" <<'PYEOF'
-import csv, json, sys
-rows = list(csv.DictReader(open(sys.argv[1])))[:700]
-d = {"timestamps": [r["timestamps"] for r in rows]}
-for k in ("open", "high", "low", "close", "volume", "amount"):
-    d[k] = [float(r[k]) for r in rows]
-json.dump(d, open(sys.argv[2] + "/series.json", "w"))
-PYEOF
+series_json 700
 
 start_daemon main --workers 1 --compute-threads 1 --max-request-cost 100000
 U=$URL_main
 
-run_check() {
-    local out
-    if out=$("$2" "$SRC/tests/e2e/calibration_columns_check.py" "$U" "$1" "$WORK" 2>&1); then
-        echo "$out" | sed 's/^/     /'
-        pass "$1: $(echo "$out" | grep -c '^ok') checks"
-    else
-        echo "$out" | sed 's/^/     /'
-        fail "$1"
-    fi
-}
-if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else skip "numpy: no Python with numpy"; fi
+CHECK="$SRC/tests/e2e/calibration_columns_check.py"
+run_check() { check_part "$CHECK" "$1" "$2"; }
+numpy_part "$CHECK" numpy
 run_check bytes "$PY"
 run_check versions "$PY"
 summary

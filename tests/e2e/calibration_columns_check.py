@@ -15,10 +15,10 @@
 Prints one line per check ("ok ..." or "FAIL ..."); exits 1 when any failed."""
 import copy
 import json
-import math
 import sys
-import urllib.error
-import urllib.request
+
+import check_util
+from check_util import check, failed, lin_q, rank
 
 URL, CHECK, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 DATA = json.load(open(f"{WORK}/series.json"))
@@ -27,24 +27,10 @@ COLS = ["open", "high", "low"]
 L, P, S = 64, 4, 8
 BASE = {"candles": DATA, "lookback": L, "horizon": P, "stride": 4, "samples": S,
         "quantiles": LEVELS}
-FAILED = 0
 
 
 def post(path, body, raw=False):
-    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=300) as r:
-            text, status = r.read().decode(), r.status
-    except urllib.error.HTTPError as e:
-        text, status = e.read().decode(), e.code
-    return status, (json.loads(text, parse_float=str) if raw else json.loads(text))
-
-
-def check(name, ok, detail=""):
-    global FAILED
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    FAILED += not ok
+    return check_util.post(URL + path, body, raw)
 
 
 def key(x):
@@ -56,16 +42,8 @@ def window(o):
 
 
 def rolling():
-    path = f"{WORK}/rolling.json"
-    try:
-        return json.load(open(path))
-    except OSError:
-        status, r = post("/evaluate", dict(BASE, calibration="rolling", calibration_warmup=10,
-                                           return_origins=True))
-        if status != 200:
-            raise SystemExit(f"FAIL /evaluate rolling: {status} {r}")
-        json.dump(r, open(path, "w"))
-        return r
+    return check_util.cached(WORK, "rolling", lambda: post("/evaluate", dict(
+        BASE, calibration="rolling", calibration_warmup=10, return_origins=True)))
 
 
 if CHECK == "numpy":
@@ -90,18 +68,6 @@ if CHECK == "numpy":
     grid = sorted(set(fine) | set(LEVELS))
     G = len(grid)
     gi = {g: i for i, g in enumerate(grid)}
-
-    def lin_q(v, taus):  # numpy's linear rule on sorted v (last axis), written out
-        n = v.shape[-1]
-        pos = np.array(taus) * (n - 1)
-        lo = np.floor(pos).astype(int)
-        hi = np.minimum(lo + 1, n - 1)
-        return v[..., lo] + (v[..., hi] - v[..., lo]) * (pos - lo)
-
-    def rank(n, tau):
-        x = math.floor((n + 1) * tau * 1e9 + 0.5) / 1e9
-        k = math.floor(x) if tau < 0.5 else math.ceil(x)
-        return min(max(k, 1), n)
 
     def same32(a, b):
         a, b = np.array(a, dtype=float), np.array(b, dtype=float)
@@ -150,7 +116,7 @@ if CHECK == "numpy":
                   and abs(all_ - cov.mean()) <= 1e-6, (per, cov.mean(axis=0), all_, cov.mean()))
         print(f"     {c}: coverage of 0.1-0.9 raw {ans['model_scored']['overall']['coverage']['0.1-0.9']:.3f}"
               f", calibrated {ans['calibrated']['overall']['coverage']['0.1-0.9']:.3f}")
-    sys.exit(1 if FAILED else 0)
+    sys.exit(1 if failed() else 0)
 
 if CHECK == "bytes":
     obj = rolling()["calibration"]
@@ -170,7 +136,7 @@ if CHECK == "bytes":
             and all(len(f["raw"]["quantiles"][key(l)]) == 6 for l in LEVELS)
         check(f"/forecast at origin {g}: the evaluation's calibrated open, high, low and close,"
               " same bytes", ok, (f.get("quantiles"), cal))
-    sys.exit(1 if FAILED else 0)
+    sys.exit(1 if failed() else 0)
 
 if CHECK == "versions":
     obj = rolling()["calibration"]
@@ -206,6 +172,6 @@ if CHECK == "versions":
     bad = copy.deepcopy(obj)
     bad["columns"]["volume"] = bad["columns"]["open"]
     refused("a column not calibrated", bad, "calibration.columns")
-    sys.exit(1 if FAILED else 0)
+    sys.exit(1 if failed() else 0)
 
 raise SystemExit(f"unknown check {CHECK}")

@@ -89,7 +89,10 @@ for t in ts: t.start()
 for t in ts: t.join()
 EOF
 APPENDERS=$!
-sleep 1
+for i in $(seq 1 600); do # until 9 candles are acknowledged (30 s at most): kill -9 mid-appends
+    [ "$(cat "$WORK"/acked[0-3] 2>/dev/null | wc -l)" -gt 8 ] && break
+    sleep 0.05
+done
 down9
 wait "$APPENDERS"
 up b
@@ -249,7 +252,10 @@ EOF
 read -r EXPIRING REWRITE_OK ROUNDS <"$WORK/rewrite.out"
 [ "$REWRITE_OK" = True ] && pass "appends go on while 24 sessions are created and deleted, until others expire ($ROUNDS appends)" \
     || fail "appends go on while sessions are created, deleted and expire" "$(cat "$WORK/rewrite.out")"
-sleep 1.2 # the flusher's next round
+for i in $(seq 1 200); do # the flusher's next round (every second)
+    grep -q "journal: rewritten" "$WORK/g.log" && break
+    sleep 0.05
+done
 SIZE1=$(stat -c %s "$STATE/journal")
 grep -q "journal: rewritten" "$WORK/g.log" \
     && pass "the journal is rewritten once ended sessions outgrow the live ones ($SIZE0 -> $SIZE1 bytes)" \

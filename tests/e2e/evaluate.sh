@@ -18,13 +18,10 @@ SRC=$2
 . "$SRC/tests/e2e/lib.sh"
 
 # 300 candles of the example series, columnar
-"$PY" - "$SRC/tests/data/kline_5min.csv" "$WORK" <<'PYEOF'
-import csv, json, sys
-rows = list(csv.DictReader(open(sys.argv[1])))[:300]
-d = {"timestamps": [r["timestamps"] for r in rows]}
-for k in ("open", "high", "low", "close", "volume", "amount"):
-    d[k] = [float(r[k]) for r in rows]
-json.dump(d, open(sys.argv[2] + "/series.json", "w"))
+series_json 300
+"$PY" - "$WORK/series.json" "$WORK" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
 def dump(name, **extra):
     body = {"candles": d, "lookback": 64, "horizon": 4}
     body.update(extra)
@@ -43,16 +40,8 @@ PYEOF
 start_daemon main --workers 1 --compute-threads 1 --max-request-cost 100000
 U=$URL_main
 
-run_check() {
-    local out
-    if out=$("$2" "$SRC/tests/e2e/evaluate_check.py" "$U" "$1" "$WORK" 2>&1); then
-        echo "$out" | sed 's/^/     /'
-        pass "$1: $(echo "$out" | grep -c '^ok') checks"
-    else
-        echo "$out" | sed 's/^/     /'
-        fail "$1"
-    fi
-}
+CHECK="$SRC/tests/e2e/evaluate_check.py"
+run_check() { check_part "$CHECK" "$1" "$2"; }
 run_check window "$PY"
 run_check live "$PY"
 run_check csv "$PY"
@@ -78,7 +67,7 @@ if kill -0 "$EVAL_PID" 2>/dev/null; then
 else fail "a forecast during a long evaluation is served" "the evaluation ended first"; fi
 kill "$EVAL_PID" 2>/dev/null
 wait "$EVAL_PID"
-if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else skip "numpy: no Python with numpy"; fi
+numpy_part "$CHECK" numpy
 
 http POST "$U/evaluate" --data-binary @"$WORK/no_lookback.json"
 expect "lookback missing: 400 naming it" 400 'd["error"]["message"].startswith("lookback: missing")'

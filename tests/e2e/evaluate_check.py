@@ -19,9 +19,10 @@ import sys
 import urllib.error
 import urllib.request
 
+from check_util import check, failed
+
 URL, CHECK, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 DATA = json.load(open(f"{WORK}/series.json"))
-FAILED = 0
 
 
 def post(path, body, ctype="application/json", query=""):
@@ -32,12 +33,6 @@ def post(path, body, ctype="application/json", query=""):
             return r.status, json.load(r)
     except urllib.error.HTTPError as e:
         return e.code, json.load(e)
-
-
-def check(name, ok, detail=""):
-    global FAILED
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    FAILED += not ok
 
 
 def window(a, b):
@@ -206,4 +201,4 @@ elif CHECK == "numpy":
     check("numpy: pit_histogram", np.allclose(ev["pit_histogram"], hist, rtol=2e-6),
           f"{ev['pit_histogram']} vs {hist}")
 
-sys.exit(1 if FAILED else 0)
+sys.exit(1 if failed() else 0)

@@ -65,18 +65,10 @@ PYEOF
 start_daemon main --workers 1 --compute-threads 1 --max-request-cost 100000
 U=$URL_main
 
-run_check() {
-    local out
-    if out=$("$2" "$SRC/tests/e2e/evaluate_series_check.py" "$U" "$1" "$WORK" 2>&1); then
-        echo "$out" | sed 's/^/     /'
-        pass "$1: $(echo "$out" | grep -c '^ok') checks"
-    else
-        echo "$out" | sed 's/^/     /'
-        fail "$1"
-    fi
-}
+CHECK="$SRC/tests/e2e/evaluate_series_check.py"
+run_check() { check_part "$CHECK" "$1" "$2"; }
 run_check solo "$PY"
-if [ -n "$NP_PY" ]; then run_check numpy "$NP_PY"; else skip "numpy: no Python with numpy"; fi
+numpy_part "$CHECK" numpy
 
 # streamed: progress counts every series' origins, then the answer of the JSON request
 curl -sS -m 60 -N "$U/evaluate" -H 'Accept: text/event-stream' \

@@ -16,8 +16,9 @@ import sys
 import urllib.error
 import urllib.request
 
+from check_util import check, failed
+
 URL, CHECK, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
-FAILED = 0
 
 
 def post(body, raw=False):
@@ -29,12 +30,6 @@ def post(body, raw=False):
             return r.status, text if raw else json.loads(text)
     except urllib.error.HTTPError as e:
         return e.code, json.load(e)
-
-
-def check(name, ok, detail=""):
-    global FAILED
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    FAILED += not ok
 
 
 def exact(text):
@@ -199,4 +194,4 @@ elif CHECK == "numpy":
                                                         spread.mean(axis=0)),
               f"{cs['top_bottom_spread']} vs {spread.mean(axis=0)}")
 
-sys.exit(1 if FAILED else 0)
+sys.exit(1 if failed() else 0)

@@ -136,6 +136,48 @@ wait_metric() {
     return 1
 }
 
+# series_json [ROWS]: the example series (tests/data/kline_5min.csv, its first ROWS candles or
+# all) as one JSON object of columns, in $WORK/series.json.
+series_json() {
+    "$PY" - "$SRC/tests/data/kline_5min.csv" "$WORK" "${1:-0}" <<'PYEOF'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+rows = rows[:int(sys.argv[3])] if int(sys.argv[3]) else rows
+d = {"timestamps": [r["timestamps"] for r in rows]}
+for k in ("open", "high", "low", "close", "volume", "amount"):
+    d[k] = [float(r[k]) for r in rows]
+json.dump(d, open(sys.argv[2] + "/series.json", "w"))
+PYEOF
+}
+
+# check_part CHECK NAME PYTHON: `PYTHON CHECK $U NAME $WORK` (a part of a *_check.py), its
+# lines shown indented; a pass counting its "ok" lines, or a failure.
+check_part() {
+    local out
+    if out=$("$3" "$1" "$U" "$2" "$WORK" 2>&1); then
+        echo "$out" | sed 's/^/     /'
+        pass "$2: $(echo "$out" | grep -c '^ok') checks"
+    else
+        echo "$out" | sed 's/^/     /'
+        fail "$2"
+    fi
+}
+# numpy_part CHECK NAME: check_part with the Python that has numpy, or a skip without one.
+numpy_part() {
+    if [ -n "$NP_PY" ]; then check_part "$1" "$2" "$NP_PY"; else skip "$2: no Python with numpy"; fi
+}
+
+# wait_log FILE PATTERN: until FILE has a line matching PATTERN (10 s at most); the check
+# that follows says whether it came.
+wait_log() {
+    local i
+    for i in $(seq 1 200); do
+        grep -q -- "$2" "$1" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 # Request bodies made from the golden fixture.
 make_bodies() {
     "$PY" - "$GOLDEN" "$WORK" <<'EOF'
@@ -153,5 +195,39 @@ dump("tokenize", {"candles": inp})
 dump("long_forecast", {"candles": inp, "horizon": 300, "samples": 32, "top_k": 1})
 # four times that: a drain's request must still run after SIGTERM and two more requests
 dump("drain_forecast", {"candles": inp, "horizon": 300, "samples": 128, "top_k": 1})
+# sampled paths, a fixed seed: the same bytes from the same model and mode
+dump("sampled", {"candles": inp, "horizon": 16, "samples": 8, "seed": 3})
 EOF
+}
+
+# refused NAME PATTERN COMMAND...: COMMAND exits non-zero and what it prints matches PATTERN.
+refused() {
+    local name=$1 pattern=$2 rc
+    shift 2
+    "$@" >"$WORK/refused.out" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] && grep -q -- "$pattern" "$WORK/refused.out"; then
+        pass "$name"
+    else
+        fail "$name" "exit $rc: $(head -3 "$WORK/refused.out")"
+    fi
+}
+
+# same_answers NAME PY-EXPR FILE... -- OTHER: the JSON answers in FILE... are equal but for
+# their usage, differ from OTHER's, and the first satisfies PY-EXPR (as `d`).
+same_answers() {
+    local name=$1 expr=$2
+    shift 2
+    "$PY" - "$expr" "$@" <<'PYEOF' && pass "$name" || fail "$name"
+import json, sys
+expr, files = sys.argv[1], sys.argv[2:]
+cut = files.index("--")
+same, other = files[:cut], files[cut + 1]
+strip = lambda d: {k: v for k, v in d.items() if k != "usage"}
+ds = [json.load(open(f)) for f in same]
+d = ds[0]
+assert eval(expr), f"{same[0]}: not {expr}"
+assert all(strip(x) == strip(d) for x in ds), f"{same} differ"
+assert strip(json.load(open(other))) != strip(d), f"{other} equals {same[0]}"
+PYEOF
 }

@@ -18,7 +18,6 @@ json.dump({"tokens": [[i * 37 % 1024, i * 91 % 1024] for i in range(40)],
            "timestamps": inp["timestamps"][:40], "max_new_tokens": 4,
            "future_timestamps": inp["timestamps"][40:44], "top_k": 1},
           open(f"{w}/gen.json", "w"))
-json.dump({"candles": inp, "horizon": 16, "samples": 8, "seed": 3}, open(f"{w}/sampled.json", "w"))
 PYEOF
 
 start_daemon f32 --workers 1 --compute-threads 1
@@ -51,47 +50,20 @@ cp "$BODY" "$WORK/kv.json"
 expect "a forecast's usage names kv bf16" 200 'd["usage"]["kv"] == "bf16" and d["usage"]["weights"] == "f32"'
 "$KRONOSD" forecast --model "$MODEL" --kv bf16 --compact "$WORK/sampled.json" \
     >"$WORK/cli_kv.json" 2>"$WORK/cli_kv.err"
-"$PY" - "$WORK" <<'PYEOF' && pass "kronosd forecast --kv bf16 equals the kv bf16 daemon's answer; float32's differs" || fail "kv bf16 answers" "$(cat "$WORK/cli_kv.err")"
-import json, sys
-w = sys.argv[1]
-cli, kv, f32 = (json.load(open(f"{w}/{n}.json")) for n in ("cli_kv", "kv", "f32"))
-strip = lambda d: {k: v for k, v in d.items() if k != "usage"}
-assert cli["usage"]["kv"] == "bf16"
-assert strip(cli) == strip(kv), "cli and daemon differ"
-assert strip(kv) != strip(f32), "kv bf16 equals f32"
-PYEOF
+same_answers "kronosd forecast --kv bf16 equals the kv bf16 daemon's answer; float32's differs" \
+    'd["usage"]["kv"] == "bf16"' "$WORK/cli_kv.json" "$WORK/kv.json" -- "$WORK/f32.json"
 
 "$KRONOSD" forecast --model "$MODEL" --weights bf16 --compact "$WORK/sampled.json" \
     >"$WORK/cli.json" 2>"$WORK/cli.err"
-"$PY" - "$WORK" <<'PYEOF' && pass "kronosd forecast --weights bf16 equals the bf16 daemon's answer; float32's differs" || fail "bf16 answers" "$(cat "$WORK/cli.err")"
-import json, sys
-w = sys.argv[1]
-cli, bf, f32 = (json.load(open(f"{w}/{n}.json")) for n in ("cli", "bf", "f32"))
-strip = lambda d: {k: v for k, v in d.items() if k != "usage"}
-assert cli["usage"]["weights"] == "bf16"
-assert strip(cli) == strip(bf), "cli and daemon differ"
-assert strip(bf) != strip(f32), "bf16 equals f32"
-PYEOF
+same_answers "kronosd forecast --weights bf16 equals the bf16 daemon's answer; float32's differs" \
+    'd["usage"]["weights"] == "bf16"' "$WORK/cli.json" "$WORK/bf.json" -- "$WORK/f32.json"
 
-"$KRONOSD" serve --model "$MODEL" --port 0 --weights fp8 >"$WORK/bad.log" 2>&1
-rc=$?
-if [ "$rc" -ne 0 ] && grep -q "weights: must be f32, bf16 or int8, got 'fp8'" "$WORK/bad.log"; then
-    pass "serve --weights fp8 is refused, naming the setting"
-else
-    fail "serve --weights fp8" "exit $rc: $(head -3 "$WORK/bad.log")"
-fi
-"$KRONOSD" forecast --model "$MODEL" --weights fp8 "$WORK/sampled.json" >/dev/null 2>"$WORK/bad.err"
-rc=$?
-if [ "$rc" -ne 0 ] && grep -q "\-\-weights: must be f32, bf16 or int8, got 'fp8'" "$WORK/bad.err"; then
-    pass "forecast --weights fp8 is refused, naming the flag"
-else
-    fail "forecast --weights fp8" "exit $rc: $(head -3 "$WORK/bad.err")"
-fi
-"$KRONOSD" serve --model "$MODEL" --port 0 --kv f16 >"$WORK/bad_kv.log" 2>&1
-rc=$?
-if [ "$rc" -ne 0 ] && grep -q "kv: must be f32 or bf16, got 'f16'" "$WORK/bad_kv.log"; then
-    pass "serve --kv f16 is refused, naming the setting"
-else
-    fail "serve --kv f16" "exit $rc: $(head -3 "$WORK/bad_kv.log")"
-fi
+refused "serve --weights fp8 is refused, naming the setting" \
+    "weights: must be f32, bf16 or int8, got 'fp8'" \
+    "$KRONOSD" serve --model "$MODEL" --port 0 --weights fp8
+refused "forecast --weights fp8 is refused, naming the flag" \
+    "--weights: must be f32, bf16 or int8, got 'fp8'" \
+    "$KRONOSD" forecast --model "$MODEL" --weights fp8 "$WORK/sampled.json"
+refused "serve --kv f16 is refused, naming the setting" "kv: must be f32 or bf16, got 'f16'" \
+    "$KRONOSD" serve --model "$MODEL" --port 0 --kv f16
 summary

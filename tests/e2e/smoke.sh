@@ -324,7 +324,8 @@ http POST "$B/sessions" "${AUTH[@]}"
 SID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY")
 http GET "$B/sessions/$SID" "${AUTH[@]}"
 expect "a new session exists" 200
-sleep 4.5 # past the TTL (3 s) and the next sweep (every second); slow enough for sanitizers
+# past the TTL (3 s), the next sweep (every second) expires it
+wait_metric "$B" kronosd_session_expirations_total 1 "${AUTH[@]}"
 http GET "$B/sessions/$SID" "${AUTH[@]}"
 expect "an idle session expires after the TTL: 404 saying so" 404 '"expired" in d["error"]["message"]'
 [ "$(metric "$B" kronosd_session_expirations_total "${AUTH[@]}")" = 1 ] \
