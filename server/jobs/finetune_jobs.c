@@ -52,6 +52,7 @@ struct kd_ft_jobs {
     job *v[KD_FT_JOBS_MAX];
     int n, next; /* jobs listed; the next job's number */
     bool stop, started;
+    bool temporary; /* no state-dir: root is made at the first run and removed at the end */
     pthread_t thread;
 };
 
@@ -210,6 +211,11 @@ static void run_job(kd_ft_jobs *J, job *jb) {
     snprintf(tmp, sizeof tmp, "%s/.%s.partial", J->root, jb->model_id);
     snprintf(dir, sizeof dir, "%s/%s", J->root, jb->model_id);
     kd_ft_remove_tree(tmp);
+    if (mkdir(J->root, 0700) && errno != EEXIST) {
+        kd_fail(msg, sizeof msg, "%s: %s", J->root, strerror(errno));
+        finish(J, jb, FAILED, msg);
+        return;
+    }
     kd_log("finetune %s: training %s on %d series as %s", jb->id, jb->base_id, jb->n, jb->model_id);
     if (train(&c, tmp, &cancelled, msg, sizeof msg)) {
         kd_ft_remove_tree(tmp);
@@ -455,14 +461,15 @@ kd_ft_jobs *kd_ft_jobs_start(kd_app *app, char *err, size_t errlen) {
     else
         snprintf(J->root, sizeof J->root, "%s/kronosd-finetune-%ld",
                  tmpdir && *tmpdir ? tmpdir : "/tmp", (long)getpid());
-    if (mkdir(J->root, 0700) && errno != EEXIST) {
+    J->temporary = !app->cfg.state_dir;
+    if (!J->temporary && mkdir(J->root, 0700) && errno != EEXIST) {
         kd_fail(err, errlen, "finetune: %s: %s", J->root, strerror(errno));
         free(J);
         return NULL;
     }
     pthread_mutex_init(&J->mu, NULL);
     pthread_cond_init(&J->cv, NULL);
-    kd_ft_restore(app, J->root, found, J);
+    if (!J->temporary) kd_ft_restore(app, J->root, found, J);
     if (pthread_create(&J->thread, NULL, trainer, J) != 0) {
         kd_fail(err, errlen, "finetune: cannot start the training thread");
         kd_ft_jobs_free(J);
@@ -491,6 +498,7 @@ void kd_ft_jobs_free(kd_ft_jobs *J) {
     kd_ft_jobs_stop(J);
     for (int i = 0; i < J->n; i++)
         job_free(J->v[i]);
+    if (J->temporary) kd_ft_remove_tree(J->root); /* its models go with the daemon */
     pthread_mutex_destroy(&J->mu);
     pthread_cond_destroy(&J->cv);
     free(J);
