@@ -114,8 +114,8 @@ kd_outcome kd_handle_finetune_post(kd_app *app, kd_request *r) {
     switch (kd_ft_submit(app->finetune, &q, &answer, msg, sizeof msg)) {
     case KD_FT_OK: {
         char where[64];
-        snprintf(where, sizeof where, "/finetune/%s",
-                 json_string_value(json_object_get(answer, "id")));
+        const char *job = json_string_value(json_object_get(answer, "id"));
+        snprintf(where, sizeof where, "/finetune/%s", job ? job : "");
         kd_reply_json(r, 202, answer);
         kd_reply_header(r, "Location", where); /* on the answer just set */
         break;

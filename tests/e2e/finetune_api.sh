@@ -66,6 +66,12 @@ light_loop() {
         sleep 1
     done
 }
+for i in 1 2 3 4 5; do # the same forecast alone first, for the log's comparison
+    curl -sS -m 30 -o /dev/null -w 'light forecast alone: %{http_code} %{time_total}\n' \
+        -H 'Content-Type: text/csv' --data-binary "@$WORK/light.csv" \
+        "$URL_A/forecast?horizon=4&samples=1" >>"$WORK/alone.log"
+done
+cat "$WORK/alone.log"
 light_loop &
 LIGHT=$!
 BG_PIDS+=("$LIGHT")
@@ -171,6 +177,34 @@ expect "an unknown job: 404" 404 'd["error"]["code"] == "job_not_found"'
 http GET "$URL_A/finetune" "${ADMIN[@]}"
 expect "GET /finetune lists the three" 200 '[j["state"] for j in d["jobs"]] == ["done", "done", "cancelled"]'
 
+
+# ---- the Python client ---------------------------------------------------------------------
+if PYTHONPATH="$SRC/clients/python" KRONOSD_CLIENT_NO_PANDAS=1 "$PY" - "$URL_A" "$CSV" <<'PYEOF'
+import csv, sys
+from kronosd_client import Client, KronosdError
+url, path = sys.argv[1:3]
+rows = list(csv.DictReader(open(path)))[:600]
+df = {"timestamps": [r["timestamps"] for r in rows]}
+for k in ("open", "high", "low", "close", "volume", "amount"):
+    df[k] = [float(r[k]) for r in rows]
+seen = []
+kd = Client(url, admin_key="admin-key-9")
+job = kd.finetune(df, steps=2, batch=2, lookback=32, predict=4, gate_samples=0, id="py-ft",
+                  poll=0.2, progress=seen.append)
+assert job["state"] == "done" and job["model"] == "py-ft" and len(job["loss"]) == 2, job
+assert seen and seen[-1] == job
+assert any(m["id"] == "py-ft" for m in kd.models())
+assert kd.forecast(df, horizon=2, model="py-ft").model["id"] == "py-ft"
+assert [j["id"] for j in kd.finetune_jobs()][-1] == job["id"]
+try:
+    Client(url).finetune(df, steps=2)
+    raise SystemExit("no admin key: not refused")
+except KronosdError as e:
+    assert e.status == 401, e
+PYEOF
+then pass "the Python client: finetune() polls the job to done, the model answers"
+else fail "the Python client: finetune() polls the job to done, the model answers"; fi
+
 # ---- a restart on the same state-dir ---------------------------------------------------------
 kill -TERM "$PID_A"
 wait "$PID_A" 2>/dev/null
@@ -186,7 +220,7 @@ then pass "after a restart: job ft-1 answers as before"
 else fail "after a restart: job ft-1 answers as before" "$(head -c 300 "$BODY")"; fi
 http POST "$URL_B/finetune?steps=1&batch=2&lookback=32&predict=4&gate_samples=0" "${CSVH[@]}" \
     "${ADMIN[@]}"
-expect "after a restart: the next job's number follows the listed ones" 202 'd["id"] == "ft-3"'
-wait_job "$URL_B" ft-3
-expect "after a restart: a new job runs" 200 'd["state"] == "done" and d["model"] == "tiny-ft-3"'
+expect "after a restart: the next job's number follows the listed ones" 202 'd["id"] == "ft-5"'
+wait_job "$URL_B" ft-5
+expect "after a restart: a new job runs" 200 'd["state"] == "done" and d["model"] == "tiny-ft-5"'
 summary
