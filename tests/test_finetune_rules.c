@@ -56,7 +56,7 @@ static void test_rules(void **state) {
     refused(&s, &pc, "lr");
     s = d, s.lr = NAN;
     refused(&s, &pc, "lr");
-    s = d, s.lr = 1.5;
+    s = d, s.lr = INFINITY;
     refused(&s, &pc, "lr");
     s = d, s.validation_share = 0.95;
     refused(&s, &pc, "validation_share");
@@ -73,7 +73,7 @@ static void test_rules(void **state) {
     s = d, s.depth = -1;
     refused(&s, NULL, "depth");
     /* the edges pass; without the model's config the depth is not bounded above */
-    s = d, s.lr = 1, s.validation_share = 0.9, s.depth = 2, s.predict = 0, s.steps = 1,
+    s = d, s.lr = 5, s.validation_share = 0.9, s.depth = 2, s.predict = 0, s.steps = 1,
     s.epochs = 0;
     assert_int_equal(kr_finetune_check(&s, &pc, &err), 0);
     s.depth = 7;

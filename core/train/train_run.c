@@ -79,7 +79,8 @@ int kr_finetune_check(const kr_finetune_settings *s, const kr_predictor_config *
         return BAD("epochs: must be in [0, %d], got %d", KR_FINETUNE_MAX_STEPS, s->epochs);
     if (s->steps == 0 && s->epochs == 0)
         return BAD("steps: steps or epochs must be >= 1, both are 0");
-    if (!(s->lr > 0 && s->lr <= 1)) return BAD("lr: must be in (0, 1], got %g", s->lr);
+    if (!(s->lr > 0 && isfinite(s->lr)))
+        return BAD("lr: must be a finite number > 0, got %g", s->lr);
     if (!(s->validation_share >= 0 && s->validation_share <= 0.9))
         return BAD("validation_share: must be in [0, 0.9], got %g", s->validation_share);
     if (!(s->clip > 0)) return BAD("clip: must be > 0, got %g", s->clip);

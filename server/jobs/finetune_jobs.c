@@ -5,6 +5,7 @@
 #include "finetune_jobs.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -123,22 +124,27 @@ typedef struct {
     job *jb;
 } run_ctx;
 
+/* a loss as JSON: null when it is not finite (a run that diverged) */
+static json_t *loss_json(double x) {
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 /* kr_finetune's report: the step's numbers kept and streamed; nonzero cancels the run */
 static int on_progress(void *ctx, const kr_finetune_progress *p) {
     run_ctx *c = ctx;
     job *jb = c->jb;
     pthread_mutex_lock(&c->J->mu);
     jb->step = p->step, jb->steps = p->steps;
-    if (p->step > 0) json_array_append_new(jb->loss, json_real(p->loss));
+    if (p->step > 0) json_array_append_new(jb->loss, loss_json(p->loss));
     if (p->evaluated)
-        json_array_append_new(jb->validation,
-                              json_pack("{s:i, s:f}", "step", p->step, "loss", p->validation));
+        json_array_append_new(jb->validation, json_pack("{s:i, s:o}", "step", p->step, "loss",
+                                                        loss_json(p->validation)));
     if (p->best) jb->best_step = p->step;
     json_t *ev = json_pack("{s:s, s:i, s:i, s:f, s:f}", "id", jb->id, "step", p->step, "steps",
                            p->steps, "seconds", p->seconds, "tokens_per_s", p->tokens_per_s);
-    if (ev && p->step > 0) json_object_set_new(ev, "loss", json_real(p->loss));
-    if (ev && p->evaluated) json_object_set_new(ev, "validation", json_real(p->validation));
-    broadcast(jb, "progress", ev, false);
+    if (ev && p->step > 0) json_object_set_new(ev, "loss", loss_json(p->loss));
+    if (ev && p->evaluated) json_object_set_new(ev, "validation", loss_json(p->validation));
+    if (ev) broadcast(jb, "progress", ev, false); /* out of memory: this event skipped */
     int stop = jb->cancel || c->J->stop;
     pthread_mutex_unlock(&c->J->mu);
     return stop;
