@@ -127,6 +127,25 @@ typedef struct {
     uint64_t seed;
 } kr_finetune_settings;
 
+#define KR_FINETUNE_MAX_LEN   65536 /* lookback, predict */
+#define KR_FINETUNE_MAX_BATCH 4096
+#define KR_FINETUNE_MAX_STEPS 10000000 /* steps, epochs */
+
+/* Every rule the settings must meet (KR_E_INVALID naming the field: "batch: must be in
+ * [1, 4096], got 0"); with pc, the depth against its n_layers. kr_finetune checks them too:
+ * a caller checks first to refuse a request before it queues it. */
+int kr_finetune_check(const kr_finetune_settings *s, const kr_predictor_config *pc, kr_error *err);
+
+/* The gate's paths per origin (its walk-forward evaluation's samples): 0 (no gate) to
+ * KR_FINETUNE_MAX_GATE_SAMPLES, else KR_E_INVALID naming gate_samples. */
+#define KR_FINETUNE_MAX_GATE_SAMPLES 1024
+int kr_finetune_gate_check(int gate_samples, kr_error *err);
+
+/* on: the loops of the calling thread's kr_finetune (and anything else it runs) stay on that
+ * thread instead of the shared thread pool, so that a thread running at a low priority keeps
+ * all of its work there. The same bits either way. */
+void kr_finetune_this_thread_alone(bool on);
+
 /* upstream's finetune/config.py (lookback 90, predict 10, AdamW betas 0.9/0.95, weight decay
  * 0.1, clip 3.0, OneCycle pct_start 0.03, div_factor 10), the learning rate at the safer
  * 1e-5, batch 16, one epoch, validation on the last 20% */

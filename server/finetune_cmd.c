@@ -17,6 +17,7 @@
 
 #include "candles_csv.h"
 #include "candles_json.h"
+#include "finetune_out.h"
 #include "kronos_train.h"
 #include "model_dirs.h"
 
@@ -77,22 +78,24 @@ static int parse(int argc, char **argv, opts *o) {
             if (strcmp(v, "teacher") && strcmp(v, "sampled")) return bad(a, v);
             o->s.condition = strcmp(v, "teacher") ? KR_S2_SAMPLED : KR_S2_TEACHER;
         } else if (!strcmp(a, "--lr")) {
-            if (num(v, 1e-12, 1, &o->s.lr)) return bad(a, v);
+            if (num(v, -INFINITY, INFINITY, &o->s.lr)) return bad(a, v);
         } else if (!strcmp(a, "--validation-share")) {
-            if (num(v, 0, 0.9, &o->s.validation_share)) return bad(a, v);
+            if (num(v, -INFINITY, INFINITY, &o->s.validation_share)) return bad(a, v);
         } else if (!strcmp(a, "--seed")) {
             if (num(v, 0, 9007199254740992.0, &x) || x != floor(x)) return bad(a, v);
             o->s.seed = (uint64_t)x;
         } else {
-            static const char *ints[] = {"--steps",   "--epochs", "--batch",      "--lookback",
-                                         "--predict", "--depth",  "--eval-every", "--patience"};
-            int *dst[] = {&o->s.steps,   &o->s.epochs, &o->s.batch,      &o->s.lookback,
-                          &o->s.predict, &o->s.depth,  &o->s.eval_every, &o->s.patience};
+            static const char *ints[] = {"--steps",      "--epochs",   "--batch",
+                                         "--lookback",   "--predict",  "--depth",
+                                         "--eval-every", "--patience", "--gate-samples"};
+            int *dst[] = {&o->s.steps,      &o->s.epochs,   &o->s.batch,
+                          &o->s.lookback,   &o->s.predict,  &o->s.depth,
+                          &o->s.eval_every, &o->s.patience, &o->gate_samples};
             size_t k = 0;
             while (k < sizeof ints / sizeof *ints && strcmp(a, ints[k]))
                 k++;
             if (k == sizeof ints / sizeof *ints) return bad("unknown option", a);
-            if (num(v, 0, 1 << 30, &x) || x != floor(x)) return bad(a, v);
+            if (num(v, -(1 << 30), 1 << 30, &x) || x != floor(x)) return bad(a, v);
             *dst[k] = (int)x;
             if (!strcmp(a, "--steps")) o->s.epochs = 0;
         }
@@ -101,32 +104,11 @@ static int parse(int argc, char **argv, opts *o) {
         fprintf(stderr, "kronosd: finetune: --model, --csv and --out are required\n%s", usage);
         return -1;
     }
+    kr_error err = {0};
+    if (kr_finetune_check(&o->s, NULL, &err) ||
+        kr_finetune_gate_check(o->gate_samples, &err)) /* the rules the daemon's jobs meet too */
+        return fprintf(stderr, "kronosd: finetune: %s\n", err.msg), -1;
     return 0;
-}
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap), *g;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        buf = (g = realloc(buf, cap *= 2)) ? g : (free(buf), NULL);
-    }
-    fclose(f);
-    if (buf) buf[n] = 0, *len = n;
-    return buf;
-}
-
-static int copy_file(const char *from, const char *to) {
-    size_t len;
-    char *b = slurp(from, &len);
-    FILE *f = b ? fopen(to, "wb") : NULL;
-    int ok = f && fwrite(b, 1, len, f) == len;
-    if (f && fclose(f)) ok = 0;
-    free(b);
-    return ok ? 0 : -1;
 }
 
 /* the progress bar on a terminal, a line per validation otherwise */
@@ -149,106 +131,34 @@ static int progress(void *ctx, const kr_finetune_progress *p) {
     return 0;
 }
 
-static json_t *report_json(const opts *o, const kr_finetune_result *r) {
-    const kr_finetune_settings *s = &o->s;
-    json_t *csv = json_array(), *loss = json_array(), *val = json_array();
-    for (int i = 0; i < o->n_csv; i++)
-        json_array_append_new(csv, json_string(o->csv[i]));
-    for (int i = 0; i < r->steps; i++)
-        json_array_append_new(loss, json_real(r->loss[i]));
-    for (int i = 0; i < r->n_validation; i++)
-        json_array_append_new(
-            val, json_pack("{s:i, s:f}", "step", r->validation_step[i], "loss", r->validation[i]));
-    json_t *settings = json_pack(
-        "{s:s, s:o, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:f, "
-        "s:i, s:i}",
-        "model", o->model, "csv", csv, "steps", r->steps, "batch", s->batch, "lookback",
-        s->lookback, "predict", s->predict, "depth", s->depth, "lr", s->lr, "epochs", s->epochs,
-        "s2_condition", s->condition == KR_S2_SAMPLED ? "sampled" : "teacher", "seed",
-        (json_int_t)s->seed, "validation_share", s->validation_share, "weight_decay",
-        s->weight_decay, "clip", s->clip, "pct_start", s->pct_start, "beta1", s->beta1, "beta2",
-        s->beta2, "eval_every", s->eval_every, "patience", s->patience);
-    return json_pack("{s:o, s:o, s:o, s:i, s:o, s:I, s:I, s:b}", "settings", settings, "loss", loss,
-                     "validation", val, "best_step", r->best_step, "best_validation",
-                     r->n_validation ? json_real(r->best_validation) : json_null(), "train_windows",
-                     (json_int_t)r->train_windows, "validation_windows",
-                     (json_int_t)r->validation_windows, "stopped_early", r->stopped_early);
-}
-
-/* one evaluation's overall CRPS and direction accuracy into obj */
-static int scores(const kr_model *m, const kr_evaluate_request *req, json_t *obj, double *crps,
-                  double *dir, kr_error *err) {
-    kr_evaluation ev;
-    if (kr_evaluate(m, NULL, req, &ev, err)) return -1;
-    int H = req->horizon + 1;
-    *crps = ev.scores[(KR_EVAL_MODEL * KR_EVAL_METRICS + KR_EVAL_CRPS) * H + req->horizon];
-    *dir = ev.scores[(KR_EVAL_MODEL * KR_EVAL_METRICS + KR_EVAL_DIRECTION) * H + req->horizon];
-    json_object_set_new(obj, "origins", json_integer(ev.origins));
-    kr_evaluation_free(&ev);
-    return 0;
-}
-
-/* the gate: base and tuned evaluated walk-forward on each series' validation part (origins
- * from its first row, about 50 of them), by /evaluate's engine; NULL after a message */
-static json_t *gate(const opts *o, const kr_model *base, const kr_model *tuned, const kr_candles *k,
-                    bool *crps_better, bool *dir_better) {
-    json_t *list = json_array();
-    double sum[2][2] = {{0}};
-    for (int i = 0; list && i < o->n_csv; i++) {
-        int n = k[i].n, H = o->s.predict, first = n - (int)floor(n * o->s.validation_share);
-        if (first < o->s.lookback) first = o->s.lookback;
-        if (first + H > n) continue; /* no origin with its actuals */
-        kr_evaluate_request req;
-        kr_evaluate_request_init(&req);
-        req.candles = k[i], req.lookback = o->s.lookback, req.horizon = H;
-        req.first_origin = first, req.samples = o->gate_samples, req.seed = o->s.seed;
-        req.stride = (n - H - first) / 50 > H ? (n - H - first) / 50 : H;
-        json_t *row = json_pack("{s:s, s:i, s:i}", "csv", o->csv[i], "first_origin", first,
-                                "stride", req.stride);
-        const kr_model *ms[2] = {base, tuned};
-        const char *names[2] = {"base", "tuned"};
-        for (int j = 0; j < 2; j++) {
-            json_t *sc = json_object();
-            double crps, dir;
-            kr_error err = {0};
-            if (scores(ms[j], &req, sc, &crps, &dir, &err)) {
-                fprintf(stderr, "kronosd: finetune: the gate on %s: %s\n", o->csv[i], err.msg);
-                json_decref(sc), json_decref(row), json_decref(list);
-                return NULL;
-            }
-            json_object_set_new(sc, "crps", json_real(crps));
-            json_object_set_new(sc, "direction_accuracy", json_real(dir));
-            json_object_set_new(row, names[j], sc);
-            sum[j][0] += crps, sum[j][1] += dir;
-        }
-        json_array_append_new(list, row);
+/* the gate's table and verdict on stdout */
+static void print_gate(const json_t *gate) {
+    json_t *g = json_object_get(gate, "series");
+    for (size_t i = 0; i < json_array_size(g); i++) {
+        json_t *row = json_array_get(g, i), *b = json_object_get(row, "base"),
+               *t = json_object_get(row, "tuned");
+        printf("gate %s (%d origins from row %d): CRPS base %.6g tuned %.6g, direction "
+               "base %.3f tuned %.3f\n",
+               json_string_value(json_object_get(row, "csv")),
+               (int)json_integer_value(json_object_get(b, "origins")),
+               (int)json_integer_value(json_object_get(row, "first_origin")),
+               json_real_value(json_object_get(b, "crps")),
+               json_real_value(json_object_get(t, "crps")),
+               json_real_value(json_object_get(b, "direction_accuracy")),
+               json_real_value(json_object_get(t, "direction_accuracy")));
     }
-    *crps_better = json_array_size(list) && sum[1][0] < sum[0][0];
-    *dir_better = json_array_size(list) && sum[1][1] > sum[0][1];
-    return list;
-}
-
-/* DIR/, DIR/tokenizer/ with BASE's files */
-static int prepare_out(const opts *o, char *pred, size_t n) {
-    char tok[1200], from[1200], to[1300];
-    snprintf(tok, sizeof tok, "%s/tokenizer", o->out);
-    snprintf(pred, n, "%s/predictor", o->out);
-    if ((mkdir(o->out, 0777) && errno != EEXIST) || (mkdir(tok, 0777) && errno != EEXIST))
-        return fprintf(stderr, "kronosd: finetune: %s: %s\n", o->out, strerror(errno)), -1;
-    const char *files[] = {"config.json", "model.safetensors"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(from, sizeof from, "%s/tokenizer/%s", o->model, files[i]);
-        snprintf(to, sizeof to, "%s/%s", tok, files[i]);
-        if (copy_file(from, to))
-            return fprintf(stderr, "kronosd: finetune: copying %s to %s failed\n", from, to), -1;
-    }
-    return 0;
+    if (gate)
+        printf("the tuned model %s the base on CRPS and %s it on direction: judge before "
+               "serving it\n",
+               json_is_true(json_object_get(gate, "tuned_better_crps")) ? "beats" : "does not beat",
+               json_is_true(json_object_get(gate, "tuned_better_direction")) ? "beats"
+                                                                             : "does not beat");
 }
 
 static int read_series(const opts *o, kd_owned_candles *c, kr_candles *k) {
     for (int i = 0; i < o->n_csv; i++) {
         size_t len;
-        char *text = slurp(o->csv[i], &len), err[512];
+        char *text = kd_ft_slurp(o->csv[i], &len), err[512];
         if (!text)
             return fprintf(stderr, "kronosd: finetune: %s: %s\n", o->csv[i], strerror(errno)), -1;
         const char *t = text + strspn(text, " \t\r\n");
@@ -279,60 +189,49 @@ int kd_finetune_cmd(int argc, char **argv) {
     kr_model *base = NULL, *tuned = NULL;
     kr_train_model *m = NULL;
     kr_finetune_result r = {0};
-    char pred[1200], from[1200], json_path[1200];
+    json_t *rep = NULL;
+    char pred[1200], from[1200], tok[1200], json_path[1200], msg[1024];
+    const kd_ft_run run = {o.model, "csv", o.csv, k, o.n_csv, &o.s, o.gate_samples};
     int rc = 1;
     snprintf(from, sizeof from, "%s/predictor", o.model);
-    if (read_series(&o, c, k) || prepare_out(&o, pred, sizeof pred)) goto out;
+    snprintf(tok, sizeof tok, "%s/tokenizer", o.model);
+    if (read_series(&o, c, k)) goto out;
+    if (kd_ft_prepare_out(tok, o.out, pred, sizeof pred, msg, sizeof msg)) {
+        fprintf(stderr, "kronosd: finetune: %s\n", msg);
+        goto out;
+    }
     if (!(base = kd_model_open(o.model, NULL, NULL, 512, KR_PREC_F32, KR_PREC_F32, &err)) ||
         !(m = kr_train_load(from, &err)) ||
         kr_finetune(base, m, k, o.n_csv, &o.s, pred, progress, NULL, &r, &err)) {
         fprintf(stderr, "kronosd: finetune: %s\n", err.msg);
         goto out;
     }
-    json_t *rep = report_json(&o, &r), *g = NULL;
-    bool crps_better = false, dir_better = false;
+    if (!(rep = kd_ft_report(&run, &r))) {
+        fprintf(stderr, "kronosd: finetune: out of memory\n");
+        goto out;
+    }
     if (o.gate_samples > 0 && o.s.predict > 0) {
         if (!(tuned = kd_model_open(o.out, NULL, NULL, 512, KR_PREC_F32, KR_PREC_F32, &err))) {
             fprintf(stderr, "kronosd: finetune: the tuned model: %s\n", err.msg);
-            json_decref(rep);
             goto out;
         }
-        if (!(g = gate(&o, base, tuned, k, &crps_better, &dir_better))) {
-            json_decref(rep);
+        if (kd_ft_gate(&run, base, tuned, rep, msg, sizeof msg)) {
+            fprintf(stderr, "kronosd: finetune: %s\n", msg);
             goto out;
         }
-        json_object_set_new(rep, "gate",
-                            json_pack("{s:o, s:b, s:b}", "series", g, "tuned_better_crps",
-                                      crps_better, "tuned_better_direction", dir_better));
     }
     snprintf(json_path, sizeof json_path, "%s/finetune.json", o.out);
-    if (!rep || json_dump_file(rep, json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
+    if (json_dump_file(rep, json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
         fprintf(stderr, "kronosd: finetune: cannot write %s\n", json_path);
-    } else {
-        printf("%s: best step %d of %d, validation loss %.4f (before: %.4f)\n", o.out, r.best_step,
-               r.steps, r.n_validation ? r.best_validation : NAN,
-               r.n_validation ? r.validation[0] : NAN);
-        for (size_t i = 0; i < json_array_size(g); i++) {
-            json_t *row = json_array_get(g, i), *b = json_object_get(row, "base"),
-                   *t = json_object_get(row, "tuned");
-            printf("gate %s (%d origins from row %d): CRPS base %.6g tuned %.6g, direction "
-                   "base %.3f tuned %.3f\n",
-                   json_string_value(json_object_get(row, "csv")),
-                   (int)json_integer_value(json_object_get(b, "origins")),
-                   (int)json_integer_value(json_object_get(row, "first_origin")),
-                   json_real_value(json_object_get(b, "crps")),
-                   json_real_value(json_object_get(t, "crps")),
-                   json_real_value(json_object_get(b, "direction_accuracy")),
-                   json_real_value(json_object_get(t, "direction_accuracy")));
-        }
-        if (g)
-            printf("the tuned model %s the base on CRPS and %s it on direction: judge before "
-                   "serving it\n",
-                   crps_better ? "beats" : "does not beat", dir_better ? "beats" : "does not beat");
-        rc = 0;
+        goto out;
     }
-    json_decref(rep);
+    printf("%s: best step %d of %d, validation loss %.4f (before: %.4f)\n", o.out, r.best_step,
+           r.steps, r.n_validation ? r.best_validation : NAN,
+           r.n_validation ? r.validation[0] : NAN);
+    print_gate(json_object_get(rep, "gate"));
+    rc = 0;
 out:
+    json_decref(rep);
     kr_finetune_result_free(&r);
     kr_train_free(m);
     kr_model_free(base);

@@ -22,6 +22,7 @@ import datetime as _dt
 import json
 import math
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -281,9 +282,10 @@ class Client:
     model: the id of the model every call runs on unless it names one (None: the server's
     default). Every model call takes model= too."""
 
-    def __init__(self, url, api_key=None, timeout=300, model=None):
+    def __init__(self, url, api_key=None, timeout=300, model=None, admin_key=None):
         self.url = url.rstrip("/")
         self.api_key = api_key
+        self.admin_key = admin_key  # for POST /models and the /finetune routes
         self.timeout = timeout
         self.default_model = model
 
@@ -295,7 +297,7 @@ class Client:
         return body
 
     # ---- transport ---------------------------------------------------------------------
-    def _call(self, method, path, body=None, query=None):
+    def _call(self, method, path, body=None, query=None, key=None):
         url = self.url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -304,8 +306,8 @@ class Client:
         if body is not None:
             data = json.dumps(body, allow_nan=False).encode()
             headers["Content-Type"] = "application/json"
-        if self.api_key:
-            headers["Authorization"] = "Bearer " + self.api_key
+        if key or self.api_key:
+            headers["Authorization"] = "Bearer " + (key or self.api_key)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as res:
@@ -454,6 +456,47 @@ class Client:
                         e = data["error"]
                         raise KronosdError(e.get("status", 500), e["code"], e["message"])
         raise KronosdError(0, "connection", f"{self.url + path}: the stream ended without a result")
+
+    # ---- fine-tuning (the admin key) ---------------------------------------------------
+    def finetune(self, data, model=None, id=None, wait=True, poll=1.0, progress=None,
+                 timestamps=None, **settings):
+        """POST /finetune: fine-tunes model's predictor (the base; default the client's or
+        the server's) on data (a table, or a list of tables: several series) with settings
+        as kronosd finetune takes them (steps, epochs, batch, lookback, predict, lr, depth,
+        s2_condition, seed, validation_share, eval_every, patience, gate_samples); id: the
+        model it registers as. With wait, polls the job every poll seconds (progress(job)
+        after each) until it ends and returns it: "model" is the registered id, "gate" the
+        base against the tuned model on the held-out part; a failed job raises. Without
+        wait, returns the queued job."""
+        tables = data if isinstance(data, (list, tuple)) else None
+        body = ({"series": [{"candles": _candles(t, timestamps)} for t in tables]} if tables
+                else {"candles": _candles(data, timestamps)})
+        body.update({k: v for k, v in settings.items() if v is not None})
+        if id is not None:
+            body["id"] = id
+        self._model(body, model)
+        job = self._call("POST", "/finetune", body, key=self.admin_key)
+        while wait and job["state"] in ("queued", "running"):
+            time.sleep(poll)
+            job = self.finetune_job(job["id"])
+            if progress is not None:
+                progress(job)
+        if job["state"] == "failed":
+            raise KronosdError(422, "finetune_failed", job.get("error", "the job failed"))
+        return job
+
+    def finetune_job(self, job_id):
+        """GET /finetune/{job}: state, step, steps, loss, validation, best_step, gate, model."""
+        return self._call("GET", "/finetune/" + urllib.parse.quote(job_id, safe=""),
+                          key=self.admin_key)
+
+    def finetune_jobs(self):
+        return self._call("GET", "/finetune", key=self.admin_key)["jobs"]
+
+    def cancel_finetune(self, job_id):
+        """DELETE /finetune/{job}: a queued job at once, a running one at its next step."""
+        return self._call("DELETE", "/finetune/" + urllib.parse.quote(job_id, safe=""),
+                          key=self.admin_key)
 
     # ---- tokens ------------------------------------------------------------------------
     def tokenize(self, df, model=None):

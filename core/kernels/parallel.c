@@ -119,6 +119,11 @@ typedef struct {
     int n, cur, ahead;
 } running;
 static _Thread_local running here;
+static _Thread_local bool alone; /* kr_parallel_alone */
+
+void kr_parallel_alone(bool on) {
+    alone = on;
+}
 
 /* One claim of loop gen's next item: -1 when none is left or another loop has started. */
 static int claim(unsigned gen, int n) {
@@ -237,7 +242,7 @@ static void join(int n) {
 void kr_parallel_for(int n, kr_task_fn fn, void *ctx) {
     if (n <= 0) return;
     pthread_once(&P.once, start);
-    if (n == 1 || P.n_helpers == 0 || atomic_flag_test_and_set(&P.busy)) {
+    if (n == 1 || alone || P.n_helpers == 0 || atomic_flag_test_and_set(&P.busy)) {
         kr_serial_for(n, fn, ctx);
         return;
     }

@@ -22,6 +22,9 @@ void kr_parallel_for_if(bool worth_a_join, int n, kr_task_fn fn, void *ctx);
  * item can prepare it (a product's task fetches the weights of its next one). Without it a
  * thread can only guess which item it gets next. At most one claim per item. */
 int kr_parallel_claim_next(void);
+/* on: kr_parallel_for on the calling thread runs as kr_serial_for (a low-priority thread
+ * keeps its loops, and never holds the pool that serving's threads share). */
+void kr_parallel_alone(bool on);
 /* Threads a loop may run on (caller included): the bound on `worker`. */
 int kr_parallel_threads(void);
 

@@ -6,6 +6,7 @@
 #include "train_impl.h"
 
 #include "forecast_impl.h"
+#include "parallel.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -62,17 +63,33 @@ static void window_at(const run_ctx *c, long i, bool val, int *series, int *star
     }
 }
 
-static int check(const kr_finetune_settings *s, kr_error *err) {
-    if (s->lookback < 1 || s->predict < 0 || s->batch < 1 || s->steps < 0 || s->epochs < 0 ||
-        (s->steps == 0 && s->epochs == 0))
-        return kr_fail_code(err, KR_E_INVALID,
-                            "settings: lookback and batch must be >= 1, predict >= 0, and steps "
-                            "or epochs >= 1");
-    if (!(s->lr > 0) || !(s->validation_share >= 0 && s->validation_share < 1) || !(s->clip > 0) ||
-        s->eval_every < 0 || s->patience < 0)
-        return kr_fail_code(err, KR_E_INVALID,
-                            "settings: lr and clip must be > 0, validation_share in [0, 1), "
-                            "eval_every and patience >= 0");
+#define BAD(...) kr_fail_code(err, KR_E_INVALID, __VA_ARGS__)
+
+int kr_finetune_check(const kr_finetune_settings *s, const kr_predictor_config *pc, kr_error *err) {
+    if (s->lookback < 1 || s->lookback > KR_FINETUNE_MAX_LEN)
+        return BAD("lookback: must be in [1, %d], got %d", KR_FINETUNE_MAX_LEN, s->lookback);
+    if (s->predict < 0 || s->predict > KR_FINETUNE_MAX_LEN)
+        return BAD("predict: must be in [0, %d], got %d", KR_FINETUNE_MAX_LEN, s->predict);
+    if (s->batch < 1 || s->batch > KR_FINETUNE_MAX_BATCH)
+        return BAD("batch: must be in [1, %d], got %d", KR_FINETUNE_MAX_BATCH, s->batch);
+    if (s->steps < 0 || s->steps > KR_FINETUNE_MAX_STEPS)
+        return BAD("steps: must be in [0, %d] (0: epochs), got %d", KR_FINETUNE_MAX_STEPS,
+                   s->steps);
+    if (s->epochs < 0 || s->epochs > KR_FINETUNE_MAX_STEPS)
+        return BAD("epochs: must be in [0, %d], got %d", KR_FINETUNE_MAX_STEPS, s->epochs);
+    if (s->steps == 0 && s->epochs == 0)
+        return BAD("steps: steps or epochs must be >= 1, both are 0");
+    if (!(s->lr > 0 && isfinite(s->lr)))
+        return BAD("lr: must be a finite number > 0, got %g", s->lr);
+    if (!(s->validation_share >= 0 && s->validation_share <= 0.9))
+        return BAD("validation_share: must be in [0, 0.9], got %g", s->validation_share);
+    if (!(s->clip > 0)) return BAD("clip: must be > 0, got %g", s->clip);
+    if (s->eval_every < 0) return BAD("eval_every: must be >= 0, got %d", s->eval_every);
+    if (s->patience < 0) return BAD("patience: must be >= 0, got %d", s->patience);
+    if (s->depth < 0 || (pc && s->depth > pc->n_layers))
+        return BAD("depth: must be in [0, %d] (the predictor's n_layers; 0: every block), "
+                   "got %d",
+                   pc ? pc->n_layers : KR_FINETUNE_MAX_LEN, s->depth);
     return 0;
 }
 
@@ -206,11 +223,22 @@ static int loop(run_ctx *c, const char *best_dir, kr_finetune_report report, voi
     return 0;
 }
 
+int kr_finetune_gate_check(int gate_samples, kr_error *err) {
+    if (gate_samples < 0 || gate_samples > KR_FINETUNE_MAX_GATE_SAMPLES)
+        return BAD("gate_samples: must be in [0, %d] (0: no gate), got %d",
+                   KR_FINETUNE_MAX_GATE_SAMPLES, gate_samples);
+    return 0;
+}
+
+void kr_finetune_this_thread_alone(bool on) {
+    kr_parallel_alone(on);
+}
+
 int kr_finetune(const kr_model *tokenizer, kr_train_model *m, const kr_candles *series,
                 int n_series, const kr_finetune_settings *s, const char *best_dir,
                 kr_finetune_report report, void *ctx, kr_finetune_result *out, kr_error *err) {
     memset(out, 0, sizeof *out);
-    if (check(s, err)) return -1;
+    if (kr_finetune_check(s, kr_train_config(m), err)) return -1;
     if (n_series < 1) return kr_fail_code(err, KR_E_INVALID, "series: at least one is needed");
     run_ctx c = {.tok = tokenizer,
                  .m = m,

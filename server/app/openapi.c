@@ -156,8 +156,10 @@ static int add_error(json_t *responses, int status, char *err, size_t errlen) {
 
 /* ---- operations ------------------------------------------------------------------------- */
 
-/* The path parameter a route's segment is: a model's id under /models/, else a session's. */
+/* The path parameter a route's segment is: a model's id under /models/, a job's under
+ * /finetune/, else a session's. */
 static const char *path_param(const char *route) {
+    if (strncmp(route, "/finetune/", 10) == 0) return "job";
     return strncmp(route, "/models/", 8) == 0 ? "model" : "session";
 }
 

@@ -26,13 +26,13 @@ enum {
     EP_OPENAPI,
     EP_EVALUATE,
     EP_MODELS,
+    EP_FINETUNE,
     EP_OTHER,
 };
 
 const char *const kd_endpoint_names[] = {
-    "page",     "health",     "model",    "metrics", "forecast", "generate",
-    "tokenize", "detokenize", "sessions", "session", "openapi",  "evaluate",
-    "models",   "other",
+    "page",     "health",  "model",   "metrics",  "forecast", "generate", "tokenize", "detokenize",
+    "sessions", "session", "openapi", "evaluate", "models",   "finetune", "other",
 };
 const int kd_endpoint_count = EP_OTHER + 1;
 
@@ -77,6 +77,10 @@ static const kd_route routes[] = {
     {"/models/",             "GET",    EP_MODELS,     false, true,  false, kd_handle_model_get,        "getModel"},
     /* public to the API keys: its handler asks for an admin key */
     {"/models",              "POST",   EP_MODELS,     true,  true,  false, kd_handle_model_load,       "loadModel"},
+    {"/finetune",            "POST",   EP_FINETUNE,   true,  true,  true,  kd_handle_finetune_post,    "startFinetune"},
+    {"/finetune",            "GET",    EP_FINETUNE,   true,  true,  false, kd_handle_finetune_list,    "listFinetunes"},
+    {"/finetune/",           "GET",    EP_FINETUNE,   true,  true,  false, kd_handle_finetune_get,     "getFinetune"},
+    {"/finetune/",           "DELETE", EP_FINETUNE,   true,  true,  false, kd_handle_finetune_delete,  "cancelFinetune"},
     {"/metrics",             "GET",    EP_METRICS,    false, false, false, kd_handle_metrics,          "metrics"},
     {"/forecast",            "POST",   EP_FORECAST,   false, true,  true,  kd_handle_forecast,         "forecast"},
     {"/generate",            "POST",   EP_GENERATE,   false, true,  false, kd_handle_generate,         "generate"},

@@ -32,6 +32,7 @@
 #include "http.h"
 #include "log.h"
 #include "model_dirs.h"
+#include "finetune_jobs.h"
 #include "model_fingerprint.h"
 #include "notify.h"
 #include "reload.h"
@@ -232,10 +233,13 @@ static int load(kd_app *app, char *err, size_t errlen) {
                           .started = request_started,
                           .ctx = app};
     if (!(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen))) return -1;
+    if (!(app->finetune = kd_ft_jobs_start(app, err, errlen))) return -1;
+    kd_log("finetune: checkpoints go to %s", kd_ft_jobs_root(app->finetune));
     return 0;
 }
 
 static void unload(kd_app *app) {
+    kd_ft_jobs_free(app->finetune); /* its thread trains on models the table holds */
     kd_sched_stop(app->sched);
     kd_workers_stop(app->workers);
     kd_journal_close(app->journal);
@@ -355,6 +359,7 @@ int kd_serve(int argc, char **argv) {
 
     const int sig = serve_until_signal(&app, http, argc, argv);
     atomic_store(&app.state, KD_DRAINING);
+    kd_ft_jobs_stop(app.finetune); /* a training run cancelled, its event streams ended */
     notify("STOPPING=1\nSTATUS=draining");
     kd_log("%s: draining %d request%s in flight", strsignal(sig), kd_http_in_flight(http),
            kd_http_in_flight(http) == 1 ? "" : "s");

@@ -30,7 +30,7 @@ typedef struct {
     _Atomic(kd_keys *) admin_keys; /* NULL: no admin */
     kd_keys **retired_keys;        /* replaced by SIGHUP, freed at exit */
     int n_retired_keys;
-    int n_workers; /* resolved from cfg.workers */
+    int n_workers;    /* resolved from cfg.workers */
     kd_models models; /* every model, the default first (models.h) */
     /* the default model's (models.v[0]): its weights, fingerprint in hex (what a calibration
      * object names) and pool */
@@ -42,7 +42,8 @@ typedef struct {
     kd_workers *workers; /* tokenizer work, and the reference path (use_cache false) */
     kd_sched *sched;     /* forecasts and generations (NULL only while starting) */
     kd_metrics *metrics;
-    atomic_int state; /* kd_state */
+    struct kd_ft_jobs *finetune; /* POST /finetune's jobs (finetune_jobs.h) */
+    atomic_int state;            /* kd_state */
 } kd_app;
 
 #endif

@@ -411,6 +411,21 @@ check("POST /models no such folder", "POST", KEY_URL, "/models", 422,
       {"id": "gone", "path": os.path.join(SRC, "no-such-folder")}, headers=ADMIN)
 check("POST /models an unknown field", "POST", KEY_URL, "/models", 400,
       {"path": tiny_dir, "nope": 1}, headers=ADMIN)
+# fine-tuning jobs: a one-step job and a long one, cancelled
+ft = {"candles": evaluation_candles, "steps": 1, "batch": 1, "lookback": 16, "predict": 2,
+      "validation_share": 0, "gate_samples": 0, "id": "tiny-ft-doc"}
+check("POST /finetune without the admin key", "POST", KEY_URL, "/finetune", 401, ft)
+check("POST /finetune", "POST", KEY_URL, "/finetune", 202, ft, headers=ADMIN)
+check("POST /finetune a bad setting", "POST", KEY_URL, "/finetune", 400, {**ft, "batch": 0},
+      headers=ADMIN)
+check("POST /finetune (long)", "POST", KEY_URL, "/finetune", 202,
+      {**ft, "steps": 1000000, "id": "tiny-ft-long"}, headers=ADMIN)
+check("DELETE /finetune/{job}", "DELETE", KEY_URL, "/finetune/ft-2", 202, headers=ADMIN)
+check("DELETE /finetune/{job} unknown", "DELETE", KEY_URL, "/finetune/ft-99", 404, headers=ADMIN)
+check("GET /finetune", "GET", KEY_URL, "/finetune", 200, headers=ADMIN)
+check("GET /finetune without the admin key", "GET", KEY_URL, "/finetune", 401)
+check("GET /finetune/{job}", "GET", KEY_URL, "/finetune/ft-1", 200, headers=ADMIN)
+check("GET /finetune/{job} unknown", "GET", KEY_URL, "/finetune/ft-99", 404, headers=ADMIN)
 check("POST /forecast unknown model", "POST", URL, "/forecast", 404,
       {"candles": candles, "horizon": 2, "model": "nope"})
 

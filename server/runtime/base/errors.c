@@ -42,10 +42,13 @@ const kd_error_kind kd_error_kinds[] = {
                                   "session's model is gone"},
     {404, "session_not_found",    "no such session, or another API key's; the message says "
                                   "whether it expired, was evicted or deleted (to its own key)"},
+    {404, "job_not_found",        "no fine-tuning job of that id (GET /finetune lists them)"},
     {405, "method_not_allowed",   "the route does not take this method (Allow lists those it "
                                   "takes)"},
     {409, "session_busy",         "the session serves another request"},
-    {409, "model_exists",         "POST /models with the id of a loaded model"},
+    {409, "model_exists",         "POST /models or POST /finetune with the id of a loaded model "
+                                  "(or, for POST /finetune, of another job's or a folder's)"},
+    {409, "job_finished",         "DELETE /finetune/{job} of a job that has ended"},
     {413, "body_too_large",       "the body is over max-body-bytes"},
     {415, "unsupported_media_type", "a text/csv body where only JSON is taken"},
     {422, "context_overflow",     "a session would grow past max_context"},
@@ -66,6 +69,8 @@ const kd_error_kind kd_error_kinds[] = {
                                   "Retry-After"},
     {429, "session_bytes_limit",  "this API key's (or client address's) sessions hold "
                                   "max-session-bytes-per-key bytes; Retry-After"},
+    {429, "finetune_busy",        "POST /finetune while 4 fine-tuning jobs are queued or "
+                                  "running; Retry-After"},
     {499, "client_closed",        "the client left before the answer (logged, never received)"},
     {500, "internal",             "out of memory or a broken invariant"},
     {500, "journal_failed",       "the session's change could not be written to the journal "

@@ -1,0 +1,82 @@
+/* finetune_jobs.h — the daemon's fine-tuning jobs (POST /finetune): a short queue, one job
+ * training at a time on a thread of its own at the lowest CPU priority (SCHED_IDLE: training
+ * takes only what serving leaves), progress for GET and event streams, cancelling, and a
+ * finished job's checkpoint written under state-dir's models/ folder and registered as a
+ * model (kd_models_add, as POST /models). At start the checkpoints found there are loaded
+ * again and their jobs listed from their finetune.json. */
+#ifndef KD_FINETUNE_JOBS_H
+#define KD_FINETUNE_JOBS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "app.h"
+#include "candles_json.h"
+#include "kronos_train.h"
+#include "stream.h"
+
+#define KD_FT_QUEUE_MAX 4  /* jobs queued or running; beyond, 429 */
+#define KD_FT_JOBS_MAX  64 /* jobs listed; the oldest finished one makes room */
+
+typedef struct kd_ft_jobs kd_ft_jobs;
+
+/* A job as POST /finetune asks for it. kd_ft_submit takes series and names on success. */
+typedef struct {
+    const char *model_id; /* the id to register as; NULL: BASE-ft-N */
+    const kd_model *base;
+    kr_finetune_settings s;
+    int gate_samples;
+    kd_owned_candles *series; /* [n] */
+    char **names;       /* [n] */
+    int n;
+} kd_ft_request;
+
+typedef enum {
+    KD_FT_OK,
+    KD_FT_BUSY,    /* KD_FT_QUEUE_MAX jobs queued or running */
+    KD_FT_EXISTS,  /* the model id is loaded or another job's */
+    KD_FT_INVALID, /* the model id is not one */
+    KD_FT_NOMEM,
+    KD_FT_STOPPED, /* the daemon is stopping */
+} kd_ft_submit_rc;
+
+/* The jobs' folder (state-dir/models, or a folder of its own under $TMPDIR without
+ * state-dir), the checkpoints in it loaded and listed, the training thread started; NULL
+ * with a message. */
+kd_ft_jobs *kd_ft_jobs_start(kd_app *app, char *err, size_t errlen);
+/* Cancels the running job, ends the thread and every stream; later submits are refused
+ * (before draining: a stream would hold it). NULL: nothing. */
+void kd_ft_jobs_stop(kd_ft_jobs *j);
+/* Frees j after kd_ft_jobs_stop (NULL: nothing). */
+void kd_ft_jobs_free(kd_ft_jobs *j);
+/* Where checkpoints go. */
+const char *kd_ft_jobs_root(const kd_ft_jobs *j);
+
+/* Queues req; *answer the new job's state (as kd_ft_get). On a refusal msg says why. */
+kd_ft_submit_rc kd_ft_submit(kd_ft_jobs *j, kd_ft_request *req, json_t **answer, char *msg,
+                             size_t msglen);
+/* A job's state ({"id", "state", "step", "steps", "loss", ...}), or NULL when unknown. */
+json_t *kd_ft_get(kd_ft_jobs *j, const char *id);
+/* {"jobs": [...]} without the per-step arrays. */
+json_t *kd_ft_list(kd_ft_jobs *j);
+/* Cancels a queued or running job: 0 (*answer its state), -1 unknown, 1 finished already. */
+int kd_ft_cancel(kd_ft_jobs *j, const char *id, json_t **answer);
+/* Streams a job's progress on s: a "state" event now, a "progress" event per step, and a
+ * final "done", "failed" or "cancelled" event, then the stream ends (at once when the job
+ * has finished). -1 when the job is unknown (s untouched). */
+int kd_ft_watch(kd_ft_jobs *j, const char *id, kd_stream *s);
+
+/* ---- finetune_store.c: the checkpoints of earlier runs ---- */
+
+/* The job kd_ft_restore found: a finished run's answer from its folder's finetune.json. */
+typedef void (*kd_ft_found)(void *ctx, const char *job_id, const char *model_id, json_t *report);
+/* Every folder under root holding tokenizer/, predictor/ and finetune.json (in name order)
+ * registered as a model of the folder's name (a failure is logged and skipped), and found()
+ * called with its report (a reference the callee takes). Leftovers of unfinished runs
+ * (".*.partial") are removed. */
+void kd_ft_restore(kd_app *app, const char *root, kd_ft_found found, void *ctx);
+/* Removes dir and everything under it (quietly, as far as it can). */
+void kd_ft_remove_tree(const char *dir);
+
+#endif
