@@ -30,9 +30,8 @@ enum {
 };
 
 const char *const kd_endpoint_names[] = {
-    "page",     "health",     "model",    "metrics", "forecast", "generate",
-    "tokenize", "detokenize", "sessions", "session", "openapi",  "evaluate",
-    "models",   "other",
+    "page",       "health",   "model",   "metrics", "forecast", "generate", "tokenize",
+    "detokenize", "sessions", "session", "openapi", "evaluate", "models",   "other",
 };
 const int kd_endpoint_count = EP_OTHER + 1;
 
@@ -77,6 +76,7 @@ static const kd_route routes[] = {
     {"/models/",             "GET",    EP_MODELS,     false, true,  false, kd_handle_model_get,        "getModel"},
     /* public to the API keys: its handler asks for an admin key */
     {"/models",              "POST",   EP_MODELS,     true,  true,  false, kd_handle_model_load,       "loadModel"},
+    {"/models/",             "DELETE", EP_MODELS,     true,  true,  false, kd_handle_model_unload,     "unloadModel"},
     {"/metrics",             "GET",    EP_METRICS,    false, false, false, kd_handle_metrics,          "metrics"},
     {"/forecast",            "POST",   EP_FORECAST,   false, true,  true,  kd_handle_forecast,         "forecast"},
     {"/generate",            "POST",   EP_GENERATE,   false, true,  false, kd_handle_generate,         "generate"},

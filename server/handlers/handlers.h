@@ -85,7 +85,7 @@ kd_handler kd_handle_evaluate;
 
 /* models.c: GET /models (every model: id, hash, shapes, parameters, bytes, kernels,
  * loaded_at) and GET /models/{id} (one; 404 model_not_found naming the others). */
-kd_handler kd_handle_models, kd_handle_model_get, kd_handle_model_load;
+kd_handler kd_handle_models, kd_handle_model_get, kd_handle_model_load, kd_handle_model_unload;
 
 /* status.c: what the server is and does. */
 kd_handler kd_handle_health, kd_handle_model, kd_handle_metrics;

@@ -46,6 +46,8 @@ const kd_error_kind kd_error_kinds[] = {
                                   "takes)"},
     {409, "session_busy",         "the session serves another request"},
     {409, "model_exists",         "POST /models with the id of a loaded model"},
+    {409, "model_in_use",         "DELETE /models/{id} of the default model, or of a model "
+                                  "live sessions are bound to (the message counts them)"},
     {413, "body_too_large",       "the body is over max-body-bytes"},
     {415, "unsupported_media_type", "a text/csv body where only JSON is taken"},
     {422, "context_overflow",     "a session would grow past max_context"},

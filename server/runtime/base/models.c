@@ -1,5 +1,7 @@
 /* models.c — kd_models (models.h): the configured folders listed, hashed, loaded (models
- * with the same tokenizer files sharing one tokenizer), each with its pool. */
+ * with the same tokenizer files sharing one tokenizer), each with its pool; models added
+ * and removed while serving, and the references that keep a removed one until it is
+ * unused. */
 #include "models.h"
 #include "fail.h"
 
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "model_fingerprint.h"
 #include "sha256.h"
@@ -103,15 +106,42 @@ static int fill_slot(kd_model *md, const char *id, const char *tok, const char *
     return 0;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The listed model of this id; with lock held (or before serving). */
+static kd_model *find_live(const kd_models *ms, const char *id) {
+    for (int i = 0; i < ms->n; i++)
+        if (ms->v[i].used && ms->v[i].live && strcmp(ms->v[i].id, id) == 0) return &ms->v[i];
+    return NULL;
+}
+
+/* A removed model without references freed, and its reference on the model whose
+ * tokenizer it borrowed dropped; with lock held. */
+static void free_if_unused(kd_models *ms, kd_model *md) {
+    if (!md->used || md->live || md->refs > 0) return;
+    const int owner = md->tokenizer_of;
+    free_slot(md);
+    if (owner >= 0) {
+        ms->v[owner].refs--;
+        free_if_unused(ms, &ms->v[owner]);
+    }
+}
+
 static int add_entry(kd_models *ms, const char *id, const char *tok, const char *pred, char *err,
                      size_t errlen) {
     if (valid_id(id, err, errlen) < 0) return -1;
-    if (kd_models_find(ms, id)) return kd_fail(err, errlen, "model id '%s' is given twice", id);
+    if (find_live(ms, id)) return kd_fail(err, errlen, "model id '%s' is given twice", id);
     if (ms->n >= KD_MODELS_MAX)
         return kd_fail(err, errlen, "model '%s': more than %d models", id, KD_MODELS_MAX);
     kd_model *md = &ms->v[ms->n];
     ms->n++; /* counted at once, so that kd_models_free frees what it holds */
-    return fill_slot(md, id, tok, pred, err, errlen);
+    if (fill_slot(md, id, tok, pred, err, errlen) < 0) return -1;
+    md->used = md->live = true;
+    return 0;
 }
 
 /* One model line, "[ID=]DIR": an id before '=' when what is before it is one. */
@@ -179,15 +209,27 @@ static int list_models(kd_models *ms, const kd_config *c, char *err, size_t errl
     return 0;
 }
 
-/* Model i hashed, loaded (sharing an earlier model's tokenizer when its files are the
- * same), fingerprinted, its pool made. */
+/* The loaded model holding the tokenizer of these files (the one that loaded it), or -1;
+ * with lock held. */
+static int tokenizer_root(const kd_models *ms, int i) {
+    for (int k = 0; k < ms->n; k++) {
+        const kd_model *o = &ms->v[k];
+        if (k != i && o->used && o->m && strcmp(o->tokenizer_hash, ms->v[i].tokenizer_hash) == 0)
+            return o->tokenizer_of >= 0 ? o->tokenizer_of : k;
+    }
+    return -1;
+}
+
+/* Model i hashed, loaded (sharing a loaded model's tokenizer when its files are the same:
+ * a reference on that model), fingerprinted, its pool made. */
 static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t errlen) {
     kd_model *md = &ms->v[i];
     kr_error ke = {0};
     if (hash_model(md, err, errlen) < 0) return -1;
-    for (int k = 0; k < i && md->tokenizer_of < 0; k++)
-        if (strcmp(ms->v[k].tokenizer_hash, md->tokenizer_hash) == 0)
-            md->tokenizer_of = ms->v[k].tokenizer_of >= 0 ? ms->v[k].tokenizer_of : k;
+    pthread_mutex_lock(&ms->lock);
+    md->tokenizer_of = tokenizer_root(ms, i);
+    if (md->tokenizer_of >= 0) ms->v[md->tokenizer_of].refs++;
+    pthread_mutex_unlock(&ms->lock);
     kr_precision weights = KR_PREC_F32, kv = KR_PREC_F32; /* kd_config_load checked them */
     kr_precision_parse(c->weights, "weights", &weights, &ke);
     kr_kv_precision_parse(c->kv, "kv", &kv, &ke);
@@ -214,7 +256,13 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
     /* every slot at once: a model added while serving never moves one a request reads */
     if (!(ms->v = calloc(KD_MODELS_MAX, sizeof *ms->v)))
         return kd_fail(err, errlen, "out of memory");
-    if (pthread_mutex_init(&ms->add_lock, NULL) != 0) {
+    if (pthread_mutex_init(&ms->lock, NULL) != 0) {
+        free(ms->v);
+        ms->v = NULL;
+        return kd_fail(err, errlen, "models: cannot make a lock");
+    }
+    if (pthread_mutex_init(&ms->change_lock, NULL) != 0) {
+        pthread_mutex_destroy(&ms->lock);
         free(ms->v);
         ms->v = NULL;
         return kd_fail(err, errlen, "models: cannot make a lock");
@@ -227,14 +275,16 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
 }
 
 void kd_models_free(kd_models *ms) {
-    /* last first: a model sharing a tokenizer goes before the one that holds it */
+    /* borrowers first: a model sharing a tokenizer goes before the one that holds it */
     if (!ms->v) return;
-    for (int i = ms->n - 1; i >= 0; i--)
-        free_slot(&ms->v[i]);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = ms->n - 1; i >= 0; i--)
+            if (pass == 1 || (ms->v[i].used && ms->v[i].tokenizer_of >= 0)) free_slot(&ms->v[i]);
     free(ms->v);
     ms->v = NULL;
     ms->n = 0;
-    pthread_mutex_destroy(&ms->add_lock);
+    pthread_mutex_destroy(&ms->lock);
+    pthread_mutex_destroy(&ms->change_lock);
 }
 
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
@@ -245,44 +295,153 @@ kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char 
         id = name;
     }
     if (valid_id(id, err, errlen) < 0) return KD_MODEL_ADD_INVALID;
-    pthread_mutex_lock(&ms->add_lock);
-    kd_model_add_result rc = KD_MODEL_ADD_OK;
-    const int n = ms->n;
+    pthread_mutex_lock(&ms->change_lock);
     char *tok = join(dir, "tokenizer"), *pred = join(dir, "predictor");
-    if (kd_models_find(ms, id)) {
+    pthread_mutex_lock(&ms->lock);
+    const bool exists = find_live(ms, id) != NULL;
+    int i = -1;
+    for (int k = 0; k < KD_MODELS_MAX && i < 0; k++)
+        if (!ms->v[k].used) i = k;
+    /* filled under the lock: listings read a free slot's flags */
+    const int filled = !exists && i >= 0 && tok && pred
+                           ? fill_slot(&ms->v[i], id, tok, pred, err, errlen)
+                           : kd_fail(err, errlen, "out of memory");
+    pthread_mutex_unlock(&ms->lock);
+    kd_model_add_result rc = KD_MODEL_ADD_OK;
+    if (exists) {
         kd_fail(err, errlen, "model '%s' is loaded already (DELETE it first)", id);
         rc = KD_MODEL_ADD_EXISTS;
-    } else if (n >= KD_MODELS_MAX) {
+    } else if (i < 0) {
         kd_fail(err, errlen, "model '%s': all %d model slots are taken", id, KD_MODELS_MAX);
         rc = KD_MODEL_ADD_FULL;
-    } else if (!tok || !pred || fill_slot(&ms->v[n], id, tok, pred, err, errlen) < 0 ||
-               load_one(ms, n, c, err, errlen) < 0) {
-        free_slot(&ms->v[n]);
+    } else if (filled < 0 || load_one(ms, i, c, err, errlen) < 0) {
+        pthread_mutex_lock(&ms->lock);
+        const int owner = filled < 0 ? -1 : ms->v[i].tokenizer_of;
+        free_slot(&ms->v[i]);
+        if (owner >= 0) {
+            ms->v[owner].refs--;
+            free_if_unused(ms, &ms->v[owner]);
+        }
+        pthread_mutex_unlock(&ms->lock);
         rc = KD_MODEL_ADD_FAILED;
     } else {
-        *out = &ms->v[n];
-        ms->n = n + 1; /* published whole: an atomic store after the slot is filled */
+        pthread_mutex_lock(&ms->lock);
+        kd_model *md = &ms->v[i];
+        md->used = md->live = true;
+        md->refs = 1; /* the caller's */
+        md->last_used = now_s();
+        ms->loads++;
+        if (ms->n < i + 1) ms->n = i + 1;
+        pthread_mutex_unlock(&ms->lock);
+        *out = md;
     }
     free(tok);
     free(pred);
-    pthread_mutex_unlock(&ms->add_lock);
+    pthread_mutex_unlock(&ms->change_lock);
     return rc;
 }
 
-const kd_model *kd_models_find(const kd_models *ms, const char *id) {
-    for (int i = 0; i < ms->n; i++)
-        if (strcmp(ms->v[i].id, id) == 0) return &ms->v[i];
-    return NULL;
+const kd_model *kd_models_acquire(kd_models *ms, const char *id) {
+    pthread_mutex_lock(&ms->lock);
+    kd_model *md = id ? find_live(ms, id) : &ms->v[0];
+    if (md) {
+        md->refs++;
+        md->last_used = now_s();
+    }
+    pthread_mutex_unlock(&ms->lock);
+    return md;
 }
 
-void kd_models_ids(const kd_models *ms, char *out, size_t n) {
+void kd_models_hold(kd_models *ms, const kd_model *md) {
+    if (!md) return;
+    pthread_mutex_lock(&ms->lock);
+    ms->v[md - ms->v].refs++;
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_release(kd_models *ms, const kd_model *md) {
+    if (!md) return;
+    pthread_mutex_lock(&ms->lock);
+    kd_model *m = &ms->v[md - ms->v];
+    m->refs--;
+    free_if_unused(ms, m);
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_bind_session(kd_models *ms, const kd_model *md) {
+    pthread_mutex_lock(&ms->lock);
+    ms->v[md - ms->v].refs++;
+    ms->v[md - ms->v].sessions++;
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_unbind_session(kd_models *ms, const kd_model *md) {
+    pthread_mutex_lock(&ms->lock);
+    kd_model *m = &ms->v[md - ms->v];
+    m->sessions--;
+    m->refs--;
+    free_if_unused(ms, m);
+    pthread_mutex_unlock(&ms->lock);
+}
+
+static void ids_locked(const kd_models *ms, char *out, size_t n) {
     size_t at = 0;
     if (n) out[0] = '\0';
     for (int i = 0; i < ms->n && at < n; i++) {
-        int w = snprintf(out + at, n - at, "%s%s", i ? ", " : "", ms->v[i].id);
+        if (!ms->v[i].used || !ms->v[i].live) continue;
+        int w = snprintf(out + at, n - at, "%s%s", at ? ", " : "", ms->v[i].id);
         if (w < 0) break;
         at += (size_t)w;
     }
+}
+
+kd_model_remove_result kd_models_remove(kd_models *ms, const char *id, char *err, size_t errlen) {
+    char ids[512];
+    kd_model_remove_result rc = KD_MODEL_REMOVE_OK;
+    pthread_mutex_lock(&ms->lock);
+    kd_model *md = find_live(ms, id);
+    if (!md) {
+        ids_locked(ms, ids, sizeof ids);
+        kd_fail(err, errlen, "model: no model \"%s\" here; the models are: %s", id, ids);
+        rc = KD_MODEL_REMOVE_UNKNOWN;
+    } else if (md == &ms->v[0]) {
+        kd_fail(err, errlen,
+                "model %s is the default model (the first configured): it cannot be unloaded", id);
+        rc = KD_MODEL_REMOVE_DEFAULT;
+    } else if (md->sessions > 0) {
+        kd_fail(err, errlen,
+                "model %s holds %d live session%s: delete %s (or let %s expire) before "
+                "unloading it",
+                id, md->sessions, md->sessions == 1 ? "" : "s", md->sessions == 1 ? "it" : "them",
+                md->sessions == 1 ? "it" : "them");
+        rc = KD_MODEL_REMOVE_BUSY;
+    } else {
+        md->live = false; /* unlisted now; freed here or at its last reference */
+        ms->unloads++;
+        free_if_unused(ms, md);
+    }
+    pthread_mutex_unlock(&ms->lock);
+    return rc;
+}
+
+void kd_models_each(kd_models *ms, void (*fn)(void *ctx, const kd_model *md), void *ctx) {
+    pthread_mutex_lock(&ms->lock);
+    for (int i = 0; i < ms->n; i++)
+        if (ms->v[i].used && ms->v[i].live) fn(ctx, &ms->v[i]);
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_changes(kd_models *ms, unsigned long long *loads, unsigned long long *unloads) {
+    pthread_mutex_lock(&ms->lock);
+    *loads = ms->loads;
+    *unloads = ms->unloads;
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_ids(kd_models *ms, char *out, size_t n) {
+    pthread_mutex_lock(&ms->lock);
+    ids_locked(ms, out, n);
+    pthread_mutex_unlock(&ms->lock);
 }
 
 int kd_model_dirs_tag(const char *model_dir, const char *tokenizer_dir, const char *predictor_dir,
