@@ -131,6 +131,9 @@ kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
     case KD_MODEL_ADD_FULL:
         kd_reply_error(r, 422, "model_load_failed", "path: %s", msg);
         break;
+    case KD_MODEL_ADD_NO_ROOM:
+        kd_reply_error(r, 507, "model_memory_exceeded", "path: %s", msg);
+        break;
     }
     json_decref(body);
     return KD_REPLIED;

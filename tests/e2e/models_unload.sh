@@ -9,7 +9,9 @@
 #     same bytes (elapsed_ms aside);
 #   * a model whose tokenizer another model borrows: unloaded, the borrower goes on answering
 #     as before, and a reload of it shares that tokenizer again;
-#   * /metrics: models loaded, their bytes, loads and unloads.
+#   * /metrics: models loaded, their bytes, loads and unloads;
+#   * model-memory-bytes: a load over it unloads the least recently used idle model (load a
+#     and b, use a, load c: b goes); with none idle it is 507 model_memory_exceeded.
 # Under ASan (build-asan), the frees at the last reference are what this exercises.
 # Usage: KR_MKMODEL=PATH models_unload.sh KRONOSD SRC_DIR
 set -uo pipefail
@@ -53,6 +55,9 @@ load() { # load ID DIR: POST /models, its entry in $WORK/entry_ID.json
 load wide "$WORK/wide"
 expect "wide loaded" 201 'd["id"] == "wide"'
 WIDE_HASH=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['hash'])" "$WORK/entry_wide.json")
+WIDE_BYTES=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['bytes'])" "$WORK/entry_wide.json")
+http GET "$URL_L/models/tiny" "${API[@]}"
+TINY_BYTES=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['bytes'])" "$BODY")
 
 # ---- refusals -------------------------------------------------------------------------------
 http DELETE "$URL_L/models/wide"
@@ -147,5 +152,40 @@ want_bytes=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['byte
 # the default model still answers after all this
 http POST "$URL_L/forecast" "${JSON[@]}" "${API[@]}" -d @"$WORK/forecast.json"
 expect "tiny still forecasts" 200 'd["model"]["id"] == "tiny"'
+
+# ---- model-memory-bytes: the least recently used idle model makes room -----------------------
+# b and c: wide's shapes (so its bytes), their own weights and tokenizers
+for m in b:11 c:13; do
+    "$MKMODEL" --out "$WORK/${m%%:*}" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 \
+        --ff-dim 160 --seed "${m##*:}" >/dev/null || fail "kronos-mkmodel ${m%%:*}"
+done
+# room for tiny and two of a, b, c
+BUDGET=$((TINY_BYTES + 2 * WIDE_BYTES + WIDE_BYTES / 2))
+start_daemon M --api-key-file "$WORK/keys" --admin-key-file "$WORK/admin" \
+    --model-memory-bytes "$BUDGET"
+URL_L=$URL_M
+load a "$WORK/wide"
+expect "budget: a loaded" 201 "d['bytes'] == $WIDE_BYTES"
+load b "$WORK/b"
+expect "budget: b loaded" 201 "d['bytes'] == $WIDE_BYTES"
+"$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['model']='a'; json.dump(d, open(sys.argv[2],'w'))" \
+    "$WORK/forecast.json" "$WORK/a_forecast.json"
+http POST "$URL_M/forecast" "${JSON[@]}" "${API[@]}" -d @"$WORK/a_forecast.json"
+expect "budget: a used after b's load" 200
+load c "$WORK/c"
+expect "budget: c loaded over the budget" 201 "d['id'] == 'c'"
+[ "$(listed)" = "tiny,a,c" ] && pass "budget: b, the least recently used idle model, unloaded" \
+    || fail "budget: the models after c's load" "$(listed)"
+grep -q "model b unloaded (least recently used) to make room for c under model-memory-bytes $BUDGET" \
+    "$WORK/M.log" && pass "budget: the log names b, c and the budget" || fail "budget: log" "$(tail -3 "$WORK/M.log")"
+# a and c each hold a session: nothing idle to unload, b is refused
+for m in a c; do
+    http POST "$URL_M/sessions" "${JSON[@]}" "${API[@]}" -d "{\"model\": \"$m\"}"
+    expect "budget: a session on $m" 201
+done
+load b "$WORK/b"
+expect "budget: b refused, 507 naming the need and the budget" 507 \
+    "d['error']['code'] == 'model_memory_exceeded' and 'model-memory-bytes $BUDGET' in d['error']['message'] and 'needs $WIDE_BYTES bytes' in d['error']['message']"
+[ "$(listed)" = "tiny,a,c" ] && pass "budget: after the refusal, tiny, a, c" || fail "budget: after 507" "$(listed)"
 
 summary

@@ -84,6 +84,8 @@ const kd_error_kind kd_error_kinds[] = {
     {503, "uploads_busy",         "the bodies being received hold upload-budget bytes; "
                                   "Retry-After"},
     {504, "deadline_exceeded",    "the request's deadline (timeout_ms or request-timeout) passed"},
+    {507, "model_memory_exceeded", "POST /models over model-memory-bytes with no idle model "
+                                   "left to unload (the message gives the need and the budget)"},
     /* clang-format on */
 };
 const size_t kd_error_kind_count = sizeof kd_error_kinds / sizeof kd_error_kinds[0];

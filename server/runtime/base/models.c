@@ -4,6 +4,7 @@
  * unused. */
 #include "models.h"
 #include "fail.h"
+#include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -287,6 +288,38 @@ void kd_models_free(kd_models *ms) {
     pthread_mutex_destroy(&ms->change_lock);
 }
 
+/* With the model being loaded in slot i counted: idle listed models unloaded least
+ * recently used first until every model's weights fit budget (0: no limit); -1 with err
+ * when they cannot. With lock held. */
+static int make_room(kd_models *ms, int i, size_t budget, char *err, size_t errlen) {
+    const size_t need = kd_model_own_bytes(ms, &ms->v[i]);
+    for (;;) {
+        size_t held = 0;
+        for (int k = 0; k < ms->n; k++)
+            if (ms->v[k].used) held += kd_model_own_bytes(ms, &ms->v[k]);
+        if (!budget || held + need <= budget) return 0;
+        kd_model *lru = NULL;
+        for (int k = 1; k < ms->n; k++) { /* never the default, slot 0 */
+            kd_model *o = &ms->v[k];
+            if (o->used && o->live && o->refs == 0 && o->sessions == 0 &&
+                (!lru || o->last_used < lru->last_used))
+                lru = o;
+        }
+        if (!lru)
+            return kd_fail(err, errlen,
+                           "model-memory-bytes %zu: model '%s' needs %zu bytes, and the models "
+                           "loaded hold %zu that cannot be unloaded now (the default, in use, "
+                           "or holding sessions)",
+                           budget, ms->v[i].id, need, held);
+        kd_log("model %s unloaded (least recently used) to make room for %s under "
+               "model-memory-bytes %zu",
+               lru->id, ms->v[i].id, budget);
+        lru->live = false;
+        ms->unloads++;
+        free_if_unused(ms, lru);
+    }
+}
+
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
                                   const char *dir, const kd_model **out, char *err, size_t errlen) {
     char name[KD_MODEL_ID_MAX + 2];
@@ -314,26 +347,27 @@ kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char 
     } else if (i < 0) {
         kd_fail(err, errlen, "model '%s': all %d model slots are taken", id, KD_MODELS_MAX);
         rc = KD_MODEL_ADD_FULL;
-    } else if (filled < 0 || load_one(ms, i, c, err, errlen) < 0) {
-        pthread_mutex_lock(&ms->lock);
-        const int owner = filled < 0 ? -1 : ms->v[i].tokenizer_of;
-        free_slot(&ms->v[i]);
-        if (owner >= 0) {
-            ms->v[owner].refs--;
-            free_if_unused(ms, &ms->v[owner]);
+    } else {
+        const bool loaded = filled == 0 && load_one(ms, i, c, err, errlen) == 0;
+        pthread_mutex_lock(&ms->lock); /* room made and published in one hold */
+        if (loaded && make_room(ms, i, c->model_memory_bytes, err, errlen) == 0) {
+            kd_model *md = &ms->v[i];
+            md->used = md->live = true;
+            md->refs = 1; /* the caller's */
+            md->last_used = now_s();
+            ms->loads++;
+            if (ms->n < i + 1) ms->n = i + 1;
+            *out = md;
+        } else {
+            const int owner = filled < 0 ? -1 : ms->v[i].tokenizer_of;
+            free_slot(&ms->v[i]);
+            if (owner >= 0) {
+                ms->v[owner].refs--;
+                free_if_unused(ms, &ms->v[owner]);
+            }
+            rc = loaded ? KD_MODEL_ADD_NO_ROOM : KD_MODEL_ADD_FAILED;
         }
         pthread_mutex_unlock(&ms->lock);
-        rc = KD_MODEL_ADD_FAILED;
-    } else {
-        pthread_mutex_lock(&ms->lock);
-        kd_model *md = &ms->v[i];
-        md->used = md->live = true;
-        md->refs = 1; /* the caller's */
-        md->last_used = now_s();
-        ms->loads++;
-        if (ms->n < i + 1) ms->n = i + 1;
-        pthread_mutex_unlock(&ms->lock);
-        *out = md;
     }
     free(tok);
     free(pred);

@@ -70,6 +70,7 @@ typedef enum {
     KD_MODEL_ADD_EXISTS,  /* a model of this id is loaded */
     KD_MODEL_ADD_FAILED,  /* its files did not load (the loader's message) */
     KD_MODEL_ADD_FULL,    /* every slot is taken */
+    KD_MODEL_ADD_NO_ROOM, /* over model-memory-bytes with no idle model left to unload */
 } kd_model_add_result;
 
 /* Every configured model loaded (each with its pool), or -1 with the first failure in err
@@ -78,8 +79,10 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen);
 void kd_models_free(kd_models *ms);
 /* The model in dir (holding tokenizer/ and predictor/) loaded as at start (hashed, its
  * tokenizer shared with a loaded model's of the same files, its pool of c's pool-bytes) and
- * published as id (NULL: the folder's name). On a refusal err says why and nothing
- * changed; on success *out is the new model. */
+ * published as id (NULL: the folder's name). With c's model-memory-bytes, idle models (no
+ * reference, no session, not the default) are unloaded least recently used first until
+ * the weights fit with it. On a refusal err says why and nothing changed (but the models
+ * unloaded for room); on success *out is the new model, with a reference for the caller. */
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
                                   const char *dir, const kd_model **out, char *err, size_t errlen);
 /* The listed model of this id (NULL: the default) with a reference for the caller, its
