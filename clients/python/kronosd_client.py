@@ -295,7 +295,7 @@ class Client:
         return body
 
     # ---- transport ---------------------------------------------------------------------
-    def _call(self, method, path, body=None, query=None):
+    def _call(self, method, path, body=None, query=None, key=None):
         url = self.url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -304,8 +304,8 @@ class Client:
         if body is not None:
             data = json.dumps(body, allow_nan=False).encode()
             headers["Content-Type"] = "application/json"
-        if self.api_key:
-            headers["Authorization"] = "Bearer " + self.api_key
+        if key or self.api_key:
+            headers["Authorization"] = "Bearer " + (key or self.api_key)
         req = urllib.request.Request(url, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as res:
@@ -334,6 +334,19 @@ class Client:
 
     def get_model(self, model_id):
         return self._call("GET", "/models/" + urllib.parse.quote(model_id, safe=""))
+
+    def load_model(self, path, model_id=None, admin_key=None):
+        """POST /models: loads the server's folder path (tokenizer/ and predictor/) as a
+        model (id: model_id, else the folder's name), with an admin key; its entry."""
+        body = {"path": path}
+        if model_id is not None:
+            body["id"] = model_id
+        return self._call("POST", "/models", body, key=admin_key)
+
+    def unload_model(self, model_id, admin_key=None):
+        """DELETE /models/{id}, with an admin key: {"id", "unloaded": true}."""
+        return self._call("DELETE", "/models/" + urllib.parse.quote(model_id, safe=""),
+                          key=admin_key)
 
     # ---- forecasts ---------------------------------------------------------------------
     def forecast(self, df, horizon=None, future_timestamps=None, samples=None, temperature=None,

@@ -11,7 +11,9 @@
 #     as before, and a reload of it shares that tokenizer again;
 #   * /metrics: models loaded, their bytes, loads and unloads;
 #   * model-memory-bytes: a load over it unloads the least recently used idle model (load a
-#     and b, use a, load c: b goes); with none idle it is 507 model_memory_exceeded.
+#     and b, use a, load c: b goes); with none idle it is 507 model_memory_exceeded;
+#   * SIGHUP with the config file's model lines changed: the new model loaded, the removed
+#     one unloaded, one holding a session kept, each logged; GET /models shows the set.
 # Under ASan (build-asan), the frees at the last reference are what this exercises.
 # Usage: KR_MKMODEL=PATH models_unload.sh KRONOSD SRC_DIR
 set -uo pipefail
@@ -187,5 +189,54 @@ load b "$WORK/b"
 expect "budget: b refused, 507 naming the need and the budget" 507 \
     "d['error']['code'] == 'model_memory_exceeded' and 'model-memory-bytes $BUDGET' in d['error']['message'] and 'needs $WIDE_BYTES bytes' in d['error']['message']"
 [ "$(listed)" = "tiny,a,c" ] && pass "budget: after the refusal, tiny, a, c" || fail "budget: after 507" "$(listed)"
+
+# ---- SIGHUP: the config file's model set read again ----------------------------------------
+# wait_log NAME TEXT: until the daemon's log holds TEXT (20 s at most)
+wait_log() {
+    local i
+    for i in $(seq 1 400); do
+        grep -qF "$2" "$WORK/$1.log" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+printf 'model = tiny=%s\nmodel = wide=%s\nmodel = c=%s\nadmin-key-file = %s\napi-key-file = %s\n' \
+    "$MODEL" "$WORK/wide" "$WORK/c" "$WORK/admin" "$WORK/keys" >"$WORK/hup.conf"
+start_only H --config "$WORK/hup.conf"
+URL_L=$URL_H
+[ "$(listed)" = "tiny,wide,c" ] && pass "SIGHUP: started with tiny, wide, c" || fail "SIGHUP: start" "$(listed)"
+http POST "$URL_H/sessions" "${JSON[@]}" "${API[@]}" -d '{"model": "c"}'
+expect "SIGHUP: a session on c" 201
+# wide and c out, b in: wide goes, c (a session) is kept, b is loaded
+printf 'model = tiny=%s\nmodel = b=%s\nadmin-key-file = %s\napi-key-file = %s\n' \
+    "$MODEL" "$WORK/b" "$WORK/admin" "$WORK/keys" >"$WORK/hup.conf"
+kill -HUP "$PID_H"
+wait_log H "reload: model b loaded from $WORK/b/predictor" \
+    && pass "SIGHUP: the log says b was loaded" || fail "SIGHUP: b's log line" "$(tail -5 "$WORK/H.log")"
+grep -qF "reload: model wide unloaded (no longer configured)" "$WORK/H.log" \
+    && pass "SIGHUP: the log says wide was unloaded" || fail "SIGHUP: wide's log line" "$(tail -5 "$WORK/H.log")"
+grep -qF "reload: model c kept: model c holds 1 live session" "$WORK/H.log" \
+    && pass "SIGHUP: c, holding a session, kept and logged" || fail "SIGHUP: c's log line" "$(tail -5 "$WORK/H.log")"
+[ "$(listed)" = "tiny,b,c" ] && pass "SIGHUP: GET /models lists tiny, b (in wide's freed slot), c" || fail "SIGHUP: the models" "$(listed)"
+# the Python client's admin calls
+out=$("$PY" - "$SRC/clients/python" "$URL_H" "$WORK/wide" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from kronosd_client import Client, KronosdError
+c = Client(sys.argv[2], api_key="alice-key-1")
+try:
+    c.load_model(sys.argv[3], model_id="w2")
+    print("loaded without the admin key")
+except KronosdError as e:
+    assert e.status == 401, e
+e = c.load_model(sys.argv[3], model_id="w2", admin_key="admin-key-9")
+assert e["id"] == "w2" and [m["id"] for m in c.models()] == ["tiny", "b", "c", "w2"], e
+assert c.unload_model("w2", admin_key="admin-key-9") == {"id": "w2", "unloaded": True}
+assert [m["id"] for m in c.models()] == ["tiny", "b", "c"]
+print("ok")
+EOF
+)
+[ "$out" = ok ] && pass "the Python client: load_model and unload_model with the admin key" \
+    || fail "the Python client's admin calls" "$out"
 
 summary

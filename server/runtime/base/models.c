@@ -320,16 +320,12 @@ static int make_room(kd_models *ms, int i, size_t budget, char *err, size_t errl
     }
 }
 
-kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
-                                  const char *dir, const kd_model **out, char *err, size_t errlen) {
-    char name[KD_MODEL_ID_MAX + 2];
-    if (!id) {
-        id_of_dir(dir, name, sizeof name);
-        id = name;
-    }
+/* kd_models_add of the two parts' folders (NULL: out of memory). */
+static kd_model_add_result add_parts(kd_models *ms, const kd_config *c, const char *id,
+                                     const char *tok, const char *pred, const kd_model **out,
+                                     char *err, size_t errlen) {
     if (valid_id(id, err, errlen) < 0) return KD_MODEL_ADD_INVALID;
     pthread_mutex_lock(&ms->change_lock);
-    char *tok = join(dir, "tokenizer"), *pred = join(dir, "predictor");
     pthread_mutex_lock(&ms->lock);
     const bool exists = find_live(ms, id) != NULL;
     int i = -1;
@@ -369,10 +365,88 @@ kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char 
         }
         pthread_mutex_unlock(&ms->lock);
     }
-    free(tok);
-    free(pred);
     pthread_mutex_unlock(&ms->change_lock);
     return rc;
+}
+
+kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
+                                  const char *dir, const kd_model **out, char *err, size_t errlen) {
+    char name[KD_MODEL_ID_MAX + 2];
+    if (!id) {
+        id_of_dir(dir, name, sizeof name);
+        id = name;
+    }
+    char *tok = join(dir, "tokenizer"), *pred = join(dir, "predictor");
+    const kd_model_add_result rc = add_parts(ms, c, id, tok, pred, out, err, errlen);
+    free(tok);
+    free(pred);
+    return rc;
+}
+
+/* The configured models of c, listed (ids and folders) but not loaded; -1 with err. */
+static int configured(kd_models *list, const kd_config *c, char *err, size_t errlen) {
+    memset(list, 0, sizeof *list);
+    if (!(list->v = calloc(KD_MODELS_MAX, sizeof *list->v)))
+        return kd_fail(err, errlen, "out of memory");
+    return list_models(list, c, err, errlen);
+}
+
+static void free_list(kd_models *list) {
+    for (int i = 0; list->v && i < list->n; i++)
+        free_slot(&list->v[i]);
+    free(list->v);
+}
+
+/* The entry of this id in a list, or NULL. */
+static const kd_model *entry(const kd_models *list, const char *id) {
+    for (int i = 0; i < list->n; i++)
+        if (strcmp(list->v[i].id, id) == 0) return &list->v[i];
+    return NULL;
+}
+
+static bool same_entry(const kd_model *a, const kd_model *b) {
+    return strcmp(a->tokenizer_dir, b->tokenizer_dir) == 0 &&
+           strcmp(a->predictor_dir, b->predictor_dir) == 0;
+}
+
+int kd_models_sync(kd_models *ms, const kd_config *was, const kd_config *now) {
+    kd_models before, after;
+    char err[1024];
+    if (configured(&before, was, err, sizeof err) < 0 ||
+        configured(&after, now, err, sizeof err) < 0) {
+        kd_log("reload: models: %s; the models are kept", err);
+        free_list(&before);
+        free_list(&after);
+        return -1;
+    }
+    int changes = 0;
+    /* removed, or moved to other folders: unloaded as DELETE would (the default stays) */
+    for (int i = 0; i < before.n; i++) {
+        const kd_model *e = &before.v[i], *next = entry(&after, e->id);
+        if (next && same_entry(e, next)) continue;
+        if (kd_models_remove(ms, e->id, err, sizeof err) == KD_MODEL_REMOVE_OK)
+            kd_log("reload: model %s unloaded (no longer configured%s)", e->id,
+                   next ? " from that folder" : "");
+        else
+            kd_log("reload: model %s kept: %s", e->id, err);
+        changes++;
+    }
+    for (int i = 0; i < after.n; i++) {
+        const kd_model *e = &after.v[i], *prev = entry(&before, e->id), *md = NULL;
+        if (prev && same_entry(e, prev)) continue;
+        const kd_model_add_result rc =
+            add_parts(ms, now, e->id, e->tokenizer_dir, e->predictor_dir, &md, err, sizeof err);
+        if (rc == KD_MODEL_ADD_OK) {
+            kd_log("reload: model %s loaded from %s: hash %s", md->id, e->predictor_dir, md->hash);
+            kd_models_release(ms, md);
+        } else {
+            kd_log("reload: model %s not loaded: %s", e->id, err);
+        }
+        changes++;
+    }
+    free_list(&before);
+    free_list(&after);
+    return changes;
 }
 
 const kd_model *kd_models_acquire(kd_models *ms, const char *id) {

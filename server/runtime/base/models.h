@@ -85,6 +85,12 @@ void kd_models_free(kd_models *ms);
  * unloaded for room); on success *out is the new model, with a reference for the caller. */
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
                                   const char *dir, const kd_model **out, char *err, size_t errlen);
+/* SIGHUP: the models configured in now (model lines, models-dir, tokenizer + predictor)
+ * against those of was: the ids no longer configured (or now from other folders) removed as
+ * kd_models_remove would (a refusal logged, the model kept), the new ones loaded as
+ * kd_models_add would (a failure logged), the others kept; one log line per change. The
+ * number of changes, or -1 (logged) when a model set could not be listed. */
+int kd_models_sync(kd_models *ms, const kd_config *was, const kd_config *now);
 /* The listed model of this id (NULL: the default) with a reference for the caller, its
  * last use now; NULL when there is none. */
 const kd_model *kd_models_acquire(kd_models *ms, const char *id);
