@@ -169,7 +169,7 @@ void kd_reload(kd_app *app, int argc, char **argv) {
     const bool new_log = (app->cfg.log_file == NULL) != (fresh.log_file == NULL) ||
                          (fresh.log_file && strcmp(app->cfg.log_file, fresh.log_file) != 0);
     kd_config_diff(&app->cfg, &fresh, on_change, &x);
-    const int models = kd_models_sync(&app->models, &app->cfg, &fresh);
+    const int models = kd_models_sync(&app->models, &fresh);
     if (models > 0) x.applied += models;
     if (models >= 0 && (kd_config_copy_key(&app->cfg, &fresh, "model") < 0 ||
                         kd_config_copy_key(&app->cfg, &fresh, "models-dir") < 0))

@@ -141,7 +141,7 @@ static int add_entry(kd_models *ms, const char *id, const char *tok, const char 
     kd_model *md = &ms->v[ms->n];
     ms->n++; /* counted at once, so that kd_models_free frees what it holds */
     if (fill_slot(md, id, tok, pred, err, errlen) < 0) return -1;
-    md->used = md->live = true;
+    md->used = md->live = md->configured = true;
     return 0;
 }
 
@@ -409,34 +409,46 @@ static bool same_entry(const kd_model *a, const kd_model *b) {
            strcmp(a->predictor_dir, b->predictor_dir) == 0;
 }
 
-int kd_models_sync(kd_models *ms, const kd_config *was, const kd_config *now) {
-    kd_models before, after;
+int kd_models_sync(kd_models *ms, const kd_config *now) {
+    kd_models after;
     char err[1024];
-    if (configured(&before, was, err, sizeof err) < 0 ||
-        configured(&after, now, err, sizeof err) < 0) {
+    if (configured(&after, now, err, sizeof err) < 0) {
         kd_log("reload: models: %s; the models are kept", err);
-        free_list(&before);
         free_list(&after);
         return -1;
     }
-    int changes = 0;
-    /* removed, or moved to other folders: unloaded as DELETE would (the default stays) */
-    for (int i = 0; i < before.n; i++) {
-        const kd_model *e = &before.v[i], *next = entry(&after, e->id);
-        if (next && same_entry(e, next)) continue;
-        if (kd_models_remove(ms, e->id, err, sizeof err) == KD_MODEL_REMOVE_OK)
-            kd_log("reload: model %s unloaded (no longer configured%s)", e->id,
-                   next ? " from that folder" : "");
-        else
-            kd_log("reload: model %s kept: %s", e->id, err);
-        changes++;
+    /* the configured models now loaded that are no longer configured (or from other
+     * folders), named under the lock, then removed as DELETE would (the default stays) */
+    char gone[KD_MODELS_MAX][KD_MODEL_ID_MAX + 1];
+    bool moved[KD_MODELS_MAX];
+    int n_gone = 0, changes = 0;
+    pthread_mutex_lock(&ms->lock);
+    for (int i = 0; i < ms->n; i++) {
+        const kd_model *md = &ms->v[i], *next = entry(&after, md->id);
+        if (!md->used || !md->live || !md->configured || (next && same_entry(md, next))) continue;
+        moved[n_gone] = next != NULL;
+        snprintf(gone[n_gone++], sizeof gone[0], "%s", md->id);
     }
+    pthread_mutex_unlock(&ms->lock);
+    for (int i = 0; i < n_gone; i++, changes++)
+        if (kd_models_remove(ms, gone[i], err, sizeof err) == KD_MODEL_REMOVE_OK)
+            kd_log("reload: model %s unloaded (no longer configured%s)", gone[i],
+                   moved[i] ? " from that folder" : "");
+        else
+            kd_log("reload: model %s kept: %s", gone[i], err);
     for (int i = 0; i < after.n; i++) {
-        const kd_model *e = &after.v[i], *prev = entry(&before, e->id), *md = NULL;
-        if (prev && same_entry(e, prev)) continue;
+        const kd_model *e = &after.v[i], *md = NULL;
+        pthread_mutex_lock(&ms->lock);
+        const kd_model *loaded = find_live(ms, e->id);
+        const bool same = loaded && same_entry(loaded, e);
+        pthread_mutex_unlock(&ms->lock);
+        if (same) continue;
         const kd_model_add_result rc =
             add_parts(ms, now, e->id, e->tokenizer_dir, e->predictor_dir, &md, err, sizeof err);
         if (rc == KD_MODEL_ADD_OK) {
+            pthread_mutex_lock(&ms->lock);
+            ms->v[md - ms->v].configured = true;
+            pthread_mutex_unlock(&ms->lock);
             kd_log("reload: model %s loaded from %s: hash %s", md->id, e->predictor_dir, md->hash);
             kd_models_release(ms, md);
         } else {
@@ -444,7 +456,6 @@ int kd_models_sync(kd_models *ms, const kd_config *was, const kd_config *now) {
         }
         changes++;
     }
-    free_list(&before);
     free_list(&after);
     return changes;
 }

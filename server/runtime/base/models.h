@@ -47,6 +47,7 @@ typedef struct {
     /* the registry's, under kd_models.lock */
     bool used;        /* the slot holds a model (listed or still referenced) */
     bool live;        /* listed: requests can pick it; false: removed, freed at refs 0 */
+    bool configured;  /* loaded from the config (at start or by kd_models_sync) */
     int refs;         /* requests, jobs, sessions and tokenizer borrowers holding it */
     int sessions;     /* of those, live sessions bound to it */
     double last_used; /* monotonic seconds of its last pick */
@@ -85,12 +86,13 @@ void kd_models_free(kd_models *ms);
  * unloaded for room); on success *out is the new model, with a reference for the caller. */
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
                                   const char *dir, const kd_model **out, char *err, size_t errlen);
-/* SIGHUP: the models configured in now (model lines, models-dir, tokenizer + predictor)
- * against those of was: the ids no longer configured (or now from other folders) removed as
- * kd_models_remove would (a refusal logged, the model kept), the new ones loaded as
- * kd_models_add would (a failure logged), the others kept; one log line per change. The
- * number of changes, or -1 (logged) when a model set could not be listed. */
-int kd_models_sync(kd_models *ms, const kd_config *was, const kd_config *now);
+/* SIGHUP: the models configured in now (model lines, models-dir as its folders are now,
+ * tokenizer + predictor) against the configured models loaded: those no longer configured
+ * (or now from other folders) removed as kd_models_remove would (a refusal logged, the
+ * model kept), new ids loaded as kd_models_add would (a failure logged), the others kept,
+ * models loaded by POST /models left alone; one log line per change. The number of
+ * changes, or -1 (logged) when the set could not be listed. */
+int kd_models_sync(kd_models *ms, const kd_config *now);
 /* The listed model of this id (NULL: the default) with a reference for the caller, its
  * last use now; NULL when there is none. */
 const kd_model *kd_models_acquire(kd_models *ms, const char *id);
