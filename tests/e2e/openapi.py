@@ -411,6 +411,11 @@ check("POST /models no such folder", "POST", KEY_URL, "/models", 422,
       {"id": "gone", "path": os.path.join(SRC, "no-such-folder")}, headers=ADMIN)
 check("POST /models an unknown field", "POST", KEY_URL, "/models", 400,
       {"path": tiny_dir, "nope": 1}, headers=ADMIN)
+check("DELETE /models/{model} without the admin key", "DELETE", KEY_URL, "/models/tiny2", 401,
+      headers={"Authorization": f"Bearer {KEY}"})
+check("DELETE /models/{model} the default", "DELETE", KEY_URL, "/models/tiny", 409, headers=ADMIN)
+check("DELETE /models/{model}", "DELETE", KEY_URL, "/models/tiny2", 200, headers=ADMIN)
+check("DELETE /models/{model} unknown", "DELETE", KEY_URL, "/models/tiny2", 404, headers=ADMIN)
 check("POST /forecast unknown model", "POST", URL, "/forecast", 404,
       {"candles": candles, "horizon": 2, "model": "nope"})
 
