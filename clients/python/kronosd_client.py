@@ -337,6 +337,19 @@ class Client:
     def get_model(self, model_id):
         return self._call("GET", "/models/" + urllib.parse.quote(model_id, safe=""))
 
+    def load_model(self, path, model_id=None, admin_key=None):
+        """POST /models: loads the server's folder path (tokenizer/ and predictor/) as a
+        model (id: model_id, else the folder's name), with an admin key; its entry."""
+        body = {"path": path}
+        if model_id is not None:
+            body["id"] = model_id
+        return self._call("POST", "/models", body, key=admin_key)
+
+    def unload_model(self, model_id, admin_key=None):
+        """DELETE /models/{id}, with an admin key: {"id", "unloaded": true}."""
+        return self._call("DELETE", "/models/" + urllib.parse.quote(model_id, safe=""),
+                          key=admin_key)
+
     # ---- forecasts ---------------------------------------------------------------------
     def forecast(self, df, horizon=None, future_timestamps=None, samples=None, temperature=None,
                  top_k=None, top_p=None, quantiles=None, seed=None, return_paths=None,

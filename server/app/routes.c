@@ -81,6 +81,7 @@ static const kd_route routes[] = {
     {"/finetune",            "GET",    EP_FINETUNE,   true,  true,  false, kd_handle_finetune_list,    "listFinetunes"},
     {"/finetune/",           "GET",    EP_FINETUNE,   true,  true,  false, kd_handle_finetune_get,     "getFinetune"},
     {"/finetune/",           "DELETE", EP_FINETUNE,   true,  true,  false, kd_handle_finetune_delete,  "cancelFinetune"},
+    {"/models/",             "DELETE", EP_MODELS,     true,  true,  false, kd_handle_model_unload,     "unloadModel"},
     {"/metrics",             "GET",    EP_METRICS,    false, false, false, kd_handle_metrics,          "metrics"},
     {"/forecast",            "POST",   EP_FORECAST,   false, true,  true,  kd_handle_forecast,         "forecast"},
     {"/generate",            "POST",   EP_GENERATE,   false, true,  false, kd_handle_generate,         "generate"},

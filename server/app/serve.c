@@ -143,6 +143,17 @@ static int session_gone(void *ctx, const char *id, char *msg, size_t msglen) {
     return app->journal ? kd_journal_gone(app->journal, id, msg, msglen) : 0;
 }
 
+/* A session's model: its end drops the session's reference; an info's is the caller's. */
+static void session_model_unbound(void *ctx, const void *model) {
+    kd_app *app = ctx;
+    kd_models_unbind_session(&app->models, model);
+}
+
+static void session_model_held(void *ctx, const void *model) {
+    kd_app *app = ctx;
+    kd_models_hold(&app->models, model);
+}
+
 static kd_replay_status replay(void *ctx, const kd_journal_record *rec, char *msg, size_t msglen) {
     kd_app *app = ctx;
     switch (rec->type) {
@@ -209,7 +220,9 @@ static int load(kd_app *app, char *err, size_t errlen) {
                                    .max_bytes_per_owner = c->max_session_bytes_per_key,
                                    .node_id = c->node_id,
                                    .on_gone = session_gone,
-                                   .gone_ctx = app};
+                                   .gone_ctx = app,
+                                   .model_unbound = session_model_unbound,
+                                   .model_held = session_model_held};
     if (!(app->sessions = kd_sessions_create(app->pool, &sl))) {
         snprintf(err, errlen, "sessions: out of memory for %d sessions", c->max_sessions);
         return -1;

@@ -40,7 +40,7 @@ kd_handler kd_handle_evaluate;
 
 /* models.c: GET /models (every model: id, hash, shapes, parameters, bytes, kernels,
  * loaded_at) and GET /models/{id} (one; 404 model_not_found naming the others). */
-kd_handler kd_handle_models, kd_handle_model_get, kd_handle_model_load;
+kd_handler kd_handle_models, kd_handle_model_get, kd_handle_model_load, kd_handle_model_unload;
 /* finetune.c: fine-tuning jobs (finetune_jobs.h), with an admin key */
 kd_handler kd_handle_finetune_post, kd_handle_finetune_list, kd_handle_finetune_get,
     kd_handle_finetune_delete;

@@ -1,6 +1,6 @@
-/* models.c — GET /models, GET /models/{id} and POST /models (handlers.h): the models the
- * daemon serves, each with its id, content hash, shapes, size, kernels and load time, and
- * a model loaded while serving, with an admin key. */
+/* models.c — GET /models, GET /models/{id}, POST /models and DELETE /models/{id}
+ * (handlers.h): the models the daemon serves, each with its id, content hash, shapes, size,
+ * kernels and load time, and a model loaded or unloaded while serving, with an admin key. */
 #include "handlers.h"
 
 #include <string.h>
@@ -41,14 +41,25 @@ static json_t *model_entry(const kd_app *app, const kd_model *md) {
         "kernels", "simd", kr_simd_name(kr_simd_level()), "loaded_at", when);
 }
 
+typedef struct {
+    const kd_app *app;
+    json_t *list;
+    bool failed;
+} listing;
+
+static void list_one(void *ctx, const kd_model *md) {
+    listing *l = ctx;
+    if (!l->failed && json_array_append_new(l->list, model_entry(l->app, md)) < 0) l->failed = true;
+}
+
 kd_outcome kd_handle_models(kd_app *app, kd_request *r) {
-    json_t *list = json_array();
-    for (int i = 0; list && i < app->models.n; i++)
-        if (json_array_append_new(list, model_entry(app, &app->models.v[i])) < 0) {
-            json_decref(list);
-            list = NULL;
-        }
-    kd_reply_json(r, 200, list ? json_pack("{s:o}", "models", list) : NULL);
+    listing l = {app, json_array(), false};
+    if (l.list) kd_models_each(&app->models, list_one, &l);
+    if (l.failed) {
+        json_decref(l.list);
+        l.list = NULL;
+    }
+    kd_reply_json(r, 200, l.list ? json_pack("{s:o}", "models", l.list) : NULL);
     return KD_REPLIED;
 }
 
@@ -57,8 +68,10 @@ kd_outcome kd_handle_model_get(kd_app *app, kd_request *r) {
     kd_request_set_model_name(r, id);
     const kd_model *md = kd_pick_model(app, r);
     if (!md) return KD_REPLIED;
+    kd_models_hold(&app->models, md);
     kd_request_set_model(r, NULL); /* the answer is the model itself: no "model" field */
     kd_reply_json(r, 200, model_entry(app, md));
+    kd_models_release(&app->models, md);
     return KD_REPLIED;
 }
 
@@ -80,14 +93,17 @@ static bool load_fields(json_t *body, const char **id, const char **path, char *
     return true;
 }
 
+/* Whether r carries an admin key; false after replying 401. */
+static bool admin(kd_app *app, kd_request *r, const char *what) {
+    if (kd_request_is_admin(r)) return true;
+    kd_reply_error(r, 401, "unauthorized",
+                   "%s takes an admin key (admin-key-file) as Authorization: Bearer%s", what,
+                   atomic_load(&app->admin_keys) ? "" : "; this daemon has no admin-key-file");
+    return false;
+}
+
 kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
-    if (!kd_request_is_admin(r)) {
-        kd_reply_error(r, 401, "unauthorized",
-                       "POST /models takes an admin key (admin-key-file) as Authorization: "
-                       "Bearer%s",
-                       atomic_load(&app->admin_keys) ? "" : "; this daemon has no admin-key-file");
-        return KD_REPLIED;
-    }
+    if (!admin(app, r, "POST /models")) return KD_REPLIED;
     json_t *body = kd_request_json(r);
     if (!body) return KD_REPLIED;
     const char *id = NULL, *path = NULL;
@@ -103,6 +119,7 @@ kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
         kd_log("model %s loaded from %s: hash %s, %zu parameters%s", md->id, path, md->hash,
                kr_model_param_count(md->m), md->tokenizer_of >= 0 ? ", its tokenizer shared" : "");
         kd_reply_json(r, 201, model_entry(app, md));
+        kd_models_release(&app->models, md); /* the load's own reference */
         break;
     case KD_MODEL_ADD_INVALID:
         kd_refuse_invalid(app, r, msg);
@@ -114,7 +131,30 @@ kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
     case KD_MODEL_ADD_FULL:
         kd_reply_error(r, 422, "model_load_failed", "path: %s", msg);
         break;
+    case KD_MODEL_ADD_NO_ROOM:
+        kd_reply_error(r, 507, "model_memory_exceeded", "path: %s", msg);
+        break;
     }
     json_decref(body);
+    return KD_REPLIED;
+}
+
+kd_outcome kd_handle_model_unload(kd_app *app, kd_request *r) {
+    if (!admin(app, r, "DELETE /models/{id}")) return KD_REPLIED;
+    const char *id = kd_request_path(r) + strlen("/models/");
+    char msg[KD_MSG_MAX];
+    switch (kd_models_remove(&app->models, id, msg, sizeof msg)) {
+    case KD_MODEL_REMOVE_OK:
+        kd_log("model %s unloaded (freed when its requests in flight end)", id);
+        kd_reply_json(r, 200, json_pack("{s:s,s:b}", "id", id, "unloaded", true));
+        break;
+    case KD_MODEL_REMOVE_UNKNOWN:
+        kd_reply_error(r, 404, "model_not_found", "%s", msg);
+        break;
+    case KD_MODEL_REMOVE_DEFAULT:
+    case KD_MODEL_REMOVE_BUSY:
+        kd_reply_error(r, 409, "model_in_use", "%s", msg);
+        break;
+    }
     return KD_REPLIED;
 }

@@ -127,27 +127,39 @@ static kd_key_sessions *key_sessions(kd_app *app, int *n) {
     return ks;
 }
 
-/* Every model with what it served (malloc'd); NULL before the models load, or out of
- * memory (then the series are left out). */
+typedef struct {
+    kd_app *app;
+    kd_model_served *v;
+    int n;
+} served;
+
+static void serve_one(void *ctx, const kd_model *md) {
+    served *s = ctx;
+    kd_model_served *e = &s->v[s->n++];
+    snprintf(e->id, sizeof e->id, "%s", md->id);
+    e->requests = atomic_load(&md->counts->requests);
+    e->tokens = atomic_load(&md->counts->tokens);
+    e->bytes = kd_model_own_bytes(&s->app->models, md);
+}
+
+/* Every listed model with what it served, copied under the registry's lock (malloc'd);
+ * NULL before the models load, or out of memory (then the series are left out). */
 static kd_model_served *models_served(kd_app *app, int *n) {
     *n = 0;
-    const int count = app->models.n; /* read once: a model loaded meanwhile waits a scrape */
-    if (atomic_load(&app->state) == KD_STARTING || count == 0) return NULL;
-    kd_model_served *ms = calloc((size_t)count, sizeof *ms);
-    if (!ms) return NULL;
-    for (int i = 0; i < count; i++) {
-        const kd_model *md = &app->models.v[i];
-        ms[i] = (kd_model_served){md->id, atomic_load(&md->counts->requests),
-                                  atomic_load(&md->counts->tokens)};
-    }
-    *n = count;
-    return ms;
+    if (atomic_load(&app->state) == KD_STARTING) return NULL;
+    served s = {app, calloc(KD_MODELS_MAX, sizeof *s.v), 0};
+    if (!s.v) return NULL;
+    kd_models_each(&app->models, serve_one, &s);
+    *n = s.n;
+    return s.v;
 }
 
 kd_outcome kd_handle_metrics(kd_app *app, kd_request *r) {
     kd_gauges g = gauges(app);
     kd_key_sessions *ks = key_sessions(app, &g.n_keys);
     kd_model_served *ms = models_served(app, &g.n_models);
+    if (atomic_load(&app->state) != KD_STARTING)
+        kd_models_changes(&app->models, &g.model_loads, &g.model_unloads);
     g.keys = ks;
     g.models = ms;
     char *text = kd_metrics_render(app->metrics, &g);

@@ -541,6 +541,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
     if (r->key) kd_metrics_key_request(h->app->metrics, r->key->slot);
     if (r->mc.model) kd_model_count_request(r->mc.model);
+    kd_request_set_model(r, NULL); /* its reference on its model, dropped */
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) kd_guard_completed(h->guard, guarded(conn));
     if (h->app->cfg.access_log) {
         char path[256];

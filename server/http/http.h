@@ -120,6 +120,7 @@ void kd_reply_response(kd_request *r, int status, void *mhd_response);
 void kd_request_set_model_name(kd_request *r, const char *name);
 const char *kd_request_model_name(const kd_request *r);
 const char *kd_request_model_hash(const kd_request *r); /* {"id", "hash"}'s hash, or NULL */
+/* r holds a reference on its model (kd_models_hold) until another is set or it ends. */
 void kd_request_set_model(kd_request *r, const kd_model *md);
 const kd_model *kd_request_model(const kd_request *r);
 /* Suspends r until another thread replies: call it before handing the work over (so the

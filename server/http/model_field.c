@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app.h"
 #include "models.h"
 #include "request.h"
 
@@ -47,6 +48,9 @@ const char *kd_request_model_hash(const kd_request *r) {
 }
 
 void kd_request_set_model(kd_request *r, const kd_model *md) {
+    kd_models *ms = &r->http->app->models;
+    kd_models_hold(ms, md);
+    kd_models_release(ms, r->mc.model);
     r->mc.model = md;
 }
 

@@ -70,6 +70,7 @@ static void job_free(evaluate_job *j) {
     free(j->res);
     free(j->errs);
     free(j->parts);
+    kd_models_release(&j->work.app->models, j->md); /* last: the series was on its pool */
     free(j);
 }
 
@@ -441,6 +442,7 @@ static kd_outcome submit_set(kd_app *app, kd_request *r, kd_evaluate_series_inpu
     j->series_form = series_form;
     j->wants_stream = stream;
     j->md = kd_request_model(r) ? kd_request_model(r) : &app->models.v[0];
+    kd_models_hold(&app->models, j->md); /* a streamed job may outlive its request */
     j->t0 = now_ms();
     kd_work_init(&j->work, &ops, app, r, j->set.in[0].timeout_ms); /* shared */
     for (int i = 0; i < j->set.n; i++)

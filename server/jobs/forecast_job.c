@@ -38,6 +38,7 @@ static void job_free(kd_forecast_work *f) {
     free(f->res);
     free(f->errs);
     free(f->parts);
+    kd_models_release(&f->work.app->models, f->md);
     free(f);
 }
 
@@ -233,6 +234,7 @@ kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_request *r, kd_forecast_i
     }
     f->answer = answer;
     f->md = kd_request_model(r) ? kd_request_model(r) : &app->models.v[0];
+    kd_models_hold(&app->models, f->md); /* the job's own: its end is no request's */
     kd_work_init(&f->work, &ops, app, r, in[0].timeout_ms);
     for (int i = 0; i < n; i++) {
         f->in[i].req.cancel = f->work.cancel;

@@ -76,9 +76,10 @@ bool kd_read_query(kd_app *app, kd_request *r, kd_query *q, char *msg, size_t ms
 
 const kd_model *kd_pick_model(kd_app *app, kd_request *r) {
     const char *name = kd_request_model_name(r);
-    const kd_model *md = name ? kd_models_find(&app->models, name) : &app->models.v[0];
+    const kd_model *md = kd_models_acquire(&app->models, name);
     const char *hash = kd_request_model_hash(r);
     if (md && hash && strcmp(hash, md->hash) != 0) {
+        kd_models_release(&app->models, md);
         char v[KD_QUOTE_MAX * 2];
         kd_quote(hash, v, sizeof v);
         kd_reply_error(r, 404, "model_not_found",
@@ -95,7 +96,8 @@ const kd_model *kd_pick_model(kd_app *app, kd_request *r) {
                        v, ids);
         return NULL;
     }
-    kd_request_set_model(r, md);
+    kd_request_set_model(r, md); /* the request's reference: dropped when it ends */
+    kd_models_release(&app->models, md);
     return md;
 }
 

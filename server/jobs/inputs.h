@@ -35,7 +35,8 @@ typedef struct {
 bool kd_read_query(kd_app *app, kd_request *r, kd_query *q, char *msg, size_t msglen);
 
 /* The model r names (kd_request_model_name), or the default one, set as r's model (its
- * answer names it); NULL after replying 404 model_not_found with the known ids. */
+ * answer names it; r holds it until it ends); NULL after replying 404 model_not_found with
+ * the known ids. */
 const kd_model *kd_pick_model(kd_app *app, kd_request *r);
 /* The model session s is bound to, set as r's model; NULL after refusing 400 when the
  * request names another one. */

@@ -1,4 +1,5 @@
-/* reload.c — SIGHUP: log reopening, config re-reading, the key files read again. */
+/* reload.c — SIGHUP: log reopening, config re-reading, the key files read again, the
+ * configured model set synced (models.h's kd_models_sync). */
 #include "reload.h"
 
 #include <errno.h>
@@ -62,8 +63,14 @@ typedef struct {
     int applied, restart;
 } reload_ctx;
 
+/* The configured model set: kd_models_sync's, after the diff. */
+static bool is_model_key(const char *key) {
+    return strcmp(key, "model") == 0 || strcmp(key, "models-dir") == 0;
+}
+
 static void on_change(void *ctx, const char *key, const char *was, const char *now) {
     reload_ctx *x = ctx;
+    if (is_model_key(key)) return;
     if (!is_live(key)) {
         kd_log("reload: %s: %s -> %s takes effect at the next restart", key, was, now);
         x->restart++;
@@ -162,6 +169,11 @@ void kd_reload(kd_app *app, int argc, char **argv) {
     const bool new_log = (app->cfg.log_file == NULL) != (fresh.log_file == NULL) ||
                          (fresh.log_file && strcmp(app->cfg.log_file, fresh.log_file) != 0);
     kd_config_diff(&app->cfg, &fresh, on_change, &x);
+    const int models = kd_models_sync(&app->models, &fresh);
+    if (models > 0) x.applied += models;
+    if (models >= 0 && (kd_config_copy_key(&app->cfg, &fresh, "model") < 0 ||
+                        kd_config_copy_key(&app->cfg, &fresh, "models-dir") < 0))
+        kd_log("reload: model: out of memory (the next reload compares with the old set)");
     reload_keys(app, &fresh, KD_API_KEYS, &x);
     reload_keys(app, &fresh, KD_ADMIN_KEYS, &x);
     if (new_log) kd_reopen_log(app);

@@ -426,6 +426,11 @@ check("GET /finetune", "GET", KEY_URL, "/finetune", 200, headers=ADMIN)
 check("GET /finetune without the admin key", "GET", KEY_URL, "/finetune", 401)
 check("GET /finetune/{job}", "GET", KEY_URL, "/finetune/ft-1", 200, headers=ADMIN)
 check("GET /finetune/{job} unknown", "GET", KEY_URL, "/finetune/ft-99", 404, headers=ADMIN)
+check("DELETE /models/{model} without the admin key", "DELETE", KEY_URL, "/models/tiny2", 401,
+      headers={"Authorization": f"Bearer {KEY}"})
+check("DELETE /models/{model} the default", "DELETE", KEY_URL, "/models/tiny", 409, headers=ADMIN)
+check("DELETE /models/{model}", "DELETE", KEY_URL, "/models/tiny2", 200, headers=ADMIN)
+check("DELETE /models/{model} unknown", "DELETE", KEY_URL, "/models/tiny2", 404, headers=ADMIN)
 check("POST /forecast unknown model", "POST", URL, "/forecast", 404,
       {"candles": candles, "horizon": 2, "model": "nope"})
 

@@ -78,6 +78,7 @@ static void reply_created(kd_app *app, kd_request *r, const char *id) {
         kd_reply_error(r, 404, "session_not_found", "%s", msg); /* evicted at once */
         return;
     }
+    kd_models_release(&app->models, info.model); /* the request holds its model */
     json_t *o =
         json_pack("{s:s,s:s,s:i,s:i,s:i}", "session", id, "kind", "candles", "length",
                   info.extra.length, "max_context", kr_model_max_context(kd_request_model(r)->m),
@@ -140,6 +141,7 @@ static void create_run(kd_work *w) {
         reply_refused(r, ss, msg, retry_after);
         return;
     }
+    kd_models_bind_session(&app->models, md);
     kd_session_bind(held, md, md->pool); /* no token cache: nothing to move */
     /* held until its creation is written, so that nothing can end it before */
     if (kd_candle_journal_created(app, held, md, owner, msg, sizeof msg) < 0 ||

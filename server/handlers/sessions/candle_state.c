@@ -193,6 +193,7 @@ static kd_replay_status replay_create(kd_app *app, const kd_journal_record *rec,
     const kd_session_status ss = kd_sessions_restore(app->sessions, &kd_candle_kind, st, rec->owner,
                                                      rec->id, &s, msg, msglen);
     if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
+    kd_models_bind_session(&app->models, md);
     kd_session_bind(s, md, md->pool);
     kd_sessions_release(app->sessions, s);
     return KD_REPLAY_OK;

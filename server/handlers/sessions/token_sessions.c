@@ -40,6 +40,7 @@ kd_outcome kd_handle_session_create(kd_app *app, kd_request *r, const json_t *bo
         kd_reply_session_error(r, st, msg);
         return KD_REPLIED;
     }
+    kd_models_bind_session(&app->models, md);
     if (kd_session_bind(held, md, md->pool) < 0) {
         kd_sessions_discard(app->sessions, held);
         kd_reply_no_memory(r);
@@ -81,7 +82,8 @@ kd_outcome kd_handle_session_get(kd_app *app, kd_request *r) {
         return KD_REPLIED;
     }
     const kd_model *md = info.model ? info.model : &app->models.v[0];
-    kd_request_set_model(r, md); /* the answer names it */
+    kd_request_set_model(r, md);                 /* the answer names it */
+    kd_models_release(&app->models, info.model); /* the request holds it now */
     /* a candle session's cache is its series' own: it holds the model's window */
     const int capacity = info.kind ? kr_model_max_context(md->m) : info.capacity;
     json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:b}", "session", session_id(r), "kind",
@@ -132,8 +134,9 @@ void kd_record_model(kd_journal_record *rec, const kd_model *md) {
 
 const kd_model *kd_replay_model(kd_app *app, const kd_journal_record *rec, char *msg,
                                 size_t msglen) {
-    const kd_model *md =
-        rec->model[0] ? kd_models_find(&app->models, rec->model) : &app->models.v[0];
+    /* before serving: nothing removes a model meanwhile, so the reference goes at once */
+    const kd_model *md = kd_models_acquire(&app->models, rec->model[0] ? rec->model : NULL);
+    kd_models_release(&app->models, md);
     if (!md)
         snprintf(msg, msglen, "it was created with model %s (hash %.16s…), which is not loaded",
                  rec->model, rec->model_hash);
@@ -191,6 +194,7 @@ kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *re
         const kd_session_status ss =
             kd_sessions_restore(app->sessions, NULL, NULL, rec->owner, rec->id, &s, msg, msglen);
         if (ss != KD_SESSION_OK) return kd_replay_restore_status(app, ss, msg, msglen);
+        kd_models_bind_session(&app->models, md);
         const int bound = kd_session_bind(s, md, md->pool);
         kd_sessions_release(app->sessions, s);
         if (bound < 0) snprintf(msg, msglen, "out of memory");

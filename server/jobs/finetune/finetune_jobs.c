@@ -253,6 +253,7 @@ static void run_job(kd_ft_jobs *J, job *jb) {
         return;
     }
     kd_log("finetune %s: done, model %s (hash %s) from %s", jb->id, md->id, md->hash, dir);
+    kd_models_release(&app->models, md); /* the registry keeps it listed */
     finish(J, jb, DONE, NULL);
 }
 
@@ -326,8 +327,9 @@ static bool id_taken(kd_ft_jobs *J, const char *id, char *msg, size_t n) {
     char dir[1200];
     struct stat st;
     snprintf(dir, sizeof dir, "%s/%s", J->root, id);
-    if (kd_models_find(&J->app->models, id))
-        return kd_fail(msg, n, "id: model '%s' is loaded already", id), true;
+    const kd_model *loaded = kd_models_acquire(&J->app->models, id);
+    kd_models_release(&J->app->models, loaded);
+    if (loaded) return kd_fail(msg, n, "id: model '%s' is loaded already", id), true;
     for (int i = 0; i < J->n; i++)
         if (J->v[i]->state <= DONE && !strcmp(J->v[i]->model_id, id))
             return kd_fail(msg, n, "id: job %s registers '%s'", J->v[i]->id, id), true;

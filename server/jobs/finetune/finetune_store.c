@@ -41,8 +41,10 @@ static void restore_one(kd_app *app, const char *dir, const char *name, kd_ft_fo
     const kd_model *md = NULL;
     kd_model_add_result rc =
         kd_models_add(&app->models, &app->cfg, name, dir, &md, msg, sizeof msg);
-    if (rc == KD_MODEL_ADD_OK)
+    if (rc == KD_MODEL_ADD_OK) {
         kd_log("finetune: model %s loaded from %s: hash %s", md->id, dir, md->hash);
+        kd_models_release(&app->models, md); /* the registry keeps it listed */
+    }
     if (rc != KD_MODEL_ADD_OK && rc != KD_MODEL_ADD_EXISTS) {
         kd_log("finetune: %s not loaded: %s", dir, msg);
         return;

@@ -104,6 +104,9 @@ static const key_def keys[] = {
      "requests may hold waiting (429 queue_share + Retry-After above; at least one place)"},
     {"pool-bytes", T_BYTES, AT(pool_bytes), "256M", 1024, 1LL << 40,
      "KV cache pool of each model, shared by its sessions and forecasts"},
+    {"model-memory-bytes", T_BYTES, AT(model_memory_bytes), "0", 0, 1LL << 50,
+     "weight bytes all models may hold (as GET /models counts them): a load over it unloads "
+     "idle models least recently used first, else is refused (507); 0: no limit"},
     {"max-sessions", T_INT, AT(max_sessions), "4096", 1, 1 << 24, "sessions held at once"},
     {"session-ttl", T_INT, AT(session_ttl), "600", 1, 1 << 30, "seconds an idle session lives"},
     {"session-min-idle", T_INT, AT(session_min_idle), "60", 0, 1 << 30,

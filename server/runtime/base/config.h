@@ -43,6 +43,7 @@ typedef struct {
     int light_wait_percent, light_recent_ms;     /* short steps while light jobs come */
     int key_queue_percent; /* of queue-size: the waiting places one key or address may hold */
     size_t pool_bytes;
+    size_t model_memory_bytes; /* weights all models may hold (0: no limit) */
     /* sessions */
     int max_sessions;
     int session_ttl;                  /* seconds */

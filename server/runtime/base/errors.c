@@ -49,6 +49,8 @@ const kd_error_kind kd_error_kinds[] = {
     {409, "model_exists",         "POST /models or POST /finetune with the id of a loaded model "
                                   "(or, for POST /finetune, of another job's or a folder's)"},
     {409, "job_finished",         "DELETE /finetune/{job} of a job that has ended"},
+    {409, "model_in_use",         "DELETE /models/{id} of the default model, or of a model "
+                                  "live sessions are bound to (the message counts them)"},
     {413, "body_too_large",       "the body is over max-body-bytes"},
     {415, "unsupported_media_type", "a text/csv body where only JSON is taken"},
     {422, "context_overflow",     "a session would grow past max_context"},
@@ -87,6 +89,8 @@ const kd_error_kind kd_error_kinds[] = {
     {503, "uploads_busy",         "the bodies being received hold upload-budget bytes; "
                                   "Retry-After"},
     {504, "deadline_exceeded",    "the request's deadline (timeout_ms or request-timeout) passed"},
+    {507, "model_memory_exceeded", "POST /models over model-memory-bytes with no idle model "
+                                   "left to unload (the message gives the need and the budget)"},
     /* clang-format on */
 };
 const size_t kd_error_kind_count = sizeof kd_error_kinds / sizeof kd_error_kinds[0];

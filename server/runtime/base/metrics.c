@@ -295,6 +295,16 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     for (int i = 0; i < g->n_models; i++)
         fprintf(f, "kronosd_model_generated_tokens_total{model=\"%s\"} %llu\n", g->models[i].id,
                 g->models[i].tokens);
+    gauge(f, "kronosd_models_loaded", "gauge", "Models listed (GET /models).",
+          (unsigned long long)g->n_models);
+    header(f, "kronosd_model_bytes", "gauge",
+           "Weight bytes each listed model holds itself (a shared tokenizer counted once).");
+    for (int i = 0; i < g->n_models; i++)
+        fprintf(f, "kronosd_model_bytes{model=\"%s\"} %zu\n", g->models[i].id, g->models[i].bytes);
+    gauge(f, "kronosd_model_loads_total", "counter", "Models loaded while serving (POST /models).",
+          g->model_loads);
+    gauge(f, "kronosd_model_unloads_total", "counter",
+          "Models unloaded while serving (DELETE /models/{id}).", g->model_unloads);
     header(f, "kronosd_kernels_info", "gauge",
            "Always 1; the label names the SIMD level of kronosd's own kernels.");
     fprintf(f, "kronosd_kernels_info{simd=\"%s\"} 1\n", kr_simd_name(kr_simd_level()));

@@ -60,8 +60,9 @@ typedef struct {
 
 /* What one model served, read at scrape time. */
 typedef struct {
-    const char *id;
+    char id[72];
     unsigned long long requests, tokens;
+    size_t bytes; /* the weights it holds itself */
 } kd_model_served;
 
 /* Values read from elsewhere at scrape time. */
@@ -83,8 +84,9 @@ typedef struct {
     unsigned long long steps, step_rows_total;
     const kd_key_sessions *keys; /* the API keys now, with the sessions each holds */
     int n_keys;
-    const kd_model_served *models; /* every model, with what it served */
+    const kd_model_served *models; /* every listed model, with what it served */
     int n_models;
+    unsigned long long model_loads, model_unloads; /* while serving */
 } kd_gauges;
 
 /* The exposition text (malloc'd), or NULL when out of memory. */

@@ -1,7 +1,10 @@
 /* models.c — kd_models (models.h): the configured folders listed, hashed, loaded (models
- * with the same tokenizer files sharing one tokenizer), each with its pool. */
+ * with the same tokenizer files sharing one tokenizer), each with its pool; models added
+ * and removed while serving, and the references that keep a removed one until it is
+ * unused. */
 #include "models.h"
 #include "fail.h"
+#include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "model_fingerprint.h"
 #include "sha256.h"
@@ -103,15 +107,42 @@ static int fill_slot(kd_model *md, const char *id, const char *tok, const char *
     return 0;
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The listed model of this id; with lock held (or before serving). */
+static kd_model *find_live(const kd_models *ms, const char *id) {
+    for (int i = 0; i < ms->n; i++)
+        if (ms->v[i].used && ms->v[i].live && strcmp(ms->v[i].id, id) == 0) return &ms->v[i];
+    return NULL;
+}
+
+/* A removed model without references freed, and its reference on the model whose
+ * tokenizer it borrowed dropped; with lock held. */
+static void free_if_unused(kd_models *ms, kd_model *md) {
+    if (!md->used || md->live || md->refs > 0) return;
+    const int owner = md->tokenizer_of;
+    free_slot(md);
+    if (owner >= 0) {
+        ms->v[owner].refs--;
+        free_if_unused(ms, &ms->v[owner]);
+    }
+}
+
 static int add_entry(kd_models *ms, const char *id, const char *tok, const char *pred, char *err,
                      size_t errlen) {
     if (valid_id(id, err, errlen) < 0) return -1;
-    if (kd_models_find(ms, id)) return kd_fail(err, errlen, "model id '%s' is given twice", id);
+    if (find_live(ms, id)) return kd_fail(err, errlen, "model id '%s' is given twice", id);
     if (ms->n >= KD_MODELS_MAX)
         return kd_fail(err, errlen, "model '%s': more than %d models", id, KD_MODELS_MAX);
     kd_model *md = &ms->v[ms->n];
     ms->n++; /* counted at once, so that kd_models_free frees what it holds */
-    return fill_slot(md, id, tok, pred, err, errlen);
+    if (fill_slot(md, id, tok, pred, err, errlen) < 0) return -1;
+    md->used = md->live = md->configured = true;
+    return 0;
 }
 
 /* One model line, "[ID=]DIR": an id before '=' when what is before it is one. */
@@ -179,15 +210,27 @@ static int list_models(kd_models *ms, const kd_config *c, char *err, size_t errl
     return 0;
 }
 
-/* Model i hashed, loaded (sharing an earlier model's tokenizer when its files are the
- * same), fingerprinted, its pool made. */
+/* The loaded model holding the tokenizer of these files (the one that loaded it), or -1;
+ * with lock held. */
+static int tokenizer_root(const kd_models *ms, int i) {
+    for (int k = 0; k < ms->n; k++) {
+        const kd_model *o = &ms->v[k];
+        if (k != i && o->used && o->m && strcmp(o->tokenizer_hash, ms->v[i].tokenizer_hash) == 0)
+            return o->tokenizer_of >= 0 ? o->tokenizer_of : k;
+    }
+    return -1;
+}
+
+/* Model i hashed, loaded (sharing a loaded model's tokenizer when its files are the same:
+ * a reference on that model), fingerprinted, its pool made. */
 static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t errlen) {
     kd_model *md = &ms->v[i];
     kr_error ke = {0};
     if (hash_model(md, err, errlen) < 0) return -1;
-    for (int k = 0; k < i && md->tokenizer_of < 0; k++)
-        if (strcmp(ms->v[k].tokenizer_hash, md->tokenizer_hash) == 0)
-            md->tokenizer_of = ms->v[k].tokenizer_of >= 0 ? ms->v[k].tokenizer_of : k;
+    pthread_mutex_lock(&ms->lock);
+    md->tokenizer_of = tokenizer_root(ms, i);
+    if (md->tokenizer_of >= 0) ms->v[md->tokenizer_of].refs++;
+    pthread_mutex_unlock(&ms->lock);
     kr_precision weights = KR_PREC_F32, kv = KR_PREC_F32; /* kd_config_load checked them */
     kr_precision_parse(c->weights, "weights", &weights, &ke);
     kr_kv_precision_parse(c->kv, "kv", &kv, &ke);
@@ -214,7 +257,13 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
     /* every slot at once: a model added while serving never moves one a request reads */
     if (!(ms->v = calloc(KD_MODELS_MAX, sizeof *ms->v)))
         return kd_fail(err, errlen, "out of memory");
-    if (pthread_mutex_init(&ms->add_lock, NULL) != 0) {
+    if (pthread_mutex_init(&ms->lock, NULL) != 0) {
+        free(ms->v);
+        ms->v = NULL;
+        return kd_fail(err, errlen, "models: cannot make a lock");
+    }
+    if (pthread_mutex_init(&ms->change_lock, NULL) != 0) {
+        pthread_mutex_destroy(&ms->lock);
         free(ms->v);
         ms->v = NULL;
         return kd_fail(err, errlen, "models: cannot make a lock");
@@ -227,14 +276,97 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
 }
 
 void kd_models_free(kd_models *ms) {
-    /* last first: a model sharing a tokenizer goes before the one that holds it */
+    /* borrowers first: a model sharing a tokenizer goes before the one that holds it */
     if (!ms->v) return;
-    for (int i = ms->n - 1; i >= 0; i--)
-        free_slot(&ms->v[i]);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = ms->n - 1; i >= 0; i--)
+            if (pass == 1 || (ms->v[i].used && ms->v[i].tokenizer_of >= 0)) free_slot(&ms->v[i]);
     free(ms->v);
     ms->v = NULL;
     ms->n = 0;
-    pthread_mutex_destroy(&ms->add_lock);
+    pthread_mutex_destroy(&ms->lock);
+    pthread_mutex_destroy(&ms->change_lock);
+}
+
+/* With the model being loaded in slot i counted: idle listed models unloaded least
+ * recently used first until every model's weights fit budget (0: no limit); -1 with err
+ * when they cannot. With lock held. */
+static int make_room(kd_models *ms, int i, size_t budget, char *err, size_t errlen) {
+    const size_t need = kd_model_own_bytes(ms, &ms->v[i]);
+    for (;;) {
+        size_t held = 0;
+        for (int k = 0; k < ms->n; k++)
+            if (ms->v[k].used) held += kd_model_own_bytes(ms, &ms->v[k]);
+        if (!budget || held + need <= budget) return 0;
+        kd_model *lru = NULL;
+        for (int k = 1; k < ms->n; k++) { /* never the default, slot 0 */
+            kd_model *o = &ms->v[k];
+            if (o->used && o->live && o->refs == 0 && o->sessions == 0 &&
+                (!lru || o->last_used < lru->last_used))
+                lru = o;
+        }
+        if (!lru)
+            return kd_fail(err, errlen,
+                           "model-memory-bytes %zu: model '%s' needs %zu bytes, and the models "
+                           "loaded hold %zu that cannot be unloaded now (the default, in use, "
+                           "or holding sessions)",
+                           budget, ms->v[i].id, need, held);
+        kd_log("model %s unloaded (least recently used) to make room for %s under "
+               "model-memory-bytes %zu",
+               lru->id, ms->v[i].id, budget);
+        lru->live = false;
+        ms->unloads++;
+        free_if_unused(ms, lru);
+    }
+}
+
+/* kd_models_add of the two parts' folders (NULL: out of memory). */
+static kd_model_add_result add_parts(kd_models *ms, const kd_config *c, const char *id,
+                                     const char *tok, const char *pred, const kd_model **out,
+                                     char *err, size_t errlen) {
+    if (valid_id(id, err, errlen) < 0) return KD_MODEL_ADD_INVALID;
+    pthread_mutex_lock(&ms->change_lock);
+    pthread_mutex_lock(&ms->lock);
+    const bool exists = find_live(ms, id) != NULL;
+    int i = -1;
+    for (int k = 0; k < KD_MODELS_MAX && i < 0; k++)
+        if (!ms->v[k].used) i = k;
+    /* filled under the lock: listings read a free slot's flags */
+    const int filled = !exists && i >= 0 && tok && pred
+                           ? fill_slot(&ms->v[i], id, tok, pred, err, errlen)
+                           : kd_fail(err, errlen, "out of memory");
+    pthread_mutex_unlock(&ms->lock);
+    kd_model_add_result rc = KD_MODEL_ADD_OK;
+    if (exists) {
+        kd_fail(err, errlen, "model '%s' is loaded already (DELETE it first)", id);
+        rc = KD_MODEL_ADD_EXISTS;
+    } else if (i < 0) {
+        kd_fail(err, errlen, "model '%s': all %d model slots are taken", id, KD_MODELS_MAX);
+        rc = KD_MODEL_ADD_FULL;
+    } else {
+        const bool loaded = filled == 0 && load_one(ms, i, c, err, errlen) == 0;
+        pthread_mutex_lock(&ms->lock); /* room made and published in one hold */
+        if (loaded && make_room(ms, i, c->model_memory_bytes, err, errlen) == 0) {
+            kd_model *md = &ms->v[i];
+            md->used = md->live = true;
+            md->refs = 1; /* the caller's */
+            md->last_used = now_s();
+            ms->loads++;
+            if (ms->n < i + 1) ms->n = i + 1;
+            *out = md;
+        } else {
+            const int owner = filled < 0 ? -1 : ms->v[i].tokenizer_of;
+            free_slot(&ms->v[i]);
+            if (owner >= 0) {
+                ms->v[owner].refs--;
+                free_if_unused(ms, &ms->v[owner]);
+            }
+            rc = loaded ? KD_MODEL_ADD_NO_ROOM : KD_MODEL_ADD_FAILED;
+        }
+        pthread_mutex_unlock(&ms->lock);
+    }
+    pthread_mutex_unlock(&ms->change_lock);
+    return rc;
 }
 
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
@@ -244,45 +376,191 @@ kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char 
         id_of_dir(dir, name, sizeof name);
         id = name;
     }
-    if (valid_id(id, err, errlen) < 0) return KD_MODEL_ADD_INVALID;
-    pthread_mutex_lock(&ms->add_lock);
-    kd_model_add_result rc = KD_MODEL_ADD_OK;
-    const int n = ms->n;
     char *tok = join(dir, "tokenizer"), *pred = join(dir, "predictor");
-    if (kd_models_find(ms, id)) {
-        kd_fail(err, errlen, "model '%s' is loaded already (DELETE it first)", id);
-        rc = KD_MODEL_ADD_EXISTS;
-    } else if (n >= KD_MODELS_MAX) {
-        kd_fail(err, errlen, "model '%s': all %d model slots are taken", id, KD_MODELS_MAX);
-        rc = KD_MODEL_ADD_FULL;
-    } else if (!tok || !pred || fill_slot(&ms->v[n], id, tok, pred, err, errlen) < 0 ||
-               load_one(ms, n, c, err, errlen) < 0) {
-        free_slot(&ms->v[n]);
-        rc = KD_MODEL_ADD_FAILED;
-    } else {
-        *out = &ms->v[n];
-        ms->n = n + 1; /* published whole: an atomic store after the slot is filled */
-    }
+    const kd_model_add_result rc = add_parts(ms, c, id, tok, pred, out, err, errlen);
     free(tok);
     free(pred);
-    pthread_mutex_unlock(&ms->add_lock);
     return rc;
 }
 
-const kd_model *kd_models_find(const kd_models *ms, const char *id) {
-    for (int i = 0; i < ms->n; i++)
-        if (strcmp(ms->v[i].id, id) == 0) return &ms->v[i];
+/* The configured models of c, listed (ids and folders) but not loaded; -1 with err. */
+static int configured(kd_models *list, const kd_config *c, char *err, size_t errlen) {
+    memset(list, 0, sizeof *list);
+    if (!(list->v = calloc(KD_MODELS_MAX, sizeof *list->v)))
+        return kd_fail(err, errlen, "out of memory");
+    return list_models(list, c, err, errlen);
+}
+
+static void free_list(kd_models *list) {
+    for (int i = 0; list->v && i < list->n; i++)
+        free_slot(&list->v[i]);
+    free(list->v);
+}
+
+/* The entry of this id in a list, or NULL. */
+static const kd_model *entry(const kd_models *list, const char *id) {
+    for (int i = 0; i < list->n; i++)
+        if (strcmp(list->v[i].id, id) == 0) return &list->v[i];
     return NULL;
 }
 
-void kd_models_ids(const kd_models *ms, char *out, size_t n) {
+static bool same_entry(const kd_model *a, const kd_model *b) {
+    return strcmp(a->tokenizer_dir, b->tokenizer_dir) == 0 &&
+           strcmp(a->predictor_dir, b->predictor_dir) == 0;
+}
+
+int kd_models_sync(kd_models *ms, const kd_config *now) {
+    kd_models after;
+    char err[1024];
+    if (configured(&after, now, err, sizeof err) < 0) {
+        kd_log("reload: models: %s; the models are kept", err);
+        free_list(&after);
+        return -1;
+    }
+    /* the configured models now loaded that are no longer configured (or from other
+     * folders), named under the lock, then removed as DELETE would (the default stays) */
+    char gone[KD_MODELS_MAX][KD_MODEL_ID_MAX + 1];
+    bool moved[KD_MODELS_MAX];
+    int n_gone = 0, changes = 0;
+    pthread_mutex_lock(&ms->lock);
+    for (int i = 0; i < ms->n; i++) {
+        const kd_model *md = &ms->v[i], *next = entry(&after, md->id);
+        if (!md->used || !md->live || !md->configured || (next && same_entry(md, next))) continue;
+        moved[n_gone] = next != NULL;
+        snprintf(gone[n_gone++], sizeof gone[0], "%s", md->id);
+    }
+    pthread_mutex_unlock(&ms->lock);
+    for (int i = 0; i < n_gone; i++, changes++)
+        if (kd_models_remove(ms, gone[i], err, sizeof err) == KD_MODEL_REMOVE_OK)
+            kd_log("reload: model %s unloaded (no longer configured%s)", gone[i],
+                   moved[i] ? " from that folder" : "");
+        else
+            kd_log("reload: model %s kept: %s", gone[i], err);
+    for (int i = 0; i < after.n; i++) {
+        const kd_model *e = &after.v[i], *md = NULL;
+        pthread_mutex_lock(&ms->lock);
+        const kd_model *loaded = find_live(ms, e->id);
+        const bool same = loaded && same_entry(loaded, e);
+        pthread_mutex_unlock(&ms->lock);
+        if (same) continue;
+        const kd_model_add_result rc =
+            add_parts(ms, now, e->id, e->tokenizer_dir, e->predictor_dir, &md, err, sizeof err);
+        if (rc == KD_MODEL_ADD_OK) {
+            pthread_mutex_lock(&ms->lock);
+            ms->v[md - ms->v].configured = true;
+            pthread_mutex_unlock(&ms->lock);
+            kd_log("reload: model %s loaded from %s: hash %s", md->id, e->predictor_dir, md->hash);
+            kd_models_release(ms, md);
+        } else {
+            kd_log("reload: model %s not loaded: %s", e->id, err);
+        }
+        changes++;
+    }
+    free_list(&after);
+    return changes;
+}
+
+const kd_model *kd_models_acquire(kd_models *ms, const char *id) {
+    pthread_mutex_lock(&ms->lock);
+    kd_model *md = id ? find_live(ms, id) : &ms->v[0];
+    if (md) {
+        md->refs++;
+        md->last_used = now_s();
+    }
+    pthread_mutex_unlock(&ms->lock);
+    return md;
+}
+
+void kd_models_hold(kd_models *ms, const kd_model *md) {
+    if (!md) return;
+    pthread_mutex_lock(&ms->lock);
+    ms->v[md - ms->v].refs++;
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_release(kd_models *ms, const kd_model *md) {
+    if (!md) return;
+    pthread_mutex_lock(&ms->lock);
+    kd_model *m = &ms->v[md - ms->v];
+    m->refs--;
+    free_if_unused(ms, m);
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_bind_session(kd_models *ms, const kd_model *md) {
+    pthread_mutex_lock(&ms->lock);
+    ms->v[md - ms->v].refs++;
+    ms->v[md - ms->v].sessions++;
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_unbind_session(kd_models *ms, const kd_model *md) {
+    pthread_mutex_lock(&ms->lock);
+    kd_model *m = &ms->v[md - ms->v];
+    m->sessions--;
+    m->refs--;
+    free_if_unused(ms, m);
+    pthread_mutex_unlock(&ms->lock);
+}
+
+static void ids_locked(const kd_models *ms, char *out, size_t n) {
     size_t at = 0;
     if (n) out[0] = '\0';
     for (int i = 0; i < ms->n && at < n; i++) {
-        int w = snprintf(out + at, n - at, "%s%s", i ? ", " : "", ms->v[i].id);
+        if (!ms->v[i].used || !ms->v[i].live) continue;
+        int w = snprintf(out + at, n - at, "%s%s", at ? ", " : "", ms->v[i].id);
         if (w < 0) break;
         at += (size_t)w;
     }
+}
+
+kd_model_remove_result kd_models_remove(kd_models *ms, const char *id, char *err, size_t errlen) {
+    char ids[512];
+    kd_model_remove_result rc = KD_MODEL_REMOVE_OK;
+    pthread_mutex_lock(&ms->lock);
+    kd_model *md = find_live(ms, id);
+    if (!md) {
+        ids_locked(ms, ids, sizeof ids);
+        kd_fail(err, errlen, "model: no model \"%s\" here; the models are: %s", id, ids);
+        rc = KD_MODEL_REMOVE_UNKNOWN;
+    } else if (md == &ms->v[0]) {
+        kd_fail(err, errlen,
+                "model %s is the default model (the first configured): it cannot be unloaded", id);
+        rc = KD_MODEL_REMOVE_DEFAULT;
+    } else if (md->sessions > 0) {
+        kd_fail(err, errlen,
+                "model %s holds %d live session%s: delete %s (or let %s expire) before "
+                "unloading it",
+                id, md->sessions, md->sessions == 1 ? "" : "s", md->sessions == 1 ? "it" : "them",
+                md->sessions == 1 ? "it" : "them");
+        rc = KD_MODEL_REMOVE_BUSY;
+    } else {
+        md->live = false; /* unlisted now; freed here or at its last reference */
+        ms->unloads++;
+        free_if_unused(ms, md);
+    }
+    pthread_mutex_unlock(&ms->lock);
+    return rc;
+}
+
+void kd_models_each(kd_models *ms, void (*fn)(void *ctx, const kd_model *md), void *ctx) {
+    pthread_mutex_lock(&ms->lock);
+    for (int i = 0; i < ms->n; i++)
+        if (ms->v[i].used && ms->v[i].live) fn(ctx, &ms->v[i]);
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_changes(kd_models *ms, unsigned long long *loads, unsigned long long *unloads) {
+    pthread_mutex_lock(&ms->lock);
+    *loads = ms->loads;
+    *unloads = ms->unloads;
+    pthread_mutex_unlock(&ms->lock);
+}
+
+void kd_models_ids(kd_models *ms, char *out, size_t n) {
+    pthread_mutex_lock(&ms->lock);
+    ids_locked(ms, out, n);
+    pthread_mutex_unlock(&ms->lock);
 }
 
 int kd_model_dirs_tag(const char *model_dir, const char *tokenizer_dir, const char *predictor_dir,

@@ -79,6 +79,8 @@ kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim) {
     t->pool_percent = lim->pool_percent > 0 && lim->pool_percent < 100 ? lim->pool_percent : 100;
     t->on_gone = lim->on_gone;
     t->gone_ctx = lim->gone_ctx;
+    t->model_unbound = lim->model_unbound;
+    t->model_held = lim->model_held;
     return t;
 }
 
@@ -119,9 +121,11 @@ static void unlink_bucket(kd_sessions *t, kd_session *s) {
     *p = s->chain;
 }
 
-static void free_session(kd_session *s) {
+static void free_session(kd_sessions *t, kd_session *s) {
     kr_cache_free(s->cache);
     if (s->kind) s->kind->free(s->state);
+    /* last: the cache and the state are on the model's pool */
+    if (s->model && t->model_unbound) t->model_unbound(t->gone_ctx, s->model);
     free(s);
 }
 
@@ -152,7 +156,7 @@ static void retire_told(kd_sessions *t, kd_session *s, gone_reason why, bool tol
     t->count--;
     t->heap_used -= s->heap;
     t->pool_used -= s->bytes - s->heap;
-    free_session(s);
+    free_session(t, s);
 }
 
 static void retire(kd_sessions *t, kd_session *s, gone_reason why) {
@@ -446,7 +450,7 @@ kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *ki
     kd_session_status st = room_for(t, owner, now, msg, msglen, retry_after);
     if (st != KD_SESSION_OK) {
         pthread_mutex_unlock(&t->mu);
-        free_session(s);
+        free_session(t, s);
         return st;
     }
     insert(t, s, now, held);
@@ -481,7 +485,7 @@ kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kin
         t->created++;
     }
     pthread_mutex_unlock(&t->mu);
-    if (st != KD_SESSION_OK) free_session(s);
+    if (st != KD_SESSION_OK) free_session(t, s);
     return st;
 }
 
@@ -565,6 +569,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *owner, const char
         info->capacity = s->cache ? kr_cache_capacity(s->cache) : 0;
         info->kind = s->kind;
         info->model = s->model;
+        if (s->model && t->model_held) t->model_held(t->gone_ctx, s->model);
         info->extra = s->extra;
         info->bytes = s->bytes;
         info->busy = s->busy;
@@ -659,7 +664,7 @@ void kd_sessions_free(kd_sessions *t) {
     for (size_t b = 0; b < t->n_buckets; b++)
         for (kd_session *s = t->buckets[b], *next; s; s = next) {
             next = s->chain;
-            free_session(s);
+            free_session(t, s);
         }
     pthread_mutex_destroy(&t->mu);
     free(t->buckets);

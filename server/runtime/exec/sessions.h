@@ -74,6 +74,11 @@ typedef struct {
      * session goes on); NULL: nothing to tell (the journal's hook) */
     int (*on_gone)(void *ctx, const char *id, char *msg, size_t msglen);
     void *gone_ctx;
+    /* with gone_ctx, the table's lock held: a bound session's model is no longer its (the
+     * session ended), and a model kd_sessions_info hands out (a reference the caller
+     * drops); NULL: nothing to tell */
+    void (*model_unbound)(void *ctx, const void *model);
+    void (*model_held)(void *ctx, const void *model);
 } kd_sessions_limits;
 
 kd_sessions *kd_sessions_create(kr_pool *pool, const kd_sessions_limits *lim);
@@ -137,7 +142,7 @@ typedef struct {
     bool busy;
     const kd_session_kind *kind; /* NULL: a token session */
     kd_session_extra extra;      /* a session of another kind: as of its last release */
-    const void *model;           /* kd_session_model's */
+    const void *model;           /* kd_session_model's, held (model_held) for the caller */
 } kd_session_info;
 
 /* Ends a session the caller holds (its change could not be journaled: a restart would not

@@ -49,6 +49,8 @@ struct kd_sessions {
     unsigned long long refused_room, refused_bytes;
     int (*on_gone)(void *ctx, const char *id, char *msg, size_t msglen);
     void *gone_ctx;
+    void (*model_unbound)(void *ctx, const void *model);
+    void (*model_held)(void *ctx, const void *model);
     kd_session **buckets;
     size_t n_buckets; /* a power of two */
     kd_session *lru_head, *lru_tail;
