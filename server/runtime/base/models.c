@@ -179,23 +179,25 @@ static int list_models(kd_models *ms, const kd_config *c, char *err, size_t errl
     return 0;
 }
 
-/* Model i hashed, loaded (sharing an earlier model's tokenizer when its files are the
- * same), fingerprinted, its pool made. */
-static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t errlen) {
+/* Model i hashed, loaded with its settings (sharing an earlier model's tokenizer when its
+ * files and weights are the same: a shared tokenizer keeps the packing it was loaded with),
+ * fingerprinted, its pool made. */
+static int load_one(kd_models *ms, int i, const kd_config *c, const kd_model_overrides *o,
+                    char *err, size_t errlen) {
     kd_model *md = &ms->v[i];
     kr_error ke = {0};
-    if (hash_model(md, err, errlen) < 0) return -1;
+    if (kd_model_settings_of(c, md->id, o, &md->set, err, errlen) < 0 ||
+        hash_model(md, err, errlen) < 0)
+        return -1;
     for (int k = 0; k < i && md->tokenizer_of < 0; k++)
-        if (strcmp(ms->v[k].tokenizer_hash, md->tokenizer_hash) == 0)
+        if (strcmp(ms->v[k].tokenizer_hash, md->tokenizer_hash) == 0 &&
+            ms->v[k].set.weights == md->set.weights)
             md->tokenizer_of = ms->v[k].tokenizer_of >= 0 ? ms->v[k].tokenizer_of : k;
-    kr_precision weights = KR_PREC_F32, kv = KR_PREC_F32; /* kd_config_load checked them */
-    kr_precision_parse(c->weights, "weights", &weights, &ke);
-    kr_kv_precision_parse(c->kv, "kv", &kv, &ke);
     const kr_model_paths paths = {.tokenizer_dir = md->tokenizer_dir,
                                   .predictor_dir = md->predictor_dir,
-                                  .max_context = c->max_context,
-                                  .weights = weights,
-                                  .kv = kv};
+                                  .max_context = md->set.max_context,
+                                  .weights = md->set.weights,
+                                  .kv = md->set.kv};
     md->m = md->tokenizer_of >= 0 ? kr_model_load_sharing(&paths, ms->v[md->tokenizer_of].m, &ke)
                                   : kr_model_load(&paths, &ke);
     if (!md->m) return kd_fail(err, errlen, "cannot load model '%s': %s", md->id, ke.msg);
@@ -209,6 +211,10 @@ static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t 
     return 0;
 }
 
+static bool is_known(const void *ctx, const char *id) {
+    return kd_models_find(ctx, id) != NULL;
+}
+
 int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) {
     memset(ms, 0, sizeof *ms);
     /* every slot at once: a model added while serving never moves one a request reads */
@@ -220,8 +226,15 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
         return kd_fail(err, errlen, "models: cannot make a lock");
     }
     int rc = list_models(ms, c, err, errlen);
+    char line[256];
+    if (rc == 0 && kd_model_options_unknown(c, is_known, ms, line, sizeof line)) {
+        char ids[512];
+        kd_models_ids(ms, ids, sizeof ids);
+        rc = kd_fail(err, errlen, "model-option '%s': no model of that id (the models: %s)", line,
+                     ids);
+    }
     for (int i = 0; rc == 0 && i < ms->n; i++)
-        rc = load_one(ms, i, c, err, errlen);
+        rc = load_one(ms, i, c, NULL, err, errlen);
     if (rc < 0) kd_models_free(ms);
     return rc;
 }
@@ -238,7 +251,8 @@ void kd_models_free(kd_models *ms) {
 }
 
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
-                                  const char *dir, const kd_model **out, char *err, size_t errlen) {
+                                  const char *dir, const kd_model_overrides *o,
+                                  const kd_model **out, char *err, size_t errlen) {
     char name[KD_MODEL_ID_MAX + 2];
     if (!id) {
         id_of_dir(dir, name, sizeof name);
@@ -256,7 +270,7 @@ kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char 
         kd_fail(err, errlen, "model '%s': all %d model slots are taken", id, KD_MODELS_MAX);
         rc = KD_MODEL_ADD_FULL;
     } else if (!tok || !pred || fill_slot(&ms->v[n], id, tok, pred, err, errlen) < 0 ||
-               load_one(ms, n, c, err, errlen) < 0) {
+               load_one(ms, n, c, o, err, errlen) < 0) {
         free_slot(&ms->v[n]);
         rc = KD_MODEL_ADD_FAILED;
     } else {
