@@ -127,6 +127,8 @@ static kd_key_sessions *key_sessions(kd_app *app, int *n) {
     return ks;
 }
 
+_Static_assert(KD_SCHED_MODELS_MAX >= KD_MODELS_MAX, "the scheduler keeps every model's figures");
+
 /* Every model with what it served (malloc'd); NULL before the models load, or out of
  * memory (then the series are left out). */
 static kd_model_served *models_served(kd_app *app, int *n) {
@@ -137,8 +139,14 @@ static kd_model_served *models_served(kd_app *app, int *n) {
     if (!ms) return NULL;
     for (int i = 0; i < count; i++) {
         const kd_model *md = &app->models.v[i];
-        ms[i] = (kd_model_served){md->id, atomic_load(&md->counts->requests),
-                                  atomic_load(&md->counts->tokens)};
+        kr_sched_model_stats st;
+        kd_sched_model_stats(app->sched, md->m, &st);
+        ms[i] = (kd_model_served){.id = md->id,
+                                  .requests = atomic_load(&md->counts->requests),
+                                  .tokens = atomic_load(&md->counts->tokens),
+                                  .steps = st.steps,
+                                  .step_rows = st.rows,
+                                  .step_seconds = st.ms / 1000.0};
     }
     *n = count;
     return ms;

@@ -141,6 +141,12 @@ const kd_model *kd_replay_model(kd_app *app, const kd_journal_record *rec, char 
         snprintf(msg, msglen,
                  "it was created with model %s of hash %s, and that model's files now hash to %s",
                  rec->model, rec->model_hash, md->hash);
+    else if (!rec->model[0] && rec->header_fingerprint != md->fingerprint)
+        snprintf(msg, msglen,
+                 "it was created before models had ids, with a default model of fingerprint "
+                 "%016llx, and the default model %s now has fingerprint %016llx",
+                 (unsigned long long)rec->header_fingerprint, md->id,
+                 (unsigned long long)md->fingerprint);
     else
         return md;
     kd_sessions_refused(app->sessions, rec->id, rec->owner);

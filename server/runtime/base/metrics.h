@@ -62,6 +62,8 @@ typedef struct {
 typedef struct {
     const char *id;
     unsigned long long requests, tokens;
+    unsigned long long steps, step_rows; /* scheduler steps that ran its rows, and those rows */
+    double step_seconds;                 /* its forward passes' time in those steps */
 } kd_model_served;
 
 /* Values read from elsewhere at scrape time. */

@@ -15,7 +15,8 @@
 
 #include "kronos.h"
 
-#define KD_SCHED_OWNER_MAX 64 /* bytes of an owner's name (an API key's owner, an address) */
+#define KD_SCHED_OWNER_MAX  64 /* bytes of an owner's name (an API key's owner, an address) */
+#define KD_SCHED_MODELS_MAX 64 /* models whose step figures are kept: the daemon's slots */
 
 typedef struct kd_sched_job kd_sched_job;
 struct kd_sched_job {
@@ -47,7 +48,7 @@ typedef struct {
     double light_flops, light_step_factor; /* kr_sched_config's (0: its defaults) */
     int sit_out_steps;                     /* kr_sched_config's */
     double sit_out_ms, light_wait, light_recent_ms;
-    bool (*make_room)(void *ctx); /* the pool ran dry: free an idle session */
+    bool (*make_room)(void *ctx);                   /* the pool ran dry: free an idle session */
     bool (*make_room_in)(kr_pool *pool, void *ctx); /* that pool (a model's) ran dry */
     /* a request's first core job started, waited_s after it was submitted (light: the core's
      * class of that job); on the scheduler thread; NULL: not told */
@@ -85,5 +86,8 @@ typedef struct {
 } kd_sched_stats;
 
 void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st);
+/* What model m's rows took in the steps (kr_sched_model_stats), as of the last step; all 0
+ * when none of its rows ran yet. */
+void kd_sched_model_stats(kd_sched *s, const kr_model *m, kr_sched_model_stats *out);
 
 #endif
