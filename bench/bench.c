@@ -40,6 +40,7 @@
  */
 #include "agreement.h"
 #include "bench_train.h"
+#include "bench_models.h"
 #include "blas_core.h"
 #include "fp_rates.h"
 #include "kronos.h"
@@ -795,6 +796,7 @@ int main(int argc, char **argv) {
     bool train_step = false; /* bench_train.c */
     int batch = 16, predict = 10;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
+    if (argc >= 2 && !strcmp(argv[1], "--models-overhead")) return kb_models_overhead(argc, argv);
     if (argc == 2 && !strcmp(argv[1], "--sgemm-yardstick")) { /* a child of measured_on */
         double gf = yardstick_here();
         printf("%s %.3f\n", kb_blas_core(), gf);
@@ -854,7 +856,8 @@ int main(int argc, char **argv) {
                 "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
                 "[--weights f32|bf16|int8] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n"
                 "       kronos-bench --model DIR --train-step [--batch N] [--lookback N] "
-                "[--predict N] [--reps N]\n");
+                "[--predict N] [--reps N]\n"
+                "       kronos-bench --models-overhead --model DIR [--models N] [--reps N] ...\n");
             return 2;
         }
     }

@@ -958,6 +958,20 @@ typedef struct {
 
 void kr_sched_stats_get(const kr_sched *s, kr_sched_stats *st);
 
+/* What one model's rows took in the steps, since the scheduler was made: the steps that ran
+ * any of its rows, those rows (decode, prefill and recompute), and the milliseconds of its
+ * forward passes there (its rows' append and its s2 heads; the shared parts of a step, the
+ * draws and the tokenizer's encodes, are no model's). */
+typedef struct {
+    const kr_model *m;
+    unsigned long long steps, rows;
+    double ms;
+} kr_sched_model_stats;
+
+/* Every model the steps ran so far, in the order each first ran: up to max of them into
+ * out; returns how many there are. */
+int kr_sched_model_stats_get(const kr_sched *s, kr_sched_model_stats *out, int max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -46,7 +46,8 @@ static int teardown(void **state) {
 static int add(fixture *f, const char *id) {
     const kd_model *md = NULL;
     char err[512];
-    assert_int_equal(kd_models_add(&f->ms, &f->c, id, TINY, &md, err, sizeof err), KD_MODEL_ADD_OK);
+    assert_int_equal(kd_models_add(&f->ms, &f->c, id, TINY, NULL, &md, err, sizeof err),
+                     KD_MODEL_ADD_OK);
     assert_int_equal(md->refs, 1);
     kd_models_release(&f->ms, md);
     return (int)(md - f->ms.v);
@@ -102,7 +103,7 @@ static void test_refusals(void **state) {
     kd_models_unbind_session(&f->ms, &f->ms.v[d]);
     assert_true(f->ms.v[d].live); /* refused: nothing changed */
     const kd_model *md = NULL;
-    assert_int_equal(kd_models_add(&f->ms, &f->c, "d", TINY, &md, err, sizeof err),
+    assert_int_equal(kd_models_add(&f->ms, &f->c, "d", TINY, NULL, &md, err, sizeof err),
                      KD_MODEL_ADD_EXISTS);
     assert_int_equal(kd_models_remove(&f->ms, "d", err, sizeof err), KD_MODEL_REMOVE_OK);
     assert_false(f->ms.v[d].used);

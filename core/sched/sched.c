@@ -253,5 +253,6 @@ void kr_sched_free(kr_sched *s) {
     free(s->s2_a);
     free(s->s2_l2);
     free(s->l1_buf);
+    free(s->mstats);
     free(s);
 }

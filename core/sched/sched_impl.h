@@ -134,6 +134,17 @@ struct sched_job {
     } u;
 };
 
+/* ---- sched_model_stats.c: what each model's rows took in the steps ---- */
+
+typedef struct {
+    kr_sched_model_stats pub;
+    unsigned long long last_step; /* the step it last counted (steps once a step) */
+} sched_model_stat;
+
+/* ms of model m's work in this step (s->stats.steps), rows of it. Not counted when out of
+ * memory for m's entry: the figures are for metrics, the step goes on. */
+void sched_model_time(kr_sched *s, const kr_model *m, int rows, double ms);
+
 /* ---- sched.c: the scheduler, its waiting line and its active jobs ---- */
 
 struct kr_sched {
@@ -164,6 +175,8 @@ struct kr_sched {
     int l1_cap;           /* in groups */
     double light_seen_ms; /* when the last light job started (0: never) */
     kr_sched_stats stats;
+    sched_model_stat *mstats; /* per model, in the order each first ran (sched_model_stats.c) */
+    int n_mstats, mstats_cap;
 };
 
 /* Room made in pool (cfg.make_room_in, else cfg.make_room); whether some was. */

@@ -157,7 +157,9 @@ static void run_append(kr_sched *s) {
         int g1 = g0, rows = 0;
         while (g1 < b->n_groups && b->owner[g1]->m == b->owner[g0]->m)
             rows += b->T[g1++];
+        const double t0 = kr_now_ms();
         progressed |= append_model(s, g0, g1, row0);
+        sched_model_time(s, b->owner[g0]->m, rows, kr_now_ms() - t0);
         g0 = g1;
         row0 += rows;
     }
@@ -273,7 +275,10 @@ static void run_s2(kr_sched *s) {
         bool first = true;
         for (sched_job *e = s->active; e != j && first; e = e->next)
             first = !(e->drawing && e->m == j->m);
-        if (first) run_s2_model(s, j->m);
+        if (!first) continue;
+        const double t0 = kr_now_ms();
+        run_s2_model(s, j->m);
+        sched_model_time(s, j->m, 0, kr_now_ms() - t0);
     }
 }
 

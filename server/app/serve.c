@@ -208,8 +208,10 @@ static int load(kd_app *app, char *err, size_t errlen) {
     snprintf(app->model_id, sizeof app->model_id, "%s", dm->fp_hex);
     for (int i = 0; i < app->models.n; i++) {
         const kd_model *md = &app->models.v[i];
-        kd_log("model %s%s: hash %s, %zu parameters%s", md->id, i ? "" : " (default)", md->hash,
-               kr_model_param_count(md->m), md->tokenizer_of >= 0 ? ", its tokenizer shared" : "");
+        kd_log("model %s%s: hash %s, %zu parameters, max-context %d, weights %s, kv %s%s", md->id,
+               i ? "" : " (default)", md->hash, kr_model_param_count(md->m), md->set.max_context,
+               kr_precision_name(md->set.weights), kr_precision_name(md->set.kv),
+               md->tokenizer_of >= 0 ? ", its tokenizer shared" : "");
     }
     const kd_sessions_limits sl = {.max_sessions = c->max_sessions,
                                    .ttl_seconds = c->session_ttl,

@@ -75,22 +75,53 @@ kd_outcome kd_handle_model_get(kd_app *app, kd_request *r) {
     return KD_REPLIED;
 }
 
-/* {"id", "path"}: the fields a load takes; a message naming the one that breaks a rule. */
-static bool load_fields(json_t *body, const char **id, const char **path, char *msg, size_t n) {
+/* A load's own settings: max_context, weights, kv (the model's configured values where
+ * not given); false with a message naming the field. */
+static bool load_settings(json_t *body, kd_model_overrides *o, char *msg, size_t n) {
+    json_t *mc = json_object_get(body, "max_context");
+    const char *w = json_string_value(json_object_get(body, "weights"));
+    const char *kv = json_string_value(json_object_get(body, "kv"));
+    kr_error ke = {0};
+    if (mc &&
+        (!json_is_integer(mc) || json_integer_value(mc) < 1 || json_integer_value(mc) > 1 << 20))
+        return snprintf(msg, n, "max_context: expected an integer in 1..%d", 1 << 20), false;
+    if ((w && kr_precision_parse(w, "weights", &o->v.weights, &ke) != 0) ||
+        (kv && kr_kv_precision_parse(kv, "kv", &o->v.kv, &ke) != 0))
+        return snprintf(msg, n, "%s", ke.msg), false;
+    o->has_max_context = mc != NULL;
+    o->v.max_context = mc ? (int)json_integer_value(mc) : 0;
+    o->has_weights = w != NULL;
+    o->has_kv = kv != NULL;
+    return true;
+}
+
+/* {"id", "path", "max_context", "weights", "kv"}: the fields a load takes; a message naming
+ * the one that breaks a rule. */
+static bool load_fields(json_t *body, const char **id, const char **path, kd_model_overrides *o,
+                        char *msg, size_t n) {
+    static const char *const names[] = {"id", "path", "weights", "kv", "max_context"};
     const char *key;
     json_t *v;
     if (!json_is_object(body)) return snprintf(msg, n, "body: expected a JSON object"), false;
     json_object_foreach(body, key, v) {
-        if (strcmp(key, "id") != 0 && strcmp(key, "path") != 0)
-            return snprintf(msg, n, "%.64s: unknown field (a load takes id and path)", key), false;
-        if (!json_is_string(v)) return snprintf(msg, n, "%s: expected a string", key), false;
+        size_t k = 0;
+        while (k < 5 && strcmp(key, names[k]) != 0)
+            k++;
+        if (k == 5)
+            return snprintf(msg, n,
+                            "%.64s: unknown field (a load takes id, path, max_context, weights "
+                            "and kv)",
+                            key),
+                   false;
+        if (k < 4 && !json_is_string(v))
+            return snprintf(msg, n, "%s: expected a string", key), false;
     }
     *id = json_string_value(json_object_get(body, "id"));
     *path = json_string_value(json_object_get(body, "path"));
     if (!*path || !**path)
         return snprintf(msg, n, "path: required (a folder holding tokenizer/ and predictor/)"),
                false;
-    return true;
+    return load_settings(body, o, msg, n);
 }
 
 /* Whether r carries an admin key; false after replying 401. */
@@ -107,14 +138,15 @@ kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
     json_t *body = kd_request_json(r);
     if (!body) return KD_REPLIED;
     const char *id = NULL, *path = NULL;
+    kd_model_overrides over = {0};
     char msg[KD_MSG_MAX];
-    if (!load_fields(body, &id, &path, msg, sizeof msg)) {
+    if (!load_fields(body, &id, &path, &over, msg, sizeof msg)) {
         json_decref(body);
         kd_refuse_invalid(app, r, msg);
         return KD_REPLIED;
     }
     const kd_model *md = NULL;
-    switch (kd_models_add(&app->models, &app->cfg, id, path, &md, msg, sizeof msg)) {
+    switch (kd_models_add(&app->models, &app->cfg, id, path, &over, &md, msg, sizeof msg)) {
     case KD_MODEL_ADD_OK:
         kd_log("model %s loaded from %s: hash %s, %zu parameters%s", md->id, path, md->hash,
                kr_model_param_count(md->m), md->tokenizer_of >= 0 ? ", its tokenizer shared" : "");

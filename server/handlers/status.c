@@ -127,14 +127,18 @@ static kd_key_sessions *key_sessions(kd_app *app, int *n) {
     return ks;
 }
 
+_Static_assert(KD_SCHED_MODELS_MAX >= KD_MODELS_MAX, "the scheduler keeps every model's figures");
+
 typedef struct {
     kd_app *app;
     kd_model_served *v;
+    const kr_model **m; /* each one's weights: the key of its scheduler figures */
     int n;
 } served;
 
 static void serve_one(void *ctx, const kd_model *md) {
     served *s = ctx;
+    s->m[s->n] = md->m;
     kd_model_served *e = &s->v[s->n++];
     snprintf(e->id, sizeof e->id, "%s", md->id);
     e->requests = atomic_load(&md->counts->requests);
@@ -142,14 +146,27 @@ static void serve_one(void *ctx, const kd_model *md) {
     e->bytes = kd_model_own_bytes(&s->app->models, md);
 }
 
-/* Every listed model with what it served, copied under the registry's lock (malloc'd);
+/* Every listed model with what it served, copied under the registry's lock, then its
+ * scheduler figures (the scheduler's lock is not taken under the registry's) (malloc'd);
  * NULL before the models load, or out of memory (then the series are left out). */
 static kd_model_served *models_served(kd_app *app, int *n) {
     *n = 0;
     if (atomic_load(&app->state) == KD_STARTING) return NULL;
-    served s = {app, calloc(KD_MODELS_MAX, sizeof *s.v), 0};
-    if (!s.v) return NULL;
+    served s = {app, calloc(KD_MODELS_MAX, sizeof *s.v), calloc(KD_MODELS_MAX, sizeof *s.m), 0};
+    if (!s.v || !s.m) {
+        free(s.v);
+        free(s.m);
+        return NULL;
+    }
     kd_models_each(&app->models, serve_one, &s);
+    for (int i = 0; i < s.n; i++) {
+        kr_sched_model_stats st;
+        kd_sched_model_stats(app->sched, s.m[i], &st);
+        s.v[i].steps = st.steps;
+        s.v[i].step_rows = st.rows;
+        s.v[i].step_seconds = st.ms / 1000.0;
+    }
+    free(s.m);
     *n = s.n;
     return s.v;
 }

@@ -144,6 +144,12 @@ const kd_model *kd_replay_model(kd_app *app, const kd_journal_record *rec, char 
         snprintf(msg, msglen,
                  "it was created with model %s of hash %s, and that model's files now hash to %s",
                  rec->model, rec->model_hash, md->hash);
+    else if (!rec->model[0] && rec->header_fingerprint != md->fingerprint)
+        snprintf(msg, msglen,
+                 "it was created before models had ids, with a default model of fingerprint "
+                 "%016llx, and the default model %s now has fingerprint %016llx",
+                 (unsigned long long)rec->header_fingerprint, md->id,
+                 (unsigned long long)md->fingerprint);
     else
         return md;
     kd_sessions_refused(app->sessions, rec->id, rec->owner);
@@ -161,8 +167,8 @@ kd_replay_status kd_replay_restore_status(const kd_app *app, kd_session_status s
 }
 
 /* A failure to put the pairs in the cache: which setting does not fit, if one. */
-static kd_replay_status cache_failure(const kd_app *app, const kr_error *err, int n, char *msg,
-                                      size_t msglen) {
+static kd_replay_status cache_failure(const kd_app *app, const kd_model *md, const kr_error *err,
+                                      int n, char *msg, size_t msglen) {
     switch (err->code) {
     case KR_E_POOL_EXHAUSTED:
         snprintf(msg, msglen,
@@ -172,9 +178,9 @@ static kd_replay_status cache_failure(const kd_app *app, const kr_error *err, in
         return KD_REPLAY_UNFIT;
     case KR_E_CAPACITY:
         snprintf(msg, msglen,
-                 "its tokens outgrow the context window: raise max-context (now "
+                 "its tokens outgrow model %s's context window: raise its max-context (now "
                  "%d) to what it was: %s",
-                 kr_model_max_context(app->model), err->msg);
+                 md->id, kr_model_max_context(md->m), err->msg);
         return KD_REPLAY_UNFIT;
     case KR_E_INVALID:
         snprintf(msg, msglen, "%s", err->msg);
@@ -203,6 +209,7 @@ kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *re
     if (kd_sessions_acquire(app->sessions, NULL, rec->id, &s, msg, msglen) != KD_SESSION_OK)
         return KD_REPLAY_INVALID;
     kr_cache *c = kd_session_cache(s);
+    const kd_model *md = kd_session_model(s) ? kd_session_model(s) : &app->models.v[0];
     kr_error err = {0};
     const int rc =
         c ? kr_cache_append(&c, 1, rec->s1, rec->s2, rec->stamps, rec->n, NULL, &err) : -1;
@@ -211,5 +218,5 @@ kd_replay_status kd_replay_token_record(kd_app *app, const kd_journal_record *re
         snprintf(msg, msglen, "token pairs for a session that is not a token session");
         return KD_REPLAY_INVALID;
     }
-    return rc ? cache_failure(app, &err, rec->n, msg, msglen) : KD_REPLAY_OK;
+    return rc ? cache_failure(app, md, &err, rec->n, msg, msglen) : KD_REPLAY_OK;
 }

@@ -245,7 +245,7 @@ static void run_job(kd_ft_jobs *J, job *jb) {
         finish(J, jb, FAILED, msg);
         return;
     }
-    if (kd_models_add(&app->models, &app->cfg, jb->model_id, dir, &md, msg, sizeof msg) !=
+    if (kd_models_add(&app->models, &app->cfg, jb->model_id, dir, NULL, &md, msg, sizeof msg) !=
         KD_MODEL_ADD_OK) {
         kd_log("finetune %s: registering %s: %s", jb->id, dir, msg);
         kd_ft_remove_tree(dir);

@@ -40,7 +40,7 @@ static void restore_one(kd_app *app, const char *dir, const char *name, kd_ft_fo
     char msg[768], path[1400];
     const kd_model *md = NULL;
     kd_model_add_result rc =
-        kd_models_add(&app->models, &app->cfg, name, dir, &md, msg, sizeof msg);
+        kd_models_add(&app->models, &app->cfg, name, dir, NULL, &md, msg, sizeof msg);
     if (rc == KD_MODEL_ADD_OK) {
         kd_log("finetune: model %s loaded from %s: hash %s", md->id, dir, md->hash);
         kd_models_release(&app->models, md); /* the registry keeps it listed */

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "fail.h"
 #include "kronos.h"
+#include "model_options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -44,6 +45,9 @@ static const key_def keys[] = {
     {"kv", T_STRING, AT(kv), "f32", 0, 0,
      "the KV cache: f32, or bf16 (half the bytes a position: twice the sessions a pool holds; "
      "opt-in, the numbers move)"},
+    {"model-option", T_LIST, AT(model_option), NULL, 0, 0,
+     "ID:KEY=VALUE: one model's own max-context, weights or kv over the values above (e.g. "
+     "mini:max-context=2048); repeatable, a later line wins"},
     {"host", T_STRING, AT(host), "127.0.0.1", 0, 0, "address to listen on"},
     {"port", T_INT, AT(port), "8080", 0, 65535, "TCP port (0: any free port, logged)"},
     {"api-key-file", T_STRING, AT(api_key_file), NULL, 0, 0,
@@ -370,6 +374,7 @@ static int check(kd_config *c, char *err, size_t errlen) {
     if (kr_precision_parse(c->weights, "weights", &prec, &ke) != 0 ||
         kr_kv_precision_parse(c->kv, "kv", &prec, &ke) != 0)
         return kd_fail(err, errlen, "%s", ke.msg);
+    if (kd_model_options_check(c->model_option, err, errlen) < 0) return -1;
     if (c->state_dir && !*c->state_dir)
         return kd_fail(err, errlen, "state-dir: empty (leave it unset for no journal)");
     if (c->model && (c->tokenizer || c->predictor))
@@ -405,8 +410,10 @@ int kd_config_load(kd_config *c, int argc, char **argv, char *err, size_t errlen
         kd_flag_value(argc, argv, &i, name, sizeof name);
         if (strcmp(name, "--model") == 0 || strcmp(name, "--tokenizer") == 0 ||
             strcmp(name, "--predictor") == 0 || strcmp(name, "--models-dir") == 0) {
+            /* the file's model-option lines name the file's models */
             free(c->model), free(c->tokenizer), free(c->predictor), free(c->models_dir);
-            c->model = c->tokenizer = c->predictor = c->models_dir = NULL;
+            free(c->model_option);
+            c->model = c->tokenizer = c->predictor = c->models_dir = c->model_option = NULL;
             break;
         }
     }

@@ -21,6 +21,7 @@ typedef struct {
     char *models_dir, *tokenizer, *predictor;
     int max_context;
     char *weights, *kv; /* "f32", "bf16", "int8" (weights only) (kr_precision_parse) */
+    char *model_option; /* "ID:KEY=VALUE" lines: one model's own setting (model_options.h) */
     /* network */
     char *host;
     int port;

@@ -305,6 +305,22 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
           g->model_loads);
     gauge(f, "kronosd_model_unloads_total", "counter",
           "Models unloaded while serving (DELETE /models/{id}).", g->model_unloads);
+    header(f, "kronosd_model_scheduler_steps_total", "counter",
+           "Scheduler steps that ran any of the model's rows, by model.");
+    for (int i = 0; i < g->n_models; i++)
+        fprintf(f, "kronosd_model_scheduler_steps_total{model=\"%s\"} %llu\n", g->models[i].id,
+                g->models[i].steps);
+    header(f, "kronosd_model_scheduler_rows_total", "counter",
+           "Rows (decode, prefill, recompute) the scheduler's steps ran, by model.");
+    for (int i = 0; i < g->n_models; i++)
+        fprintf(f, "kronosd_model_scheduler_rows_total{model=\"%s\"} %llu\n", g->models[i].id,
+                g->models[i].step_rows);
+    header(f, "kronosd_model_scheduler_step_seconds_total", "counter",
+           "Seconds of the model's forward passes in the scheduler's steps (its rows' append "
+           "and s2 heads), by model; divided by its steps, its mean step time.");
+    for (int i = 0; i < g->n_models; i++)
+        fprintf(f, "kronosd_model_scheduler_step_seconds_total{model=\"%s\"} %.6f\n",
+                g->models[i].id, g->models[i].step_seconds);
     header(f, "kronosd_kernels_info", "gauge",
            "Always 1; the label names the SIMD level of kronosd's own kernels.");
     fprintf(f, "kronosd_kernels_info{simd=\"%s\"} 1\n", kr_simd_name(kr_simd_level()));

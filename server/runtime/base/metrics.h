@@ -62,7 +62,9 @@ typedef struct {
 typedef struct {
     char id[72];
     unsigned long long requests, tokens;
-    size_t bytes; /* the weights it holds itself */
+    size_t bytes;                        /* the weights it holds itself */
+    unsigned long long steps, step_rows; /* scheduler steps that ran its rows, and those rows */
+    double step_seconds;                 /* its forward passes' time in those steps */
 } kd_model_served;
 
 /* Values read from elsewhere at scrape time. */

@@ -215,30 +215,32 @@ static int list_models(kd_models *ms, const kd_config *c, char *err, size_t errl
 static int tokenizer_root(const kd_models *ms, int i) {
     for (int k = 0; k < ms->n; k++) {
         const kd_model *o = &ms->v[k];
-        if (k != i && o->used && o->m && strcmp(o->tokenizer_hash, ms->v[i].tokenizer_hash) == 0)
+        if (k != i && o->used && o->m && strcmp(o->tokenizer_hash, ms->v[i].tokenizer_hash) == 0 &&
+            o->set.weights == ms->v[i].set.weights)
             return o->tokenizer_of >= 0 ? o->tokenizer_of : k;
     }
     return -1;
 }
 
-/* Model i hashed, loaded (sharing a loaded model's tokenizer when its files are the same:
- * a reference on that model), fingerprinted, its pool made. */
-static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t errlen) {
+/* Model i hashed, loaded with its settings (sharing a loaded model's tokenizer when its
+ * files and weights are the same, a shared tokenizer keeping the packing it was loaded
+ * with: a reference on that model), fingerprinted, its pool made. */
+static int load_one(kd_models *ms, int i, const kd_config *c, const kd_model_overrides *o,
+                    char *err, size_t errlen) {
     kd_model *md = &ms->v[i];
     kr_error ke = {0};
-    if (hash_model(md, err, errlen) < 0) return -1;
+    if (kd_model_settings_of(c, md->id, o, &md->set, err, errlen) < 0 ||
+        hash_model(md, err, errlen) < 0)
+        return -1;
     pthread_mutex_lock(&ms->lock);
     md->tokenizer_of = tokenizer_root(ms, i);
     if (md->tokenizer_of >= 0) ms->v[md->tokenizer_of].refs++;
     pthread_mutex_unlock(&ms->lock);
-    kr_precision weights = KR_PREC_F32, kv = KR_PREC_F32; /* kd_config_load checked them */
-    kr_precision_parse(c->weights, "weights", &weights, &ke);
-    kr_kv_precision_parse(c->kv, "kv", &kv, &ke);
     const kr_model_paths paths = {.tokenizer_dir = md->tokenizer_dir,
                                   .predictor_dir = md->predictor_dir,
-                                  .max_context = c->max_context,
-                                  .weights = weights,
-                                  .kv = kv};
+                                  .max_context = md->set.max_context,
+                                  .weights = md->set.weights,
+                                  .kv = md->set.kv};
     md->m = md->tokenizer_of >= 0 ? kr_model_load_sharing(&paths, ms->v[md->tokenizer_of].m, &ke)
                                   : kr_model_load(&paths, &ke);
     if (!md->m) return kd_fail(err, errlen, "cannot load model '%s': %s", md->id, ke.msg);
@@ -250,6 +252,14 @@ static int load_one(kd_models *ms, int i, const kd_config *c, char *err, size_t 
                        ke.msg);
     md->loaded_at = time(NULL);
     return 0;
+}
+
+/* whether a model of this id is listed (at start, before any request) */
+static bool is_listed(const void *ctx, const char *id) {
+    const kd_models *ms = ctx;
+    for (int i = 0; i < ms->n; i++)
+        if (ms->v[i].used && strcmp(ms->v[i].id, id) == 0) return true;
+    return false;
 }
 
 int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) {
@@ -269,8 +279,15 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
         return kd_fail(err, errlen, "models: cannot make a lock");
     }
     int rc = list_models(ms, c, err, errlen);
+    char line[256];
+    if (rc == 0 && kd_model_options_unknown(c, is_listed, ms, line, sizeof line)) {
+        char ids[512];
+        kd_models_ids(ms, ids, sizeof ids);
+        rc = kd_fail(err, errlen, "model-option '%s': no model of that id (the models: %s)", line,
+                     ids);
+    }
     for (int i = 0; rc == 0 && i < ms->n; i++)
-        rc = load_one(ms, i, c, err, errlen);
+        rc = load_one(ms, i, c, NULL, err, errlen);
     if (rc < 0) kd_models_free(ms);
     return rc;
 }
@@ -322,8 +339,8 @@ static int make_room(kd_models *ms, int i, size_t budget, char *err, size_t errl
 
 /* kd_models_add of the two parts' folders (NULL: out of memory). */
 static kd_model_add_result add_parts(kd_models *ms, const kd_config *c, const char *id,
-                                     const char *tok, const char *pred, const kd_model **out,
-                                     char *err, size_t errlen) {
+                                     const char *tok, const char *pred, const kd_model_overrides *o,
+                                     const kd_model **out, char *err, size_t errlen) {
     if (valid_id(id, err, errlen) < 0) return KD_MODEL_ADD_INVALID;
     pthread_mutex_lock(&ms->change_lock);
     pthread_mutex_lock(&ms->lock);
@@ -344,7 +361,7 @@ static kd_model_add_result add_parts(kd_models *ms, const kd_config *c, const ch
         kd_fail(err, errlen, "model '%s': all %d model slots are taken", id, KD_MODELS_MAX);
         rc = KD_MODEL_ADD_FULL;
     } else {
-        const bool loaded = filled == 0 && load_one(ms, i, c, err, errlen) == 0;
+        const bool loaded = filled == 0 && load_one(ms, i, c, o, err, errlen) == 0;
         pthread_mutex_lock(&ms->lock); /* room made and published in one hold */
         if (loaded && make_room(ms, i, c->model_memory_bytes, err, errlen) == 0) {
             kd_model *md = &ms->v[i];
@@ -370,14 +387,15 @@ static kd_model_add_result add_parts(kd_models *ms, const kd_config *c, const ch
 }
 
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
-                                  const char *dir, const kd_model **out, char *err, size_t errlen) {
+                                  const char *dir, const kd_model_overrides *o,
+                                  const kd_model **out, char *err, size_t errlen) {
     char name[KD_MODEL_ID_MAX + 2];
     if (!id) {
         id_of_dir(dir, name, sizeof name);
         id = name;
     }
     char *tok = join(dir, "tokenizer"), *pred = join(dir, "predictor");
-    const kd_model_add_result rc = add_parts(ms, c, id, tok, pred, out, err, errlen);
+    const kd_model_add_result rc = add_parts(ms, c, id, tok, pred, o, out, err, errlen);
     free(tok);
     free(pred);
     return rc;
@@ -443,8 +461,8 @@ int kd_models_sync(kd_models *ms, const kd_config *now) {
         const bool same = loaded && same_entry(loaded, e);
         pthread_mutex_unlock(&ms->lock);
         if (same) continue;
-        const kd_model_add_result rc =
-            add_parts(ms, now, e->id, e->tokenizer_dir, e->predictor_dir, &md, err, sizeof err);
+        const kd_model_add_result rc = add_parts(ms, now, e->id, e->tokenizer_dir, e->predictor_dir,
+                                                 NULL, &md, err, sizeof err);
         if (rc == KD_MODEL_ADD_OK) {
             pthread_mutex_lock(&ms->lock);
             ms->v[md - ms->v].configured = true;

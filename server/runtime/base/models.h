@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "kronos.h"
+#include "model_options.h"
 
 #define KD_MODEL_ID_MAX   64
 #define KD_MODELS_MAX     64 /* the table's slots: models at start plus those added */
@@ -37,11 +38,12 @@ typedef struct {
     char hash[65], tokenizer_hash[65], predictor_hash[65];
     char *tokenizer_dir, *predictor_dir;
     kr_model *m;
-    kr_pool *pool;        /* its own, of pool-bytes */
-    int tokenizer_of;     /* the earlier model whose tokenizer it uses (same files), or -1 */
-    uint64_t fingerprint; /* kd_model_fingerprint: what a journal is checked against */
-    char fp_hex[24];      /* the fingerprint in hex: what a calibration object names */
-    char desc[512];       /* the fingerprint's line naming it */
+    kd_model_settings set; /* its max-context, weights and kv (model_options.h) */
+    kr_pool *pool;         /* its own, of pool-bytes */
+    int tokenizer_of;      /* the earlier model whose tokenizer it uses (same files), or -1 */
+    uint64_t fingerprint;  /* kd_model_fingerprint: what a journal is checked against */
+    char fp_hex[24];       /* the fingerprint in hex: what a calibration object names */
+    char desc[512];        /* the fingerprint's line naming it */
     time_t loaded_at;
     kd_model_counts *counts;
     /* the registry's, under kd_models.lock */
@@ -79,13 +81,15 @@ typedef enum {
 int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen);
 void kd_models_free(kd_models *ms);
 /* The model in dir (holding tokenizer/ and predictor/) loaded as at start (hashed, its
- * tokenizer shared with a loaded model's of the same files, its pool of c's pool-bytes) and
+ * tokenizer shared with a loaded model's of the same files and weights, its pool of c's
+ * pool-bytes, its settings c's for id with o's fields over them; o may be NULL) and
  * published as id (NULL: the folder's name). With c's model-memory-bytes, idle models (no
  * reference, no session, not the default) are unloaded least recently used first until
  * the weights fit with it. On a refusal err says why and nothing changed (but the models
  * unloaded for room); on success *out is the new model, with a reference for the caller. */
 kd_model_add_result kd_models_add(kd_models *ms, const kd_config *c, const char *id,
-                                  const char *dir, const kd_model **out, char *err, size_t errlen);
+                                  const char *dir, const kd_model_overrides *o,
+                                  const kd_model **out, char *err, size_t errlen);
 /* SIGHUP: the models configured in now (model lines, models-dir as its folders are now,
  * tokenizer + predictor) against the configured models loaded: those no longer configured
  * (or now from other folders) removed as kd_models_remove would (a refusal logged, the

@@ -31,9 +31,10 @@ struct kd_journal {
     kd_fsync_policy policy;
     size_t rewrite_min;
     size_t header_bytes, size;
-    bool dirty;     /* written and not yet synced */
-    kd_jindex live; /* the live sessions and the bytes of their records */
-    kd_jbuf buf;    /* the record being encoded */
+    uint64_t header_fingerprint; /* the default model's when the file was started */
+    bool dirty;                  /* written and not yet synced */
+    kd_jindex live;              /* the live sessions and the bytes of their records */
+    kd_jbuf buf;                 /* the record being encoded */
     kd_journal_stats st;
 };
 
@@ -146,15 +147,15 @@ static int open_header(kd_journal *j, const unsigned char *p, size_t size,
     case KD_HEADER_OK:
         break;
     }
-    if (h.fingerprint != cfg->fingerprint) {
-        snprintf(err, errlen,
-                 "%s was written for another model (%s, fingerprint %016llx), not this one (%s, "
-                 "fingerprint %016llx): its sessions cannot be restored. Start with the model it "
-                 "was written for, or move the file away to start empty",
-                 j->path, h.model, (unsigned long long)h.fingerprint, cfg->model,
-                 (unsigned long long)cfg->fingerprint);
-        return -1;
-    }
+    /* each session is judged by its own model at replay: the header's model only stands for
+     * the sessions whose records name none */
+    if (h.fingerprint != cfg->fingerprint)
+        kd_log("journal: %s was started with another default model (%s, fingerprint %016llx) "
+               "than this one (%s, fingerprint %016llx): each session is restored on the model "
+               "it names, if that is loaded with the same files",
+               j->path, h.model, (unsigned long long)h.fingerprint, cfg->model,
+               (unsigned long long)cfg->fingerprint);
+    j->header_fingerprint = h.fingerprint;
     j->header_bytes = h.end;
     return 0;
 }
@@ -214,9 +215,9 @@ static int replay_all(kd_journal *j, const unsigned char *p, size_t end, kd_repl
         kd_journal_record r;
         kd_journal_decoded d = {{0}};
         char msg[512] = "its payload is malformed", advice[768];
-        kd_replay_status rc = kd_journal_decode(payload, len, &r, &d) < 0
-                                  ? KD_REPLAY_INVALID
-                                  : replay(ctx, &r, msg, sizeof msg);
+        const bool decoded = kd_journal_decode(payload, len, &r, &d) == 0;
+        r.header_fingerprint = j->header_fingerprint;
+        kd_replay_status rc = decoded ? replay(ctx, &r, msg, sizeof msg) : KD_REPLAY_INVALID;
         kd_journal_decoded_free(&d);
         if (rc == KD_REPLAY_OK) continue;
         if (rc == KD_REPLAY_REFUSED) {

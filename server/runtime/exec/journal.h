@@ -60,9 +60,11 @@ typedef kd_replay_status (*kd_replay_fn)(void *ctx, const kd_journal_record *rec
 
 /* Opens (or creates) state-dir/journal, locked against a second process, and calls replay
  * for every record of the sessions alive at its end, in the file's order. NULL with err
- * when the directory or file cannot be used, another process holds it, it was written for
- * another model, it is damaged, or the configuration does not fit it (including a replay
- * that did not come to KD_REPLAY_OK). */
+ * when the directory or file cannot be used, another process holds it, it is damaged, or the
+ * configuration does not fit it (including a replay that did not come to KD_REPLAY_OK or
+ * KD_REPLAY_REFUSED). The header's model (cfg's fingerprint when the file was started) does
+ * not refuse the file: a record names its session's model, and a record naming none is
+ * replayed with the header's fingerprint in it (kd_journal_record), for the replay to judge. */
 kd_journal *kd_journal_open(const kd_journal_config *cfg, kd_replay_fn replay, void *ctx, char *err,
                             size_t errlen);
 /* Stops the flusher, syncs and closes. NULL is fine. */

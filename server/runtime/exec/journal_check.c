@@ -95,12 +95,12 @@ static int report(checker *c) {
     } else {
         fprintf(out, "header: %s, fingerprint %016llx\n", c->h.model,
                 (unsigned long long)c->h.fingerprint);
-        if (c->o->m && c->h.fingerprint != c->o->fingerprint) {
-            problems++;
+        /* not a problem: kronosd serve judges each session by the model its record names */
+        if (c->o->m && c->h.fingerprint != c->o->fingerprint)
             fprintf(out,
-                    "problem: written for another model than --model's (%s, fingerprint %016llx)\n",
+                    "note: started with another default model than --model's (%s, fingerprint "
+                    "%016llx); each session is restored on the model its record names\n",
                     c->o->model, (unsigned long long)c->o->fingerprint);
-        }
     }
     for (int i = 0; i < c->scan.n_problems; i++) {
         const kd_jproblem *pr = &c->scan.problems[i];
@@ -131,13 +131,6 @@ static int repair(checker *c, char *err, size_t errlen) {
                  "%s: the header is damaged (%s): repair needs --model DIR to write "
                  "a new one",
                  c->path, c->header_why);
-        return -1;
-    }
-    if (c->header_ok && o->m && c->h.fingerprint != o->fingerprint) {
-        snprintf(err, errlen,
-                 "%s was written for another model than --model's: that is not "
-                 "damage, and repair leaves it alone",
-                 c->path);
         return -1;
     }
     char tmp[PATH_MAX + 16], kept[PATH_MAX + 32];

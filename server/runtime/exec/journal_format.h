@@ -60,6 +60,9 @@ typedef struct {
     char id[KD_SESSION_ID_LEN + 1];
     char owner[KD_OWNER_MAX + 1];
     char model[72], model_hash[72]; /* C, T: the session's model's id and hash, "" for none */
+    /* at replay: the header's fingerprint, the default model's when the file was started,
+     * which a creation naming no model was written with (not encoded in the record) */
+    uint64_t header_fingerprint;
     /* C, A: how the last timestamp was written (timefmt.h's kd_time_form) */
     bool unix_seconds, has_tz;
     int tz_offset_min;

@@ -28,6 +28,10 @@ struct kd_sched {
     int n_owners;
     bool stopping;
     kd_sched_stats stats;
+    /* the core's per-model figures, copied after each step: the first KD_SCHED_MODELS_MAX
+     * models it ran (the daemon holds no more) */
+    kr_sched_model_stats models[KD_SCHED_MODELS_MAX];
+    int n_models;
     /* completions per second, smoothed: with the jobs waiting, when a place frees up */
     double done_rate, rate_t0;
     int done_since;
@@ -169,6 +173,8 @@ static void *run(void *arg) {
         kr_sched_stats_get(s->ks, &ks);
         update_rate(s, now_s());
         pthread_mutex_lock(&s->mu);
+        const int nm = kr_sched_model_stats_get(s->ks, s->models, KD_SCHED_MODELS_MAX);
+        s->n_models = nm < KD_SCHED_MODELS_MAX ? nm : KD_SCHED_MODELS_MAX;
         s->core_waiting = waiting_requests(s, ks.waiting);
         s->stats.waiting = s->core_waiting + s->reserved;
         s->stats.active = ks.active;
@@ -275,5 +281,13 @@ void kd_sched_submit(kd_sched *s, kd_sched_entry *entry) {
 void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st) {
     pthread_mutex_lock(&s->mu);
     *st = s->stats;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void kd_sched_model_stats(kd_sched *s, const kr_model *m, kr_sched_model_stats *out) {
+    *out = (kr_sched_model_stats){.m = m};
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_models; i++)
+        if (s->models[i].m == m) *out = s->models[i];
     pthread_mutex_unlock(&s->mu);
 }

@@ -15,7 +15,8 @@
 
 #include "kronos.h"
 
-#define KD_SCHED_OWNER_MAX 64 /* bytes of an owner's name (an API key's owner, an address) */
+#define KD_SCHED_OWNER_MAX  64 /* bytes of an owner's name (an API key's owner, an address) */
+#define KD_SCHED_MODELS_MAX 64 /* models whose step figures are kept: the daemon's slots */
 
 typedef struct kd_sched_entry kd_sched_entry;
 struct kd_sched_entry {
@@ -85,5 +86,8 @@ typedef struct {
 } kd_sched_stats;
 
 void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st);
+/* What model m's rows took in the steps (kr_sched_model_stats), as of the last step; all 0
+ * when none of its rows ran yet. */
+void kd_sched_model_stats(kd_sched *s, const kr_model *m, kr_sched_model_stats *out);
 
 #endif

@@ -1,0 +1,143 @@
+/* model_options.c — model-option lines parsed and applied (model_options.h). */
+#include "model_options.h"
+#include "fail.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the daemon-wide key's range (config.c); the loader refuses what it cannot hold */
+#define MAX_CONTEXT_MAX (1 << 20)
+#define ID_CHARS        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+#define ID_MAX          64
+
+typedef struct {
+    char id[ID_MAX + 1];
+    char key[16];
+    const char *value;
+} option;
+
+/* "ID:KEY=VALUE" split (value points into line); -1 with err. */
+static int split(const char *line, option *o, char *err, size_t errlen) {
+    const char *colon = strchr(line, ':');
+    const char *eq = colon ? strchr(colon, '=') : NULL;
+    const size_t id_len = colon ? (size_t)(colon - line) : 0;
+    const size_t key_len = eq ? (size_t)(eq - colon - 1) : 0;
+    if (!colon || !eq || id_len == 0 || id_len > ID_MAX || strspn(line, ID_CHARS) != id_len ||
+        key_len == 0 || key_len >= sizeof o->key)
+        return kd_fail(err, errlen,
+                       "model-option '%.200s': expected ID:KEY=VALUE (e.g. small:max-context=2048)",
+                       line);
+    snprintf(o->id, sizeof o->id, "%.*s", (int)id_len, line);
+    snprintf(o->key, sizeof o->key, "%.*s", (int)key_len, colon + 1);
+    o->value = eq + 1;
+    return 0;
+}
+
+/* One option applied to s; -1 with err naming the line. */
+static int apply(const char *line, const option *o, kd_model_settings *s, char *err,
+                 size_t errlen) {
+    kr_error ke = {0};
+    if (strcmp(o->key, "max-context") == 0) {
+        char *end;
+        errno = 0;
+        const long v = strtol(o->value, &end, 10);
+        if (errno || end == o->value || *end || v < 1 || v > MAX_CONTEXT_MAX)
+            return kd_fail(err, errlen,
+                           "model-option '%.200s': max-context must be an integer in 1..%d", line,
+                           MAX_CONTEXT_MAX);
+        s->max_context = (int)v;
+        return 0;
+    }
+    if (strcmp(o->key, "weights") == 0) {
+        if (kr_precision_parse(o->value, "weights", &s->weights, &ke) != 0)
+            return kd_fail(err, errlen, "model-option '%.200s': %s", line, ke.msg);
+        return 0;
+    }
+    if (strcmp(o->key, "kv") == 0) {
+        if (kr_kv_precision_parse(o->value, "kv", &s->kv, &ke) != 0)
+            return kd_fail(err, errlen, "model-option '%.200s': %s", line, ke.msg);
+        return 0;
+    }
+    return kd_fail(err, errlen, "model-option '%.200s': unknown key '%s' (expected %s)", line,
+                   o->key, KD_MODEL_OPTION_KEYS);
+}
+
+/* Calls fn for every line of lines (a copy, NUL-terminated); stops at the first nonzero. */
+static int each_line(const char *lines, int (*fn)(void *ctx, const char *line), void *ctx) {
+    for (const char *p = lines; p && *p;) {
+        const size_t len = strcspn(p, "\n");
+        char *line = strndup(p, len);
+        const int rc = line ? fn(ctx, line) : -2;
+        free(line);
+        if (rc) return rc;
+        p += len + (p[len] == '\n');
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *id; /* NULL: check only */
+    kd_model_settings *s;
+    char *err;
+    size_t errlen;
+} apply_ctx;
+
+static int apply_line(void *ctx, const char *line) {
+    apply_ctx *a = ctx;
+    option o;
+    kd_model_settings scratch;
+    if (split(line, &o, a->err, a->errlen) < 0) return -1;
+    if (a->id && strcmp(a->id, o.id) != 0) return 0;
+    return apply(line, &o, a->s ? a->s : &scratch, a->err, a->errlen) < 0 ? -1 : 0;
+}
+
+static int run(const char *lines, apply_ctx *a) {
+    const int rc = each_line(lines, apply_line, a);
+    if (rc == -2) return kd_fail(a->err, a->errlen, "model-option: out of memory");
+    return rc < 0 ? -1 : 0;
+}
+
+int kd_model_options_check(const char *lines, char *err, size_t errlen) {
+    apply_ctx a = {NULL, NULL, err, errlen};
+    return run(lines, &a);
+}
+
+int kd_model_settings_of(const kd_config *c, const char *id, const kd_model_overrides *o,
+                         kd_model_settings *s, char *err, size_t errlen) {
+    kr_error ke = {0};
+    /* kd_config_load checked the daemon-wide values */
+    *s = (kd_model_settings){.max_context = c->max_context};
+    if (kr_precision_parse(c->weights, "weights", &s->weights, &ke) != 0 ||
+        kr_kv_precision_parse(c->kv, "kv", &s->kv, &ke) != 0)
+        return kd_fail(err, errlen, "%s", ke.msg);
+    apply_ctx a = {id, s, err, errlen};
+    if (run(c->model_option, &a) < 0) return -1;
+    if (o && o->has_max_context) s->max_context = o->v.max_context;
+    if (o && o->has_weights) s->weights = o->v.weights;
+    if (o && o->has_kv) s->kv = o->v.kv;
+    return 0;
+}
+
+typedef struct {
+    bool (*known)(const void *ctx, const char *id);
+    const void *ctx;
+    char *line;
+    size_t n;
+} unknown_ctx;
+
+static int find_unknown(void *ctx, const char *line) {
+    unknown_ctx *u = ctx;
+    option o;
+    char err[8];
+    if (split(line, &o, err, sizeof err) < 0 || u->known(u->ctx, o.id)) return 0;
+    snprintf(u->line, u->n, "%s", line);
+    return 1;
+}
+
+bool kd_model_options_unknown(const kd_config *c, bool (*known)(const void *ctx, const char *id),
+                              const void *ctx, char *line, size_t n) {
+    unknown_ctx u = {known, ctx, line, n};
+    return each_line(c->model_option, find_unknown, &u) == 1;
+}
