@@ -971,6 +971,9 @@ typedef struct {
 /* Every model the steps ran so far, in the order each first ran: up to max of them into
  * out; returns how many there are. */
 int kr_sched_model_stats_get(const kr_sched *s, kr_sched_model_stats *out, int max);
+/* Model m's figures dropped (a model freed: one loaded later at its address starts from
+ * zero). Between steps, with no job of m in the scheduler. */
+void kr_sched_model_stats_forget(kr_sched *s, const kr_model *m);
 
 #ifdef __cplusplus
 }

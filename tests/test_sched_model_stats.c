@@ -1,5 +1,5 @@
 /* test_sched_model_stats.c — what each model's rows took in the step scheduler
- * (kr_sched_model_stats_get): two models' generations in one scheduler, each model's rows
+ * (kr_sched_model_stats_get, _forget): two models' generations in one scheduler, each model's rows
  * equal to the rows a scheduler of its jobs alone ran (counted there by the core's own
  * totals), its steps those that ran its rows (counted step by step here), its time within
  * the run's; a scheduler that ran nothing lists no model. */
@@ -186,6 +186,27 @@ static void test_rows_steps_and_time_by_model(void **state) {
         ;
     assert_int_equal(kr_sched_model_stats_get(s, &one, 1), NM); /* how many, one copied */
     assert_ptr_equal(one.m, models[0]);
+    /* a freed model's figures forgotten: the others' kept as they were, and the same
+     * address running again starts from zero */
+    kr_sched_model_stats before[NM], after[NM];
+    assert_int_equal(kr_sched_model_stats_get(s, before, NM), NM);
+    kr_sched_model_stats_forget(s, models[0]);
+    assert_int_equal(kr_sched_model_stats_get(s, after, NM), NM - 1);
+    assert_ptr_equal(after[0].m, models[1]);
+    assert_true(after[0].rows == before[1].rows && after[0].steps == before[1].steps);
+    kr_sched_model_stats_forget(s, models[0]); /* not there: nothing */
+    assert_int_equal(kr_sched_model_stats_get(s, after, NM), NM - 1);
+    kr_sched_stats t0, t1;
+    kr_sched_stats_get(s, &t0);
+    assert_int_equal(
+        kr_sched_add_generate(s, J.gc[0][1], &J.gr[0][1], J.out1[0][1], J.out2[0][1], NULL, &err),
+        0);
+    while (kr_sched_step(s) > 0)
+        ;
+    assert_int_equal(kr_sched_model_stats_get(s, after, NM), NM);
+    assert_ptr_equal(after[1].m, models[0]);
+    kr_sched_stats_get(s, &t1);
+    assert_true(after[1].rows == t1.rows - t0.rows); /* this job's rows alone: from zero */
     kr_sched_free(s);
     jobs_free(&J);
 }

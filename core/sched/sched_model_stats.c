@@ -3,6 +3,7 @@
 #include "sched_impl.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static sched_model_stat *entry(kr_sched *s, const kr_model *m) {
     for (int i = 0; i < s->n_mstats; i++)
@@ -28,6 +29,16 @@ void sched_model_time(kr_sched *s, const kr_model *m, int rows, double ms) {
     }
     e->pub.rows += (unsigned long long)rows;
     e->pub.ms += ms;
+}
+
+void kr_sched_model_stats_forget(kr_sched *s, const kr_model *m) {
+    for (int i = 0; i < s->n_mstats; i++)
+        if (s->mstats[i].pub.m == m) {
+            memmove(&s->mstats[i], &s->mstats[i + 1],
+                    (size_t)(s->n_mstats - i - 1) * sizeof *s->mstats);
+            s->n_mstats--;
+            return;
+        }
 }
 
 int kr_sched_model_stats_get(const kr_sched *s, kr_sched_model_stats *out, int max) {

@@ -198,6 +198,11 @@ static int open_journal(kd_app *app, char *err, size_t errlen) {
     return 0;
 }
 
+/* A model freed while serving: the scheduler's figures of its address go. */
+static void forget_model(void *sched, const kr_model *m) {
+    kd_sched_forget_model(sched, m);
+}
+
 /* Model, pool, sessions, workers, scheduler: everything requests need. */
 static int load(kd_app *app, char *err, size_t errlen) {
     const kd_config *c = &app->cfg;
@@ -248,12 +253,17 @@ static int load(kd_app *app, char *err, size_t errlen) {
                           .started = request_started,
                           .ctx = app};
     if (!(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen))) return -1;
+    app->models.on_free = forget_model;
+    app->models.on_free_ctx = app->sched;
     if (!(app->finetune = kd_ft_jobs_start(app, err, errlen))) return -1;
     kd_log("finetune: checkpoints go to %s", kd_ft_jobs_root(app->finetune));
     return 0;
 }
 
 static void unload(kd_app *app) {
+    pthread_mutex_lock(&app->models.lock); /* the scheduler goes first: models freed later */
+    app->models.on_free = NULL;            /* at the end need no figures dropped */
+    pthread_mutex_unlock(&app->models.lock);
     kd_ft_jobs_free(app->finetune); /* its thread trains on models the table holds */
     kd_sched_stop(app->sched);
     kd_workers_stop(app->workers);

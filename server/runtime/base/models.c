@@ -125,6 +125,7 @@ static kd_model *find_live(const kd_models *ms, const char *id) {
 static void free_if_unused(kd_models *ms, kd_model *md) {
     if (!md->used || md->live || md->refs > 0) return;
     const int owner = md->tokenizer_of;
+    if (ms->on_free) ms->on_free(ms->on_free_ctx, md->m);
     free_slot(md);
     if (owner >= 0) {
         ms->v[owner].refs--;

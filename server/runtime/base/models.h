@@ -64,6 +64,10 @@ typedef struct {
     _Atomic int n;
     pthread_mutex_t lock, change_lock;
     unsigned long long loads, unloads; /* while serving, under lock */
+    /* called (lock held) as a model unloaded while serving is freed: what others keep by its
+     * address goes (the scheduler's figures); NULL: nothing */
+    void (*on_free)(void *ctx, const kr_model *m);
+    void *on_free_ctx;
 } kd_models;
 
 /* Why kd_models_add refused. */

@@ -32,6 +32,9 @@ struct kd_sched {
      * models it ran (the daemon holds no more) */
     kr_sched_model_stats models[KD_SCHED_MODELS_MAX];
     int n_models;
+    /* models freed whose figures the core still keeps: dropped before new work is taken */
+    const kr_model **forget;
+    int n_forget, forget_cap;
     /* completions per second, smoothed: with the jobs waiting, when a place frees up */
     double done_rate, rate_t0;
     int done_since;
@@ -129,6 +132,17 @@ static void update_rate(kd_sched *s, double now) {
     s->rate_t0 = now;
 }
 
+/* m's figures out of the copy the scrapes read; with s->mu held */
+static void drop_model(kd_sched *s, const kr_model *m) {
+    for (int i = 0; i < s->n_models; i++)
+        if (s->models[i].m == m) {
+            memmove(&s->models[i], &s->models[i + 1],
+                    (size_t)(s->n_models - i - 1) * sizeof *s->models);
+            s->n_models--;
+            return;
+        }
+}
+
 static void *run(void *arg) {
     kd_sched *s = arg;
     kr_sched_stats ks;
@@ -139,6 +153,9 @@ static void *run(void *arg) {
         while (!s->inbox && ks.waiting + ks.active == 0 && !s->stopping)
             pthread_cond_wait(&s->wake, &s->mu);
         kd_sched_entry *in = s->inbox;
+        const kr_model **forget = s->forget;
+        const int n_forget = s->n_forget;
+        s->forget = NULL, s->n_forget = s->forget_cap = 0;
         int n_in = 0;
         for (kd_sched_entry *j = in; j; j = j->next)
             n_in++;
@@ -149,6 +166,9 @@ static void *run(void *arg) {
         s->core_waiting += n_in;
         bool stop = s->stopping && !in && ks.waiting + ks.active == 0;
         pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < n_forget; i++) /* before new work: a model may reuse an address */
+            kr_sched_model_stats_forget(s->ks, forget[i]);
+        free(forget);
         if (stop) break;
         while (in) {
             kd_sched_entry *j = in;
@@ -175,6 +195,8 @@ static void *run(void *arg) {
         pthread_mutex_lock(&s->mu);
         const int nm = kr_sched_model_stats_get(s->ks, s->models, KD_SCHED_MODELS_MAX);
         s->n_models = nm < KD_SCHED_MODELS_MAX ? nm : KD_SCHED_MODELS_MAX;
+        for (int i = 0; i < s->n_forget; i++) /* freed during the step */
+            drop_model(s, s->forget[i]);
         s->core_waiting = waiting_requests(s, ks.waiting);
         s->stats.waiting = s->core_waiting + s->reserved;
         s->stats.active = ks.active;
@@ -238,6 +260,7 @@ void kd_sched_stop(kd_sched *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->wake);
     free(s->owners);
+    free(s->forget);
     free(s);
 }
 
@@ -281,6 +304,21 @@ void kd_sched_submit(kd_sched *s, kd_sched_entry *entry) {
 void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st) {
     pthread_mutex_lock(&s->mu);
     *st = s->stats;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void kd_sched_forget_model(kd_sched *s, const kr_model *m) {
+    pthread_mutex_lock(&s->mu);
+    drop_model(s, m);
+    bool queued = false;
+    for (int i = 0; i < s->n_forget && !queued; i++)
+        queued = s->forget[i] == m;
+    if (!queued && s->n_forget == s->forget_cap) {
+        const int cap = s->forget_cap ? 2 * s->forget_cap : 8;
+        const kr_model **grown = realloc(s->forget, (size_t)cap * sizeof *grown);
+        if (grown) s->forget = grown, s->forget_cap = cap;
+    }
+    if (!queued && s->n_forget < s->forget_cap) s->forget[s->n_forget++] = m;
     pthread_mutex_unlock(&s->mu);
 }
 

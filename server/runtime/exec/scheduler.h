@@ -89,5 +89,8 @@ void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st);
 /* What model m's rows took in the steps (kr_sched_model_stats), as of the last step; all 0
  * when none of its rows ran yet. */
 void kd_sched_model_stats(kd_sched *s, const kr_model *m, kr_sched_model_stats *out);
+/* Model m is being freed: its figures go at once (a model loaded later at its address
+ * starts from zero); the core's, before the scheduler takes any new work. */
+void kd_sched_forget_model(kd_sched *s, const kr_model *m);
 
 #endif
