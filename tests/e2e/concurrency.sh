@@ -180,7 +180,7 @@ AFTER_KB=$(rss_kb)
 echo "     RSS: baseline $((BASE_KB / 1024)) MiB, peak $((PEAK_KB / 1024)) MiB, after $((AFTER_KB / 1024)) MiB"
 # near the baseline: within 16 MiB or 20 %, whichever is larger
 SLACK=$((BASE_KB / 5 > 16384 ? BASE_KB / 5 : 16384))
-if ldd "$KRONOSD" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+if sanitized "$KRONOSD"; then
     # a sanitizer's quarantine keeps freed memory resident on purpose
     echo "     (sanitized build: RSS not checked; its leak checker runs at exit instead)"
 elif [ "$AFTER_KB" -le $((BASE_KB + SLACK)) ]; then

@@ -37,6 +37,9 @@ fail() {
 # skip NAME: a part that could not run here (its tool is missing); a script with no failure
 # and a skipped part exits 77, which meson reports as a skip, not a pass.
 SKIPPED=0
+# sanitized FILE: true when FILE is built with AddressSanitizer or ThreadSanitizer, linked
+# as gcc links it (a shared libasan) or as clang does (the runtime inside the binary)
+sanitized() { grep -qa '__asan_init\|__tsan_init' "$1"; }
 skip() { SKIPPED=$((SKIPPED + 1)); echo "skip $(elapsed) $1"; }
 summary() {
     echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"

@@ -123,7 +123,7 @@ echo "     30 creations of 1,500-candle sessions: $OK answered 201; session memo
     || fail "session memory within its budget" "$OK created, at most $MAXMEM bytes"
 # peak RSS within what started + the pool + session memory + 64 MiB (request bodies, parsing);
 # not under AddressSanitizer, whose shadow memory and quarantine are no budget's
-if grep -q __asan_init "$KRONOSD"; then
+if sanitized "$KRONOSD"; then
     echo "     (peak RSS not checked: an AddressSanitizer build)"
 elif [ "$HWM" -le $((RSS0 + (16 + 4 + 64) * 1024)) ]; then
     pass "peak RSS within the budgets plus a constant"
