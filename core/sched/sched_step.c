@@ -405,11 +405,11 @@ static bool model_busy(const kr_sched *s, int decode_groups, const kr_model *m) 
  * recompute slows their tokens down little, and less while light jobs come (light_wait_rows);
  * shared the cheapest fill first, so a short request's prefill never waits behind a long
  * one's recompute, and a job passed over AGE_STEPS steps in a row first of all, so none
- * starves. That budget is each model's: a step of several models makes one pass per model,
- * each planned as a one-model step would be, so mixing models does not make their prefills
- * take more steps; what bounds the step's time for light jobs (light_wait_rows,
- * others_rows) is over all models. While a light job runs, the light ones fill first under the
- * whole of step-tokens, and the others add only the rows that keep the step within
+ * starves. That budget, and the light jobs' whole of step-tokens, is each model's: a step of
+ * several models makes one pass per model, each planned as a one-model step would be, so mixing
+ * models does not make their prefills take more steps; what bounds the step's time for light jobs
+ * (light_wait_rows, others_rows) is over all models. While a light job runs, the light ones fill
+ * first under the whole of step-tokens, and the others add only the rows that keep the step within
  * light_step_factor of its time without them (others_rows), in the steps they do not sit
  * out (sit_out): a light job's every step stays short while the heavy ones still advance.
  * A job that sits out keeps its starved count: it was not passed over. */
@@ -420,7 +420,7 @@ static void add_window_rows(kr_sched *s, int decode_rows, int decode_groups) {
     bool light_on = s->stats.light_active > 0;
     /* no light job now, but one may come mid-step: a short step while they come */
     int step_left = light_on ? INT_MAX : light_wait_rows(s, decode_rows, INT_MAX);
-    int light_budget = s->cfg.step_tokens, others = -1; /* others: set at the first other job */
+    int others = -1; /* set at the first other job */
     int n = fill_order(s);
     for (int k = 0; k < n; k++) {
         sched_job *j = s->order[k];
@@ -430,8 +430,8 @@ static void add_window_rows(kr_sched *s, int decode_rows, int decode_groups) {
         int own = budget - model_fill_rows(s, k, j->m);
         own = own < step_left ? own : step_left;
         int *bud = &own;
-        if (light_on && j->light) {
-            bud = &light_budget;
+        if (light_on && j->light) { /* light ones fill first: only light fills came before */
+            own = s->cfg.step_tokens - model_fill_rows(s, k, j->m);
         } else if (light_on) {
             if (others < 0) others = others_rows(s, b->n_rows + b->side_rows, budget);
             bud = &others;
