@@ -30,6 +30,7 @@ typedef struct {
     int32_t *s1, *s2;
     kr_stamp *stamps;
     int ended, failed;
+    unsigned long long passes, rows; /* of the last run: model passes (a model's steps), rows */
 } inputs;
 
 static double now_s(void) {
@@ -152,6 +153,11 @@ static double run(kr_model **m, kr_pool **pools, int spread, int only, const opt
     while (kr_sched_step(s) > 0)
         ;
     if (!err.code && in->failed == 0 && in->ended == added) secs = now_s() - t0;
+    kr_sched_model_stats ms[MAX_MODELS];
+    const int nm = kr_sched_model_stats_get(s, ms, MAX_MODELS);
+    in->passes = in->rows = 0;
+    for (int i = 0; i < nm && i < MAX_MODELS; i++)
+        in->passes += ms[i].steps, in->rows += ms[i].rows;
 out:
     kr_sched_free(s);
     for (int f = 0; res && f < nf; f++)
@@ -261,17 +267,20 @@ int kb_models_overhead(int argc, char **argv) {
     for (int r = 0; r < o.reps; r++) {
         /* the same jobs: each model's share alone, one after another, then all together */
         one[r] = 0;
+        unsigned long long passes = 0, rows = 0;
         for (int k = 0; k < o.n_models; k++) {
             const double t = run(m, pools, o.n_models, k, &o, &in);
             if (t < 0) goto out;
             one[r] += t;
+            passes += in.passes, rows += in.rows;
         }
-        if ((many[r] = run(m, pools, o.n_models, -1, &o, &in)) < 0 ||
-            (merged[r] = run(m, pools, 1, -1, &o, &in)) < 0)
-            goto out;
-        printf("rep %d: each model alone in turn %.3f s, %d models together %.3f s (all the "
-               "jobs on one model %.3f s)\n",
-               r + 1, one[r], o.n_models, many[r], merged[r]);
+        if ((many[r] = run(m, pools, o.n_models, -1, &o, &in)) < 0) goto out;
+        const unsigned long long many_passes = in.passes, many_rows = in.rows;
+        if ((merged[r] = run(m, pools, 1, -1, &o, &in)) < 0) goto out;
+        printf("rep %d: each model alone in turn %.3f s (%llu passes, %llu rows), %d models "
+               "together %.3f s (%llu, %llu), all the jobs on one model %.3f s (%llu, %llu)\n",
+               r + 1, one[r], passes, rows, o.n_models, many[r], many_passes, many_rows, merged[r],
+               in.passes, in.rows);
     }
     const double a = median(one, o.reps), b = median(many, o.reps), c = median(merged, o.reps);
     double load[3] = {0};

@@ -853,7 +853,7 @@ void kr_cross_section_free(kr_cross_section *cs);
 typedef struct kr_sched kr_sched;
 
 typedef struct {
-    int step_tokens; /* prefill and recompute rows per step, over all jobs; 0: 256 */
+    int step_tokens; /* prefill and recompute rows per step and model, over its jobs; 0: 256 */
     int max_rows;    /* decode rows (paths, generating requests) active at once; 0: 512 */
     /* Light jobs (planned work at most light_flops; 0: 20 GFLOP) are latency-sensitive: they
      * fill their windows before the others, and while one is active a step's other window

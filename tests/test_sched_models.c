@@ -1,8 +1,9 @@
 /* test_sched_models.c — one step scheduler running jobs of two models of different shapes
  * (the tiny fixture and a kronos-mkmodel checkpoint with other widths, depths and
  * vocabularies): every forecast and generation answers the same bytes as in a scheduler of
- * its model alone, and the light-before-heavy rule holds across the models; a model built
- * on another's tokenizer answers as if loaded whole. */
+ * its model alone, and the light-before-heavy rule holds across the models; each model's
+ * prefill takes the steps it takes alone; a model built on another's tokenizer answers as if
+ * loaded whole. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -280,6 +281,61 @@ static void test_light_first_across_models(void **state) {
     }
 }
 
+/* One model's long append beside another model's decoding generations: it takes as many
+ * steps as in a scheduler of its own (the step-tokens budget is each model's; mixing
+ * models does not make a prefill take more steps), and answers the same tokens. */
+static void test_budget_per_model(void **state) {
+    (void)state;
+    enum { LONG = 300, NEW = 2 };
+    int32_t s1[LONG], s2[LONG], out[2][2][NEW];
+    kr_stamp st[LONG + NEW];
+    for (int i = 0; i < LONG; i++)
+        s1[i] = (int32_t)((i * 37) % 1024), s2[i] = (int32_t)((i * 91) % 1024);
+    for (int i = 0; i < LONG + NEW; i++)
+        st[i] = kr_stamp_from_wall(1700000000 + 300 * (int64_t)i);
+    unsigned long long steps[2] = {0};
+    for (int mixed = 0; mixed < 2; mixed++) {
+        jobs *J = malloc(sizeof *J);
+        assert_non_null(J);
+        jobs_init(J);
+        kr_sched_config cfg = kr_sched_config_default();
+        cfg.light_flops = 1; /* no job is light: only the budget plans the steps */
+        cfg.light_recent_ms = -1;
+        cfg.ctx = J;
+        kr_error err;
+        kr_sched *s = kr_sched_create(NULL, NULL, &cfg, &err);
+        assert_non_null(s);
+        for (int k = 0; mixed && k < NG; k++)
+            assert_int_equal(kr_sched_add_generate(s, J->gc[1][k], &J->gr[1][k], J->out1[1][k],
+                                                   J->out2[1][k], NULL, &err),
+                             0);
+        if (mixed) kr_sched_step(s); /* the other model's generations decode from here */
+        const kr_generate_request g = {.s1 = s1,
+                                       .s2 = s2,
+                                       .stamps = st,
+                                       .n_append = LONG,
+                                       .new_stamps = st + LONG,
+                                       .n_new = NEW,
+                                       .sampling = {.temperature = 1, .top_p = 0.9},
+                                       .seed = 3};
+        assert_int_equal(
+            kr_sched_add_generate(s, J->gc[0][0], &g, out[mixed][0], out[mixed][1], NULL, &err), 0);
+        int n = 0;
+        while (kr_sched_step(s) > 0)
+            assert_true(++n < 100000);
+        kr_sched_model_stats ms[NM];
+        const int nm = kr_sched_model_stats_get(s, ms, NM);
+        for (int i = 0; i < nm; i++)
+            if (ms[i].m == models[0]) steps[mixed] = ms[i].steps;
+        kr_sched_free(s);
+        jobs_free(J);
+        free(J);
+    }
+    assert_true(steps[0] > 0);
+    assert_int_equal(steps[1], steps[0]);
+    assert_memory_equal(out[0], out[1], sizeof out[0]);
+}
+
 /* A model built on another's tokenizer (kr_model_load_sharing) forecasts the same bytes as
  * the same files loaded whole, and counts the tokenizer's parameters as its own. */
 static void test_shared_tokenizer(void **state) {
@@ -325,6 +381,7 @@ int main(void) {
         cmocka_unit_test(test_two_models_as_alone),
         cmocka_unit_test(test_light_first_across_models),
         cmocka_unit_test(test_shared_tokenizer),
+        cmocka_unit_test(test_budget_per_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -148,11 +148,11 @@ static bool start_job(kr_sched *s, sched_job *j, bool cancelled) {
     return true;
 }
 
-/* The window rows (and context candles) the active heavy jobs still have to fill. */
-static int heavy_backlog(const kr_sched *s) {
+/* The window rows (and context candles) the active heavy jobs of model m still have to fill. */
+static int heavy_backlog(const kr_sched *s, const kr_model *m) {
     int n = 0;
     for (const sched_job *j = s->active; j; j = j->next)
-        if (!j->light) n += j->ops->fill_left(j);
+        if (!j->light && j->m == m) n += j->ops->fill_left(j);
     return n;
 }
 
@@ -162,25 +162,44 @@ static bool fits(kr_sched *s, const sched_job *j) {
     return !s->active || (s->active_rows + j->rows <= s->cfg.max_rows && pool_has_room(s, j));
 }
 
+/* Each model's heavy backlog while admitting: a few models remembered, the others counted
+ * again when asked. */
+enum { BACKLOG_MODELS = 8 };
+typedef struct {
+    const kr_model *m[BACKLOG_MODELS];
+    int rows[BACKLOG_MODELS], n;
+} backlogs;
+
+static int *backlog_of(const kr_sched *s, backlogs *bl, const kr_model *m, int *spare) {
+    for (int i = 0; i < bl->n; i++)
+        if (bl->m[i] == m) return &bl->rows[i];
+    int *at = spare;
+    if (bl->n < BACKLOG_MODELS) bl->m[bl->n] = m, at = &bl->rows[bl->n++];
+    *at = heavy_backlog(s, m);
+    return at;
+}
+
 /* Waiting jobs start, first come first served, while they fit (fits); when the first in
  * line does not, light jobs behind it that fit start still (a short request never waits
  * for a heavy one's rows; light jobs hold few rows and end soon, so the heavy one at the
  * head starts as soon as the rows it needs are free). Heavy jobs start only while the
- * running heavy ones have less than a step's budget of rows left to fill (the first always
- * may): more would only wait in the steps, each holding its plan's pool memory, where a
- * light job that comes would not find room. */
+ * running heavy ones of their model have less than a step's budget of rows left to fill
+ * (the first always may; the budget is each model's, sched_step.c): more would only wait
+ * in the steps, each holding its plan's pool memory, where a light job that comes would
+ * not find room. */
 void sched_admit(kr_sched *s) {
     drop_cancelled(s);
     /* while the pool has no room for the jobs already running, no new one starts */
     sched_job *prev = NULL;
     bool blocked = false; /* a job ahead did not fit: only light ones pass it */
-    int backlog = heavy_backlog(s);
+    backlogs bl = {.n = 0};
     for (sched_job *j = s->wait_head, *next; j && !(s->stalled && s->active); j = next) {
         next = j->next;
         bool cancelled = sched_check_cancel(j) != 0;
-        bool full = !j->light && backlog > 0 && backlog >= s->cfg.step_tokens;
+        int spare, *backlog = j->light ? NULL : backlog_of(s, &bl, j->m, &spare);
+        bool full = backlog && *backlog > 0 && *backlog >= s->cfg.step_tokens;
         if (!cancelled && (!fits(s, j) || (blocked && !j->light) || full)) {
-            blocked = true;
+            blocked |= !full; /* a full model holds back its own heavy jobs only */
             prev = j;
             continue;
         }
@@ -189,7 +208,7 @@ void sched_admit(kr_sched *s) {
         else
             s->wait_head = next;
         if (s->wait_tail == j) s->wait_tail = prev;
-        if (start_job(s, j, cancelled) && !j->light) backlog += j->ops->fill_left(j);
+        if (start_job(s, j, cancelled) && backlog) *backlog += j->ops->fill_left(j);
     }
 }
 

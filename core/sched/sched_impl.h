@@ -119,6 +119,7 @@ struct sched_job {
     double flops;
     double class_flops; /* the planned work of the request it is part of (0: its own) */
     int step_rows;      /* its rows in this step (window and decode rows, a context's encode) */
+    int fill_rows;      /* the budget its window fill took in this step (add_window_rows) */
     double alone_rows;  /* a light job: its steps' cost alone so far, in rows (light_wait) */
     size_t pool_bytes;  /* a forecast's plan: the most pool memory it takes */
     /* what the batched s2-logits call needs once s1 is drawn, set by start: n_draw rows,

@@ -3,6 +3,8 @@
  * runs dry), the s1 draws, one batched s2-logits call per model for every drawing row, the
  * s2 draws. sched_impl.h says what a step is.
  */
+#include <limits.h>
+
 #include "sched_impl.h"
 
 #include <stdlib.h>
@@ -377,35 +379,59 @@ static void add_decode_rows(kr_sched *s) {
     }
 }
 
+/* The budget model m's window fills took so far in this step: those of the jobs before
+ * the k-th in the fill order. */
+static int model_fill_rows(const kr_sched *s, int k, const kr_model *m) {
+    int rows = 0;
+    for (int i = 0; i < k; i++)
+        if (s->order[i]->m == m) rows += s->order[i]->fill_rows;
+    return rows;
+}
+
+/* Whether model m's pass in this step decodes beside other jobs of m: it holds decode rows
+ * (among the batch's first decode_groups groups) and more than one job of m is active. */
+static bool model_busy(const kr_sched *s, int decode_groups, const kr_model *m) {
+    int jobs = 0;
+    for (const sched_job *j = s->active; j && jobs < 2; j = j->next)
+        jobs += j->m == m;
+    for (int g = 0; jobs > 1 && g < decode_groups; g++)
+        if (s->batch.owner[g]->m == m) return true;
+    return false;
+}
+
 /* Then prefill and window-recompute chunks (and the encodes and summaries that run while
  * they are gathered) under the budget: the whole of step-tokens when one job runs alone,
- * an eighth of it while other jobs decode, so that a long prefill or window recompute
- * slows their tokens down little, and less while light jobs come (light_wait_rows);
+ * an eighth of it while other jobs of its model decode, so that a long prefill or window
+ * recompute slows their tokens down little, and less while light jobs come (light_wait_rows);
  * shared the cheapest fill first, so a short request's prefill never waits behind a long
  * one's recompute, and a job passed over AGE_STEPS steps in a row first of all, so none
- * starves. While a light job runs, the light ones fill first under the whole of
- * step-tokens, and the others add only the rows that keep the step within
+ * starves. That budget, and the light jobs' whole of step-tokens, is each model's: a step of
+ * several models makes one pass per model, each planned as a one-model step would be, so mixing
+ * models does not make their prefills take more steps; what bounds the step's time for light jobs
+ * (light_wait_rows, others_rows) is over all models. While a light job runs, the light ones fill
+ * first under the whole of step-tokens, and the others add only the rows that keep the step within
  * light_step_factor of its time without them (others_rows), in the steps they do not sit
  * out (sit_out): a light job's every step stays short while the heavy ones still advance.
  * A job that sits out keeps its starved count: it was not passed over. */
-static void add_window_rows(kr_sched *s, int decode_rows) {
+static void add_window_rows(kr_sched *s, int decode_rows, int decode_groups) {
     step_batch *b = &s->batch;
-    int budget = s->cfg.step_tokens;
-    if (decode_rows > 0 && s->stats.active > 1) {
-        int busy = s->cfg.step_tokens / 8;
-        budget = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
-    }
+    int busy = s->cfg.step_tokens / 8;
+    busy = busy < 16 ? (s->cfg.step_tokens < 16 ? s->cfg.step_tokens : 16) : busy;
     bool light_on = s->stats.light_active > 0;
     /* no light job now, but one may come mid-step: a short step while they come */
-    if (!light_on) budget = light_wait_rows(s, decode_rows, budget);
-    int light_budget = s->cfg.step_tokens, others = -1; /* others: set at the first other job */
+    int step_left = light_on ? INT_MAX : light_wait_rows(s, decode_rows, INT_MAX);
+    int others = -1; /* set at the first other job */
     int n = fill_order(s);
     for (int k = 0; k < n; k++) {
         sched_job *j = s->order[k];
+        j->fill_rows = 0;
         if (j->out) continue;
-        int *bud = &budget;
-        if (light_on && j->light) {
-            bud = &light_budget;
+        const int budget = model_busy(s, decode_groups, j->m) ? busy : s->cfg.step_tokens;
+        int own = budget - model_fill_rows(s, k, j->m);
+        own = own < step_left ? own : step_left;
+        int *bud = &own;
+        if (light_on && j->light) { /* light ones fill first: only light fills came before */
+            own = s->cfg.step_tokens - model_fill_rows(s, k, j->m);
         } else if (light_on) {
             if (others < 0) others = others_rows(s, b->n_rows + b->side_rows, budget);
             bud = &others;
@@ -415,11 +441,14 @@ static void add_window_rows(kr_sched *s, int decode_rows) {
             end_unadded(s, j);
             continue;
         }
+        j->fill_rows = before - *bud;
+        if (bud == &own) step_left -= j->fill_rows;
         j->starved = left > 0 && *bud == before ? j->starved + 1 : 0;
     }
-    for (sched_job *j = s->active, *next; n < 0 && j; j = next) { /* no order: as jobs came */
+    int all = busy < step_left ? busy : step_left; /* no order (out of memory): one short budget */
+    for (sched_job *j = s->active, *next; n < 0 && j; j = next) { /* and jobs as they came */
         next = j->next;
-        if (!j->out && j->ops->rows(j->m, j, b, false, &budget)) end_unadded(s, j);
+        if (!j->out && j->ops->rows(j->m, j, b, false, &all)) end_unadded(s, j);
     }
 }
 
@@ -456,9 +485,9 @@ int kr_sched_step(kr_sched *s) {
     step_batch *b = &s->batch;
     begin_step(s);
     add_decode_rows(s);
-    const int decode_rows = b->n_rows;
+    const int decode_rows = b->n_rows, decode_groups = b->n_groups;
     const double t0 = kr_now_ms(); /* the step's cost counts the encodes and summaries too */
-    add_window_rows(s, decode_rows);
+    add_window_rows(s, decode_rows, decode_groups);
     regroup(s);
     s->stats.rows_last_step = b->n_rows;
     s->stats.prefill_rows_last_step = b->n_rows - decode_rows;

@@ -77,8 +77,8 @@ static const key_def keys[] = {
     {"compute-threads", T_INT, AT(compute_threads), "0", 0, 256,
      "threads of the core's pool, shared by the workers (0: one per online CPU)"},
     {"step-tokens", T_INT, AT(step_tokens), "96", 1, 1 << 20,
-     "prefill, recompute and tokenizer rows per scheduler step, over all requests (an eighth "
-     "of it while others decode, fewer while light requests come: light-wait-percent)"},
+     "prefill, recompute and tokenizer rows per scheduler step and model (an eighth of it "
+     "while others of the model decode, fewer while light requests come: light-wait-percent)"},
     {"max-batch-rows", T_INT, AT(max_batch_rows), "512", 1, 1 << 20,
      "decode rows (paths, generations) in the scheduler's steps at once; more wait"},
     {"light-request-mflop", T_INT, AT(light_request_mflop), "20000", 1, 1 << 30,
