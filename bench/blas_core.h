@@ -1,6 +1,6 @@
 /* blas_core.h — which OpenBLAS core the bench's sgemm yardstick runs on, and the best one
  * OpenBLAS has for this CPU. OpenBLAS belongs to the bench alone: kronosd computes with its
- * own kernels (core/kernels/matmul.c says why). */
+ * own kernels (core/kernels/matmul/matmul.c says why). */
 #ifndef KB_BLAS_CORE_H
 #define KB_BLAS_CORE_H
 

@@ -1,4 +1,4 @@
-/* lanes_probe.h — test_invariance's probes of core/kernels/lanes.h, a template built once per
+/* lanes_probe.h — test_invariance's probes of kernels/simd/lanes.h, a template built once per
  * instruction set like the kernels' own: exp_array against its scalar lane, and (AVX-512) the
  * 16 x 16 transpose of the grouped key stores. */
 

@@ -16,8 +16,10 @@
  *   decode/    KV pool and caches, the tokenizer, the predictor, sampling, time stamps
  *                                                  cache.h, predictor.h, tokenizer.h
  *   model/     safetensors files, the loader, the weights      model.h, safetensors.h
- *   kernels/   products, attention, the transformer block, the thread pool
- *                                  matmul.h, attention.h, nn.h, parallel.h, lanes.h
+ *   kernels/   in floors of their own: nn/ (the transformer block, the row-wise steps)
+ *              over attention/, matmul/ (the products), simd/ (the per-level templates)
+ *              and parallel/ (the thread pool)
+ *                                  nn.h, attention.h, matmul.h, lanes.h, parallel.h
  *   base/      errors, allocation, the layer and KV-view types the kernels compute on
  *                                                      base.h, layers.h, kv_view.h
  *
@@ -47,8 +49,8 @@ void *kr_zalloc(size_t bytes, kr_error *err, const char *what);
  * out of memory; kr_scratch_release gives it back (to the slot, or to free() when the slot
  * was busy or the request too large to keep). One use of a slot at a time per thread. */
 typedef enum {
-    KR_SCRATCH_BLOCK,     /* a transformer block's scratch (kernels/nn.c) */
-    KR_SCRATCH_ATTENTION, /* attention's per-call tile tables (kernels/attention.c) */
+    KR_SCRATCH_BLOCK,     /* a transformer block's scratch (kernels/nn/nn.c) */
+    KR_SCRATCH_ATTENTION, /* attention's per-call tile tables (kernels/attention/attention.c) */
     KR_SCRATCH_APPEND,    /* a cache append's rows (decode/decoder.c) */
     KR_SCRATCH_TOKENIZER, /* the tokenizer's activations and keys (decode/tokenizer.c) */
     KR_SCRATCH_PATHS,     /* the tokenizer's sample paths: their rows and own keys (same) */

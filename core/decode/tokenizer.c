@@ -22,22 +22,24 @@ static int run_blocks(const kr_block *blocks, int n_blocks, float *x, int n, int
     return 0;
 }
 
-/* A whole-sequence pass's buffers: rows[n][d], small[n][nb] (token bits or quantiser
- * outputs) and kv[2][n][d], from the thread's tokenizer scratch (kept between calls). */
+/* A pass's buffers: rows[n][d], small[n][nb] (token bits or quantiser outputs) and, when
+ * with_kv (a whole sequence, no cache), kv[2][n][d], from the thread's tokenizer scratch
+ * (kept between calls); the blocks' scratch is the caller's. */
 typedef struct {
     float *rows, *small, *kv;
     kr_scratch mem;
 } seq_mem;
 
-static int seq_mem_take(seq_mem *sm, int n, int d, int nb, const char *what, kr_error *err) {
+static int seq_mem_take(seq_mem *sm, int n, int d, int nb, bool with_kv, const char *what,
+                        kr_error *err) {
     size_t rows = ((size_t)n * d + 15) / 16 * 16, small = ((size_t)n * nb + 15) / 16 * 16;
+    size_t kv = with_kv ? 2 * (size_t)n * d : 0;
     memset(sm, 0, sizeof *sm);
-    float *p = kr_scratch_take(&sm->mem, KR_SCRATCH_TOKENIZER,
-                               (rows + small + 2 * (size_t)n * d) * sizeof(float));
+    float *p = kr_scratch_take(&sm->mem, KR_SCRATCH_TOKENIZER, (rows + small + kv) * sizeof(float));
     if (!p) return kr_fail_code(err, KR_E_NO_MEMORY, "%s: out of memory for %d rows", what, n);
     sm->rows = p;
     sm->small = p + rows;
-    sm->kv = p + rows + small;
+    sm->kv = with_kv ? p + rows + small : NULL;
     return 0;
 }
 
@@ -64,7 +66,7 @@ int kr_tokenizer_encode(const kr_model *m, const float *x, int n, int32_t *s1, i
     int d = c->d_model, nb = c->s1_bits + c->s2_bits;
     if (n < 1) return kr_fail(err, "tokenizer encode: no candles");
     seq_mem sm;
-    if (seq_mem_take(&sm, n, d, nb, "tokenizer encode", err)) return -1;
+    if (seq_mem_take(&sm, n, d, nb, true, "tokenizer encode", err)) return -1;
     int rc = -1;
     kr_linear_forward(sm.rows, x, n, &m->tok.embed);
     if (run_blocks(m->tok.enc, m->tok.n_enc, sm.rows, n, d, c->ff_dim, sm.kv, err)) goto out;
@@ -80,27 +82,22 @@ int kr_tokenizer_encode_rows(const kr_model *m, const float *x, int n, const kr_
     const kr_tokenizer_config *c = &m->tc;
     int d = c->d_model, nb = c->s1_bits + c->s2_bits;
     if (n < 1) return kr_fail(err, "tokenizer encode: no candles");
-    float *z = malloc((size_t)n * d * sizeof(float));
-    float *q = malloc((size_t)n * nb * sizeof(float));
+    seq_mem sm;
+    if (seq_mem_take(&sm, n, d, nb, false, "tokenizer encode", err)) return -1;
     kr_block_scratch sc = {0};
     int rc = -1;
-    if (!z || !q) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer encode: out of memory for %d candles", n);
-        goto out;
-    }
     if (m->tok.n_enc > 0 &&
         kr_block_scratch_init(&sc, n, pos0 + n, d, c->ff_dim, m->tok.enc[0].n_heads, err))
         goto out;
-    kr_linear_forward(z, x, n, &m->tok.embed);
+    kr_linear_forward(sm.rows, x, n, &m->tok.embed);
     kr_seq seq = {kv, pos0, NULL, n};
     for (int l = 0; l < m->tok.n_enc; l++)
-        kr_block_forward(&m->tok.enc[l], l, z, 1, &seq, &sc);
-    quantise(m, z, n, q, s1, s2);
+        kr_block_forward(&m->tok.enc[l], l, sm.rows, 1, &seq, &sc);
+    quantise(m, sm.rows, n, sm.small, s1, s2);
     rc = 0;
 out:
     kr_block_scratch_free(&sc);
-    free(z);
-    free(q);
+    kr_scratch_release(&sm.mem);
     return rc;
 }
 
@@ -135,7 +132,7 @@ int kr_tokenizer_decode(const kr_model *m, const int32_t *s1, const int32_t *s2,
     if (n < 1) return kr_fail(err, "tokenizer decode: no tokens");
     if (check_tokens(c, s1, s2, n, err)) return -1;
     seq_mem sm;
-    if (seq_mem_take(&sm, n, d, nb, "tokenizer decode", err)) return -1;
+    if (seq_mem_take(&sm, n, d, nb, true, "tokenizer decode", err)) return -1;
     int rc = -1;
     token_bits(c, s1, s2, n, sm.small);
     kr_linear_forward(sm.rows, sm.small, n, &m->tok.post_quant_embed);
@@ -245,24 +242,19 @@ int kr_tokenizer_decoder_extend(const kr_model *m, const kr_kv_view *kv, int pos
     int d = c->d_model, nb = c->s1_bits + c->s2_bits;
     if (n < 1 || m->tok.n_dec == 0) return 0;
     if (check_tokens(c, s1, s2, n, err)) return -1;
-    float *bits = malloc((size_t)n * nb * sizeof(float));
-    float *x = malloc((size_t)n * d * sizeof(float));
+    seq_mem sm;
+    if (seq_mem_take(&sm, n, d, nb, false, "tokenizer decode", err)) return -1;
     kr_block_scratch sc = {0};
     int rc = -1;
-    if (!bits || !x) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "tokenizer decode: out of memory for %d tokens", n);
-        goto out;
-    }
     if (kr_block_scratch_init(&sc, n, pos0 + n, d, c->ff_dim, c->n_heads, err)) goto out;
-    token_bits(c, s1, s2, n, bits);
-    kr_linear_forward(x, bits, n, &m->tok.post_quant_embed);
+    token_bits(c, s1, s2, n, sm.small);
+    kr_linear_forward(sm.rows, sm.small, n, &m->tok.post_quant_embed);
     kr_seq seq = {kv, pos0, NULL, n};
-    decoder_keys(m, x, &seq, &sc); /* only the keys and values are kept */
+    decoder_keys(m, sm.rows, &seq, &sc); /* only the keys and values are kept */
     rc = 0;
 out:
     kr_block_scratch_free(&sc);
-    free(bits);
-    free(x);
+    kr_scratch_release(&sm.mem);
     return rc;
 }
 

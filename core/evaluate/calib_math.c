@@ -1,12 +1,14 @@
 /* calib_math.c — the arithmetic of calibration, each piece on its own so that the tests
  * check it on hand-computed cases: a level's conformal rank and shift, a sorted sample's
  * quantile grid, the rearranged (sorted) calibrated grid, the PIT within a grid, the
- * quantile-form CRPS, pool-adjacent-violators and its map, the KS distance from uniform.
+ * quantile-form CRPS, pool-adjacent-violators, its map and the distinct points it is fitted
+ * on, the KS distance from uniform, and the binary searches they share.
  * kronos.h (kr_calibration) states the rules these implement. */
 #include "evaluate_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 int kr_conformal_rank(int n, double tau) {
     /* (n + 1) tau rounded to 9 decimals, so that 100 x 0.9 = 90.00000000000001 is 90 */
@@ -45,17 +47,50 @@ void kr_calib_shifted(const double *raw, int G, double last, const double *shift
     }
 }
 
-double kr_pit_in_grid(const double *q, const double *levels, int G, double y) {
-    if (y < q[0]) return levels[0] / 2;
-    if (y > q[G - 1]) return (1 + levels[G - 1]) / 2;
-    int lo = 0, hi = G; /* lo: the first q >= y */
+int kr_lower_bound(const double *a, int n, double v) {
+    int lo = 0, hi = n;
     while (lo < hi) {
         const int mid = (lo + hi) / 2;
-        if (q[mid] < y)
+        if (a[mid] < v)
             lo = mid + 1;
         else
             hi = mid;
     }
+    return lo;
+}
+
+int kr_upper_bound(const double *a, int n, double v) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (a[mid] <= v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int kr_up_points_add(double *ux, double *uw, double *us, int n, int cap, double x, double up) {
+    const int at = kr_lower_bound(ux, n, x);
+    if (at == n || ux[at] != x) {
+        if (n == cap) return n;
+        memmove(ux + at + 1, ux + at, (size_t)(n - at) * sizeof *ux);
+        memmove(uw + at + 1, uw + at, (size_t)(n - at) * sizeof *uw);
+        memmove(us + at + 1, us + at, (size_t)(n - at) * sizeof *us);
+        ux[at] = x;
+        uw[at] = us[at] = 0;
+        n++;
+    }
+    uw[at] += 1;
+    us[at] += up;
+    return n;
+}
+
+double kr_pit_in_grid(const double *q, const double *levels, int G, double y) {
+    if (y < q[0]) return levels[0] / 2;
+    if (y > q[G - 1]) return (1 + levels[G - 1]) / 2;
+    const int lo = kr_lower_bound(q, G, y);
     if (q[lo] == y) { /* a run of equal quantiles: its middle level */
         int end = lo;
         while (end + 1 < G && q[end + 1] == y)

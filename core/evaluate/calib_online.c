@@ -3,6 +3,7 @@
  * the conformal scores of a window per step and level, adaptive conformal inference of each
  * level, and the current object those give. The arithmetic is calib_math.c's. */
 #include "evaluate_impl.h"
+#include "base.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -51,12 +52,7 @@ void kr_calib_online_free(kr_calib_online *o) {
     free(o->kept);
     kr_calibration_free(&o->start);
     kr_calibration_free(&o->cur);
-    free(o->tau);
-    free(o->count);
-    free(o->ring);
-    free(o->up_n);
-    free(o->ux);
-    free(o->fit_scratch);
+    free(o->tau); /* and the rest of state_layout's */
     free(o->pits);
     free(o);
 }
@@ -84,27 +80,35 @@ static void find_pairs(kr_calib_online *o) {
         }
 }
 
-/* The state's arrays for cur's shape (cur made already). */
+/* The state's arrays, one allocation headed by tau (kr_carve's layout; base NULL: only the
+ * size is summed). */
+static size_t state_layout(kr_calib_online *o, char *base) {
+    const size_t P = (size_t)o->P, G = (size_t)o->G, U = (size_t)o->S + 1, W = (size_t)o->W;
+    size_t at = kr_carve(base, 0, (void **)&o->tau, P * G * sizeof *o->tau);
+    at = kr_carve(base, at, (void **)&o->count, P * sizeof *o->count);
+    at = kr_carve(base, at, (void **)&o->win_n, P * sizeof *o->win_n);
+    at = kr_carve(base, at, (void **)&o->win_at, P * sizeof *o->win_at);
+    at = kr_carve(base, at, (void **)&o->ring, P * G * W * sizeof *o->ring);
+    at = kr_carve(base, at, (void **)&o->sorted, P * G * W * sizeof *o->sorted);
+    at = kr_carve(base, at, (void **)&o->up_n, P * sizeof *o->up_n);
+    at = kr_carve(base, at, (void **)&o->ux, P * U * sizeof *o->ux);
+    at = kr_carve(base, at, (void **)&o->uw, P * U * sizeof *o->uw);
+    at = kr_carve(base, at, (void **)&o->us, P * U * sizeof *o->us);
+    return kr_carve(base, at, (void **)&o->fit_scratch, 3 * U * sizeof *o->fit_scratch);
+}
+
+/* The state's arrays for cur's shape (cur made already), zeroed: no outcome seen. */
 static int shape(kr_calib_online *o, kr_error *err) {
     const kr_calibration *c = &o->cur;
     o->P = c->horizon;
     o->S = c->samples;
     o->G = c->n_grid;
     o->W = KR_ONLINE_WINDOW;
-    const size_t P = (size_t)o->P, G = (size_t)o->G, U = (size_t)o->S + 1;
-    o->tau = malloc(P * G * sizeof *o->tau);
-    o->count = calloc(3 * P, sizeof *o->count);
-    o->ring = malloc(2 * P * G * (size_t)o->W * sizeof *o->ring);
-    o->up_n = calloc(P, sizeof *o->up_n);
-    o->ux = calloc(3 * P * U, sizeof *o->ux);
-    o->fit_scratch = malloc(3 * U * sizeof *o->fit_scratch);
-    if (!o->tau || !o->count || !o->ring || !o->up_n || !o->ux || !o->fit_scratch)
+    const size_t P = (size_t)o->P, G = (size_t)o->G;
+    char *mem = calloc(1, state_layout(o, NULL));
+    if (!mem)
         return kr_fail_code(err, KR_E_NO_MEMORY, "calibration: out of memory for %d steps", o->P);
-    o->win_n = o->count + P;
-    o->win_at = o->count + 2 * P;
-    o->sorted = o->ring + P * G * (size_t)o->W;
-    o->uw = o->ux + P * U;
-    o->us = o->ux + 2 * P * U;
+    state_layout(o, mem);
     for (size_t h = 0; h < P; h++)
         for (size_t g = 0; g < G; g++)
             o->tau[h * G + g] = c->grid[g];
@@ -114,11 +118,8 @@ static int shape(kr_calib_online *o, kr_error *err) {
 }
 
 kr_calib_online *kr_calib_online_new(const kr_calibration *start, kr_error *err) {
-    kr_calib_online *o = calloc(1, sizeof *o);
-    if (!o) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "calibration: out of memory");
-        return NULL;
-    }
+    kr_calib_online *o = kr_zalloc(sizeof *o, err, "calibration: out of memory");
+    if (!o) return NULL;
     if (!start) return o;
     o->has_start = true;
     if (kr_calibration_check(start, err) || kr_calibration_copy(&o->start, start, err) ||
@@ -244,28 +245,14 @@ int kr_calib_online_keep(kr_calib_online *o, long origin, double last_close, con
 
 /* v into the ascending a[n] (room for one more). */
 static void sorted_insert(double *a, int n, double v) {
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (a[mid] <= v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const int lo = kr_upper_bound(a, n, v);
     memmove(a + lo + 1, a + lo, (size_t)(n - lo) * sizeof *a);
     a[lo] = v;
 }
 
 /* One value equal to v out of the ascending a[n]. */
 static void sorted_remove(double *a, int n, double v) {
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    const int lo = kr_lower_bound(a, n, v);
     if (lo < n) memmove(a + lo, a + lo + 1, (size_t)(n - lo - 1) * sizeof *a);
 }
 
@@ -294,26 +281,9 @@ static void learn_quantiles(kr_calib_online *o, const kept *k, int h, double y) 
 /* One P(up) outcome among the distinct raw values of step h (at most samples + 1). */
 static void learn_up(kr_calib_online *o, int h, double x, double up) {
     const size_t U = (size_t)o->S + 1;
-    double *ux = o->ux + h * U, *uw = o->uw + h * U, *us = o->us + h * U;
-    int n = o->up_n[h], lo = 0, hi = n;
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (ux[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == n || ux[lo] != x) {
-        if (n == (int)U) return; /* not a share of the paths: no room, left out */
-        memmove(ux + lo + 1, ux + lo, (size_t)(n - lo) * sizeof *ux);
-        memmove(uw + lo + 1, uw + lo, (size_t)(n - lo) * sizeof *uw);
-        memmove(us + lo + 1, us + lo, (size_t)(n - lo) * sizeof *us);
-        ux[lo] = x;
-        uw[lo] = us[lo] = 0;
-        o->up_n[h] = n + 1;
-    }
-    uw[lo] += 1;
-    us[lo] += up;
+    /* a value that is not a share of the paths finds no room (U): left out */
+    o->up_n[h] =
+        kr_up_points_add(o->ux + h * U, o->uw + h * U, o->us + h * U, o->up_n[h], (int)U, x, up);
 }
 
 /* Step h of the current object from what it has seen. */

@@ -199,24 +199,7 @@ static void rolling_level(kr_evaluation *ev, work *w, const column *col, double 
 
 /* One outcome into the distinct raw values (ascending): its weight and its up. */
 static void add_point(work *w, int *n, double x, double up) {
-    int lo = 0, hi = *n;
-    while (lo < hi) {
-        const int mid = (lo + hi) / 2;
-        if (w->ux[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == *n || w->ux[lo] != x) {
-        memmove(w->ux + lo + 1, w->ux + lo, (size_t)(*n - lo) * sizeof *w->ux);
-        memmove(w->uw + lo + 1, w->uw + lo, (size_t)(*n - lo) * sizeof *w->uw);
-        memmove(w->us + lo + 1, w->us + lo, (size_t)(*n - lo) * sizeof *w->us);
-        w->ux[lo] = x;
-        w->uw[lo] = w->us[lo] = 0;
-        (*n)++;
-    }
-    w->uw[lo] += 1;
-    w->us[lo] += up;
+    *n = kr_up_points_add(w->ux, w->uw, w->us, *n, w->N, x, up);
 }
 
 static int rolling_up(kr_evaluation *ev, work *w, int h, kr_error *err) {

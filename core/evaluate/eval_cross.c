@@ -3,6 +3,7 @@
  * per origin and step the Pearson IC, the Spearman RankIC, the hit rate and the top-k minus
  * bottom-k spread of realised returns across the series, then their summaries over origins. */
 #include "evaluate_impl.h"
+#include "base.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,36 +123,32 @@ double kr_pearson(const double *x, const double *y, int n) {
 
 void kr_cross_section_free(kr_cross_section *cs) {
     if (!cs) return;
-    free(cs->ic);
-    free(cs->rank_ic);
-    free(cs->hit);
-    free(cs->spread);
-    free(cs->ic_mean);
-    free(cs->ic_std);
-    free(cs->ic_ir);
-    free(cs->rank_ic_mean);
-    free(cs->rank_ic_std);
-    free(cs->rank_ic_ir);
-    free(cs->hit_rate);
-    free(cs->top_bottom_spread);
-    free(cs->ic_count);
-    free(cs->rank_ic_count);
+    free(cs->ic); /* and the rest of scores_layout's */
     memset(cs, 0, sizeof *cs);
 }
 
-static int alloc_scores(kr_cross_section *cs) {
+/* The scores' arrays, one allocation headed by ic (kr_carve's layout; base NULL: only the
+ * size is summed): per origin and step, then per step and over all. */
+static size_t scores_layout(kr_cross_section *cs, char *base) {
     const size_t NP = (size_t)cs->origins * cs->horizon, H = (size_t)cs->horizon + 1;
     double **per[] = {&cs->ic, &cs->rank_ic, &cs->hit, &cs->spread};
     double **sum[] = {&cs->ic_mean,     &cs->ic_std,     &cs->ic_ir,    &cs->rank_ic_mean,
                       &cs->rank_ic_std, &cs->rank_ic_ir, &cs->hit_rate, &cs->top_bottom_spread};
-    int ok = 1;
+    size_t at = 0;
     for (size_t i = 0; i < sizeof per / sizeof *per; i++)
-        ok &= (*per[i] = malloc((NP ? NP : 1) * sizeof(double))) != NULL;
+        at = kr_carve(base, at, (void **)per[i], (NP ? NP : 1) * sizeof(double));
     for (size_t i = 0; i < sizeof sum / sizeof *sum; i++)
-        ok &= (*sum[i] = malloc(H * sizeof(double))) != NULL;
-    ok &= (cs->ic_count = calloc(H, sizeof(int))) != NULL;
-    ok &= (cs->rank_ic_count = calloc(H, sizeof(int))) != NULL;
-    return ok ? 0 : -1;
+        at = kr_carve(base, at, (void **)sum[i], H * sizeof(double));
+    at = kr_carve(base, at, (void **)&cs->ic_count, H * sizeof(int));
+    return kr_carve(base, at, (void **)&cs->rank_ic_count, H * sizeof(int));
+}
+
+/* The scores' arrays, the counts zeroed. */
+static int alloc_scores(kr_cross_section *cs) {
+    char *mem = calloc(1, scores_layout(cs, NULL));
+    if (!mem) return -1;
+    scores_layout(cs, mem);
+    return 0;
 }
 
 static int sign(double x) {

@@ -14,6 +14,7 @@
  * levels (ends included); skill, 1 - model / baseline. "Overall" pools every origin and
  * step (for all but RMSE, the mean of the per-step values). */
 #include "evaluate_impl.h"
+#include "base.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -82,29 +83,41 @@ typedef struct kr_eval_acc {
     int n_added;
 } accumulators;
 
+/* The accumulators, then the evaluation's arrays: one allocation, which ev->acc heads
+ * (kr_carve's layout; base NULL: only the size is summed). The paths only when kept. */
+static size_t eval_layout(kr_evaluation *ev, char *base, size_t N, size_t P, size_t S, size_t Q,
+                          bool keep_paths) {
+    const size_t H = P + 1, pairs = (size_t)(ev->n_pairs ? ev->n_pairs : 1), D = sizeof(double);
+    void *a = NULL, *crps = NULL, *pit = NULL, *sorted = NULL, *added = NULL;
+    size_t at = kr_carve(base, 0, &a, sizeof(accumulators));
+    at = kr_carve(base, at, &crps, N * P * D);
+    at = kr_carve(base, at, &pit, N * P * D);
+    at = kr_carve(base, at, &sorted, S * D);
+    at = kr_carve(base, at, &added, N * sizeof(bool));
+    at = kr_carve(base, at, (void **)&ev->scores, KR_EVAL_FORECASTERS * KR_EVAL_METRICS * H * D);
+    at = kr_carve(base, at, (void **)&ev->coverage, KR_EVAL_FORECASTERS * pairs * H * D);
+    at = kr_carve(base, at, (void **)&ev->skill, 2 * 2 * H * D);
+    at = kr_carve(base, at, (void **)&ev->origin_index, N * sizeof *ev->origin_index);
+    at = kr_carve(base, at, (void **)&ev->timestamps, N * P * sizeof *ev->timestamps);
+    at = kr_carve(base, at, (void **)&ev->last_close, N * D);
+    at = kr_carve(base, at, (void **)&ev->actual, N * P * D);
+    at = kr_carve(base, at, (void **)&ev->mean, N * P * D);
+    at = kr_carve(base, at, (void **)&ev->quantiles, (Q ? Q : 1) * N * P * D);
+    at = kr_carve(base, at, (void **)&ev->prob_close_up, N * P * D);
+    if (keep_paths) at = kr_carve(base, at, (void **)&ev->paths, N * S * P * D);
+    if (base) {
+        accumulators *acc = ev->acc = a;
+        *acc = (accumulators){.crps = crps, .pit = pit, .sorted = sorted, .added = added};
+        memset(added, 0, N * sizeof(bool));
+    }
+    return at;
+}
+
 void kr_evaluation_free(kr_evaluation *ev) {
     if (!ev) return;
-    accumulators *a = ev->acc;
-    if (a) {
-        free(a->crps);
-        free(a->pit);
-        free(a->sorted);
-        free(a->added);
-        free(a);
-    }
     kr_eval_calibrated_free(ev);
     kr_eval_anomalies_free(ev);
-    free(ev->scores);
-    free(ev->coverage);
-    free(ev->skill);
-    free(ev->origin_index);
-    free(ev->timestamps);
-    free(ev->last_close);
-    free(ev->actual);
-    free(ev->mean);
-    free(ev->quantiles);
-    free(ev->prob_close_up);
-    free(ev->paths);
+    free(ev->acc); /* and every array of ev's own (eval_layout) */
     memset(ev, 0, sizeof *ev);
 }
 
@@ -131,7 +144,7 @@ int kr_evaluation_init(const kr_evaluate_request *req, const kr_evaluate_plan *p
                        kr_evaluation *ev, kr_error *err) {
     memset(ev, 0, sizeof *ev);
     const size_t N = (size_t)plan->origins, P = (size_t)req->horizon, S = (size_t)req->samples;
-    const size_t Q = (size_t)req->n_quantiles, H = P + 1;
+    const size_t Q = (size_t)req->n_quantiles;
     ev->origins = plan->origins;
     ev->horizon = req->horizon;
     ev->samples = req->samples;
@@ -139,33 +152,14 @@ int kr_evaluation_init(const kr_evaluate_request *req, const kr_evaluate_plan *p
     ev->n_quantiles = req->n_quantiles;
     memcpy(ev->quantile_levels, req->quantiles, sizeof ev->quantile_levels);
     find_pairs(ev);
-    accumulators *a = ev->acc = calloc(1, sizeof *a);
-    ev->scores = malloc(KR_EVAL_FORECASTERS * KR_EVAL_METRICS * H * sizeof(double));
-    ev->coverage =
-        malloc(KR_EVAL_FORECASTERS * (size_t)(ev->n_pairs ? ev->n_pairs : 1) * H * sizeof(double));
-    ev->skill = malloc(2 * 2 * H * sizeof(double));
-    ev->origin_index = malloc(N * sizeof *ev->origin_index);
-    ev->timestamps = malloc(N * P * sizeof *ev->timestamps);
-    ev->last_close = malloc(N * sizeof(double));
-    ev->actual = malloc(N * P * sizeof(double));
-    ev->mean = malloc(N * P * sizeof(double));
-    ev->quantiles = malloc((Q ? Q : 1) * N * P * sizeof(double));
-    ev->prob_close_up = malloc(N * P * sizeof(double));
-    if (req->keep_origins) ev->paths = malloc(N * S * P * sizeof(double));
-    if (a) {
-        a->crps = malloc(N * P * sizeof(double));
-        a->pit = malloc(N * P * sizeof(double));
-        a->sorted = malloc(S * sizeof(double));
-        a->added = calloc(N, sizeof(bool));
-    }
-    if (!a || !ev->scores || !ev->coverage || !ev->skill || !ev->origin_index || !ev->timestamps ||
-        !ev->last_close || !ev->actual || !ev->mean || !ev->quantiles || !ev->prob_close_up ||
-        (req->keep_origins && !ev->paths) || !a->crps || !a->pit || !a->sorted || !a->added) {
+    char *mem = malloc(eval_layout(ev, NULL, N, P, S, Q, req->keep_origins));
+    if (!mem) {
         kr_evaluation_free(ev);
         return kr_fail_code(err, KR_E_NO_MEMORY,
                             "evaluate: out of memory for %d origins of %d steps and %d paths",
                             plan->origins, req->horizon, req->samples);
     }
+    eval_layout(ev, mem, N, P, S, Q, req->keep_origins);
     const double *close = req->candles.columns[KR_CLOSE];
     for (size_t k = 0; k < N; k++) {
         const int o = plan->first_origin + (int)k * plan->stride;

@@ -56,6 +56,13 @@ int kr_conformal_rank(int n, double tau);
 double kr_quantile_linear(const double *sorted, int n, double tau);
 /* raw[G] + last * shift[G], sorted ascending into out[G]. */
 void kr_calib_shifted(const double *raw, int G, double last, const double *shift, double *out);
+/* The first index of the ascending a[n] whose value is >= v (lower), > v (upper); n: none. */
+int kr_lower_bound(const double *a, int n, double v);
+int kr_upper_bound(const double *a, int n, double v);
+/* One outcome into the distinct raw P(up) values ux[n] (ascending), their counts uw and sums
+ * of up us: x inserted if new, then counted. Returns the new n; a new x is left out when n
+ * is cap already. */
+int kr_up_points_add(double *ux, double *uw, double *us, int n, int cap, double x, double up);
 /* The level of y within the ascending grid q[G] of levels[G]. */
 double kr_pit_in_grid(const double *q, const double *levels, int G, double y);
 /* 2 x the mean pinball loss of q[G] at levels[G] against y. */

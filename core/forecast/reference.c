@@ -14,13 +14,12 @@ static int reference_path(const kr_model *m, const kr_forecast_request *r, fc_st
     int v1 = 1 << m->pc.s1_bits, v2 = 1 << m->pc.s2_bits;
     int32_t *s1 = job->path_s1 + (size_t)path * (L + P),
             *s2 = job->path_s2 + (size_t)path * (L + P);
-    float *context = malloc((size_t)mc * d * sizeof(float));
-    float *l1 = malloc((size_t)v1 * sizeof(float)), *l2 = malloc((size_t)v2 * sizeof(float));
+    /* the window's rows, then the s1 and the s2 logits: one buffer */
+    float *context = malloc(((size_t)mc * d + v1 + v2) * sizeof(float));
+    if (!context)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for a window of %d", mc);
+    float *l1 = context + (size_t)mc * d, *l2 = l1 + v1;
     int rc = -1;
-    if (!context || !l1 || !l2) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory for a window of %d", mc);
-        goto out;
-    }
     kr_rng rng;
     kr_rng_seed(&rng, kr_path_seed(job->seed, path));
     for (int i = 0; i < P; i++) {
@@ -37,8 +36,6 @@ static int reference_path(const kr_model *m, const kr_forecast_request *r, fc_st
     rc = 0;
 out:
     free(context);
-    free(l1);
-    free(l2);
     return rc;
 }
 

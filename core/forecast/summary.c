@@ -26,13 +26,25 @@ static int cmp_double(const void *a, const void *b) {
  * lays them: the same blocks, the same answer). */
 #define PREFIX_BLOCK 16
 
+/* The summary's buffers, one allocation headed by rows (kr_carve's layout; base NULL: only
+ * the size is summed): every path's rows, then its mode's own: one window's rows, or the
+ * paths' tokens and, for a prefix decoded here, its blocks of keys and values. */
+static size_t summary_layout(fc_summary *sum, char *base, int S, int P, int w, int blocks,
+                             size_t block) {
+    size_t at = kr_carve(base, 0, (void **)&sum->rows, (size_t)S * P * KR_D_IN * sizeof(float));
+    if (sum->mode == SUM_WHOLE)
+        return kr_carve(base, at, (void **)&sum->dec, (size_t)w * KR_D_IN * sizeof(float));
+    at = kr_carve(base, at, (void **)&sum->g1, (size_t)S * P * sizeof *sum->g1);
+    at = kr_carve(base, at, (void **)&sum->g2, (size_t)S * P * sizeof *sum->g2);
+    if (sum->mode == SUM_PREFIX) {
+        at = kr_carve(base, at, (void **)&sum->kv_mem, (size_t)blocks * block * sizeof(float));
+        at = kr_carve(base, at, (void **)&sum->kv_blocks, (size_t)blocks * sizeof *sum->kv_blocks);
+    }
+    return at;
+}
+
 void kr_summary_free(fc_summary *sum) {
-    free(sum->rows);
-    free(sum->kv_mem);
-    free(sum->kv_blocks);
-    free(sum->g1);
-    free(sum->g2);
-    free(sum->dec);
+    free(sum->rows); /* and the rest of summary_layout's */
     memset(sum, 0, sizeof *sum);
 }
 
@@ -45,37 +57,30 @@ int kr_summary_begin(const kr_model *m, const fc_state *job, bool shared, fc_sum
     sum->mode = !shared || sum->np == 0                      ? SUM_WHOLE
                 : sum->start == 0 && sum->np == job->dec_len ? SUM_SERIES
                                                              : SUM_PREFIX;
-    sum->rows = malloc((size_t)S * P * KR_D_IN * sizeof(float));
-    bool ok = sum->rows != NULL;
-    if (ok && sum->mode == SUM_WHOLE) {
-        ok = (sum->dec = malloc((size_t)w * KR_D_IN * sizeof(float))) != NULL;
-    } else if (ok) {
-        sum->g1 = malloc((size_t)S * P * sizeof *sum->g1);
-        sum->g2 = malloc((size_t)S * P * sizeof *sum->g2);
-        ok = sum->g1 && sum->g2;
-        for (int p = 0; ok && p < S; p++) {
+    const int blocks = (sum->np + PREFIX_BLOCK - 1) / PREFIX_BLOCK, d = m->tc.d_model;
+    const size_t block = (size_t)(m->tok.n_dec > 0 ? m->tok.n_dec : 1) * 2 * PREFIX_BLOCK * d;
+    char *mem = malloc(summary_layout(sum, NULL, S, P, w, blocks, block));
+    if (!mem) {
+        kr_summary_free(sum);
+        return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory summarising %d paths", S);
+    }
+    summary_layout(sum, mem, S, P, w, blocks, block);
+    if (sum->mode != SUM_WHOLE)
+        for (int p = 0; p < S; p++) {
             memcpy(sum->g1 + (size_t)p * P, job->path_s1 + (size_t)p * total + L,
                    (size_t)P * sizeof(int32_t));
             memcpy(sum->g2 + (size_t)p * P, job->path_s2 + (size_t)p * total + L,
                    (size_t)P * sizeof(int32_t));
         }
-    }
-    if (ok && sum->mode == SUM_SERIES) {
+    if (sum->mode == SUM_SERIES) {
         sum->kv = job->dec_kv;
         sum->prefix_done = sum->np;
-    } else if (ok && sum->mode == SUM_PREFIX) {
-        const int blocks = (sum->np + PREFIX_BLOCK - 1) / PREFIX_BLOCK, d = m->tc.d_model;
-        const size_t block = (size_t)(m->tok.n_dec > 0 ? m->tok.n_dec : 1) * 2 * PREFIX_BLOCK * d;
-        sum->kv_mem = malloc((size_t)blocks * block * sizeof(float));
-        sum->kv_blocks = malloc((size_t)blocks * sizeof *sum->kv_blocks);
-        ok = sum->kv_mem && sum->kv_blocks;
-        for (int b = 0; ok && b < blocks; b++)
+    } else if (sum->mode == SUM_PREFIX) {
+        for (int b = 0; b < blocks; b++)
             sum->kv_blocks[b] = sum->kv_mem + (size_t)b * block;
         sum->kv = (kr_kv_view){sum->kv_blocks, PREFIX_BLOCK, d, 0};
     }
-    if (ok) return 0;
-    kr_summary_free(sum);
-    return kr_fail_code(err, KR_E_NO_MEMORY, "forecast: out of memory summarising %d paths", S);
+    return 0;
 }
 
 /* What one path costs to decode: its window alone, or its own rows over the prefix. */

@@ -106,51 +106,58 @@ static const cfg_key predictor_keys[] = {
     PREDICTOR_KEY(s1_bits, 1, 20),      PREDICTOR_KEY(s2_bits, 1, 20),
 };
 
-/* Reads dir/config.json's integer keys into the struct at out; root is kept for the rest. */
-static json_t *read_config_ints(const char *dir, char *path, size_t pathlen, const cfg_key *keys,
-                                size_t n_keys, void *out, kr_error *err) {
-    json_t *root = read_config(dir, path, pathlen, err);
-    for (size_t i = 0; root && i < n_keys; i++)
-        if (cfg_int(root, path, keys[i].key, keys[i].lo, keys[i].hi,
-                    (int *)((char *)out + keys[i].offset), err)) {
-            json_decref(root);
-            return NULL;
-        }
-    return root;
+/* A config's own rules beyond its integer keys' ranges: 0, or -1 with err set. */
+typedef int (*cfg_check)(json_t *root, const char *path, void *out, kr_error *err);
+
+/* Reads dir/config.json's integer keys into the struct at out, then its own rules. */
+static int read_config_ints(const char *dir, const cfg_key *keys, size_t n_keys, void *out,
+                            cfg_check check, kr_error *err) {
+    char path[1100];
+    json_t *root = read_config(dir, path, sizeof path, err);
+    if (!root) return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_keys; i++)
+        rc = cfg_int(root, path, keys[i].key, keys[i].lo, keys[i].hi,
+                     (int *)((char *)out + keys[i].offset), err);
+    if (rc == 0) rc = check(root, path, out, err);
+    json_decref(root);
+    return rc;
+}
+
+static int check_tokenizer_config(json_t *root, const char *path, void *out, kr_error *err) {
+    (void)root;
+    const kr_tokenizer_config *c = out;
+    if (check_heads(path, c->d_model, c->n_heads, err)) return -1;
+    if (c->d_in != KR_D_IN)
+        return kr_fail(err,
+                       "%s: d_in = %d, but kronosd forecasts the %d columns open, high, low, "
+                       "close, volume, amount",
+                       path, c->d_in, KR_D_IN);
+    return 0;
+}
+
+static int check_predictor_config(json_t *root, const char *path, void *out, kr_error *err) {
+    kr_predictor_config *c = out;
+    if (cfg_bool(root, path, "learn_te", true, &c->learn_te, err) ||
+        cfg_bool(root, path, "kv_shift", false, &c->kv_shift, err) ||
+        check_heads(path, c->d_model, c->n_heads, err))
+        return -1;
+    if (c->d_model % KR_DEP_HEADS != 0 || (c->d_model / KR_DEP_HEADS) % 2 != 0)
+        return kr_fail(err,
+                       "%s: d_model = %d must split into %d heads of even size for the "
+                       "dependency-aware layer",
+                       path, c->d_model, KR_DEP_HEADS);
+    return 0;
 }
 
 static int read_tokenizer_config(const char *dir, kr_tokenizer_config *c, kr_error *err) {
-    char path[1100];
-    json_t *root = read_config_ints(dir, path, sizeof path, tokenizer_keys,
-                                    sizeof tokenizer_keys / sizeof *tokenizer_keys, c, err);
-    if (!root) return -1;
-    int rc = check_heads(path, c->d_model, c->n_heads, err);
-    if (rc == 0 && c->d_in != KR_D_IN)
-        rc = kr_fail(err,
-                     "%s: d_in = %d, but kronosd forecasts the %d columns open, high, low, "
-                     "close, volume, amount",
-                     path, c->d_in, KR_D_IN);
-    json_decref(root);
-    return rc;
+    return read_config_ints(dir, tokenizer_keys, sizeof tokenizer_keys / sizeof *tokenizer_keys, c,
+                            check_tokenizer_config, err);
 }
 
 static int read_predictor_config(const char *dir, kr_predictor_config *c, kr_error *err) {
-    char path[1100];
-    json_t *root = read_config_ints(dir, path, sizeof path, predictor_keys,
-                                    sizeof predictor_keys / sizeof *predictor_keys, c, err);
-    if (!root) return -1;
-    int rc = cfg_bool(root, path, "learn_te", true, &c->learn_te, err) ||
-                     cfg_bool(root, path, "kv_shift", false, &c->kv_shift, err) ||
-                     check_heads(path, c->d_model, c->n_heads, err)
-                 ? -1
-                 : 0;
-    if (rc == 0 && (c->d_model % KR_DEP_HEADS != 0 || (c->d_model / KR_DEP_HEADS) % 2 != 0))
-        rc = kr_fail(err,
-                     "%s: d_model = %d must split into %d heads of even size for the "
-                     "dependency-aware layer",
-                     path, c->d_model, KR_DEP_HEADS);
-    json_decref(root);
-    return rc;
+    return read_config_ints(dir, predictor_keys, sizeof predictor_keys / sizeof *predictor_keys, c,
+                            check_predictor_config, err);
 }
 
 /* ---- tensors ---------------------------------------------------------------------------- */

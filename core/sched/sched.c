@@ -74,6 +74,15 @@ int sched_check_cancel(sched_job *j) {
     return kr_check_cancel(j->cancel, j->ops->what, &j->err);
 }
 
+/* Takes j out of the waiting line; prev is the job before it (NULL: j is the head). */
+static void unlink_waiting(kr_sched *s, sched_job *prev, sched_job *j) {
+    if (prev)
+        prev->next = j->next;
+    else
+        s->wait_head = j->next;
+    if (s->wait_tail == j) s->wait_tail = prev;
+}
+
 /* Waiting jobs whose caller gave up end without computing, wherever they are in line, so
  * that they hold no place. */
 static void drop_cancelled(kr_sched *s) {
@@ -84,11 +93,7 @@ static void drop_cancelled(kr_sched *s) {
             prev = j;
             continue;
         }
-        if (prev)
-            prev->next = next;
-        else
-            s->wait_head = next;
-        if (s->wait_tail == j) s->wait_tail = prev;
+        unlink_waiting(s, prev, j);
         s->stats.waiting--;
         s->stats.waiting_flops -= j->flops;
         if (s->stats.waiting == 0) s->stats.waiting_flops = 0;
@@ -203,11 +208,7 @@ void sched_admit(kr_sched *s) {
             prev = j;
             continue;
         }
-        if (prev)
-            prev->next = next;
-        else
-            s->wait_head = next;
-        if (s->wait_tail == j) s->wait_tail = prev;
+        unlink_waiting(s, prev, j);
         if (start_job(s, j, cancelled) && backlog) *backlog += j->ops->fill_left(j);
     }
 }

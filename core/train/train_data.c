@@ -22,14 +22,13 @@ int kr_train_windows(const kr_model *m, const kr_candles *s, const int *starts, 
             return kr_fail_code(err, KR_E_INVALID,
                                 "windows[%d]: rows [%d, %d) are outside the series' %d rows", b,
                                 starts[b], starts[b] + W, s->n);
-    float *raw = malloc((size_t)W * KR_D_IN * sizeof(float));
-    float *x = malloc((size_t)W * KR_D_IN * sizeof(float)),
-          *scratch = malloc((size_t)W * KR_D_IN * sizeof(float));
+    /* a window's raw candles, normalised candles and kr_normalise's scratch: one buffer */
+    const size_t WD = (size_t)W * KR_D_IN;
+    float *raw = malloc(3 * WD * sizeof(float));
+    if (!raw)
+        return kr_fail_code(err, KR_E_NO_MEMORY, "windows: out of memory for a window of %d", W);
+    float *x = raw + WD, *scratch = raw + 2 * WD;
     int rc = -1;
-    if (!raw || !x || !scratch) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "windows: out of memory for a window of %d", W);
-        goto out;
-    }
     for (int b = 0; b < B; b++) {
         size_t o = (size_t)b * W;
         kr_candles win = {W, s->timestamps + starts[b], {NULL}};
@@ -47,7 +46,5 @@ int kr_train_windows(const kr_model *m, const kr_candles *s, const int *starts, 
     rc = 0;
 out:
     free(raw);
-    free(x);
-    free(scratch);
     return rc;
 }

@@ -1,5 +1,5 @@
 /* train_gemm.c — the three products of a linear layer in training (forward, input gradient,
- * weight gradient), each run on the inference kernels (kernels/matmul.c) with its right-hand
+ * weight gradient), each run on the inference kernels (kernels/matmul/) with its right-hand
  * operand packed for the call: every element one fused multiply-add chain in a fixed order, so
  * the bits depend neither on the thread count nor on the SIMD level. The packed buffers and
  * the transposed operand live in the model, kept between calls. */

@@ -218,11 +218,8 @@ static int moments(kr_train_model *m, kr_error *err) {
 }
 
 kr_train_model *kr_train_load(const char *predictor_dir, kr_error *err) {
-    kr_train_model *m = calloc(1, sizeof *m);
-    if (!m) {
-        kr_fail_code(err, KR_E_NO_MEMORY, "predictor: out of memory");
-        return NULL;
-    }
+    kr_train_model *m = kr_zalloc(sizeof *m, err, "predictor: out of memory");
+    if (!m) return NULL;
     if (read_config(m, predictor_dir, err) || read_tensors(m, predictor_dir, err) ||
         layers(m, err) || moments(m, err) || kr_train_set_depth(m, 0, err)) {
         kr_train_free(m);
