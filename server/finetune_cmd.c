@@ -20,6 +20,7 @@
 #include "finetune_out.h"
 #include "kronos_train.h"
 #include "model_dirs.h"
+#include "whole_file.h"
 
 #define MAX_CSV 64
 
@@ -158,7 +159,7 @@ static void print_gate(const json_t *gate) {
 static int read_series(const opts *o, kd_owned_candles *c, kr_candles *k) {
     for (int i = 0; i < o->n_csv; i++) {
         size_t len;
-        char *text = kd_ft_slurp(o->csv[i], &len), err[512];
+        char *text = kd_read_file(o->csv[i], &len), err[512];
         if (!text)
             return fprintf(stderr, "kronosd: finetune: %s: %s\n", o->csv[i], strerror(errno)), -1;
         const char *t = text + strspn(text, " \t\r\n");

@@ -21,6 +21,7 @@
 #include "finetune_out.h"
 #include "log.h"
 #include "model_dirs.h"
+#include "thread.h"
 
 #define WATCHERS_MAX 16
 
@@ -478,8 +479,7 @@ kd_ft_jobs *kd_ft_jobs_start(kd_app *app, char *err, size_t errlen) {
     pthread_mutex_init(&J->mu, NULL);
     pthread_cond_init(&J->cv, NULL);
     if (!J->temporary) kd_ft_restore(app, J->root, found, J);
-    if (pthread_create(&J->thread, NULL, trainer, J) != 0) {
-        kd_fail(err, errlen, "finetune: cannot start the training thread");
+    if (kd_thread_start(&J->thread, trainer, J, "finetune", err, errlen) < 0) {
         kd_ft_jobs_free(J);
         return NULL;
     }
@@ -489,10 +489,7 @@ kd_ft_jobs *kd_ft_jobs_start(kd_app *app, char *err, size_t errlen) {
 
 void kd_ft_jobs_stop(kd_ft_jobs *J) {
     if (!J) return;
-    pthread_mutex_lock(&J->mu);
-    J->stop = true;
-    pthread_cond_broadcast(&J->cv);
-    pthread_mutex_unlock(&J->mu);
+    kd_thread_ask_stop(&J->mu, &J->cv, &J->stop);
     if (J->started) pthread_join(J->thread, NULL);
     J->started = false;
     pthread_mutex_lock(&J->mu);

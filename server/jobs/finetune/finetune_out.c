@@ -10,25 +10,11 @@
 #include <sys/stat.h>
 
 #include "fail.h"
-
-char *kd_ft_slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap), *g;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        buf = (g = realloc(buf, cap *= 2)) ? g : (free(buf), NULL);
-    }
-    fclose(f);
-    if (buf) buf[n] = 0, *len = n;
-    return buf;
-}
+#include "whole_file.h"
 
 static int copy_file(const char *from, const char *to) {
     size_t len;
-    char *b = kd_ft_slurp(from, &len);
+    char *b = kd_read_file(from, &len);
     FILE *f = b ? fopen(to, "wb") : NULL;
     int ok = f && fwrite(b, 1, len, f) == len;
     if (f && fclose(f)) ok = 0;

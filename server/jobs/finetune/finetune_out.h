@@ -39,7 +39,4 @@ json_t *kd_ft_report(const kd_ft_run *run, const kr_finetune_result *r);
 int kd_ft_gate(const kd_ft_run *run, const kr_model *base, const kr_model *tuned, json_t *rep,
                char *err, size_t errlen);
 
-/* The whole file at path, NUL-terminated (len without it), or NULL (errno says why). */
-char *kd_ft_slurp(const char *path, size_t *len);
-
 #endif

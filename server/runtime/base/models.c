@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "model_fingerprint.h"
 #include "sha256.h"
 
@@ -105,12 +106,6 @@ static int fill_slot(kd_model *md, const char *id, const char *tok, const char *
     if (!md->tokenizer_dir || !md->predictor_dir || !md->counts)
         return kd_fail(err, errlen, "out of memory");
     return 0;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* The listed model of this id; with lock held (or before serving). */
@@ -368,7 +363,7 @@ static kd_model_add_result add_parts(kd_models *ms, const kd_config *c, const ch
             kd_model *md = &ms->v[i];
             md->used = md->live = true;
             md->refs = 1; /* the caller's */
-            md->last_used = now_s();
+            md->last_used = kd_now_s();
             ms->loads++;
             if (ms->n < i + 1) ms->n = i + 1;
             *out = md;
@@ -484,7 +479,7 @@ const kd_model *kd_models_acquire(kd_models *ms, const char *id) {
     kd_model *md = id ? find_live(ms, id) : &ms->v[0];
     if (md) {
         md->refs++;
-        md->last_used = now_s();
+        md->last_used = kd_now_s();
     }
     pthread_mutex_unlock(&ms->lock);
     return md;

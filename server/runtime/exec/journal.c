@@ -18,6 +18,7 @@
 
 #include "journal_scan.h"
 #include "log.h"
+#include "thread.h"
 
 #define FRAME KD_JOURNAL_FRAME
 
@@ -338,8 +339,7 @@ kd_journal *kd_journal_open(const kd_journal_config *cfg, kd_replay_fn replay, v
         kd_journal_close(j);
         return NULL;
     }
-    if (pthread_create(&j->flusher, NULL, flusher_main, j) != 0) {
-        snprintf(err, errlen, "journal: cannot start its thread");
+    if (kd_thread_start(&j->flusher, flusher_main, j, "journal", err, errlen) < 0) {
         kd_journal_close(j);
         return NULL;
     }
@@ -497,10 +497,7 @@ void kd_journal_stats_get(kd_journal *j, kd_journal_stats *st) {
 void kd_journal_close(kd_journal *j) {
     if (!j) return;
     if (j->flusher_started) {
-        pthread_mutex_lock(&j->mu);
-        j->stopping = true;
-        pthread_cond_signal(&j->wake);
-        pthread_mutex_unlock(&j->mu);
+        kd_thread_ask_stop(&j->mu, &j->wake, &j->stopping);
         pthread_join(j->flusher, NULL);
     }
     if (j->fd >= 0) {
