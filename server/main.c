@@ -325,6 +325,14 @@ static bool command_request(int argc, char **argv, const char *cmd, const char *
     return true;
 }
 
+/* The request's text once parsed (rc: the parser's), freed; false after the parser's
+ * message. */
+static bool request_parsed(request_text *t, int rc, const char *msg) {
+    request_text_free(t);
+    if (rc) complain("request: %s", msg);
+    return rc == 0;
+}
+
 /* Prints the response, naming its model as the server's answers do (kd_model_tag_json), with
  * a trailing newline; -1 if stdout failed. */
 static int print_response(json_t *resp, const model_opts *mo, bool compact) {
@@ -450,13 +458,11 @@ static int cmd_forecast(int argc, char **argv) {
     if (t.body && kd_is_series_request(t.body)) {
         kd_forecast_input *ins;
         int n;
-        const int bad =
-            kd_series_request_parse(t.body, o.model.max_context, NULL, &ins, &n, msg, sizeof msg);
-        request_text_free(&t);
-        if (bad) {
-            complain("request: %s", msg);
+        if (!request_parsed(&t,
+                            kd_series_request_parse(t.body, o.model.max_context, NULL, &ins, &n,
+                                                    msg, sizeof msg),
+                            msg))
             return EXIT_FAILURE;
-        }
         kr_model *m = load_model(&o.model);
         const int rc = m && series_and_print(m, &o.model, ins, n, o.compact) == 0 ? EXIT_SUCCESS
                                                                                   : EXIT_FAILURE;
@@ -465,15 +471,13 @@ static int cmd_forecast(int argc, char **argv) {
         return rc;
     }
     kd_forecast_input in;
-    const int bad =
-        t.body ? kd_forecast_request_parse(t.body, o.model.max_context, &in, msg, sizeof msg)
-               : kd_forecast_request_with_candles(t.options, &t.candles, o.model.max_context, NULL,
-                                                  &in, msg, sizeof msg);
-    request_text_free(&t);
-    if (bad) {
-        complain("request: %s", msg);
+    if (!request_parsed(
+            &t,
+            t.body ? kd_forecast_request_parse(t.body, o.model.max_context, &in, msg, sizeof msg)
+                   : kd_forecast_request_with_candles(t.options, &t.candles, o.model.max_context,
+                                                      NULL, &in, msg, sizeof msg),
+            msg))
         return EXIT_FAILURE;
-    }
 
     kr_model *m = load_model(&o.model);
     const int rc =
@@ -551,12 +555,8 @@ static int cmd_evaluate(int argc, char **argv) {
     char msg[512];
     if (t.body && kd_is_series_request(t.body)) {
         kd_evaluate_series_input set;
-        const int bad = kd_evaluate_series_parse(t.body, NULL, &set, msg, sizeof msg);
-        request_text_free(&t);
-        if (bad) {
-            complain("request: %s", msg);
+        if (!request_parsed(&t, kd_evaluate_series_parse(t.body, NULL, &set, msg, sizeof msg), msg))
             return EXIT_FAILURE;
-        }
         kr_model *m = load_model(&o.model);
         const int rc = m && evaluate_series_and_print(m, &o.model, &set, o.compact) == 0
                            ? EXIT_SUCCESS
@@ -566,14 +566,12 @@ static int cmd_evaluate(int argc, char **argv) {
         return rc;
     }
     kd_evaluate_input in;
-    const int bad = t.body ? kd_evaluate_request_parse(t.body, NULL, &in, msg, sizeof msg)
-                           : kd_evaluate_request_with_candles(t.options, &t.candles, NULL, &in, msg,
-                                                              sizeof msg);
-    request_text_free(&t);
-    if (bad) {
-        complain("request: %s", msg);
+    if (!request_parsed(&t,
+                        t.body ? kd_evaluate_request_parse(t.body, NULL, &in, msg, sizeof msg)
+                               : kd_evaluate_request_with_candles(t.options, &t.candles, NULL, &in,
+                                                                  msg, sizeof msg),
+                        msg))
         return EXIT_FAILURE;
-    }
     kr_model *m = load_model(&o.model);
     int rc = EXIT_FAILURE;
     char id[24];

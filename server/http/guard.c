@@ -82,14 +82,7 @@ static void *run(void *arg) {
     kd_guard *g = arg;
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += TICK_NS;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        kd_thread_wait(&g->wake, &g->lock, TICK_NS);
         if (!g->stop) tick(g);
     }
     pthread_mutex_unlock(&g->lock);
@@ -110,7 +103,7 @@ kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_conne
     g->read_timeout = read_timeout;
     g->connection_timeout = connection_timeout;
     pthread_mutex_init(&g->lock, NULL);
-    pthread_cond_init(&g->wake, NULL);
+    kd_thread_cond_init(&g->wake);
     if (kd_thread_start(&g->thread, run, g, "connection guard", err, errlen) < 0) {
         pthread_cond_destroy(&g->wake);
         pthread_mutex_destroy(&g->lock);

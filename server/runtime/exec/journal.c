@@ -329,11 +329,7 @@ kd_journal *kd_journal_open(const kd_journal_config *cfg, kd_replay_fn replay, v
     j->policy = cfg->fsync;
     j->rewrite_min = cfg->rewrite_min;
     pthread_mutex_init(&j->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    kd_thread_cond_init(&j->wake);
     if (open_paths(j, cfg->dir, err, errlen) < 0 ||
         load_file(j, cfg, replay, ctx, err, errlen) < 0) {
         kd_journal_close(j);
@@ -467,10 +463,7 @@ static void *flusher_main(void *arg) {
     kd_journal *j = arg;
     pthread_mutex_lock(&j->mu);
     while (!j->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&j->wake, &j->mu, &ts);
+        kd_thread_wait(&j->wake, &j->mu, 1000000000L);
         if (j->policy == KD_FSYNC_EVERYSEC && sync_now(j) < 0) {
             j->st.errors++;
             kd_log("journal: cannot sync %s: %s", j->path, strerror(errno));
