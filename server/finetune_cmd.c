@@ -20,6 +20,7 @@
 #include "finetune_out.h"
 #include "kronos_train.h"
 #include "model_dirs.h"
+#include "whole_file.h"
 
 #define MAX_CSV 64
 
@@ -158,7 +159,7 @@ static void print_gate(const json_t *gate) {
 static int read_series(const opts *o, kd_owned_candles *c, kr_candles *k) {
     for (int i = 0; i < o->n_csv; i++) {
         size_t len;
-        char *text = kd_ft_slurp(o->csv[i], &len), err[512];
+        char *text = kd_read_file(o->csv[i], &len), err[512];
         if (!text)
             return fprintf(stderr, "kronosd: finetune: %s: %s\n", o->csv[i], strerror(errno)), -1;
         const char *t = text + strspn(text, " \t\r\n");
@@ -185,44 +186,17 @@ int kd_finetune_cmd(int argc, char **argv) {
     if (p) return p > 0 ? 0 : 2;
     kd_owned_candles c[MAX_CSV] = {0};
     kr_candles k[MAX_CSV];
-    kr_error err = {0};
-    kr_model *base = NULL, *tuned = NULL;
-    kr_train_model *m = NULL;
     kr_finetune_result r = {0};
     json_t *rep = NULL;
-    char pred[1200], from[1200], tok[1200], json_path[1200], msg[1024];
+    char tok[1200], pred[1200], msg[1024];
     const kd_ft_run run = {o.model, "csv", o.csv, k, o.n_csv, &o.s, o.gate_samples};
+    const kd_ft_place place = {tok, pred, o.out, NULL, progress, NULL};
     int rc = 1;
-    snprintf(from, sizeof from, "%s/predictor", o.model);
     snprintf(tok, sizeof tok, "%s/tokenizer", o.model);
+    snprintf(pred, sizeof pred, "%s/predictor", o.model);
     if (read_series(&o, c, k)) goto out;
-    if (kd_ft_prepare_out(tok, o.out, pred, sizeof pred, msg, sizeof msg)) {
+    if (kd_ft_train(&run, &place, &r, &rep, msg, sizeof msg)) {
         fprintf(stderr, "kronosd: finetune: %s\n", msg);
-        goto out;
-    }
-    if (!(base = kd_model_open(o.model, NULL, NULL, 512, KR_PREC_F32, KR_PREC_F32, &err)) ||
-        !(m = kr_train_load(from, &err)) ||
-        kr_finetune(base, m, k, o.n_csv, &o.s, pred, progress, NULL, &r, &err)) {
-        fprintf(stderr, "kronosd: finetune: %s\n", err.msg);
-        goto out;
-    }
-    if (!(rep = kd_ft_report(&run, &r))) {
-        fprintf(stderr, "kronosd: finetune: out of memory\n");
-        goto out;
-    }
-    if (o.gate_samples > 0 && o.s.predict > 0) {
-        if (!(tuned = kd_model_open(o.out, NULL, NULL, 512, KR_PREC_F32, KR_PREC_F32, &err))) {
-            fprintf(stderr, "kronosd: finetune: the tuned model: %s\n", err.msg);
-            goto out;
-        }
-        if (kd_ft_gate(&run, base, tuned, rep, msg, sizeof msg)) {
-            fprintf(stderr, "kronosd: finetune: %s\n", msg);
-            goto out;
-        }
-    }
-    snprintf(json_path, sizeof json_path, "%s/finetune.json", o.out);
-    if (json_dump_file(rep, json_path, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
-        fprintf(stderr, "kronosd: finetune: cannot write %s\n", json_path);
         goto out;
     }
     printf("%s: best step %d of %d, validation loss %.4f (before: %.4f)\n", o.out, r.best_step,
@@ -233,9 +207,6 @@ int kd_finetune_cmd(int argc, char **argv) {
 out:
     json_decref(rep);
     kr_finetune_result_free(&r);
-    kr_train_free(m);
-    kr_model_free(base);
-    kr_model_free(tuned);
     for (int i = 0; i < o.n_csv; i++)
         kd_candles_free(&c[i]);
     return rc;

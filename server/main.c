@@ -24,6 +24,7 @@
 #include "models.h"
 #include "query_params.h"
 #include "serve.h"
+#include "whole_file.h"
 
 #define EXIT_USAGE          2
 #define DEFAULT_MAX_CONTEXT 512
@@ -246,22 +247,9 @@ static char *read_all(const char *path, const char *name, size_t *len) {
         complain("%s: %s", name, strerror(errno));
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap), *grown;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        buf = (grown = realloc(buf, cap *= 2)) ? grown : (free(buf), NULL);
-    }
-    const int read_errno = ferror(f) ? errno : 0; /* e.g. EISDIR */
+    char *buf = kd_read_stream(f, len);
+    if (!buf) complain("%s: %s", name, errno == ENOMEM ? "out of memory" : strerror(errno));
     if (!from_stdin) fclose(f);
-    if (!buf || read_errno) {
-        complain("%s: %s", name, buf ? strerror(read_errno) : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 
@@ -312,6 +300,37 @@ static void request_text_free(request_text *t) {
     json_decref(t->body);
     json_decref(t->options);
     kd_candles_free(&t->candles);
+}
+
+/* The arguments and the request of cmd (forecast or evaluate; known: its field names): true
+ * to go on, else false with the exit code in *exit_code after a message or the help. */
+static bool command_request(int argc, char **argv, const char *cmd, const char *const *known,
+                            forecast_opts *o, request_text *t, int *exit_code) {
+    *o = (forecast_opts){.model = {.max_context = DEFAULT_MAX_CONTEXT}};
+    const int parsed = parse_forecast_args(argc, argv, cmd, o);
+    if (parsed != 0) {
+        *exit_code = parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+        return false;
+    }
+    if (!o->request && isatty(STDIN_FILENO)) {
+        complain("%s: no request given (a file, or '-' for stdin)", cmd);
+        *exit_code = EXIT_USAGE;
+        return false;
+    }
+    if (read_request(o, known, t) < 0) {
+        request_text_free(t);
+        *exit_code = EXIT_FAILURE;
+        return false;
+    }
+    return true;
+}
+
+/* The request's text once parsed (rc: the parser's), freed; false after the parser's
+ * message. */
+static bool request_parsed(request_text *t, int rc, const char *msg) {
+    request_text_free(t);
+    if (rc) complain("request: %s", msg);
+    return rc == 0;
 }
 
 /* Prints the response, naming its model as the server's answers do (kd_model_tag_json), with
@@ -429,31 +448,21 @@ out:
 }
 
 static int cmd_forecast(int argc, char **argv) {
-    forecast_opts o = {.model = {.max_context = DEFAULT_MAX_CONTEXT}};
-    const int parsed = parse_forecast_args(argc, argv, "forecast", &o);
-    if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
-    if (!o.request && isatty(STDIN_FILENO)) {
-        complain("forecast: no request given (a file, or '-' for stdin)");
-        return EXIT_USAGE;
-    }
-
-    /* The request is checked before the (slower) model load, against the same window. */
+    forecast_opts o;
     request_text t;
-    if (read_request(&o, kd_forecast_option_names(), &t) < 0) {
-        request_text_free(&t);
-        return EXIT_FAILURE;
-    }
+    int exit_code;
+    /* The request is checked before the (slower) model load, against the same window. */
+    if (!command_request(argc, argv, "forecast", kd_forecast_option_names(), &o, &t, &exit_code))
+        return exit_code;
     char msg[512];
     if (t.body && kd_is_series_request(t.body)) {
         kd_forecast_input *ins;
         int n;
-        const int bad =
-            kd_series_request_parse(t.body, o.model.max_context, NULL, &ins, &n, msg, sizeof msg);
-        request_text_free(&t);
-        if (bad) {
-            complain("request: %s", msg);
+        if (!request_parsed(&t,
+                            kd_series_request_parse(t.body, o.model.max_context, NULL, &ins, &n,
+                                                    msg, sizeof msg),
+                            msg))
             return EXIT_FAILURE;
-        }
         kr_model *m = load_model(&o.model);
         const int rc = m && series_and_print(m, &o.model, ins, n, o.compact) == 0 ? EXIT_SUCCESS
                                                                                   : EXIT_FAILURE;
@@ -462,15 +471,13 @@ static int cmd_forecast(int argc, char **argv) {
         return rc;
     }
     kd_forecast_input in;
-    const int bad =
-        t.body ? kd_forecast_request_parse(t.body, o.model.max_context, &in, msg, sizeof msg)
-               : kd_forecast_request_with_candles(t.options, &t.candles, o.model.max_context, NULL,
-                                                  &in, msg, sizeof msg);
-    request_text_free(&t);
-    if (bad) {
-        complain("request: %s", msg);
+    if (!request_parsed(
+            &t,
+            t.body ? kd_forecast_request_parse(t.body, o.model.max_context, &in, msg, sizeof msg)
+                   : kd_forecast_request_with_candles(t.options, &t.candles, o.model.max_context,
+                                                      NULL, &in, msg, sizeof msg),
+            msg))
         return EXIT_FAILURE;
-    }
 
     kr_model *m = load_model(&o.model);
     const int rc =
@@ -540,27 +547,16 @@ out:
 /* A walk-forward evaluation (evaluate_json.h): every origin's forecast at once on one
  * scheduler (kr_evaluate), the scores printed as POST /evaluate answers them. */
 static int cmd_evaluate(int argc, char **argv) {
-    forecast_opts o = {.model = {.max_context = DEFAULT_MAX_CONTEXT}};
-    const int parsed = parse_forecast_args(argc, argv, "evaluate", &o);
-    if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
-    if (!o.request && isatty(STDIN_FILENO)) {
-        complain("evaluate: no request given (a file, or '-' for stdin)");
-        return EXIT_USAGE;
-    }
+    forecast_opts o;
     request_text t;
-    if (read_request(&o, kd_evaluate_option_names(), &t) < 0) {
-        request_text_free(&t);
-        return EXIT_FAILURE;
-    }
+    int exit_code;
+    if (!command_request(argc, argv, "evaluate", kd_evaluate_option_names(), &o, &t, &exit_code))
+        return exit_code;
     char msg[512];
     if (t.body && kd_is_series_request(t.body)) {
         kd_evaluate_series_input set;
-        const int bad = kd_evaluate_series_parse(t.body, NULL, &set, msg, sizeof msg);
-        request_text_free(&t);
-        if (bad) {
-            complain("request: %s", msg);
+        if (!request_parsed(&t, kd_evaluate_series_parse(t.body, NULL, &set, msg, sizeof msg), msg))
             return EXIT_FAILURE;
-        }
         kr_model *m = load_model(&o.model);
         const int rc = m && evaluate_series_and_print(m, &o.model, &set, o.compact) == 0
                            ? EXIT_SUCCESS
@@ -570,14 +566,12 @@ static int cmd_evaluate(int argc, char **argv) {
         return rc;
     }
     kd_evaluate_input in;
-    const int bad = t.body ? kd_evaluate_request_parse(t.body, NULL, &in, msg, sizeof msg)
-                           : kd_evaluate_request_with_candles(t.options, &t.candles, NULL, &in, msg,
-                                                              sizeof msg);
-    request_text_free(&t);
-    if (bad) {
-        complain("request: %s", msg);
+    if (!request_parsed(&t,
+                        t.body ? kd_evaluate_request_parse(t.body, NULL, &in, msg, sizeof msg)
+                               : kd_evaluate_request_with_candles(t.options, &t.candles, NULL, &in,
+                                                                  msg, sizeof msg),
+                        msg))
         return EXIT_FAILURE;
-    }
     kr_model *m = load_model(&o.model);
     int rc = EXIT_FAILURE;
     char id[24];

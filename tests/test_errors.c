@@ -1,7 +1,7 @@
 /* test_errors.c — the server's one table from core error codes to answers
- * (server/runtime/base/errors.h): every code from success (0) to the last (KR_E_COUNT - 1) has
- * its HTTP status, error code string and refusal reason, and a code outside the enum gets
- * KR_E_FAILED's answer. */
+ * (server/runtime/base/errors/errors.h): every code from success (0) to the last
+ * (KR_E_COUNT - 1) has its HTTP status, error code string and refusal reason, and a code
+ * outside the enum gets KR_E_FAILED's answer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_journal.c — the session journal's promise (server/runtime/exec/journal.h): only a
+/* test_journal.c — the session journal's promise (server/runtime/exec/journal/journal.h): only a
  * torn last write is cut at start; damage anywhere before the end, a header it never
  * writes, a record that breaks a live request's rules or a configuration that does not fit
  * refuses to start and changes nothing; `journal check` finds each of them and `journal

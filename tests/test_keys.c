@@ -1,4 +1,4 @@
-/* test_keys.c — the key file (server/runtime/base/keys.c): NAME:KEY lines, the bare
+/* test_keys.c — the key file (server/runtime/base/keys/keys.c): NAME:KEY lines, the bare
  * single key and its owner, every refusal with its line, keys never cut, the match. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_models_refs.c — the model registry's references (server/runtime/base/models.c): a
+/* test_models_refs.c — the model registry's references (server/runtime/base/models/models.c): a
  * removed model is unlisted at once and freed at its last reference, the default model and
  * a model with live sessions are refused, a freed slot is reused, and a model borrowing a
  * tokenizer holds the model it borrows from. */

@@ -1,4 +1,4 @@
-/* test_sessions.c — the session table's owners (server/runtime/exec/sessions.c): another
+/* test_sessions.c — the session table's owners (server/runtime/exec/sessions/sessions.c): another
  * owner's session is an unknown id to acquire, info and delete, its fate told to its owner
  * alone; NULL (the journal's replay) reaches any; quotas count by owner. */
 #include <setjmp.h>

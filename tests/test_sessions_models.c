@@ -1,6 +1,7 @@
-/* test_sessions_models.c — sessions bound to models (server/runtime/exec/sessions_models.c):
- * the binding, eviction within one model's pool (what the scheduler asks when that pool
- * runs dry), and the 404 of a journaled session not restored for want of its model. */
+/* test_sessions_models.c — sessions bound to models
+ * (server/runtime/exec/sessions/sessions_models.c): the binding, eviction within one model's
+ * pool (what the scheduler asks when that pool runs dry), and the 404 of a journaled session
+ * not restored for want of its model. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -37,6 +37,7 @@
 #include "notify.h"
 #include "reload.h"
 #include "routes.h"
+#include "clock.h"
 
 #define EXIT_USAGE 2
 
@@ -131,12 +132,6 @@ static void request_started(void *ctx, bool light, double waited_s) {
 
 /* ---- run ---------------------------------------------------------------------------------- */
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A session ended (deleted, expired, evicted): the journal says so. */
 static int session_gone(void *ctx, const char *id, char *msg, size_t msglen) {
     kd_app *app = ctx;
@@ -185,7 +180,7 @@ static int open_journal(kd_app *app, char *err, size_t errlen) {
                             .m = app->models.n > 1 ? NULL : dm->m,
                             .node_id = c->node_id,
                             .max_sessions = c->max_sessions};
-    const double t0 = now_s();
+    const double t0 = kd_now_s();
     kd_journal *j = kd_journal_open(&jc, replay, app, err, errlen);
     if (!j) return -1;
     kd_journal_stats st;
@@ -193,7 +188,7 @@ static int open_journal(kd_app *app, char *err, size_t errlen) {
     kd_log("journal %s/journal: %llu session%s restored (%llu refused), %zu bytes, journal-fsync "
            "%s, in %.2f s",
            c->state_dir, st.restored, st.restored == 1 ? "" : "s", st.refused, st.bytes,
-           c->journal_fsync, now_s() - t0);
+           c->journal_fsync, kd_now_s() - t0);
     app->journal = j;
     return 0;
 }
@@ -314,9 +309,9 @@ static int serve_until_signal(kd_app *app, kd_http *http, int argc, char **argv)
 
 /* Lets requests in flight finish; false when the timeout (or a second signal) cut it short. */
 static bool drain(kd_app *app, kd_http *http) {
-    const double deadline = now_s() + app->cfg.shutdown_timeout;
+    const double deadline = kd_now_s() + app->cfg.shutdown_timeout;
     while (kd_http_in_flight(http) > 0) {
-        if (now_s() >= deadline) return false;
+        if (kd_now_s() >= deadline) return false;
         const int sig = wait_signal(20);
         if (sig == SIGHUP) {
             kd_reopen_log(app);

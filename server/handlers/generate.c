@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "inputs.h"
 #include "log.h"
 #include "replies.h"
@@ -25,12 +26,6 @@ typedef struct {
     int length0; /* the session's cache length before */
     double t0;
 } generate_job;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static void job_free(generate_job *g) {
     if (g->session) kd_sessions_release(g->work.app->sessions, g->session);
@@ -95,7 +90,7 @@ static int admit(kd_work *w) {
 static int add(kr_sched *ks, kd_work *w, kr_error *err) {
     generate_job *g = (generate_job *)w;
     const int n_new = g->in.n_new;
-    g->t0 = now_ms();
+    g->t0 = kd_now_ms();
     g->s1 = malloc((size_t)(n_new ? n_new : 1) * sizeof *g->s1);
     g->s2 = malloc((size_t)(n_new ? n_new : 1) * sizeof *g->s2);
     if (!g->s1 || !g->s2)
@@ -161,7 +156,7 @@ static void done(kd_work *w, const kr_error *err) {
                                 jmsg);
         return;
     }
-    json_t *body = err->code == 0 ? generate_response(g, now_ms() - g->t0, g->md->m) : NULL;
+    json_t *body = err->code == 0 ? generate_response(g, kd_now_ms() - g->t0, g->md->m) : NULL;
     if (err->code == 0) kd_metrics_add_tokens(app->metrics, (unsigned long long)g->in.n_new);
     if (err->code == 0) kd_model_count_tokens(g->md, (unsigned long long)g->in.n_new);
     const kr_error e = *err;

@@ -31,6 +31,7 @@
 #include "json_fields.h"
 #include "json_out.h"
 #include "log.h"
+#include "clock.h"
 
 #define ALLOW_MAX 64
 #define BIG_BODY  (1u << 20) /* a body this large hands memory back when done */
@@ -102,12 +103,6 @@ void kd_request_owner(const kd_request *r, char *out, size_t n) {
             snprintf(host, sizeof host, "unknown");
     }
     snprintf(out, n, "address %s", host);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* ---- replies ---------------------------------------------------------------------------- */
@@ -293,9 +288,7 @@ static void refuse_over_budget(kd_request *r, size_t want) {
 /* After a burst of large bodies (and their parsed trees, freed by now), the heap's free
  * pages go back to the system, at most once a second: glibc keeps them otherwise. */
 static void hand_back_memory(kd_http *h) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    const long long now = (long long)kd_now_ms();
     long long last = atomic_load(&h->last_trim_ms);
     if (now - last < 1000 && atomic_load(&h->body_bytes) > 0) return;
     if (!atomic_compare_exchange_strong(&h->last_trim_ms, &last, now)) return;
@@ -495,7 +488,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         r->http = h;
         r->conn = conn;
-        r->t0 = now_s();
+        r->t0 = kd_now_s();
         snprintf(r->method, sizeof r->method, "%s", method);
         assign_id(h, r);
         atomic_fetch_add(&h->in_flight, 1);
@@ -537,7 +530,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     kd_http *h = cls;
     kd_request *r = *con_cls;
     if (!r) return;
-    const double secs = now_s() - r->t0;
+    const double secs = kd_now_s() - r->t0;
     kd_metrics_observe(h->app->metrics, r->endpoint, r->status, secs);
     if (r->key) kd_metrics_key_request(h->app->metrics, r->key->slot);
     if (r->mc.model) kd_model_count_request(r->mc.model);
@@ -590,11 +583,11 @@ kd_http *kd_http_start(kd_app *app, const kd_router *router, char *err, size_t e
     const int fd = kd_listen(c->host, c->port, &v6, err, errlen);
     if (fd < 0) return NULL;
     kd_http *h = calloc(1, sizeof *h);
-    if (!h ||
-        !(h->guard = kd_guard_start(c->read_timeout, c->connection_timeout, c->max_connections))) {
+    if (!h) snprintf(err, errlen, "http: out of memory");
+    if (!h || !(h->guard = kd_guard_start(c->read_timeout, c->connection_timeout,
+                                          c->max_connections, err, errlen))) {
         free(h);
         close(fd);
-        snprintf(err, errlen, "http: out of memory (or no thread) for the connection guard");
         return NULL;
     }
     h->app = app;

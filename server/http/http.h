@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "app.h"
+#include "model_field.h"
 
 typedef struct kd_http kd_http;
 typedef struct kd_request kd_request;
@@ -25,7 +26,7 @@ typedef enum { KD_REPLIED, KD_DEFERRED } kd_outcome;
 typedef struct kd_route kd_route;
 
 /* What http asks of the router (all called on HTTP threads, concurrently). */
-typedef struct {
+typedef struct kd_router {
     /* The route for method and path. NULL with *status 404, or 405 and the allowed methods
      * in allow ("GET, DELETE"). *endpoint is the metrics label's index either way. */
     const kd_route *(*match)(const char *method, const char *path, int *endpoint, int *status,
@@ -112,17 +113,7 @@ bool kd_request_is_admin(const kd_request *r);
 void *kd_request_connection(const kd_request *r);
 void kd_reply_response(kd_request *r, int status, void *mhd_response);
 
-/* The model a request names: its "model" field (a JSON body's, taken out of it by
- * kd_request_json; a text/csv body's query parameter, set by the query's reader), NULL when
- * none; and the model it runs on once chosen, which every 2xx answer then names: a JSON
- * object's "model" field ({"id", "hash"}), other bodies' Kronos-Model and Kronos-Model-Hash
- * headers. */
-void kd_request_set_model_name(kd_request *r, const char *name);
-const char *kd_request_model_name(const kd_request *r);
-const char *kd_request_model_hash(const kd_request *r); /* {"id", "hash"}'s hash, or NULL */
-/* r holds a reference on its model (kd_models_hold) until another is set or it ends. */
-void kd_request_set_model(kd_request *r, const kd_model *md);
-const kd_model *kd_request_model(const kd_request *r);
+/* A request's model: model_field.h. */
 /* Suspends r until another thread replies: call it before handing the work over (so the
  * reply always finds r suspended), then return KD_DEFERRED; r is no longer the handler's. */
 void kd_request_suspend(kd_request *r);

@@ -1,5 +1,5 @@
-/* model_field.c — kd_model_field_take (model_field.h), and a request's model as http.h's
- * accessors show it. */
+/* model_field.c — kd_model_field_take, and a request's model as its accessors show it
+ * (model_field.h). */
 #include "model_field.h"
 
 #include <stdio.h>

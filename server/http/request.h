@@ -8,16 +8,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "app.h"
 #include "guard.h"
-#include "http.h"
-#include "model_field.h"
+#include "keys.h"
+#include "models.h"
 
 #define REQUEST_ID_MAX 64
 #define METHOD_MAX     16
 
+/* What a request says of its model, and the model it runs on (model_field.h's accessors
+ * read and set it). */
+typedef struct {
+    char name[KD_MODEL_ID_MAX + 2]; /* its "model" field ("": none given) */
+    char hash[72];                  /* the hash that field gave ("": none) */
+    const kd_model *model;          /* the model it runs on (its answer names it) */
+} kd_model_choice;
+
 struct kd_http {
     kd_app *app;
-    const kd_router *router;
+    const struct kd_router *router;
     struct MHD_Daemon *daemon;
     kd_guard *guard;
     unsigned port;
@@ -29,12 +38,12 @@ struct kd_http {
 };
 
 struct kd_request {
-    kd_http *http;
+    struct kd_http *http;
     struct MHD_Connection *conn;
     char id[REQUEST_ID_MAX + 1];
     char method[METHOD_MAX];
     char *path;
-    const kd_route *route;
+    const struct kd_route *route;
     int endpoint;
     double t0;
     char *body;

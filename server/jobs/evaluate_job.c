@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "evaluate_series_json.h"
 #include "json_out.h"
@@ -50,12 +51,6 @@ typedef struct evaluate_job {
     bool wants_stream;
     kd_stream *stream; /* progress events, then the result; the request is then its */
 } evaluate_job;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 static void job_free(evaluate_job *j) {
     kr_series_free(j->series);
@@ -108,7 +103,7 @@ static void finish_stream(evaluate_job *j, json_t *body, const kr_error *e) {
 /* Every series' scores, then the answer: one series', or theirs with the cross-section;
  * NULL with *e set when scoring failed, or with *e clear when out of memory. */
 static json_t *answer(evaluate_job *j, kr_error *e) {
-    const double elapsed = now_ms() - j->t0;
+    const double elapsed = kd_now_ms() - j->t0;
     long long tokens = 0;
     for (int i = 0; i < j->set.n; i++) {
         if (kr_evaluation_finish(&j->evs[i], &j->set.in[i].req, e) < 0) return NULL;
@@ -154,7 +149,7 @@ static void finish(evaluate_job *j) {
 static void progress(evaluate_job *j) {
     char data[128];
     snprintf(data, sizeof data, "{\"done\":%d,\"total\":%d,\"elapsed_ms\":%.1f}", j->done,
-             j->origins, now_ms() - j->t0);
+             j->origins, kd_now_ms() - j->t0);
     kd_stream_event(j->stream, "progress", data);
 }
 
@@ -163,9 +158,7 @@ static void progress(evaluate_job *j) {
 static int check(void *ctx) {
     evaluate_job *j = ctx;
     if (!j->stream) return kd_work_check(&j->work);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 > j->work.deadline) return KR_E_DEADLINE;
+    if (kd_now_s() > j->work.deadline) return KR_E_DEADLINE;
     return kd_stream_closed(j->stream) ? KR_E_CANCELLED : 0;
 }
 
@@ -443,7 +436,7 @@ static kd_outcome submit_set(kd_app *app, kd_request *r, kd_evaluate_series_inpu
     j->wants_stream = stream;
     j->md = kd_request_model(r) ? kd_request_model(r) : &app->models.v[0];
     kd_models_hold(&app->models, j->md); /* a streamed job may outlive its request */
-    j->t0 = now_ms();
+    j->t0 = kd_now_ms();
     kd_work_init(&j->work, &ops, app, r, j->set.in[0].timeout_ms); /* shared */
     for (int i = 0; i < j->set.n; i++)
         j->set.in[i].req.cancel = j->work.cancel;

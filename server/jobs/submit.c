@@ -8,13 +8,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "clock.h"
 #include "replies.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void kd_work_init(kd_work *w, const kd_work_ops *ops, kd_app *app, kd_request *r,
                   long long timeout_ms) {
@@ -23,7 +18,7 @@ void kd_work_init(kd_work *w, const kd_work_ops *ops, kd_app *app, kd_request *r
     w->ops = ops;
     w->app = app;
     w->r = r;
-    w->deadline = now_s() + (double)ms / 1e3;
+    w->deadline = kd_now_s() + (double)ms / 1e3;
     w->cancel = (kr_cancel){kd_work_check, w};
 }
 
@@ -40,7 +35,7 @@ void *kd_work_new(size_t size, const kd_work_ops *ops, kd_app *app, kd_request *
 
 int kd_work_check(void *ctx) {
     const kd_work *w = ctx;
-    if (now_s() > w->deadline) return KR_E_DEADLINE;
+    if (kd_now_s() > w->deadline) return KR_E_DEADLINE;
     return kd_request_client_gone(w->r) ? KR_E_CANCELLED : 0;
 }
 

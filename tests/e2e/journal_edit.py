@@ -1,6 +1,6 @@
 """journal_edit.py — reads and damages a kronosd session journal, for tests/e2e/journal.sh.
 
-The format is server/runtime/exec/journal_format.h's: a header ("KRONOSJ1", u64
+The format is server/runtime/exec/journal/journal_format.h's: a header ("KRONOSJ1", u64
 fingerprint, u32 length + description, u32 CRC-32), then records of u32 payload length,
 u32 CRC-32 (zlib's) and the payload (u8 type, u16 length + id, ...), little-endian here.
 

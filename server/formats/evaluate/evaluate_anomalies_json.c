@@ -9,6 +9,14 @@ static int put(json_t *o, const char *key, json_t *v) {
     return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
 }
 
+/* o with list as its last member when rc is 0, else NULL; both are released on failure. */
+static json_t *with_list(json_t *o, int rc, const char *key, json_t *list) {
+    if (rc != 0) json_decref(list);
+    if (rc == 0 && put(o, key, list) == 0) return o;
+    json_decref(o);
+    return NULL;
+}
+
 static json_t *point_json(const kd_evaluate_input *in, const kr_evaluation *ev,
                           const kr_anomaly *p) {
     const size_t at = (size_t)p->origin * ev->horizon + p->step;
@@ -27,14 +35,7 @@ static json_t *point_json(const kd_evaluate_input *in, const kr_evaluation *ev,
              put(o, "actual", kd_eval_real(ev->actual[at])) ||
              put(o, "pit", kd_eval_real(p->pit)) || put(o, "lower", kd_eval_real(p->lower)) ||
              put(o, "upper", kd_eval_real(p->upper));
-    if (rc == 0) {
-        rc = put(o, "outside", outside);
-        outside = NULL;
-    }
-    json_decref(outside);
-    if (rc == 0) return o;
-    json_decref(o);
-    return NULL;
+    return with_list(o, rc, "outside", outside);
 }
 
 json_t *kd_evaluate_anomalies_json(const kd_evaluate_input *in, const kr_evaluation *ev) {
@@ -51,12 +52,5 @@ json_t *kd_evaluate_anomalies_json(const kd_evaluate_input *in, const kr_evaluat
              put(o, "count", json_integer(a->count)) ||
              put(o, "checked", json_integer(a->checked)) ||
              put(o, "rate", kd_eval_real(a->checked ? (double)a->count / a->checked : NAN));
-    if (rc == 0) {
-        rc = put(o, "points", points);
-        points = NULL;
-    }
-    json_decref(points);
-    if (rc == 0) return o;
-    json_decref(o);
-    return NULL;
+    return with_list(o, rc, "points", points);
 }

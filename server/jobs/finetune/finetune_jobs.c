@@ -21,6 +21,7 @@
 #include "finetune_out.h"
 #include "log.h"
 #include "model_dirs.h"
+#include "thread.h"
 
 #define WATCHERS_MAX 16
 
@@ -154,59 +155,33 @@ static int on_progress(void *ctx, const kr_finetune_progress *p) {
  * *cancelled). */
 static int train(run_ctx *c, const char *tmp, bool *cancelled, char *msg, size_t n) {
     job *jb = c->jb;
-    char pred[1200], path[1300];
-    kr_error err = {0};
-    kr_model *base = NULL, *tuned = NULL;
-    kr_train_model *m = NULL;
     kr_finetune_result r = {0};
     json_t *rep = NULL;
     kr_candles *k = calloc((size_t)jb->n, sizeof *k);
+    json_t *members = json_pack("{s:s, s:s}", "job", jb->id, "model", jb->model_id);
     const kd_ft_run run = {jb->base_id, "series",        (const char *const *)jb->names, k, jb->n,
                            &jb->s,      jb->gate_samples};
+    const kd_ft_place place = {jb->tok_dir, jb->pred_dir, tmp, members, on_progress, c};
     int rc = -1;
-    if (!k) return kd_fail(msg, n, "out of memory");
-    for (int i = 0; i < jb->n; i++)
-        kd_candles_link(&jb->series[i], &k[i]);
-    if (kd_ft_prepare_out(jb->tok_dir, tmp, pred, sizeof pred, msg, n)) goto out;
-    if (!(base = kd_model_open(NULL, jb->tok_dir, jb->pred_dir, 512, KR_PREC_F32, KR_PREC_F32,
-                               &err)) ||
-        !(m = kr_train_load(jb->pred_dir, &err)) ||
-        kr_finetune(base, m, k, jb->n, &jb->s, pred, on_progress, c, &r, &err)) {
-        *cancelled = err.code == KR_E_CANCELLED;
-        kd_fail(msg, n, "%s", err.msg);
-        goto out;
-    }
-    if (!(rep = kd_ft_report(&run, &r))) {
+    if (!k || !members) {
         kd_fail(msg, n, "out of memory");
-        goto out;
+    } else {
+        for (int i = 0; i < jb->n; i++)
+            kd_candles_link(&jb->series[i], &k[i]);
+        rc = kd_ft_train(&run, &place, &r, &rep, msg, n);
+        *cancelled = rc == -2;
     }
-    json_object_set_new(rep, "job", json_string(jb->id));
-    json_object_set_new(rep, "model", json_string(jb->model_id));
-    if (jb->gate_samples > 0 && jb->s.predict > 0) {
-        if (!(tuned = kd_model_open(tmp, NULL, NULL, 512, KR_PREC_F32, KR_PREC_F32, &err))) {
-            kd_fail(msg, n, "the tuned model: %s", err.msg);
-            goto out;
-        }
-        if (kd_ft_gate(&run, base, tuned, rep, msg, n)) goto out;
+    if (rc == 0) {
+        pthread_mutex_lock(&c->J->mu);
+        jb->best_step = r.best_step;
+        jb->gate = json_incref(json_object_get(rep, "gate"));
+        pthread_mutex_unlock(&c->J->mu);
     }
-    snprintf(path, sizeof path, "%s/finetune.json", tmp);
-    if (json_dump_file(rep, path, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
-        kd_fail(msg, n, "cannot write %s", path);
-        goto out;
-    }
-    pthread_mutex_lock(&c->J->mu);
-    jb->best_step = r.best_step;
-    jb->gate = json_incref(json_object_get(rep, "gate"));
-    pthread_mutex_unlock(&c->J->mu);
-    rc = 0;
-out:
+    json_decref(members);
     json_decref(rep);
     kr_finetune_result_free(&r);
-    kr_train_free(m);
-    kr_model_free(base);
-    kr_model_free(tuned);
     free(k);
-    return rc;
+    return rc == 0 ? 0 : -1;
 }
 
 /* One job: trained in ROOT/.ID.partial, renamed to ROOT/ID, registered as model ID. */
@@ -478,8 +453,7 @@ kd_ft_jobs *kd_ft_jobs_start(kd_app *app, char *err, size_t errlen) {
     pthread_mutex_init(&J->mu, NULL);
     pthread_cond_init(&J->cv, NULL);
     if (!J->temporary) kd_ft_restore(app, J->root, found, J);
-    if (pthread_create(&J->thread, NULL, trainer, J) != 0) {
-        kd_fail(err, errlen, "finetune: cannot start the training thread");
+    if (kd_thread_start(&J->thread, trainer, J, "finetune", err, errlen) < 0) {
         kd_ft_jobs_free(J);
         return NULL;
     }
@@ -489,10 +463,7 @@ kd_ft_jobs *kd_ft_jobs_start(kd_app *app, char *err, size_t errlen) {
 
 void kd_ft_jobs_stop(kd_ft_jobs *J) {
     if (!J) return;
-    pthread_mutex_lock(&J->mu);
-    J->stop = true;
-    pthread_cond_broadcast(&J->cv);
-    pthread_mutex_unlock(&J->mu);
+    kd_thread_ask_stop(&J->mu, &J->cv, &J->stop);
     if (J->started) pthread_join(J->thread, NULL);
     J->started = false;
     pthread_mutex_lock(&J->mu);

@@ -10,25 +10,12 @@
 #include <sys/stat.h>
 
 #include "fail.h"
-
-char *kd_ft_slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap), *g;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        buf = (g = realloc(buf, cap *= 2)) ? g : (free(buf), NULL);
-    }
-    fclose(f);
-    if (buf) buf[n] = 0, *len = n;
-    return buf;
-}
+#include "model_dirs.h"
+#include "whole_file.h"
 
 static int copy_file(const char *from, const char *to) {
     size_t len;
-    char *b = kd_ft_slurp(from, &len);
+    char *b = kd_read_file(from, &len);
     FILE *f = b ? fopen(to, "wb") : NULL;
     int ok = f && fwrite(b, 1, len, f) == len;
     if (f && fclose(f)) ok = 0;
@@ -134,4 +121,45 @@ int kd_ft_gate(const kd_ft_run *run, const kr_model *base, const kr_model *tuned
                      : NULL;
     if (!g || json_object_set_new(rep, "gate", g)) return kd_fail(err, errlen, "out of memory");
     return 0;
+}
+
+int kd_ft_train(const kd_ft_run *run, const kd_ft_place *p, kr_finetune_result *r, json_t **rep,
+                char *err, size_t errlen) {
+    char pred[1200], path[1300];
+    kr_error ke = {0};
+    kr_model *base = NULL, *tuned = NULL;
+    kr_train_model *m = NULL;
+    int rc = -1;
+    *rep = NULL;
+    if (kd_ft_prepare_out(p->tokenizer_dir, p->out, pred, sizeof pred, err, errlen)) goto out;
+    if (!(base = kd_model_open(NULL, p->tokenizer_dir, p->predictor_dir, 512, KR_PREC_F32,
+                               KR_PREC_F32, &ke)) ||
+        !(m = kr_train_load(p->predictor_dir, &ke)) ||
+        kr_finetune(base, m, run->series, run->n, run->s, pred, p->heard, p->ctx, r, &ke)) {
+        rc = ke.code == KR_E_CANCELLED ? -2 : -1;
+        kd_fail(err, errlen, "%s", ke.msg);
+        goto out;
+    }
+    if (!(*rep = kd_ft_report(run, r)) || (p->members && json_object_update(*rep, p->members))) {
+        kd_fail(err, errlen, "out of memory");
+        goto out;
+    }
+    if (run->gate_samples > 0 && run->s->predict > 0) {
+        if (!(tuned = kd_model_open(p->out, NULL, NULL, 512, KR_PREC_F32, KR_PREC_F32, &ke))) {
+            kd_fail(err, errlen, "the tuned model: %s", ke.msg);
+            goto out;
+        }
+        if (kd_ft_gate(run, base, tuned, *rep, err, errlen)) goto out;
+    }
+    snprintf(path, sizeof path, "%s/finetune.json", p->out);
+    if (json_dump_file(*rep, path, JSON_INDENT(2) | JSON_REAL_PRECISION(9))) {
+        kd_fail(err, errlen, "cannot write %s", path);
+        goto out;
+    }
+    rc = 0;
+out:
+    kr_train_free(m);
+    kr_model_free(base);
+    kr_model_free(tuned);
+    return rc;
 }

@@ -39,7 +39,20 @@ json_t *kd_ft_report(const kd_ft_run *run, const kr_finetune_result *r);
 int kd_ft_gate(const kd_ft_run *run, const kr_model *base, const kr_model *tuned, json_t *rep,
                char *err, size_t errlen);
 
-/* The whole file at path, NUL-terminated (len without it), or NULL (errno says why). */
-char *kd_ft_slurp(const char *path, size_t *len);
+/* Where a run reads its base and writes its result, and who hears of its steps. */
+typedef struct {
+    const char *tokenizer_dir, *predictor_dir; /* the base model's */
+    const char *out;                           /* made by the run as kd_ft_prepare_out makes it */
+    json_t *members;          /* set in finetune.json after the report, before the gate */
+    kr_finetune_report heard; /* each step's numbers; nonzero stops the run (NULL: none) */
+    void *ctx;
+} kd_ft_place;
+
+/* One run: the base loaded, fine-tuned into p->out, the report, the gate when run asks for
+ * one (gate_samples and the settings' predict), and out/finetune.json written. *r and *rep
+ * (the report as written) are the caller's to free, on failure too. 0; -1 with a message;
+ * -2 when p->heard stopped the run. */
+int kd_ft_train(const kd_ft_run *run, const kd_ft_place *p, kr_finetune_result *r, json_t **rep,
+                char *err, size_t errlen);
 
 #endif

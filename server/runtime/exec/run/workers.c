@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "thread.h"
+
 struct kd_workers {
     pthread_mutex_t mu;
     pthread_cond_t ready;
@@ -57,10 +59,9 @@ kd_workers *kd_workers_start(int n, int queue_size, char *err, size_t errlen) {
     pthread_cond_init(&w->ready, NULL);
     w->capacity = queue_size;
     for (int i = 0; i < n; i++) {
-        int rc = pthread_create(&w->threads[i], NULL, worker_main, w);
-        if (rc != 0) {
-            snprintf(err, errlen, "workers: cannot start thread %d of %d: %s", i + 1, n,
-                     strerror(rc));
+        char name[48];
+        snprintf(name, sizeof name, "worker %d of %d", i + 1, n);
+        if (kd_thread_start(&w->threads[i], worker_main, w, name, err, errlen) < 0) {
             kd_workers_stop(w);
             return NULL;
         }
@@ -71,10 +72,7 @@ kd_workers *kd_workers_start(int n, int queue_size, char *err, size_t errlen) {
 
 void kd_workers_stop(kd_workers *w) {
     if (!w) return;
-    pthread_mutex_lock(&w->mu);
-    w->stopping = true;
-    pthread_cond_broadcast(&w->ready);
-    pthread_mutex_unlock(&w->mu);
+    kd_thread_ask_stop(&w->mu, &w->ready, &w->stopping);
     for (int i = 0; i < w->n; i++)
         pthread_join(w->threads[i], NULL);
     pthread_cond_destroy(&w->ready);

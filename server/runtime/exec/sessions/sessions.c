@@ -5,6 +5,7 @@
  * in a ring so that a 404 can say what happened to them. */
 #include "sessions.h"
 
+#include "clock.h"
 #include "hash.h"
 #include "log.h"
 #include "sessions_impl.h"
@@ -17,12 +18,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ids are random, so any mixing will do */
 static size_t bucket_of(const kd_sessions *t, const char *id) {
@@ -284,7 +279,7 @@ kd_session_status kd_sessions_make_room(kd_sessions *t, const char *owner, size_
     kd_session_status st = KD_SESSION_OK;
     kd_session *v;
     pthread_mutex_lock(&t->mu);
-    const double now = now_s();
+    const double now = kd_now_s();
     kr_pool_stats ps;
     kr_pool_stats_get(t->pool, &ps);
     *retry_after = 1;
@@ -446,7 +441,7 @@ kd_session_status kd_sessions_new_with(kd_sessions *t, const kd_session_kind *ki
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(s->id + p + 2 * i, 3, "%02x", raw[i]);
     pthread_mutex_lock(&t->mu);
-    const double now = now_s();
+    const double now = kd_now_s();
     kd_session_status st = room_for(t, owner, now, msg, msglen, retry_after);
     if (st != KD_SESSION_OK) {
         pthread_mutex_unlock(&t->mu);
@@ -481,7 +476,7 @@ kd_session_status kd_sessions_restore(kd_sessions *t, const kd_session_kind *kin
         snprintf(msg, msglen, "the table holds max-sessions (%d) already", t->max);
         st = KD_SESSION_FULL;
     } else {
-        insert(t, s, now_s(), held);
+        insert(t, s, kd_now_s(), held);
         t->created++;
     }
     pthread_mutex_unlock(&t->mu);
@@ -536,7 +531,7 @@ void kd_sessions_release(kd_sessions *t, kd_session *s) {
     s->length = length;
     s->bytes = bytes;
     s->busy = false;
-    s->last_used = now_s();
+    s->last_used = kd_now_s();
     t->busy--;
     lru_push(t, s);
     pthread_mutex_unlock(&t->mu);
@@ -564,7 +559,7 @@ kd_session_status kd_sessions_info(kd_sessions *t, const char *owner, const char
     pthread_mutex_lock(&t->mu);
     kd_session *s = lookup(t, owner, id, &st, msg, msglen);
     if (s) {
-        const double now = now_s();
+        const double now = kd_now_s();
         info->length = s->length;
         info->capacity = s->cache ? kr_cache_capacity(s->cache) : 0;
         info->kind = s->kind;
@@ -602,7 +597,7 @@ kd_session_status kd_sessions_delete(kd_sessions *t, const char *owner, const ch
 int kd_sessions_expire(kd_sessions *t) {
     int n = 0;
     pthread_mutex_lock(&t->mu);
-    const double cutoff = now_s() - t->ttl;
+    const double cutoff = kd_now_s() - t->ttl;
     while (t->lru_head && t->lru_head->last_used <= cutoff) {
         retire(t, t->lru_head, GONE_EXPIRED);
         t->expired++;
@@ -614,7 +609,7 @@ int kd_sessions_expire(kd_sessions *t) {
 
 bool kd_sessions_evict_lru_in(kd_sessions *t, const kr_pool *pool) {
     pthread_mutex_lock(&t->mu);
-    const double now = now_s();
+    const double now = kd_now_s();
     kd_session *v = t->lru_head;
     while (v && now - v->last_used >= t->min_idle && (v->pool ? v->pool : t->pool) != pool)
         v = v->next;
@@ -628,7 +623,7 @@ bool kd_sessions_evict_lru_in(kd_sessions *t, const kr_pool *pool) {
 
 bool kd_sessions_evict_lru(kd_sessions *t) {
     pthread_mutex_lock(&t->mu);
-    kd_session *v = victim(t, "", now_s(), false);
+    kd_session *v = victim(t, "", kd_now_s(), false);
     if (v) evict(t, v);
     pthread_mutex_unlock(&t->mu);
     return v != NULL;

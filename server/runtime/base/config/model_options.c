@@ -104,16 +104,10 @@ int kd_model_options_check(const char *lines, char *err, size_t errlen) {
     return run(lines, &a);
 }
 
-int kd_model_settings_of(const kd_config *c, const char *id, const kd_model_overrides *o,
+int kd_model_settings_of(const char *lines, const char *id, const kd_model_overrides *o,
                          kd_model_settings *s, char *err, size_t errlen) {
-    kr_error ke = {0};
-    /* kd_config_load checked the daemon-wide values */
-    *s = (kd_model_settings){.max_context = c->max_context};
-    if (kr_precision_parse(c->weights, "weights", &s->weights, &ke) != 0 ||
-        kr_kv_precision_parse(c->kv, "kv", &s->kv, &ke) != 0)
-        return kd_fail(err, errlen, "%s", ke.msg);
     apply_ctx a = {id, s, err, errlen};
-    if (run(c->model_option, &a) < 0) return -1;
+    if (run(lines, &a) < 0) return -1;
     if (o && o->has_max_context) s->max_context = o->v.max_context;
     if (o && o->has_weights) s->weights = o->v.weights;
     if (o && o->has_kv) s->kv = o->v.kv;
@@ -136,8 +130,8 @@ static int find_unknown(void *ctx, const char *line) {
     return 1;
 }
 
-bool kd_model_options_unknown(const kd_config *c, bool (*known)(const void *ctx, const char *id),
+bool kd_model_options_unknown(const char *lines, bool (*known)(const void *ctx, const char *id),
                               const void *ctx, char *line, size_t n) {
     unknown_ctx u = {known, ctx, line, n};
-    return each_line(c->model_option, find_unknown, &u) == 1;
+    return each_line(lines, find_unknown, &u) == 1;
 }

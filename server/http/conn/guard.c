@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "clock.h"
+#include "fail.h"
 #include "log.h"
+#include "thread.h"
 
 #define TICK_NS    200000000L /* 0.2 s: how late a deadline may be enforced */
 #define LOG_EVERY  5.0        /* seconds between summary lines while shutting down */
@@ -37,12 +40,6 @@ struct kd_guard {
     double last_log;
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void shut(kd_guarded *c) {
     shutdown(c->fd, SHUT_RDWR);
     c->shut = true;
@@ -51,7 +48,7 @@ static void shut(kd_guarded *c) {
 static void make_room(kd_guard *g);
 
 static void tick(kd_guard *g) {
-    const double now = now_s();
+    const double now = kd_now_s();
     for (kd_guarded *c = g->head.next; c != &g->head; c = c->next) {
         if (c->shut) continue;
         if ((c->deadline > 0 && now >= c->deadline) ||
@@ -85,23 +82,20 @@ static void *run(void *arg) {
     kd_guard *g = arg;
     pthread_mutex_lock(&g->lock);
     while (!g->stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += TICK_NS;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&g->wake, &g->lock, &until);
+        kd_thread_wait(&g->wake, &g->lock, TICK_NS);
         if (!g->stop) tick(g);
     }
     pthread_mutex_unlock(&g->lock);
     return NULL;
 }
 
-kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_connections) {
+kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_connections, char *err,
+                         size_t errlen) {
     kd_guard *g = calloc(1, sizeof *g);
-    if (!g) return NULL;
+    if (!g) {
+        kd_fail(err, errlen, "connection guard: out of memory");
+        return NULL;
+    }
     /* a tenth of the table (at least one place) is kept for newcomers */
     const int reserve = max_connections / 10 > 0 ? max_connections / 10 : 1;
     g->evict_at = max_connections - reserve > 0 ? max_connections - reserve : 1;
@@ -109,8 +103,8 @@ kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_conne
     g->read_timeout = read_timeout;
     g->connection_timeout = connection_timeout;
     pthread_mutex_init(&g->lock, NULL);
-    pthread_cond_init(&g->wake, NULL);
-    if (pthread_create(&g->thread, NULL, run, g) != 0) {
+    kd_thread_cond_init(&g->wake);
+    if (kd_thread_start(&g->thread, run, g, "connection guard", err, errlen) < 0) {
         pthread_cond_destroy(&g->wake);
         pthread_mutex_destroy(&g->lock);
         free(g);
@@ -128,10 +122,7 @@ void kd_guard_set_timeouts(kd_guard *g, int read_timeout, int connection_timeout
 
 void kd_guard_stop(kd_guard *g) {
     if (!g) return;
-    pthread_mutex_lock(&g->lock);
-    g->stop = true;
-    pthread_cond_signal(&g->wake);
-    pthread_mutex_unlock(&g->lock);
+    kd_thread_ask_stop(&g->lock, &g->wake, &g->stop);
     pthread_join(g->thread, NULL);
     while (g->head.next != &g->head) /* none should be left; free them anyway */
         kd_guard_close(g, g->head.next);
@@ -172,7 +163,7 @@ kd_guarded *kd_guard_open(kd_guard *g, int fd) {
     pthread_mutex_lock(&g->lock);
     g->open++;
     make_room(g);
-    c->deadline = now_s() + (g->read_timeout < FIRST_LINE ? g->read_timeout : FIRST_LINE);
+    c->deadline = kd_now_s() + (g->read_timeout < FIRST_LINE ? g->read_timeout : FIRST_LINE);
     c->next = &g->head;
     c->prev = g->head.prev;
     c->prev->next = c;
@@ -195,7 +186,7 @@ void kd_guard_close(kd_guard *g, kd_guarded *c) {
 void kd_guard_request_line(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
-    const double d = now_s() + g->read_timeout;
+    const double d = kd_now_s() + g->read_timeout;
     if (c->first || c->deadline == 0 || d < c->deadline) c->deadline = d;
     c->first = false;
     c->idle_since = 0;
@@ -205,14 +196,14 @@ void kd_guard_request_line(kd_guard *g, kd_guarded *c) {
 void kd_guard_chunked(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
-    c->stall_from = now_s();
+    c->stall_from = kd_now_s();
     pthread_mutex_unlock(&g->lock);
 }
 
 void kd_guard_progress(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
-    if (c->stall_from > 0) c->stall_from = now_s();
+    if (c->stall_from > 0) c->stall_from = kd_now_s();
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -227,7 +218,7 @@ void kd_guard_received(kd_guard *g, kd_guarded *c) {
 void kd_guard_completed(kd_guard *g, kd_guarded *c) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
-    c->idle_since = now_s();
+    c->idle_since = kd_now_s();
     c->deadline = c->idle_since + g->connection_timeout;
     make_room(g);
     pthread_mutex_unlock(&g->lock);

@@ -8,6 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+#include "thread.h"
+
 struct kd_sched {
     kr_sched *ks;
     kd_sched_config cfg;
@@ -39,12 +42,6 @@ struct kd_sched {
     double done_rate, rate_t0;
     int done_since;
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The entry of an owner (a free one taken when it has none); NULL when out of memory. */
 static struct owner_count *owner_entry(kd_sched *s, const char *name) {
@@ -108,7 +105,7 @@ static void job_started(void *tag, bool light, void *ctx) {
     if (req->started) return;
     req->started = true;
     owner_leaves(s, req);
-    if (s->cfg.started) s->cfg.started(s->cfg.ctx, light, now_s() - req->submitted);
+    if (s->cfg.started) s->cfg.started(s->cfg.ctx, light, kd_now_s() - req->submitted);
 }
 
 static bool make_room_in(kr_pool *pool, void *ctx) {
@@ -146,7 +143,7 @@ static void drop_model(kd_sched *s, const kr_model *m) {
 static void *run(void *arg) {
     kd_sched *s = arg;
     kr_sched_stats ks;
-    s->rate_t0 = now_s();
+    s->rate_t0 = kd_now_s();
     for (;;) {
         pthread_mutex_lock(&s->mu);
         kr_sched_stats_get(s->ks, &ks);
@@ -191,7 +188,7 @@ static void *run(void *arg) {
         }
         kr_sched_step(s->ks);
         kr_sched_stats_get(s->ks, &ks);
-        update_rate(s, now_s());
+        update_rate(s, kd_now_s());
         pthread_mutex_lock(&s->mu);
         const int nm = kr_sched_model_stats_get(s->ks, s->models, KD_SCHED_MODELS_MAX);
         s->n_models = nm < KD_SCHED_MODELS_MAX ? nm : KD_SCHED_MODELS_MAX;
@@ -240,8 +237,7 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->wake, NULL);
-    if (pthread_create(&s->thread, NULL, run, s) != 0) {
-        snprintf(err, errlen, "scheduler: cannot start its thread");
+    if (kd_thread_start(&s->thread, run, s, "scheduler", err, errlen) < 0) {
         kr_sched_free(s->ks);
         free(s);
         return NULL;
@@ -251,10 +247,7 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
 
 void kd_sched_stop(kd_sched *s) {
     if (!s) return;
-    pthread_mutex_lock(&s->mu);
-    s->stopping = true;
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->mu);
+    kd_thread_ask_stop(&s->mu, &s->wake, &s->stopping);
     pthread_join(s->thread, NULL);
     kr_sched_free(s->ks);
     pthread_mutex_destroy(&s->mu);
@@ -289,7 +282,7 @@ int kd_sched_reserve(kd_sched *s, kd_sched_entry *entry, const char *owner) {
 
 void kd_sched_submit(kd_sched *s, kd_sched_entry *entry) {
     entry->next = NULL;
-    entry->submitted = now_s();
+    entry->submitted = kd_now_s();
     entry->started = false;
     pthread_mutex_lock(&s->mu);
     if (s->inbox_tail)

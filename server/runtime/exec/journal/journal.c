@@ -18,6 +18,7 @@
 
 #include "journal_scan.h"
 #include "log.h"
+#include "thread.h"
 
 #define FRAME KD_JOURNAL_FRAME
 
@@ -328,18 +329,13 @@ kd_journal *kd_journal_open(const kd_journal_config *cfg, kd_replay_fn replay, v
     j->policy = cfg->fsync;
     j->rewrite_min = cfg->rewrite_min;
     pthread_mutex_init(&j->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    kd_thread_cond_init(&j->wake);
     if (open_paths(j, cfg->dir, err, errlen) < 0 ||
         load_file(j, cfg, replay, ctx, err, errlen) < 0) {
         kd_journal_close(j);
         return NULL;
     }
-    if (pthread_create(&j->flusher, NULL, flusher_main, j) != 0) {
-        snprintf(err, errlen, "journal: cannot start its thread");
+    if (kd_thread_start(&j->flusher, flusher_main, j, "journal", err, errlen) < 0) {
         kd_journal_close(j);
         return NULL;
     }
@@ -467,10 +463,7 @@ static void *flusher_main(void *arg) {
     kd_journal *j = arg;
     pthread_mutex_lock(&j->mu);
     while (!j->stopping) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&j->wake, &j->mu, &ts);
+        kd_thread_wait(&j->wake, &j->mu, 1000000000L);
         if (j->policy == KD_FSYNC_EVERYSEC && sync_now(j) < 0) {
             j->st.errors++;
             kd_log("journal: cannot sync %s: %s", j->path, strerror(errno));
@@ -497,10 +490,7 @@ void kd_journal_stats_get(kd_journal *j, kd_journal_stats *st) {
 void kd_journal_close(kd_journal *j) {
     if (!j) return;
     if (j->flusher_started) {
-        pthread_mutex_lock(&j->mu);
-        j->stopping = true;
-        pthread_cond_signal(&j->wake);
-        pthread_mutex_unlock(&j->mu);
+        kd_thread_ask_stop(&j->mu, &j->wake, &j->stopping);
         pthread_join(j->flusher, NULL);
     }
     if (j->fd >= 0) {

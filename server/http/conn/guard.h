@@ -21,11 +21,15 @@
 #ifndef KD_GUARD_H
 #define KD_GUARD_H
 
+#include <stddef.h>
+
 typedef struct kd_guard kd_guard;
 typedef struct kd_guarded kd_guarded; /* one connection */
 
-/* NULL when out of memory or the thread cannot start. max_connections: the table's size. */
-kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_connections);
+/* NULL with a message in err when out of memory or the thread cannot start.
+ * max_connections: the table's size. */
+kd_guard *kd_guard_start(int read_timeout, int connection_timeout, int max_connections, char *err,
+                         size_t errlen);
 void kd_guard_set_timeouts(kd_guard *g, int read_timeout, int connection_timeout);
 /* Stops the thread and frees g; every connection must be closed. */
 void kd_guard_stop(kd_guard *g);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clock.h"
 #include "model_fingerprint.h"
 #include "sha256.h"
 
@@ -105,12 +106,6 @@ static int fill_slot(kd_model *md, const char *id, const char *tok, const char *
     if (!md->tokenizer_dir || !md->predictor_dir || !md->counts)
         return kd_fail(err, errlen, "out of memory");
     return 0;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* The listed model of this id; with lock held (or before serving). */
@@ -223,6 +218,16 @@ static int tokenizer_root(const kd_models *ms, int i) {
     return -1;
 }
 
+/* The settings c gives every model (kd_config_load checked them). */
+static int daemon_wide(const kd_config *c, kd_model_settings *s, char *err, size_t errlen) {
+    kr_error ke = {0};
+    *s = (kd_model_settings){.max_context = c->max_context};
+    if (kr_precision_parse(c->weights, "weights", &s->weights, &ke) != 0 ||
+        kr_kv_precision_parse(c->kv, "kv", &s->kv, &ke) != 0)
+        return kd_fail(err, errlen, "%s", ke.msg);
+    return 0;
+}
+
 /* Model i hashed, loaded with its settings (sharing a loaded model's tokenizer when its
  * files and weights are the same, a shared tokenizer keeping the packing it was loaded
  * with: a reference on that model), fingerprinted, its pool made. */
@@ -230,7 +235,8 @@ static int load_one(kd_models *ms, int i, const kd_config *c, const kd_model_ove
                     char *err, size_t errlen) {
     kd_model *md = &ms->v[i];
     kr_error ke = {0};
-    if (kd_model_settings_of(c, md->id, o, &md->set, err, errlen) < 0 ||
+    if (daemon_wide(c, &md->set, err, errlen) < 0 ||
+        kd_model_settings_of(c->model_option, md->id, o, &md->set, err, errlen) < 0 ||
         hash_model(md, err, errlen) < 0)
         return -1;
     pthread_mutex_lock(&ms->lock);
@@ -281,7 +287,7 @@ int kd_models_load(kd_models *ms, const kd_config *c, char *err, size_t errlen) 
     }
     int rc = list_models(ms, c, err, errlen);
     char line[256];
-    if (rc == 0 && kd_model_options_unknown(c, is_listed, ms, line, sizeof line)) {
+    if (rc == 0 && kd_model_options_unknown(c->model_option, is_listed, ms, line, sizeof line)) {
         char ids[512];
         kd_models_ids(ms, ids, sizeof ids);
         rc = kd_fail(err, errlen, "model-option '%s': no model of that id (the models: %s)", line,
@@ -368,7 +374,7 @@ static kd_model_add_result add_parts(kd_models *ms, const kd_config *c, const ch
             kd_model *md = &ms->v[i];
             md->used = md->live = true;
             md->refs = 1; /* the caller's */
-            md->last_used = now_s();
+            md->last_used = kd_now_s();
             ms->loads++;
             if (ms->n < i + 1) ms->n = i + 1;
             *out = md;
@@ -484,7 +490,7 @@ const kd_model *kd_models_acquire(kd_models *ms, const char *id) {
     kd_model *md = id ? find_live(ms, id) : &ms->v[0];
     if (md) {
         md->refs++;
-        md->last_used = now_s();
+        md->last_used = kd_now_s();
     }
     pthread_mutex_unlock(&ms->lock);
     return md;

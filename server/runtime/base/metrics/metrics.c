@@ -203,6 +203,39 @@ static void by_source(FILE *f, const char *name, const char *help, unsigned long
             append);
 }
 
+/* Which figure of each model a per-model series reports. */
+typedef enum {
+    MODEL_REQUESTS,
+    MODEL_TOKENS,
+    MODEL_BYTES,
+    MODEL_STEPS,
+    MODEL_STEP_ROWS,
+    MODEL_STEP_SECONDS
+} model_figure;
+
+/* The counted figures of a model (all but its step seconds). */
+static unsigned long long model_count(const kd_model_served *s, model_figure which) {
+    return which == MODEL_REQUESTS ? s->requests
+           : which == MODEL_TOKENS ? s->tokens
+           : which == MODEL_BYTES  ? (unsigned long long)s->bytes
+           : which == MODEL_STEPS  ? s->steps
+                                   : s->step_rows;
+}
+
+/* One series labelled by model id, a sample per listed model. */
+static void by_model(FILE *f, const kd_gauges *g, const char *name, const char *type,
+                     const char *help, model_figure which) {
+    header(f, name, type, help);
+    for (int i = 0; i < g->n_models; i++) {
+        const kd_model_served *s = &g->models[i];
+        fprintf(f, "%s{model=\"%s\"} ", name, s->id);
+        if (which == MODEL_STEP_SECONDS)
+            fprintf(f, "%.6f\n", s->step_seconds);
+        else
+            fprintf(f, "%llu\n", model_count(s, which));
+    }
+}
+
 /* The sessions' gauges and counters, and the journal's when there is one. */
 static void render_sessions(FILE *f, const kd_gauges *g) {
     gauge(f, "kronosd_sessions", "gauge", "Sessions held.", (unsigned long long)g->sessions);
@@ -285,42 +318,29 @@ char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {
     header(f, "kronosd_key_sessions", "gauge", "Sessions held, by the name of the API key.");
     for (int i = 0; i < g->n_keys; i++)
         fprintf(f, "kronosd_key_sessions{key=\"%s\"} %d\n", g->keys[i].name, g->keys[i].sessions);
-    header(f, "kronosd_model_requests_total", "counter",
-           "Requests answered, by the model they ran on (its id).");
-    for (int i = 0; i < g->n_models; i++)
-        fprintf(f, "kronosd_model_requests_total{model=\"%s\"} %llu\n", g->models[i].id,
-                g->models[i].requests);
-    header(f, "kronosd_model_generated_tokens_total", "counter",
-           "Token pairs generated (forecast paths' steps and /generate), by model.");
-    for (int i = 0; i < g->n_models; i++)
-        fprintf(f, "kronosd_model_generated_tokens_total{model=\"%s\"} %llu\n", g->models[i].id,
-                g->models[i].tokens);
+    by_model(f, g, "kronosd_model_requests_total", "counter",
+             "Requests answered, by the model they ran on (its id).", MODEL_REQUESTS);
+    by_model(f, g, "kronosd_model_generated_tokens_total", "counter",
+             "Token pairs generated (forecast paths' steps and /generate), by model.",
+             MODEL_TOKENS);
     gauge(f, "kronosd_models_loaded", "gauge", "Models listed (GET /models).",
           (unsigned long long)g->n_models);
-    header(f, "kronosd_model_bytes", "gauge",
-           "Weight bytes each listed model holds itself (a shared tokenizer counted once).");
-    for (int i = 0; i < g->n_models; i++)
-        fprintf(f, "kronosd_model_bytes{model=\"%s\"} %zu\n", g->models[i].id, g->models[i].bytes);
+    by_model(f, g, "kronosd_model_bytes", "gauge",
+             "Weight bytes each listed model holds itself (a shared tokenizer counted once).",
+             MODEL_BYTES);
     gauge(f, "kronosd_model_loads_total", "counter", "Models loaded while serving (POST /models).",
           g->model_loads);
     gauge(f, "kronosd_model_unloads_total", "counter",
           "Models unloaded while serving (DELETE /models/{id}).", g->model_unloads);
-    header(f, "kronosd_model_scheduler_steps_total", "counter",
-           "Scheduler steps that ran any of the model's rows, by model.");
-    for (int i = 0; i < g->n_models; i++)
-        fprintf(f, "kronosd_model_scheduler_steps_total{model=\"%s\"} %llu\n", g->models[i].id,
-                g->models[i].steps);
-    header(f, "kronosd_model_scheduler_rows_total", "counter",
-           "Rows (decode, prefill, recompute) the scheduler's steps ran, by model.");
-    for (int i = 0; i < g->n_models; i++)
-        fprintf(f, "kronosd_model_scheduler_rows_total{model=\"%s\"} %llu\n", g->models[i].id,
-                g->models[i].step_rows);
-    header(f, "kronosd_model_scheduler_step_seconds_total", "counter",
-           "Seconds of the model's forward passes in the scheduler's steps (its rows' append "
-           "and s2 heads), by model; divided by its steps, its mean step time.");
-    for (int i = 0; i < g->n_models; i++)
-        fprintf(f, "kronosd_model_scheduler_step_seconds_total{model=\"%s\"} %.6f\n",
-                g->models[i].id, g->models[i].step_seconds);
+    by_model(f, g, "kronosd_model_scheduler_steps_total", "counter",
+             "Scheduler steps that ran any of the model's rows, by model.", MODEL_STEPS);
+    by_model(f, g, "kronosd_model_scheduler_rows_total", "counter",
+             "Rows (decode, prefill, recompute) the scheduler's steps ran, by model.",
+             MODEL_STEP_ROWS);
+    by_model(f, g, "kronosd_model_scheduler_step_seconds_total", "counter",
+             "Seconds of the model's forward passes in the scheduler's steps (its rows' append "
+             "and s2 heads), by model; divided by its steps, its mean step time.",
+             MODEL_STEP_SECONDS);
     header(f, "kronosd_kernels_info", "gauge",
            "Always 1; the label names the SIMD level of kronosd's own kernels.");
     fprintf(f, "kronosd_kernels_info{simd=\"%s\"} 1\n", kr_simd_name(kr_simd_level()));

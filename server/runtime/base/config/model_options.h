@@ -7,7 +7,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
 #include "kronos.h"
 
 #define KD_MODEL_OPTION_KEYS "max-context, weights or kv"
@@ -26,13 +25,13 @@ typedef struct {
 /* Every line of lines ("ID:KEY=VALUE", one a line; NULL: none) well formed: an id, a key
  * of KD_MODEL_OPTION_KEYS, a value that key takes. -1 with err naming the line. */
 int kd_model_options_check(const char *lines, char *err, size_t errlen);
-/* The settings of model id: c's daemon-wide values, then c's model-option lines naming id,
+/* The settings of model id: s holds the daemon-wide values, then the lines naming id apply
  * in order (a later line wins), then o's fields (o may be NULL). */
-int kd_model_settings_of(const kd_config *c, const char *id, const kd_model_overrides *o,
+int kd_model_settings_of(const char *lines, const char *id, const kd_model_overrides *o,
                          kd_model_settings *s, char *err, size_t errlen);
-/* The first model-option line of c whose id known(ctx, id) does not know, copied into line
- * (n bytes); false when every line names a known model. */
-bool kd_model_options_unknown(const kd_config *c, bool (*known)(const void *ctx, const char *id),
+/* The first of lines whose id known(ctx, id) does not know, copied into line (n bytes);
+ * false when every line names a known model. */
+bool kd_model_options_unknown(const char *lines, bool (*known)(const void *ctx, const char *id),
                               const void *ctx, char *line, size_t n);
 
 #endif

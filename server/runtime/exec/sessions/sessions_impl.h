@@ -1,6 +1,6 @@
 /* sessions_impl.h — the session table's records, shared by sessions.c (the table, its LRU
  * list, limits and ring of removed ids) and sessions_models.c (each session's model).
- * Internal to runtime/exec. */
+ * Internal to runtime/exec/sessions. */
 #ifndef KD_SESSIONS_IMPL_H
 #define KD_SESSIONS_IMPL_H
 
