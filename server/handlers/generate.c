@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "inputs.h"
+#include "intake.h"
 #include "log.h"
 #include "replies.h"
 #include "submit.h"
