@@ -260,3 +260,8 @@ kd_outcome kd_forecast_work_submit(kd_app *app, kd_request *r, kd_forecast_work 
     const kd_lane lane = f && !f->in[0].req.use_cache ? KD_ON_WORKER : KD_ON_SCHEDULER;
     return kd_submit_for(app, r, f ? &f->work : NULL, refused, lane);
 }
+
+kd_outcome kd_forecast_submit(kd_app *app, kd_request *r, kd_forecast_intake *fi) {
+    kd_forecast_work *f = kd_forecast_work_new(app, fi);
+    return kd_forecast_work_submit(app, r, f, &fi->refused);
+}

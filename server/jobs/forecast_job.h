@@ -28,6 +28,9 @@ void kd_forecast_work_on_series(kd_forecast_work *f, kd_session *session, const 
 typedef int (*kd_forecast_done_fn)(kd_app *app, void *ctx, kd_forecast_input *in,
                                    const kr_forecast_result *res, kr_error *err);
 void kd_forecast_work_on_done(kd_forecast_work *f, kd_forecast_done_fn fn, void *ctx);
+/* POST /forecast's job for r, made of fi and submitted: kd_forecast_work_new, then
+ * kd_forecast_work_submit. */
+kd_outcome kd_forecast_submit(kd_app *app, kd_request *r, kd_forecast_intake *fi);
 /* The job f for r (kd_submit_for: refused, or f NULL, answered): KD_DEFERRED, or
  * KD_REPLIED after a refusal (the job then freed). */
 kd_outcome kd_forecast_work_submit(kd_app *app, kd_request *r, kd_forecast_work *f,

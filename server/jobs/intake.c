@@ -12,6 +12,8 @@
 #include "series_json.h"
 #include "submit.h"
 
+_Static_assert(KD_MSG_MAX <= sizeof((kd_refused *)0)->msg, "a request error fits a refusal");
+
 kd_forecast_limits kd_forecast_limits_of(const kd_app *app) {
     return (kd_forecast_limits){app->cfg.max_candles, app->cfg.max_horizon, app->cfg.max_samples};
 }
@@ -86,7 +88,7 @@ static int read_query(kd_request *r, kd_query *q, kd_refused *refused) {
     q->csv_in = kd_request_is_csv(r);
     q->csv_out = q->known && accept && strstr(accept, "text/csv");
     q->err = refused->msg;
-    q->errlen = sizeof refused->msg;
+    q->errlen = KD_MSG_MAX; /* a request error's message, as every route cuts it */
     if (!(q->opts = json_object())) {
         refuse(refused, KD_NOT_REFUSED, 500, "internal", "out of memory reading the query");
         return -1;
@@ -166,7 +168,7 @@ void kd_intake_end(kd_intake *in) {
 
 int kd_intake_csv_candles(kd_intake *in, int min_count, int max_count, kd_owned_candles *out) {
     if (kd_candles_csv_parse(in->text ? in->text : "", in->len, min_count, max_count, out,
-                             in->refused.msg, sizeof in->refused.msg) == 0)
+                             in->refused.msg, KD_MSG_MAX) == 0)
         return 0;
     kd_refused_set_invalid(&in->refused, NULL);
     return -1;
@@ -179,7 +181,7 @@ static int forecast_one(kd_app *app, kd_intake *in, kd_forecast_intake *fi) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
     const int mc = kr_model_max_context(in->md->m); /* the picked model's */
     char *msg = in->refused.msg;
-    const size_t msglen = sizeof in->refused.msg;
+    const size_t msglen = KD_MSG_MAX;
     kd_forecast_input *one = fi->in;
     if (!in->q.csv_in) {
         if (kd_forecast_request_parse_limited(in->body, mc, &lim, one, msg, msglen) < 0) return -1;
@@ -200,7 +202,7 @@ static int forecast_one(kd_app *app, kd_intake *in, kd_forecast_intake *fi) {
 static int forecast_of(kd_app *app, kd_intake *in, kd_forecast_intake *fi) {
     const kd_forecast_limits lim = kd_forecast_limits_of(app);
     char *msg = in->refused.msg;
-    const size_t msglen = sizeof in->refused.msg;
+    const size_t msglen = KD_MSG_MAX;
     kd_refused_set_invalid(&in->refused, ""); /* each failure below writes its message */
     if (in->body && kd_is_series_request(in->body)) {
         fi->answer = KD_ANSWER_SERIES;
@@ -234,6 +236,60 @@ int kd_intake_forecast(kd_app *app, kd_request *r, kd_forecast_intake *fi) {
         fi->md = in.md;
     }
     fi->refused = in.refused;
+    kd_intake_end(&in);
+    return rc;
+}
+
+/* ---- /evaluate ----------------------------------------------------------------------------- */
+
+/* One evaluation from a JSON body, or from a CSV body and the query, into ev. */
+static int evaluate_one(kd_app *app, kd_intake *in, kd_evaluate_input *ev) {
+    const kd_forecast_limits lim = kd_forecast_limits_of(app);
+    char *msg = in->refused.msg;
+    const size_t msglen = KD_MSG_MAX;
+    if (!in->q.csv_in) return kd_evaluate_request_parse(in->body, &lim, ev, msg, msglen);
+    kd_owned_candles candles;
+    if (kd_intake_csv_candles(in, 2, app->cfg.max_candles, &candles) < 0) return -1;
+    return kd_evaluate_request_with_candles(in->q.opts, &candles, &lim, ev, msg, msglen);
+}
+
+/* The evaluations of what in read: "series" (many, with their cross-section) or one. */
+static int evaluate_of(kd_app *app, kd_intake *in, kd_evaluate_intake *ei) {
+    kd_evaluate_series_input *set = &ei->set;
+    kd_refused_set_invalid(&in->refused, ""); /* each failure below writes its message */
+    ei->series_form = in->body && kd_is_series_request(in->body);
+    if (ei->series_form) {
+        const kd_forecast_limits lim = kd_forecast_limits_of(app);
+        if (kd_evaluate_series_parse(in->body, &lim, set, in->refused.msg, KD_MSG_MAX) < 0)
+            return -1;
+    } else {
+        if (!(set->in = calloc(1, sizeof *set->in))) {
+            refuse(&in->refused, KD_NOT_REFUSED, 500, "internal",
+                   "out of memory queueing the request");
+            return -1;
+        }
+        set->n = 1;
+        if (evaluate_one(app, in, set->in) != 0) {
+            kd_evaluate_series_input_free(set); /* emptied */
+            return -1;
+        }
+    }
+    for (int i = 0; i < set->n; i++) /* a fitted calibration names it, a given one matches */
+        set->in[i].req.model_id = in->md->fp_hex;
+    return 0;
+}
+
+int kd_intake_evaluate(kd_app *app, kd_request *r, kd_evaluate_intake *ei) {
+    kd_intake in;
+    *ei = (kd_evaluate_intake){0};
+    int rc = kd_intake_read(app, r, kd_evaluate_option_names(),
+                            "format: an evaluation is answered as JSON only", &in);
+    if (rc == 0 && (rc = evaluate_of(app, &in, ei)) == 0) {
+        in.refused = (kd_refused){.why = KD_NOT_REFUSED};
+        ei->md = in.md;
+    }
+    ei->stream = in.stream;
+    ei->refused = in.refused;
     kd_intake_end(&in);
     return rc;
 }

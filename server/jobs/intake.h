@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "app.h"
+#include "evaluate_series_json.h"
 #include "forecast_json.h"
 #include "http.h"
 #include "tokens_json.h"
@@ -78,6 +79,19 @@ typedef struct {
 
 /* POST /forecast's request read and built; -1 with fi->refused (nothing then held). */
 int kd_intake_forecast(kd_app *app, kd_request *r, kd_forecast_intake *fi);
+
+/* A /evaluate request built: one evaluation, or a "series" request's (series_form), how it
+ * is answered and the model it runs on. */
+typedef struct {
+    kd_evaluate_series_input set; /* its inputs (kd_evaluate_series_input_free); empty when
+                                     refused */
+    bool series_form, stream;
+    const kd_model *md;
+    kd_refused refused; /* status 0: not refused */
+} kd_evaluate_intake;
+
+/* POST /evaluate's request read and built; -1 with ei->refused (nothing then held). */
+int kd_intake_evaluate(kd_app *app, kd_request *r, kd_evaluate_intake *ei);
 
 /* ---- for the routes that answer as they read -------------------------------------------- */
 

@@ -469,11 +469,11 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
     kd_candle_state_request(st, &in->req); /* a restored session not yet rebuilt: its candles */
     kd_forecast_intake fi = {.in = in, .n = 1, .answer = KD_ANSWER_JSON, .md = md};
     kd_forecast_work *f = kd_forecast_work_new(app, &fi);
-    if (!f) { /* out of memory: answered by the submit path */
+    if (f) {
+        kd_forecast_work_on_series(f, session, st->series); /* NULL: a stateless forecast */
+        if (st->calib) kd_forecast_work_on_done(f, kd_candle_calib_kept, st->calib);
+    } else { /* out of memory: answered by the submit path */
         kd_sessions_release(app->sessions, session);
-        return kd_forecast_work_submit(app, r, NULL, &fi.refused);
     }
-    kd_forecast_work_on_series(f, session, st->series); /* NULL: a stateless forecast */
-    if (st->calib) kd_forecast_work_on_done(f, kd_candle_calib_kept, st->calib);
     return kd_forecast_work_submit(app, r, f, &fi.refused);
 }
