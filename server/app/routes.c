@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "session_handlers.h"
-#include "inputs.h"
+#include "intake.h"
 #include "openapi.h"
 #include "page.h"
 
@@ -53,8 +53,12 @@ static kd_outcome sessions_post(kd_app *app, kd_request *r) {
     size_t len;
     if (!kd_request_body(r, &len)) return kd_handle_session_create(app, r, NULL);
     if (kd_request_is_csv(r)) return kd_handle_candle_session_create(app, r, NULL);
-    json_t *body = kd_request_json(r);
-    if (!body) return KD_REPLIED;
+    kd_refused refused;
+    json_t *body = kd_request_json(r, &refused);
+    if (!body) {
+        kd_reply_refused(r, &refused); /* before either session route reads it: not counted */
+        return KD_REPLIED;
+    }
     const bool candles =
         json_object_get(body, "candles") != NULL || json_object_get(body, "normalization") != NULL;
     const kd_outcome out = candles ? kd_handle_candle_session_create(app, r, body)

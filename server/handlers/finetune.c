@@ -12,7 +12,7 @@
 #include "fail.h"
 #include "finetune_jobs.h"
 #include "finetune_json.h"
-#include "inputs.h"
+#include "intake.h"
 #include "replies.h"
 #include "stream.h"
 #include "submit.h"

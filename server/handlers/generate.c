@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "clock.h"
-#include "inputs.h"
+#include "intake.h"
 #include "log.h"
 #include "replies.h"
 #include "submit.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "inputs.h"
+#include "intake.h"
 #include "log.h"
 #include "submit.h"
 
@@ -135,8 +135,12 @@ static bool admin(kd_app *app, kd_request *r, const char *what) {
 
 kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
     if (!admin(app, r, "POST /models")) return KD_REPLIED;
-    json_t *body = kd_request_json(r);
-    if (!body) return KD_REPLIED;
+    kd_refused refused;
+    json_t *body = kd_request_json(r, &refused);
+    if (!body) {
+        kd_reply_refused(r, &refused);
+        return KD_REPLIED;
+    }
     const char *id = NULL, *path = NULL;
     kd_model_overrides over = {0};
     char msg[KD_MSG_MAX];

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "inputs.h"
+#include "intake.h"
 #include "json_fields.h"
 #include "submit.h"
 #include "tokens_json.h"

@@ -69,10 +69,22 @@ typedef int (*kd_query_fn)(void *ctx, const char *key, size_t key_len, const cha
                            size_t value_len);
 int kd_request_query_each(kd_request *r, kd_query_fn fn, void *ctx);
 
-/* The body as a JSON object, or NULL after replying 400 with what is wrong. Once parsed,
- * the body's text is freed (and its bytes given back to upload-budget): call it once, and
- * pass the object on. */
-json_t *kd_request_json(kd_request *r);
+/* A request refused before any work: its status, error code and message, and the reason
+ * it is counted as (metrics.h; KD_NOT_REFUSED: not counted). Whoever reads a request fills
+ * one; the submit path (or a route that reads its own body) answers it. */
+typedef struct {
+    kd_refusal why;
+    int status; /* 0: not refused */
+    const char *code;
+    char msg[1024];
+} kd_refused;
+
+/* The body as a JSON object (its "model" field taken out, read by kd_request_model_name
+ * and kd_request_model_hash), or NULL with refused (400 or 415, not counted) saying what
+ * is wrong. The tree's candles point into the body's text, which is freed (its bytes given
+ * back to upload-budget) when the request leaves the handler: call it once, and pass the
+ * object on. */
+json_t *kd_request_json(kd_request *r, kd_refused *refused);
 
 /* Replies set the answer of r: on the HTTP thread it is sent when the handler returns; from
  * a worker (after kd_request_defer) it resumes the connection, and r must not be touched
@@ -81,6 +93,8 @@ void kd_reply_json(kd_request *r, int status, json_t *body);
 /* {"error": {"code": code, "message": ...}}; 503 adds Retry-After, 401 WWW-Authenticate. */
 void kd_reply_error(kd_request *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* kd_reply_error with refused's status, code and message (counting is the caller's). */
+void kd_reply_refused(kd_request *r, const kd_refused *refused);
 /* A malloc'd text body, freed by the reply. */
 void kd_reply_text(kd_request *r, int status, const char *content_type, char *text);
 

@@ -1,5 +1,5 @@
 /* model_field.h — a model route's "model" field, taken out of a JSON body before the
- * route's own parser reads it (http.c's kd_request_json), and the request's model as the
+ * route's own parser reads it (request.c's kd_request_json), and the request's model as the
  * handlers read and set it (http.h includes this). */
 #ifndef KD_MODEL_FIELD_H
 #define KD_MODEL_FIELD_H

@@ -1,5 +1,6 @@
 /* request.h — the state the HTTP layer keeps for its daemon and for each request: shared
- * only within server/http (http.c owns it; model_field.c reads and sets a request's model). */
+ * only within server/http (http.c owns it; request.c reads it for the handlers, model_field.c
+ * sets a request's model). */
 #ifndef KD_REQUEST_H
 #define KD_REQUEST_H
 

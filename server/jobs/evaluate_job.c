@@ -421,34 +421,27 @@ static void done(kd_work *w, const kr_error *err) {
 
 static const kd_work_ops ops = {.admit = admit, .add = add, .done = done, .discard = discard};
 
-/* The job of set (taken), or NULL after replying 500. */
-static kd_outcome submit_set(kd_app *app, kd_request *r, kd_evaluate_series_input *set,
-                             bool series_form, bool stream) {
-    evaluate_job *j = calloc(1, sizeof *j);
+/* The job of ei's inputs (taken), or NULL (refused, or out of memory). */
+static evaluate_job *job_new(kd_app *app, kd_evaluate_intake *ei) {
+    evaluate_job *j = ei->refused.status ? NULL : calloc(1, sizeof *j);
     if (!j) {
-        kd_evaluate_series_input_free(set);
-        kd_reply_no_memory(r);
-        return KD_REPLIED;
+        kd_evaluate_series_input_free(&ei->set);
+        return NULL;
     }
-    j->set = *set;
-    memset(set, 0, sizeof *set);
-    j->series_form = series_form;
-    j->wants_stream = stream;
-    j->md = kd_request_model(r) ? kd_request_model(r) : &app->models.v[0];
+    j->set = ei->set;
+    memset(&ei->set, 0, sizeof ei->set);
+    j->series_form = ei->series_form;
+    j->wants_stream = ei->stream;
+    j->md = ei->md ? ei->md : &app->models.v[0];
     kd_models_hold(&app->models, j->md); /* a streamed job may outlive its request */
     j->t0 = kd_now_ms();
-    kd_work_init(&j->work, &ops, app, r, j->set.in[0].timeout_ms); /* shared */
+    kd_work_init(&j->work, &ops, app, NULL, j->set.in[0].timeout_ms); /* r: when submitted */
     for (int i = 0; i < j->set.n; i++)
         j->set.in[i].req.cancel = j->work.cancel;
-    return kd_submit(&j->work, KD_ON_SCHEDULER);
+    return j;
 }
 
-kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream) {
-    kd_evaluate_series_input one = {in, 1, 0};
-    return submit_set(app, r, &one, false, stream);
-}
-
-kd_outcome kd_evaluate_job_submit_series(kd_app *app, kd_request *r, kd_evaluate_series_input *set,
-                                         bool stream) {
-    return submit_set(app, r, set, true, stream);
+kd_outcome kd_evaluate_submit(kd_app *app, kd_request *r, kd_evaluate_intake *ei) {
+    evaluate_job *j = job_new(app, ei);
+    return kd_submit_for(app, r, j ? &j->work : NULL, &ei->refused, KD_ON_SCHEDULER);
 }

@@ -26,15 +26,13 @@
 #include "evaluate_json.h"
 #include "evaluate_series_json.h"
 #include "http.h"
+#include "intake.h"
 
-/* Hands in (malloc'd; the job takes it) to the submit path: KD_DEFERRED, or KD_REPLIED
- * after a refusal (in then freed). */
-kd_outcome kd_evaluate_job_submit(kd_app *app, kd_request *r, kd_evaluate_input *in, bool stream);
-/* The "series" form: every series' origins in the one job (their cost together against
- * max-request-cost and as every origin's class), the series' alignment checked with their
- * plans (kr_cross_section_check), answered with the cross-section. set's inputs are taken
- * (set is then empty). */
-kd_outcome kd_evaluate_job_submit_series(kd_app *app, kd_request *r, kd_evaluate_series_input *set,
-                                         bool stream);
+/* POST /evaluate's job for r, made of ei (its inputs taken: ei->set is empty after) and
+ * submitted (kd_submit_for: refused, or out of memory, answered): KD_DEFERRED, or
+ * KD_REPLIED. The "series" form is every series' origins in the one job (their cost
+ * together against max-request-cost and as every origin's class), the series' alignment
+ * checked with their plans (kr_cross_section_check), answered with the cross-section. */
+kd_outcome kd_evaluate_submit(kd_app *app, kd_request *r, kd_evaluate_intake *ei);
 
 #endif

@@ -212,8 +212,11 @@ static const kd_work_ops ops = {
 
 /* ---- making one --------------------------------------------------------------------------- */
 
-kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
-                                       kd_forecast_answer answer) {
+kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_forecast_intake *fi) {
+    kd_forecast_input *in = fi->in;
+    const int n = fi->n;
+    fi->in = NULL;
+    if (fi->refused.status) return NULL;
     kd_forecast_work *f = calloc(1, sizeof *f);
     if (f) {
         f->in = in;
@@ -229,13 +232,12 @@ kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_request *r, kd_forecast_i
         } else {
             kd_series_inputs_free(in, n);
         }
-        kd_reply_no_memory(r);
         return NULL;
     }
-    f->answer = answer;
-    f->md = kd_request_model(r) ? kd_request_model(r) : &app->models.v[0];
+    f->answer = fi->answer;
+    f->md = fi->md ? fi->md : &app->models.v[0];
     kd_models_hold(&app->models, f->md); /* the job's own: its end is no request's */
-    kd_work_init(&f->work, &ops, app, r, in[0].timeout_ms);
+    kd_work_init(&f->work, &ops, app, NULL, in[0].timeout_ms); /* r: when submitted */
     for (int i = 0; i < n; i++) {
         f->in[i].req.cancel = f->work.cancel;
         f->parts[i] = (forecast_part){{.done = part_done, .request = &f->work.sjob}, f, i};
@@ -253,6 +255,13 @@ void kd_forecast_work_on_done(kd_forecast_work *f, kd_forecast_done_fn fn, void 
     f->done_ctx = ctx;
 }
 
-kd_outcome kd_forecast_work_submit(kd_forecast_work *f) {
-    return kd_submit(&f->work, f->in[0].req.use_cache ? KD_ON_SCHEDULER : KD_ON_WORKER);
+kd_outcome kd_forecast_work_submit(kd_app *app, kd_request *r, kd_forecast_work *f,
+                                   const kd_refused *refused) {
+    const kd_lane lane = f && !f->in[0].req.use_cache ? KD_ON_WORKER : KD_ON_SCHEDULER;
+    return kd_submit_for(app, r, f ? &f->work : NULL, refused, lane);
+}
+
+kd_outcome kd_forecast_submit(kd_app *app, kd_request *r, kd_forecast_intake *fi) {
+    kd_forecast_work *f = kd_forecast_work_new(app, fi);
+    return kd_forecast_work_submit(app, r, f, &fi->refused);
 }

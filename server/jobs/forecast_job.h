@@ -11,19 +11,14 @@
 #include "app.h"
 #include "forecast_json.h"
 #include "http.h"
-
-typedef enum {
-    KD_ANSWER_JSON,   /* one /forecast response */
-    KD_ANSWER_CSV,    /* the same as text/csv */
-    KD_ANSWER_SERIES, /* {"series": [...]} */
-} kd_forecast_answer;
+#include "intake.h"
 
 typedef struct kd_forecast_work kd_forecast_work;
 
-/* A job of the n forecasts in (malloc'd [n]; the job takes it, and frees it with
- * kd_series_inputs_free). NULL after replying 500 (in freed). */
-kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_request *r, kd_forecast_input *in, int n,
-                                       kd_forecast_answer answer);
+/* A job of fi's forecasts, on fi's model (the job takes fi->in: fi->in is NULL after).
+ * NULL when fi was refused or memory ran out (fi->in freed); kd_forecast_work_submit
+ * answers either. */
+kd_forecast_work *kd_forecast_work_new(kd_app *app, kd_forecast_intake *fi);
 /* A session forecast: the forecast continues series (in[0].req already points at its
  * candles), and session (busy for this request) is released when the job ends. */
 void kd_forecast_work_on_series(kd_forecast_work *f, kd_session *session, const kr_series *series);
@@ -33,7 +28,12 @@ void kd_forecast_work_on_series(kd_forecast_work *f, kd_session *session, const 
 typedef int (*kd_forecast_done_fn)(kd_app *app, void *ctx, kd_forecast_input *in,
                                    const kr_forecast_result *res, kr_error *err);
 void kd_forecast_work_on_done(kd_forecast_work *f, kd_forecast_done_fn fn, void *ctx);
-/* kd_submit for it: KD_DEFERRED, or KD_REPLIED after a refusal (the job then freed). */
-kd_outcome kd_forecast_work_submit(kd_forecast_work *f);
+/* POST /forecast's job for r, made of fi and submitted: kd_forecast_work_new, then
+ * kd_forecast_work_submit. */
+kd_outcome kd_forecast_submit(kd_app *app, kd_request *r, kd_forecast_intake *fi);
+/* The job f for r (kd_submit_for: refused, or f NULL, answered): KD_DEFERRED, or
+ * KD_REPLIED after a refusal (the job then freed). */
+kd_outcome kd_forecast_work_submit(kd_app *app, kd_request *r, kd_forecast_work *f,
+                                   const kd_refused *refused);
 
 #endif

@@ -13,15 +13,33 @@
  * idle session is left to evict; returns its last result. */
 int kd_with_room(kd_app *app, int (*call)(void *ctx, kr_error *err), void *ctx, kr_error *err);
 
-/* A session's work (a candle session's creation or append) with its room planned first:
- * kd_sessions_make_room for owner's heap and pool bytes (the plan), then call once, and once
- * more only if a request in flight took the pool meanwhile. Refused: -1 with *refused the
- * table's status, msg and *retry_after (call never made); else call's result, with
- * *refused KD_SESSION_OK, and then the heap reservation is the caller's to end
+/* A session's work (a candle session's creation or append) and the room it plans: owner's
+ * heap and KV pool bytes, and whether it creates the session. */
+typedef struct {
+    const char *owner;
+    size_t heap, pool;
+    bool creating;
+    int (*call)(void *ctx, kr_error *err);
+    void *ctx;
+} kd_room_plan;
+
+#define KD_ROOM_MSG_MAX 512
+
+/* Why the session table made no room: its status (KD_SESSION_OK: it made room), what it
+ * said, and the Retry-After seconds it asks. */
+typedef struct {
+    kd_session_status status;
+    char msg[KD_ROOM_MSG_MAX];
+    int retry_after;
+} kd_room_refusal;
+
+/* plan's work with its room planned first: kd_sessions_make_room for the plan's bytes, then
+ * the call once, and once more only if a request in flight took the pool meanwhile.
+ * Refused: -1 with refused set (the call never made); else the call's result, with
+ * refused->status KD_SESSION_OK, and then the heap reservation is the caller's to end
  * (kd_sessions_unreserve) once the session counts its bytes; refused, nothing stays
  * reserved. */
-int kd_with_planned_room(kd_app *app, const char *owner, size_t heap, size_t pool, bool creating,
-                         int (*call)(void *ctx, kr_error *err), void *ctx, kr_error *err,
-                         kd_session_status *refused, char *msg, size_t msglen, int *retry_after);
+int kd_with_planned_room(kd_app *app, const kd_room_plan *plan, kr_error *err,
+                         kd_room_refusal *refused);
 
 #endif

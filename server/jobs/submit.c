@@ -115,6 +115,18 @@ kd_outcome kd_submit(kd_work *w, kd_lane lane) {
     return KD_DEFERRED;
 }
 
+kd_outcome kd_submit_for(kd_app *app, kd_request *r, kd_work *w, const kd_refused *refused,
+                         kd_lane lane) {
+    const kd_refused no_memory = {KD_NOT_REFUSED, 500, "internal",
+                                  "out of memory queueing the request"};
+    if (refused->status || !w) {
+        kd_refuse_with(app, r, refused->status ? refused : &no_memory);
+        return KD_REPLIED;
+    }
+    w->r = r;
+    return kd_submit(w, lane);
+}
+
 void kd_work_fail(kd_app *app, kd_request *r, const char *what, const kr_error *err) {
     if (err->code == KR_E_DEADLINE) kd_metrics_count(app->metrics, KD_COUNT_TIMED_OUT);
     if (err->code == KR_E_CANCELLED) kd_metrics_count(app->metrics, KD_COUNT_CANCELLED);
@@ -143,10 +155,9 @@ void kd_refuse_error(kd_app *app, kd_request *r, const char *what, const kr_erro
     kd_reply_core_error(r, what, err);
 }
 
-json_t *kd_model_request_json(kd_app *app, kd_request *r) {
-    json_t *body = kd_request_json(r);
-    if (!body) kd_metrics_refuse(app->metrics, KD_REFUSED_INVALID);
-    return body;
+void kd_refuse_with(kd_app *app, kd_request *r, const kd_refused *refused) {
+    kd_metrics_refuse(app->metrics, refused->why);
+    kd_reply_refused(r, refused);
 }
 
 void kd_reply_no_memory(kd_request *r) {

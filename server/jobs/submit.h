@@ -63,6 +63,11 @@ int kd_work_check(void *ctx);
 /* Admission and hand-off (above). KD_DEFERRED: the job is the lane's, and r no longer the
  * handler's; KD_REPLIED: refused, the job discarded. */
 kd_outcome kd_submit(kd_work *w, kd_lane lane);
+/* The same for a job made from an intake before it met its request (the forecast routes',
+ * kd_work_init with r NULL): refused answered and counted when it says so (status != 0),
+ * 500 when w is NULL (out of memory), else w takes r and goes as kd_submit. */
+kd_outcome kd_submit_for(kd_app *app, kd_request *r, kd_work *w, const kd_refused *refused,
+                         kd_lane lane);
 
 /* The end of a job that failed: counts a deadline or a cancellation, and replies by the
  * error table (errors.h), what naming the work ("forecast"). */
@@ -77,8 +82,8 @@ void kd_refuse(kd_app *app, kd_request *r, kd_refusal why, int status, const cha
 void kd_refuse_invalid(kd_app *app, kd_request *r, const char *msg);
 /* A core error before the hand-off: replied and counted by the error table. */
 void kd_refuse_error(kd_app *app, kd_request *r, const char *what, const kr_error *err);
-/* The body as a JSON object, or NULL after replying (400 or 415) and counting it invalid. */
-json_t *kd_model_request_json(kd_app *app, kd_request *r);
+/* What refused says: counted by its reason, and replied. */
+void kd_refuse_with(kd_app *app, kd_request *r, const kd_refused *refused);
 /* 500 internal for memory that a job could not get (not a refusal: the server's fault). */
 void kd_reply_no_memory(kd_request *r);
 

@@ -9,7 +9,7 @@
 
 #include "calib_online_json.h"
 #include "fail.h"
-#include "inputs.h"
+#include "intake.h"
 #include "json_fields.h"
 #include "log.h"
 

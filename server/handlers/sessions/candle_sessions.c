@@ -11,7 +11,7 @@
 
 #include "candle_state.h"
 #include "forecast_job.h"
-#include "inputs.h"
+#include "intake.h"
 #include "json_fields.h"
 #include "log.h"
 #include "replies.h"
@@ -91,9 +91,9 @@ static void reply_created(kd_app *app, kd_request *r, const char *id) {
 }
 
 /* A refusal for want of room or over a limit: the status with its Retry-After. */
-static void reply_refused(kd_request *r, kd_session_status st, const char *msg, int retry_after) {
-    kd_request_set_retry_after(r, retry_after < 1 ? 1 : retry_after);
-    kd_reply_session_error(r, st, msg);
+static void reply_refused(kd_request *r, const kd_room_refusal *refused) {
+    kd_request_set_retry_after(r, refused->retry_after < 1 ? 1 : refused->retry_after);
+    kd_reply_session_error(r, refused->status, refused->msg);
 }
 
 static void create_run(kd_work *w) {
@@ -103,18 +103,17 @@ static void create_run(kd_work *w) {
     kr_error err = {0};
     char id[KD_SESSION_ID_LEN + 1], msg[KD_MSG_MAX];
     char owner[KD_OWNER_MAX + 1];
-    int retry_after = 1;
     kd_request_owner(r, owner, sizeof owner);
     /* the bytes planned, room made, then the series encoded once */
     size_t pool = 0;
     const kd_model *md = c->md;
     const size_t heap = kr_series_bytes_for(md->m, c->view.n, &pool);
-    kd_session_status refused;
-    kd_with_planned_room(app, owner, heap, pool, true, create_series, c, &err, &refused, msg,
-                         sizeof msg, &retry_after);
-    if (refused != KD_SESSION_OK) {
+    const kd_room_plan plan = {owner, heap, pool, true, create_series, c};
+    kd_room_refusal refused;
+    kd_with_planned_room(app, &plan, &err, &refused);
+    if (refused.status != KD_SESSION_OK) {
         create_discard(w);
-        reply_refused(r, refused, msg, retry_after);
+        reply_refused(r, &refused);
         return;
     }
     kr_series *series = c->series;
@@ -134,11 +133,12 @@ static void create_run(kd_work *w) {
     st->series = series;
     st->form = form;
     kd_session *held = NULL;
-    kd_session_status ss = kd_sessions_new_with(app->sessions, &kd_candle_kind, st, owner, id,
-                                                &held, msg, sizeof msg, &retry_after);
+    refused.retry_after = 1;
+    refused.status = kd_sessions_new_with(app->sessions, &kd_candle_kind, st, owner, id, &held,
+                                          refused.msg, sizeof refused.msg, &refused.retry_after);
     kd_sessions_unreserve(app->sessions, heap); /* counted as the session's now */
-    if (ss != KD_SESSION_OK) {                  /* the table freed st */
-        reply_refused(r, ss, msg, retry_after);
+    if (refused.status != KD_SESSION_OK) {      /* the table freed st */
+        reply_refused(r, &refused);
         return;
     }
     kd_models_bind_session(&app->models, md);
@@ -234,21 +234,19 @@ static int build_series(void *ctx, kr_error *err) {
     return 0;
 }
 
-/* Builds a pending session's series, its room planned; KD_SESSION_OK (rc the build's) or a
- * refusal with msg and *retry_after. */
-static kd_session_status ensure_series(kd_app *app, const kd_model *md, candle_state *st,
-                                       const char *owner, int *rc, kr_error *err, char *msg,
-                                       size_t msglen, int *retry_after) {
+/* Builds a pending session's series, its room planned; refused->status KD_SESSION_OK (rc
+ * the build's) or a refusal. */
+static void ensure_series(kd_app *app, const kd_model *md, candle_state *st, const char *owner,
+                          int *rc, kr_error *err, kd_room_refusal *refused) {
     *rc = 0;
-    if (st->series) return KD_SESSION_OK;
+    refused->status = KD_SESSION_OK;
+    if (st->series) return;
     size_t pool = 0;
     const size_t heap = kr_series_bytes_for(md->m, st->pending->n, &pool);
     build_call b = {app, st, md};
-    kd_session_status refused;
-    *rc = kd_with_planned_room(app, owner, heap, pool, false, build_series, &b, err, &refused, msg,
-                               msglen, retry_after);
-    if (refused == KD_SESSION_OK) kd_sessions_unreserve(app->sessions, heap);
-    return refused;
+    const kd_room_plan plan = {owner, heap, pool, false, build_series, &b};
+    *rc = kd_with_planned_room(app, &plan, err, refused);
+    if (refused->status == KD_SESSION_OK) kd_sessions_unreserve(app->sessions, heap);
 }
 
 /* Compared as instants, as a stateless request compares them: the new candles are on the
@@ -273,15 +271,15 @@ static void append_run(kd_work *w) {
     kd_candles_link(&a->candles, &a->view);
     /* the growth planned: the arrays and encoder blocks, and the predictor's window (a new
      * one, beside the old until it is swapped in, once it slides) */
-    char owner[KD_OWNER_MAX + 1], rmsg[KD_MSG_MAX];
+    char owner[KD_OWNER_MAX + 1];
     kd_request_owner(r, owner, sizeof owner);
-    int retry_after = 1, built = 0;
-    const kd_session_status unbuilt =
-        ensure_series(app, md, st, owner, &built, &err, rmsg, sizeof rmsg, &retry_after);
-    if (unbuilt != KD_SESSION_OK || built) {
+    int built = 0;
+    kd_room_refusal refused;
+    ensure_series(app, md, st, owner, &built, &err, &refused);
+    if (refused.status != KD_SESSION_OK || built) {
         append_discard(w);
-        if (unbuilt != KD_SESSION_OK)
-            reply_refused(r, unbuilt, rmsg, retry_after);
+        if (refused.status != KD_SESSION_OK)
+            reply_refused(r, &refused);
         else
             kd_work_fail(app, r, "append", &err);
         return;
@@ -297,12 +295,11 @@ static void append_run(kd_work *w) {
     const size_t pool = shifted || n_after > kr_model_max_context(md->m) ? pool_after
                         : pool_after > pool_now                          ? pool_after - pool_now
                                                                          : 0;
-    kd_session_status refused;
-    const int rc = kd_with_planned_room(app, owner, heap, pool, false, append_candles, a, &err,
-                                        &refused, rmsg, sizeof rmsg, &retry_after);
-    if (refused != KD_SESSION_OK) {
+    const kd_room_plan plan = {owner, heap, pool, false, append_candles, a};
+    const int rc = kd_with_planned_room(app, &plan, &err, &refused);
+    if (refused.status != KD_SESSION_OK) {
         append_discard(w);
-        reply_refused(r, refused, rmsg, retry_after);
+        reply_refused(r, &refused);
         return;
     }
     const kd_time_form old_form = st->form;
@@ -470,12 +467,13 @@ kd_outcome kd_handle_session_forecast(kd_app *app, kd_request *r) {
     }
     /* the request's candles become the series' own */
     kd_candle_state_request(st, &in->req); /* a restored session not yet rebuilt: its candles */
-    kd_forecast_work *f = kd_forecast_work_new(app, r, in, 1, KD_ANSWER_JSON);
-    if (!f) {
+    kd_forecast_intake fi = {.in = in, .n = 1, .answer = KD_ANSWER_JSON, .md = md};
+    kd_forecast_work *f = kd_forecast_work_new(app, &fi);
+    if (f) {
+        kd_forecast_work_on_series(f, session, st->series); /* NULL: a stateless forecast */
+        if (st->calib) kd_forecast_work_on_done(f, kd_candle_calib_kept, st->calib);
+    } else { /* out of memory: answered by the submit path */
         kd_sessions_release(app->sessions, session);
-        return KD_REPLIED;
     }
-    kd_forecast_work_on_series(f, session, st->series); /* NULL: a stateless forecast */
-    if (st->calib) kd_forecast_work_on_done(f, kd_candle_calib_kept, st->calib);
-    return kd_forecast_work_submit(f);
+    return kd_forecast_work_submit(app, r, f, &fi.refused);
 }

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "inputs.h"
+#include "intake.h"
 #include "json_fields.h"
 #include "log.h"
 #include "replies.h"

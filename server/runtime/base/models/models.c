@@ -118,13 +118,12 @@ static kd_model *find_live(const kd_models *ms, const char *id) {
 /* A removed model without references freed, and its reference on the model whose
  * tokenizer it borrowed dropped; with lock held. */
 static void free_if_unused(kd_models *ms, kd_model *md) {
-    if (!md->used || md->live || md->refs > 0) return;
-    const int owner = md->tokenizer_of;
-    if (ms->on_free) ms->on_free(ms->on_free_ctx, md->m);
-    free_slot(md);
-    if (owner >= 0) {
-        ms->v[owner].refs--;
-        free_if_unused(ms, &ms->v[owner]);
+    while (md && md->used && !md->live && md->refs <= 0) {
+        const int owner = md->tokenizer_of;
+        if (ms->on_free) ms->on_free(ms->on_free_ctx, md->m);
+        free_slot(md);
+        md = owner >= 0 ? &ms->v[owner] : NULL; /* the tokenizer's owner: one user fewer */
+        if (md) md->refs--;
     }
 }
 
