@@ -43,7 +43,6 @@ up() {
     PID=$(eval echo "\$PID_$name")
 }
 down9() { kill -KILL "$PID" 2>/dev/null; wait "$PID" 2>/dev/null; }
-sid() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY"; }
 length() {
     http GET "$U/sessions/$1"
     "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1])).get("length", -1))' "$BODY"

@@ -1,4 +1,5 @@
-# lib.sh — shared by the kronosd end-to-end scripts: daemons, HTTP calls, checks.
+# lib.sh — shared by the kronosd end-to-end scripts: daemons, HTTP calls, checks, and the
+# set-up of the scripts about several models (checkpoints, keys, one-model references).
 # Source it after setting KRONOSD (the binary) and SRC (the source tree).
 
 # the interpreter itself: version-manager shims cost a few hundred ms a call
@@ -233,4 +234,95 @@ assert eval(expr), f"{same[0]}: not {expr}"
 assert all(strip(x) == strip(d) for x in ds), f"{same} differ"
 assert strip(json.load(open(other))) != strip(d), f"{other} equals {same[0]}"
 PYEOF
+}
+
+# sid: the session id of the last answer ($BODY).
+sid() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY"; }
+
+# stop NAME: SIGTERM to daemon NAME, and wait for its exit.
+stop() {
+    local pid_var="PID_$1"
+    kill -TERM "${!pid_var}" 2>/dev/null
+    wait "${!pid_var}" 2>/dev/null
+}
+
+# ---- several models (models_check.py recomputes what the daemon says of them) ---------------
+
+# models_check ARGS...: models_check.py (hash, entry, bodies, same, same_forecast, flip).
+models_check() { "$PY" "$SRC/tests/e2e/models_check.py" "$@"; }
+
+# make_model NAME [SHAPE [SEED]]: a random-weight checkpoint by kronos-mkmodel ($KR_MKMODEL)
+# in $WORK/NAME. SHAPE wide (the default), narrow or twin (wide's width, a layer fewer); each
+# has its seed. The script ends with a failure if it cannot be made.
+make_model() {
+    local name=$1 shape=${2:-wide} args
+    case $shape in
+    wide) args=(--d-model 96 --n-layers 3 --n-heads 4 --ff-dim 160 --seed "${3:-5}") ;;
+    narrow) args=(--d-model 48 --n-layers 2 --n-heads 4 --ff-dim 96 --seed "${3:-9}") ;;
+    twin) args=(--d-model 96 --n-layers 2 --n-heads 4 --ff-dim 128 --seed "${3:-7}") ;;
+    *) fail "make_model: no shape $shape"; summary; exit 1 ;;
+    esac
+    "${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}" --out "$WORK/$name" --preset tiny \
+        "${args[@]}" >/dev/null || { fail "kronos-mkmodel $name"; summary; exit 1; }
+}
+
+# share_tokenizer FROM TO: TO's tokenizer files replaced by FROM's (the daemon then loads
+# one tokenizer for both).
+share_tokenizer() { rm -rf "$2/tokenizer" && cp -r "$1/tokenizer" "$2/tokenizer"; }
+
+# make_wide_narrow: models wide and narrow in $WORK, narrow on tiny's tokenizer files (so it
+# shares tiny's tokenizer), and models_check's request bodies.
+make_wide_narrow() {
+    make_model wide
+    make_model narrow narrow
+    share_tokenizer "$MODEL" "$WORK/narrow"
+    models_check bodies "$WORK" "$SRC/tests/data/kline_5min.csv"
+}
+
+# model_keys: alice's API key in $WORK/keys and the admin key in $WORK/admin (the files of
+# --api-key-file and --admin-key-file); their headers in API and ADMIN, JSON's in JSON.
+model_keys() {
+    printf 'alice:alice-key-1\n' >"$WORK/keys"
+    printf 'ops:admin-key-9\n' >"$WORK/admin"
+    API=(-H 'Authorization: Bearer alice-key-1')
+    ADMIN=(-H 'Authorization: Bearer admin-key-9')
+    JSON=(-H 'Content-Type: application/json')
+}
+
+# start_solo ID [ARGS...]: a one-model daemon of model ID (tiny: the test model; another:
+# $WORK/ID), the reference a daemon of several models is compared with; URL_solo_ID.
+start_solo() {
+    local id=$1
+    shift
+    if [ "$id" = tiny ]; then start_only solo_tiny --model "$MODEL" "$@"
+    else start_only "solo_$id" --model "$id=$WORK/$id" "$@"; fi
+}
+
+# with_model FILE ID: FILE's body with "model": ID, in $WORK/with.json
+with_model() {
+    "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['model']=sys.argv[2]; json.dump(d, open(sys.argv[3],'w'))" \
+        "$1" "$2" "$WORK/with.json"
+}
+
+# as_solo LABEL ID URL [CURL ARGS...]: model ID's forecast, series forecast, evaluation,
+# generation and tokenization on URL (the bodies of models_check bodies, naming ID) answer
+# what its one-model daemon (start_solo ID) answers, byte for byte, and name ID.
+as_solo() {
+    local label=$1 id=$2 url=$3 kind route solo="URL_solo_$2" solo_status
+    shift 3
+    for kind in forecast series evaluate generate tokenize; do
+        route=/$kind
+        [ "$kind" = series ] && route=/forecast
+        http POST "${!solo}$route" -H 'Content-Type: application/json' -d @"$WORK/$kind.json"
+        cp "$BODY" "$WORK/solo.out"
+        solo_status=$STATUS
+        with_model "$WORK/$kind.json" "$id"
+        http POST "$url$route" -H 'Content-Type: application/json' "$@" -d @"$WORK/with.json"
+        if [ "$STATUS" = 200 ] && [ "$solo_status" = 200 ] && models_check same "$BODY" "$WORK/solo.out" \
+            && jq_ok "d.get('model_ref', d['model'])['id'] == '$id'"; then
+            pass "$label: $id $kind as its one-model daemon answers"
+        else
+            fail "$label: $id $kind" "$STATUS $(head -c 200 "$BODY") / solo $solo_status $(head -c 200 "$WORK/solo.out")"
+        fi
+    done
 }

@@ -18,31 +18,15 @@
 set -uo pipefail
 KRONOSD=$1
 SRC=$2
-MKMODEL=${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}
 . "$SRC/tests/e2e/lib.sh"
-CHECK="$SRC/tests/e2e/models_check.py"
-
-# stop NAME: SIGTERM, and wait for the exit.
-stop() {
-    local pid_var="PID_$1"
-    kill -TERM "${!pid_var}" 2>/dev/null
-    wait "${!pid_var}" 2>/dev/null
-}
 
 # ---- the models ------------------------------------------------------------------------------
-"$MKMODEL" --out "$WORK/wide" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 --ff-dim 160 \
-    --seed 5 >/dev/null || { fail "kronos-mkmodel wide"; summary; exit 1; }
-"$MKMODEL" --out "$WORK/narrow" --preset tiny --d-model 48 --n-layers 2 --n-heads 4 \
-    --ff-dim 96 --seed 9 >/dev/null || { fail "kronos-mkmodel narrow"; summary; exit 1; }
-rm -rf "$WORK/narrow/tokenizer" && cp -r "$MODEL/tokenizer" "$WORK/narrow/tokenizer"
-"$PY" "$CHECK" bodies "$WORK" "$SRC/tests/data/kline_5min.csv"
+make_wide_narrow
 declare -A DIR=([tiny]="$MODEL" [wide]="$WORK/wide" [narrow]="$WORK/narrow")
 IDS=(tiny wide narrow)
 
 start_daemon multi --model "wide=$WORK/wide" --model "narrow=$WORK/narrow"
-start_only solo_tiny --model "$MODEL"
-start_only solo_wide --model "wide=$WORK/wide"
-start_only solo_narrow --model "narrow=$WORK/narrow"
+for id in "${IDS[@]}"; do start_solo "$id"; done
 
 # ---- the registry ------------------------------------------------------------------------------
 http GET "$URL_multi/models"
@@ -53,7 +37,7 @@ for i in 0 1 2; do
     id=${IDS[$i]}
     "$PY" -c "import json,sys; json.dump(json.load(open(sys.argv[1]))['models'][$i], open(sys.argv[2], 'w'))" \
         "$WORK/models.json" "$WORK/entry_$id.json"
-    out=$("$PY" "$CHECK" entry "$WORK/entry_$id.json" "${DIR[$id]}")
+    out=$(models_check entry "$WORK/entry_$id.json" "${DIR[$id]}")
     [ "$out" = ok ] && pass "$id: hash recomputed from the files, shapes, parameters" \
         || fail "$id: the entry against the files" "$out"
 done
@@ -72,32 +56,10 @@ expect "/model is the default model's view" 200 \
     'd["id"] == "tiny" and d["name"] == "tiny" and len(d["hash"]) == 64'
 
 # ---- the same answers as a one-model daemon ----------------------------------------------------
-# with_model FILE ID: FILE's body with "model": ID, in $WORK/with.json
-with_model() {
-    "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['model']=sys.argv[2]; json.dump(d, open(sys.argv[3],'w'))" \
-        "$1" "$2" "$WORK/with.json"
-}
 # compare_all LABEL: each model's answers on the multi daemon against its solo daemon's
 compare_all() {
-    local label=$1 id route kind
-    for id in "${IDS[@]}"; do
-        local solo="URL_solo_$id"
-        for kind in forecast series evaluate generate tokenize; do
-            route=/$kind
-            [ "$kind" = series ] && route=/forecast
-            http POST "${!solo}$route" -H 'Content-Type: application/json' -d @"$WORK/$kind.json"
-            cp "$BODY" "$WORK/solo.out"
-            local solo_status=$STATUS
-            with_model "$WORK/$kind.json" "$id"
-            http POST "$URL_multi$route" -H 'Content-Type: application/json' -d @"$WORK/with.json"
-            if [ "$STATUS" = 200 ] && [ "$solo_status" = 200 ] && "$PY" "$CHECK" same "$BODY" "$WORK/solo.out" \
-                && jq_ok "d.get('model_ref', d['model'])['id'] == '$id'"; then
-                pass "$label: $id $kind as its one-model daemon answers"
-            else
-                fail "$label: $id $kind" "multi $STATUS $(head -c 200 "$BODY") / solo $solo_status $(head -c 200 "$WORK/solo.out")"
-            fi
-        done
-    done
+    local id
+    for id in "${IDS[@]}"; do as_solo "$1" "$id" "$URL_multi"; done
 }
 compare_all alone
 
@@ -230,7 +192,6 @@ d=json.load(open(sys.argv[1])); c=d['candles']
 json.dump({'candles': {k: v[:60] for k, v in c.items()}}, open(sys.argv[2],'w'))
 json.dump({'candles': {k: v[:60] for k, v in c.items()}, 'model': 'wide'}, open(sys.argv[3],'w'))
 " "$WORK/forecast.json" "$WORK/cs_tiny.json" "$WORK/cs_wide.json"
-sid() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['session'])" "$BODY"; }
 http POST "$URL_durable/sessions" -d @"$WORK/cs_tiny.json"; CS_TINY=$(sid)
 http POST "$URL_durable/sessions" -d @"$WORK/cs_wide.json"; CS_WIDE=$(sid)
 http POST "$URL_durable/sessions" -d '{}'; TS_TINY=$(sid)
@@ -240,8 +201,8 @@ expect "sessions of both models, journaled" 200 'd["model"]["id"] == "wide"'
 http POST "$URL_durable/sessions/$CS_WIDE/forecast" -d '{"horizon": 3, "samples": 2, "seed": 4}'
 cp "$BODY" "$WORK/cs_wide_before.json"
 stop durable
-"$PY" "$CHECK" flip "$WORK/wide2/predictor/model.safetensors"
-NEW_HASH=$("$PY" "$CHECK" hash "$WORK/wide2" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['hash'])")
+models_check flip "$WORK/wide2/predictor/model.safetensors"
+NEW_HASH=$(models_check hash "$WORK/wide2" | "$PY" -c "import json,sys; print(json.load(sys.stdin)['hash'])")
 [ "$NEW_HASH" != "$WIDE_HASH" ] && pass "one weight changed: another hash" || fail "the hash did not change"
 start_daemon durable2 --model "wide=$WORK/wide2" --state-dir "$WORK/state"
 http GET "$URL_durable2/models/wide"
@@ -262,10 +223,10 @@ http GET "$URL_durable2/sessions/$TS_TINY"
 expect "tiny's token session is kept" 200 'd["model"]["id"] == "tiny"'
 stop durable2
 # the files back as they were: the session comes back with its answer
-"$PY" "$CHECK" flip "$WORK/wide2/predictor/model.safetensors"
+models_check flip "$WORK/wide2/predictor/model.safetensors"
 start_daemon durable3 --model "wide=$WORK/wide2" --state-dir "$WORK/state"
 http POST "$URL_durable3/sessions/$CS_WIDE/forecast" -d '{"horizon": 3, "samples": 2, "seed": 4}'
-if [ "$STATUS" = 200 ] && "$PY" "$CHECK" same_forecast "$BODY" "$WORK/cs_wide_before.json"; then
+if [ "$STATUS" = 200 ] && models_check same_forecast "$BODY" "$WORK/cs_wide_before.json"; then
     pass "with wide's files as they were, its session is back with the same forecast"
 else
     fail "wide's session back" "$STATUS $(head -c 300 "$BODY")"

@@ -12,20 +12,10 @@
 set -uo pipefail
 KRONOSD=$1
 SRC=$2
-MKMODEL=${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}
 . "$SRC/tests/e2e/lib.sh"
-CHECK="$SRC/tests/e2e/models_check.py"
-
-stop() {
-    local pid_var="PID_$1"
-    kill -TERM "${!pid_var}" 2>/dev/null
-    wait "${!pid_var}" 2>/dev/null
-}
-sid() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['session'])" "$BODY"; }
 
 cp -r "$MODEL" "$WORK/a"
-"$MKMODEL" --out "$WORK/b" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 --ff-dim 160 \
-    --seed 5 >/dev/null || { fail "kronos-mkmodel b"; summary; exit 1; }
+make_model b
 "$PY" - "$SRC/tests/data/kline_5min.csv" "$WORK" <<'PYEOF'
 import csv, json, sys
 w = sys.argv[2]
@@ -101,7 +91,7 @@ http GET "$URL_j2/sessions/$TS_U"
 expect "the session naming no model is on the default model" 200 'd["model"]["id"] == "a" and d["length"] == 30'
 stop j2
 
-"$PY" "$CHECK" flip "$WORK/a/predictor/model.safetensors"
+models_check flip "$WORK/a/predictor/model.safetensors"
 start_only j3 "${MODELS[@]}"
 http GET "$URL_j3/models/a"
 expect "a's files now hash otherwise" 200 "d['hash'] != '$A_HASH' and d['default']"
@@ -124,7 +114,7 @@ for s in "$CS_A" "$TS_A" "$TS_U"; do
         'd["error"]["code"] == "session_not_found" and "not restored" in d["error"]["message"] and "model" in d["error"]["message"]'
 done
 http POST "$URL_j3/sessions/$CS_B/forecast" -d '{"horizon": 3, "samples": 2, "seed": 4}'
-if [ "$STATUS" = 200 ] && "$PY" "$CHECK" same_forecast "$BODY" "$WORK/cs_b_before.json"; then
+if [ "$STATUS" = 200 ] && models_check same_forecast "$BODY" "$WORK/cs_b_before.json"; then
     pass "b's candle session forecasts the bytes it did before the restart"
 else
     fail "b's candle session" "$STATUS $(head -c 300 "$BODY")"

@@ -15,28 +15,17 @@
 set -uo pipefail
 KRONOSD=$1
 SRC=$2
-MKMODEL=${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}
 . "$SRC/tests/e2e/lib.sh"
-CHECK="$SRC/tests/e2e/models_check.py"
 
-"$MKMODEL" --out "$WORK/wide" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 --ff-dim 160 \
-    --seed 5 >/dev/null || { fail "kronos-mkmodel wide"; summary; exit 1; }
-"$MKMODEL" --out "$WORK/narrow" --preset tiny --d-model 48 --n-layers 2 --n-heads 4 \
-    --ff-dim 96 --seed 9 >/dev/null || { fail "kronos-mkmodel narrow"; summary; exit 1; }
-rm -rf "$WORK/narrow/tokenizer" && cp -r "$MODEL/tokenizer" "$WORK/narrow/tokenizer"
+make_wide_narrow
 # broken: wide's folder with its predictor's weights cut short (the files hash; they do not load)
 cp -r "$WORK/wide" "$WORK/broken"
 head -c 100 "$WORK/wide/predictor/model.safetensors" >"$WORK/broken/predictor/model.safetensors"
-"$PY" "$CHECK" bodies "$WORK" "$SRC/tests/data/kline_5min.csv"
 
-printf 'alice:alice-key-1\n' >"$WORK/keys"
-printf 'ops:admin-key-9\n' >"$WORK/admin"
-API=(-H 'Authorization: Bearer alice-key-1')
-ADMIN=(-H 'Authorization: Bearer admin-key-9')
-JSON=(-H 'Content-Type: application/json')
+model_keys
 start_daemon L --api-key-file "$WORK/keys" --admin-key-file "$WORK/admin"
 start_daemon N
-MODEL="$WORK/wide" start_daemon solo_wide
+start_solo wide
 
 # models_now: GET /models as L answers it, in $WORK/now.json
 models_now() {
@@ -85,14 +74,14 @@ unchanged "after the broken folder"
 http POST "$URL_L/models" "${JSON[@]}" "${ADMIN[@]}" -d "$LOAD_WIDE"
 expect "POST /models with the admin key: 201, its entry" 201 'd["id"] == "wide" and d["default"] is False'
 cp "$BODY" "$WORK/entry_wide.json"
-out=$("$PY" "$CHECK" entry "$WORK/entry_wide.json" "$WORK/wide")
+out=$(models_check entry "$WORK/entry_wide.json" "$WORK/wide")
 [ "$out" = ok ] && pass "wide: hash recomputed from the files, shapes, parameters" \
     || fail "wide: the entry against the files" "$out"
 http POST "$URL_L/models" "${JSON[@]}" "${ADMIN[@]}" -d "{\"path\": \"$WORK/narrow\"}"
 expect "narrow (the folder's name its id) shares tiny's tokenizer" 201 \
     'd["id"] == "narrow" and d["tokenizer"]["shared_with"] == "tiny" and d["bytes"] < 4 * d["parameters"]'
 cp "$BODY" "$WORK/entry_narrow.json"
-out=$("$PY" "$CHECK" entry "$WORK/entry_narrow.json" "$WORK/narrow")
+out=$(models_check entry "$WORK/entry_narrow.json" "$WORK/narrow")
 [ "$out" = ok ] && pass "narrow: its entry against the files" || fail "narrow: entry" "$out"
 models_now
 jq_ok '[m["id"] for m in d["models"]] == ["tiny", "wide", "narrow"]' "$WORK/now.json" \
@@ -107,28 +96,13 @@ expect "a loaded id: 409 model_exists" 409 'd["error"]["code"] == "model_exists"
 unchanged "after the loaded id"
 
 # ---- the loaded model answers as a one-model daemon of it --------------------------------------
-for kind in forecast series evaluate generate tokenize; do
-    route=/$kind
-    [ "$kind" = series ] && route=/forecast
-    http POST "$URL_solo_wide$route" "${JSON[@]}" -d @"$WORK/$kind.json"
-    cp "$BODY" "$WORK/solo.out"
-    solo_status=$STATUS
-    "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['model']='wide'; json.dump(d, open(sys.argv[2],'w'))" \
-        "$WORK/$kind.json" "$WORK/with.json"
-    http POST "$URL_L$route" "${JSON[@]}" "${API[@]}" -d @"$WORK/with.json"
-    if [ "$STATUS" = 200 ] && [ "$solo_status" = 200 ] && "$PY" "$CHECK" same "$BODY" "$WORK/solo.out" \
-        && jq_ok "d.get('model_ref', d['model'])['id'] == 'wide'"; then
-        pass "loaded wide: $kind as its one-model daemon answers"
-    else
-        fail "loaded wide: $kind" "live $STATUS $(head -c 200 "$BODY") / solo $solo_status $(head -c 200 "$WORK/solo.out")"
-    fi
-done
+as_solo "loaded" wide "$URL_L" "${API[@]}"
 # five requests ran on wide, none on narrow: /metrics counts the loaded models too
 wide_n=$(metric "$URL_L" 'kronosd_model_requests_total{model="wide"}' "${API[@]}")
 narrow_n=$(metric "$URL_L" 'kronosd_model_requests_total{model="narrow"}' "${API[@]}")
 [ "$wide_n" = 5 ] && [ "$narrow_n" = 0 ] && pass "/metrics: wide's 5 requests, narrow's 0" \
     || fail "/metrics of the loaded models" "wide '$wide_n', narrow '$narrow_n'"
-grep -q "model wide loaded from $WORK/wide: hash $("$PY" "$CHECK" hash "$WORK/wide" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["hash"])')" "$WORK/L.log" \
+grep -q "model wide loaded from $WORK/wide: hash $(models_check hash "$WORK/wide" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["hash"])')" "$WORK/L.log" \
     && pass "the log names the loaded model and its hash" || fail "log line" "$(tail -5 "$WORK/L.log")"
 
 summary

@@ -7,11 +7,9 @@
 set -uo pipefail
 KRONOSD=$1
 SRC=$2
-MKMODEL=${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}
 . "$SRC/tests/e2e/lib.sh"
 
-"$MKMODEL" --out "$WORK/wide" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 --ff-dim 160 \
-    --seed 5 >/dev/null || { fail "kronos-mkmodel wide"; summary; exit 1; }
+make_model wide
 N_APPEND=24
 N_NEW=6
 "$PY" - "$WORK" "$N_APPEND" "$N_NEW" <<'PYEOF'

@@ -14,12 +14,9 @@
 set -uo pipefail
 KRONOSD=$1
 SRC=$2
-MKMODEL=${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}
 . "$SRC/tests/e2e/lib.sh"
-CHECK="$SRC/tests/e2e/models_check.py"
 
-"$MKMODEL" --out "$WORK/wide" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 --ff-dim 160 \
-    --seed 5 >/dev/null || { fail "kronos-mkmodel wide"; summary; exit 1; }
+make_model wide
 "$PY" - "$SRC/tests/data/kline_5min.csv" "$WORK" <<'PYEOF'
 import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))[:700]
@@ -31,15 +28,13 @@ json.dump(body, open(f"{sys.argv[2]}/tiny.json", "w"))
 json.dump(dict(body, model="wide"), open(f"{sys.argv[2]}/wide.json", "w"))
 json.dump(dict(body, model="wide2"), open(f"{sys.argv[2]}/wide2.json", "w"))
 PYEOF
-printf 'ops:admin-key-9\n' >"$WORK/admin"
-ADMIN=(-H 'Authorization: Bearer admin-key-9')
-JSON=(-H 'Content-Type: application/json')
+model_keys
 
 start_daemon two --workers 1 --admin-key-file "$WORK/admin" --model "wide=$WORK/wide" \
     --model-option tiny:kv=bf16 --model-option wide:max-context=1024 \
     --model-option wide:weights=bf16 --model-option wide:weights=int8
-start_daemon solo_tiny --workers 1 --kv bf16
-start_only solo_wide --workers 1 --model "wide=$WORK/wide" --max-context 1024 --weights int8
+start_solo tiny --workers 1 --kv bf16
+start_solo wide --workers 1 --max-context 1024 --weights int8
 start_only wide512 --workers 1 --model "wide=$WORK/wide" --weights int8
 
 http GET "$URL_two/models"
@@ -54,7 +49,7 @@ grep -q "model wide: hash [0-9a-f]*, [0-9]* parameters, max-context 1024, weight
 
 # same NAME A B: two answers byte for byte (elapsed_ms aside)
 same() {
-    if "$PY" "$CHECK" same "$2" "$3"; then pass "$1"; else
+    if models_check same "$2" "$3"; then pass "$1"; else
         fail "$1" "$(head -c 200 "$2") / $(head -c 200 "$3")"; fi
 }
 forecast() { # URL BODY OUT
@@ -71,7 +66,7 @@ same "tiny (kv bf16) answers what a one-model --kv bf16 daemon answers" \
     "$WORK/f_two_tiny" "$WORK/f_solo_tiny"
 same "wide (max-context 1024, int8) answers what a one-model daemon of those settings answers" \
     "$WORK/f_two_wide" "$WORK/f_solo_wide"
-"$PY" "$CHECK" same "$WORK/f_two_wide" "$WORK/f_wide512" \
+models_check same "$WORK/f_two_wide" "$WORK/f_wide512" \
     && fail "wide's 1024 window is in force: a 512-window daemon answers otherwise" \
     || pass "wide's 1024 window is in force: a 512-window daemon answers otherwise"
 jq_ok 'd["usage"]["weights"] == "int8"' "$WORK/f_two_wide" \

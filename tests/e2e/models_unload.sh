@@ -19,28 +19,20 @@
 set -uo pipefail
 KRONOSD=$1
 SRC=$2
-MKMODEL=${KR_MKMODEL:?KR_MKMODEL names kronos-mkmodel}
 . "$SRC/tests/e2e/lib.sh"
-CHECK="$SRC/tests/e2e/models_check.py"
 
-"$MKMODEL" --out "$WORK/wide" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 --ff-dim 160 \
-    --seed 5 >/dev/null || { fail "kronos-mkmodel wide"; summary; exit 1; }
+make_model wide
 # twin: another predictor on wide's tokenizer files (it borrows wide's tokenizer)
-"$MKMODEL" --out "$WORK/twin" --preset tiny --d-model 96 --n-layers 2 --n-heads 4 --ff-dim 128 \
-    --seed 7 >/dev/null || { fail "kronos-mkmodel twin"; summary; exit 1; }
-rm -rf "$WORK/twin/tokenizer" && cp -r "$WORK/wide/tokenizer" "$WORK/twin/tokenizer"
-"$PY" "$CHECK" bodies "$WORK" "$SRC/tests/data/kline_5min.csv"
+make_model twin twin
+share_tokenizer "$WORK/wide" "$WORK/twin"
+models_check bodies "$WORK" "$SRC/tests/data/kline_5min.csv"
 # long: a forecast long enough to be in flight while the DELETE is answered
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d.update(horizon=120, samples=96, model='wide'); json.dump(d, open(sys.argv[2],'w'))" \
     "$WORK/load.json" "$WORK/long.json"
 "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); d['model']='twin'; json.dump(d, open(sys.argv[2],'w'))" \
     "$WORK/forecast.json" "$WORK/twin_forecast.json"
 
-printf 'alice:alice-key-1\n' >"$WORK/keys"
-printf 'ops:admin-key-9\n' >"$WORK/admin"
-API=(-H 'Authorization: Bearer alice-key-1')
-ADMIN=(-H 'Authorization: Bearer admin-key-9')
-JSON=(-H 'Content-Type: application/json')
+model_keys
 start_daemon L --api-key-file "$WORK/keys" --admin-key-file "$WORK/admin" --max-horizon 256 \
     --max-samples 256 --pool-bytes $((256 << 20))
 
@@ -113,7 +105,7 @@ grep -q "model wide unloaded" "$WORK/L.log" && pass "the log says wide was unloa
 load wide "$WORK/wide"
 expect "wide loaded again: 201, the same hash" 201 "d['hash'] == '$WIDE_HASH'"
 http POST "$URL_L/forecast" "${JSON[@]}" "${API[@]}" -d @"$WORK/long.json"
-[ "$STATUS" = 200 ] && "$PY" "$CHECK" same "$BODY" "$WORK/long.out" \
+[ "$STATUS" = 200 ] && models_check same "$BODY" "$WORK/long.out" \
     && pass "reloaded wide answers the long forecast as before" \
     || fail "reloaded wide's answer" "$STATUS $(head -c 300 "$BODY")"
 
@@ -126,13 +118,13 @@ expect "twin forecasts" 200
 http DELETE "$URL_L/models/wide" "${ADMIN[@]}"
 expect "wide unloaded while twin borrows its tokenizer" 200
 http POST "$URL_L/forecast" "${JSON[@]}" "${API[@]}" -d @"$WORK/twin_forecast.json"
-[ "$STATUS" = 200 ] && "$PY" "$CHECK" same "$BODY" "$WORK/twin_before.out" \
+[ "$STATUS" = 200 ] && models_check same "$BODY" "$WORK/twin_before.out" \
     && pass "twin answers as before, wide gone" || fail "twin after wide's unload" "$STATUS $(head -c 300 "$BODY")"
 load wide "$WORK/wide"
 expect "wide loaded again shares its tokenizer (kept for twin)" 201 \
     "d['hash'] == '$WIDE_HASH' and d['tokenizer']['shared_with'] == 'wide'"
 http POST "$URL_L/forecast" "${JSON[@]}" "${API[@]}" -d @"$WORK/long.json"
-[ "$STATUS" = 200 ] && "$PY" "$CHECK" same "$BODY" "$WORK/long.out" \
+[ "$STATUS" = 200 ] && models_check same "$BODY" "$WORK/long.out" \
     && pass "wide on the kept tokenizer answers as before" || fail "wide on the kept tokenizer" "$STATUS"
 http DELETE "$URL_L/models/twin" "${ADMIN[@]}"
 expect "twin unloaded" 200
@@ -157,10 +149,8 @@ expect "tiny still forecasts" 200 'd["model"]["id"] == "tiny"'
 
 # ---- model-memory-bytes: the least recently used idle model makes room -----------------------
 # b and c: wide's shapes (so its bytes), their own weights and tokenizers
-for m in b:11 c:13; do
-    "$MKMODEL" --out "$WORK/${m%%:*}" --preset tiny --d-model 96 --n-layers 3 --n-heads 4 \
-        --ff-dim 160 --seed "${m##*:}" >/dev/null || fail "kronos-mkmodel ${m%%:*}"
-done
+make_model b wide 11
+make_model c wide 13
 # room for tiny and two of a, b, c
 BUDGET=$((TINY_BYTES + 2 * WIDE_BYTES + WIDE_BYTES / 2))
 start_daemon M --api-key-file "$WORK/keys" --admin-key-file "$WORK/admin" \

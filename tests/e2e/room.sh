@@ -35,7 +35,6 @@ for k, name in enumerate(["open", "high", "low", "close"]):
 c["volume"] = [1000 + 10 * math.cos(i / 7) for i in range(n)]
 json.dump({"candles": c}, open(f"{sys.argv[2]}/c1500.json", "w"))
 EOF
-sid() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY"; }
 FC='{"horizon": 4, "seed": 1}'
 # from ADDR: curl from another loopback address, another owner without an API key
 as() { local addr=$1; shift; http "$@" --interface "$addr"; }
