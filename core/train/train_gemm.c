@@ -29,18 +29,20 @@ typedef struct {
     int rows, cols;
 } tr_job;
 
-/* out[c][r] = in[r][c], one band of TILE rows of out an item */
-static void transpose_band(void *ctx, int item, int worker) {
-    (void)worker;
-    const tr_job *j = ctx;
-    int c0 = item * TILE, c1 = c0 + TILE < j->cols ? c0 + TILE : j->cols;
-    for (int r0 = 0; r0 < j->rows; r0 += TILE) {
-        int r1 = r0 + TILE < j->rows ? r0 + TILE : j->rows;
+/* out[c][r] = in[r][c] for rows [r0, r1) and columns [c0, c1) of in, in tiles of TILE rows */
+static void transpose_tile(const tr_job *j, int r0, int r1, int c0, int c1) {
+    for (int rt = r0; rt < r1; rt += TILE) {
+        int re = rt + TILE < r1 ? rt + TILE : r1;
         for (int c = c0; c < c1; c++)
-            for (int r = r0; r < r1; r++)
+            for (int r = rt; r < re; r++)
                 j->out[(size_t)c * j->rows + r] = j->in[(size_t)r * j->cols + c];
     }
 }
+
+#define KR_LANES_TEMPLATE "train_gemm_lanes.h"
+#include "lanes.h"
+
+KR_DISPATCH(transpose_band, (void *ctx, int item, int worker), (ctx, item, worker))
 
 static void transpose(float *out, const float *in, int rows, int cols) {
     tr_job j = {out, in, rows, cols};
@@ -54,12 +56,15 @@ static void pack_t_panel(void *ctx, int p, int worker) {
     const tr_job *j = ctx;
     int c0 = p * PANEL, n = j->cols - c0 < PANEL ? j->cols - c0 : PANEL;
     float *dst = j->out + (size_t)p * j->rows * PANEL;
-    for (int k = 0; k < j->rows; k++) {
-        memcpy(dst + (size_t)k * PANEL, j->in + (size_t)k * j->cols + c0,
-               (size_t)n * sizeof(float));
-        for (int c = n; c < PANEL; c++)
-            dst[(size_t)k * PANEL + c] = 0.0f;
-    }
+    const float *src = j->in + c0;
+    if (n == PANEL) /* a whole panel: a copy the compiler unrolls, not a call per 16 floats */
+        for (int k = 0; k < j->rows; k++)
+            for (int c = 0; c < PANEL; c++)
+                dst[(size_t)k * PANEL + c] = src[(size_t)k * j->cols + c];
+    else
+        for (int k = 0; k < j->rows; k++)
+            for (int c = 0; c < PANEL; c++)
+                dst[(size_t)k * PANEL + c] = c < n ? src[(size_t)k * j->cols + c] : 0.0f;
 }
 
 /* packs A^T (A [rows][cols]) into *buf; NULL when out of memory */

@@ -31,6 +31,7 @@ void tr_drop_apply(float *x, size_t n, uint64_t key, float p) {
 }
 
 #define SWIGLU_CHUNK 16384
+#define SILU_RUN     256 /* elements of e^-h on the stack at a time */
 
 typedef struct {
     float *a, *b; /* forward: gg; backward: d1 (in: the gate's gradient), d3 */
@@ -38,26 +39,11 @@ typedef struct {
     size_t n;
 } swiglu_job;
 
-static void swiglu_fwd_chunk(void *ctx, int c, int worker) {
-    (void)worker;
-    const swiglu_job *j = ctx;
-    size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
-    for (size_t i = (size_t)c * SWIGLU_CHUNK; i < k1; i++) {
-        float h = j->h1[i];
-        j->a[i] = h / (1.0f + expf(-h)) * j->h3[i];
-    }
-}
+#define KR_LANES_TEMPLATE "train_nn_lanes.h"
+#include "lanes.h"
 
-static void swiglu_bwd_chunk(void *ctx, int c, int worker) {
-    (void)worker;
-    const swiglu_job *j = ctx;
-    size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
-    for (size_t i = (size_t)c * SWIGLU_CHUNK; i < k1; i++) {
-        float h = j->h1[i], sg = 1.0f / (1.0f + expf(-h)), dg = j->a[i];
-        j->b[i] = dg * (h * sg);
-        j->a[i] = dg * j->h3[i] * (sg * (1.0f + h * (1.0f - sg)));
-    }
-}
+KR_DISPATCH(swiglu_fwd_chunk, (void *ctx, int c, int worker), (ctx, c, worker))
+KR_DISPATCH(swiglu_bwd_chunk, (void *ctx, int c, int worker), (ctx, c, worker))
 
 /* elementwise, so chunks on any thread give the same bits */
 void tr_swiglu_fwd(float *gg, const float *h1, const float *h3, size_t n) {
