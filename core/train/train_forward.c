@@ -109,8 +109,8 @@ static int block_fwd(kr_train_model *m, tr_acts *a, int l, float *out) {
         tr_rope(k->k, a->B, a->T, d, d / H, TW(m, b->inv_freq), false))
         return -1;
     tr_attn_shape s = {a->B, a->T, d, H, m->p_attn, TR_KEY(a, TR_DROP_ATTN, l)};
-    tr_attn_fwd(k->ao, k->P, k->q, k->k, k->v, &s);
-    if (tr_linear_fwd(a->tmp, k->ao, R, m, &b->o)) return -1;
+    if (tr_attn_fwd(k->ao, k->P, k->q, k->k, k->v, &s) || tr_linear_fwd(a->tmp, k->ao, R, m, &b->o))
+        return -1;
     tr_drop_apply(a->tmp, Rd, TR_KEY(a, TR_DROP_RESID, l), m->p_resid);
     for (size_t i = 0; i < Rd; i++)
         k->xm[i] = k->x[i] + a->tmp[i];
@@ -164,8 +164,9 @@ int tr_forward_s2(kr_train_model *m, tr_acts *a, kr_error *err) {
         tr_rope(a->kd, a->B, a->T, d, hd, inv, false))
         goto oom;
     tr_attn_shape s = {a->B, a->T, d, 4, 0.0f, 0}; /* upstream's dep layer has no dropout */
-    tr_attn_fwd(a->ad, a->Pd, a->qd, a->kd, a->vd, &s);
-    if (tr_linear_fwd(a->u, a->ad, R, m, &m->dep_o)) goto oom;
+    if (tr_attn_fwd(a->ad, a->Pd, a->qd, a->kd, a->vd, &s) ||
+        tr_linear_fwd(a->u, a->ad, R, m, &m->dep_o))
+        goto oom;
     for (size_t i = 0; i < (size_t)R * d; i++)
         a->u[i] += a->h[i];
     tr_rmsnorm_fwd(a->g2, a->invd, a->u, TW(m, m->dep_norm), R, d);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define PANEL 16 /* matmul.h's packed layout: [panel][in][16], the last panel zero-padded */
-#define TILE  32
+#define TILE  64 /* a transpose's item: TILE x TILE elements */
 
 float *tr_grow(float **buf, size_t *cap, size_t n) {
     if (n > *cap) {
@@ -29,36 +29,48 @@ typedef struct {
     int rows, cols;
 } tr_job;
 
-/* out[c][r] = in[r][c], one band of TILE rows of out an item */
-static void transpose_band(void *ctx, int item, int worker) {
-    (void)worker;
-    const tr_job *j = ctx;
-    int c0 = item * TILE, c1 = c0 + TILE < j->cols ? c0 + TILE : j->cols;
-    for (int r0 = 0; r0 < j->rows; r0 += TILE) {
-        int r1 = r0 + TILE < j->rows ? r0 + TILE : j->rows;
+/* out[c][r] = in[r][c] for rows [r0, r1) and columns [c0, c1) of in, in tiles of TILE rows */
+static void transpose_tile(const tr_job *j, int r0, int r1, int c0, int c1) {
+    for (int rt = r0; rt < r1; rt += TILE) {
+        int re = rt + TILE < r1 ? rt + TILE : r1;
         for (int c = c0; c < c1; c++)
-            for (int r = r0; r < r1; r++)
+            for (int r = rt; r < re; r++)
                 j->out[(size_t)c * j->rows + r] = j->in[(size_t)r * j->cols + c];
     }
 }
 
+#define KR_LANES_TEMPLATE "train_gemm_lanes.h"
+#include "lanes.h"
+
+KR_DISPATCH(transpose_block, (void *ctx, int item, int worker), (ctx, item, worker))
+
 static void transpose(float *out, const float *in, int rows, int cols) {
     tr_job j = {out, in, rows, cols};
-    kr_parallel_for((cols + TILE - 1) / TILE, transpose_band, &j);
+    kr_parallel_for((rows + TILE - 1) / TILE * ((cols + TILE - 1) / TILE), transpose_block, &j);
 }
 
 /* the packed form of A^T for A[rows][cols] (a "weight" of cols outputs over rows inputs):
- * panel p, input k holds A[k][16p .. 16p + 15], a contiguous run of A's row */
-static void pack_t_panel(void *ctx, int p, int worker) {
+ * panel p, input k holds A[k][16p .. 16p + 15], a contiguous run of A's row. An item is a
+ * block of PACK_ROWS rows of A, read in order, into every panel (a panel an item read A's
+ * column strip a row, a page, at a time). */
+#define PACK_ROWS 64
+
+static void pack_t_rows(void *ctx, int item, int worker) {
     (void)worker;
     const tr_job *j = ctx;
-    int c0 = p * PANEL, n = j->cols - c0 < PANEL ? j->cols - c0 : PANEL;
-    float *dst = j->out + (size_t)p * j->rows * PANEL;
-    for (int k = 0; k < j->rows; k++) {
-        memcpy(dst + (size_t)k * PANEL, j->in + (size_t)k * j->cols + c0,
-               (size_t)n * sizeof(float));
-        for (int c = n; c < PANEL; c++)
-            dst[(size_t)k * PANEL + c] = 0.0f;
+    int k0 = item * PACK_ROWS, k1 = k0 + PACK_ROWS < j->rows ? k0 + PACK_ROWS : j->rows;
+    for (int c0 = 0; c0 < j->cols; c0 += PANEL) {
+        int n = j->cols - c0 < PANEL ? j->cols - c0 : PANEL;
+        float *dst = j->out + (size_t)c0 * j->rows;
+        const float *src = j->in + c0;
+        if (n == PANEL) /* a whole panel: a copy the compiler unrolls, not a call per 16 floats */
+            for (int k = k0; k < k1; k++)
+                for (int c = 0; c < PANEL; c++)
+                    dst[(size_t)k * PANEL + c] = src[(size_t)k * j->cols + c];
+        else
+            for (int k = k0; k < k1; k++)
+                for (int c = 0; c < PANEL; c++)
+                    dst[(size_t)k * PANEL + c] = c < n ? src[(size_t)k * j->cols + c] : 0.0f;
     }
 }
 
@@ -68,7 +80,7 @@ static float *pack_transposed(float **buf, size_t *cap, const float *A, int rows
     if (!dst) return NULL;
     if (kr_linear_packed_floats(1, 1) == PANEL) {
         tr_job j = {dst, A, rows, cols};
-        kr_parallel_for((cols + PANEL - 1) / PANEL, pack_t_panel, &j);
+        kr_parallel_for((rows + PACK_ROWS - 1) / PACK_ROWS, pack_t_rows, &j);
         return dst;
     }
     /* the kernels' panels changed width: the plain way, through a transposed copy */

@@ -77,7 +77,7 @@ int tr_linear_dw(const float *dy, const float *x, int R, kr_train_model *m, cons
 /* Forgets the kept x^T (tr_linear_dw): before activations are written again. */
 void tr_linear_dw_forget(kr_train_model *m);
 
-/* ---- row-wise parts (train_nn.c) ---- */
+/* ---- row-wise parts (train_nn.c) and attention (train_attn.c) ---- */
 
 /* y = x / sqrt(mean(x^2) + 1e-5) * w; inv[r] keeps 1 / sqrt(...) */
 void tr_rmsnorm_fwd(float *y, float *inv, const float *x, const float *w, int R, int d);
@@ -97,8 +97,8 @@ typedef struct {
     float p_drop;
     uint64_t key; /* the dropout masks' stream */
 } tr_attn_shape;
-void tr_attn_fwd(float *out, float *P, const float *q, const float *k, const float *v,
-                 const tr_attn_shape *s);
+int tr_attn_fwd(float *out, float *P, const float *q, const float *k, const float *v,
+                const tr_attn_shape *s);
 int tr_attn_bwd(float *dq, float *dk, float *dv, const float *dout, const float *P, const float *q,
                 const float *k, const float *v, const tr_attn_shape *s);
 

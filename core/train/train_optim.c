@@ -62,22 +62,10 @@ typedef struct {
     float decay, step, bc2_sqrt, b1, b2, eps;
 } adam_job;
 
-/* one chunk of one tensor: elementwise, so any thread gives the same bits */
-static void adam_chunk(void *ctx, int i, int worker) {
-    (void)worker;
-    const adam_job *j = ctx;
-    tr_tensor *t = &j->m->t[j->tensor[i]];
-    size_t k0 = (size_t)j->first[i] * ADAM_CHUNK,
-           k1 = k0 + ADAM_CHUNK < t->n ? k0 + ADAM_CHUNK : t->n;
-    for (size_t k = k0; k < k1; k++) {
-        float g = t->g[k];
-        t->w[k] *= j->decay;
-        t->m[k] += (g - t->m[k]) * (1.0f - j->b1);
-        t->v[k] = t->v[k] * j->b2 + (1.0f - j->b2) * g * g;
-        float denom = sqrtf(t->v[k]) / j->bc2_sqrt + j->eps;
-        t->w[k] -= j->step * t->m[k] / denom;
-    }
-}
+#define KR_LANES_TEMPLATE "train_optim_lanes.h"
+#include "lanes.h"
+
+KR_DISPATCH(adam_chunk, (void *ctx, int i, int worker), (ctx, i, worker))
 
 void kr_train_adamw(kr_train_model *m, const kr_adamw *o) {
     m->steps++;
