@@ -11,7 +11,8 @@
 #   * refusals leave everything as it was: no admin key (401), a bad or unknown query
 #     parameter (400 naming it), purge of a model that is not a tuned one (400 naming purge),
 #     an unknown id (404), a tuned model a session is bound to (409 model_in_use);
-#   * without state-dir the checkpoint is kept for this run only (loads_at_start false).
+#   * without state-dir the checkpoint is kept for this run only (loads_at_start false);
+#   * the Python client's unload_model(purge=True).
 # Usage: finetune_purge.sh KRONOSD SRC_DIR
 set -uo pipefail
 KRONOSD=$1
@@ -134,6 +135,18 @@ expect "after another restart: tiny, held1 and the new gone1" 200 \
     'sorted(m["id"] for m in d["models"]) == ["gone1", "held1", "tiny"]'
 if [ "$(ls -A "$STATE/models" | tr '\n' ' ')" = "gone1 held1 " ]; then pass "no leftover folder"
 else fail "no leftover folder" "$(ls -A "$STATE/models")"; fi
+
+if PYTHONPATH="$SRC/clients/python" KRONOSD_CLIENT_NO_PANDAS=1 "$PY" - "$URL_C" <<'PYEOF'
+import sys
+from kronosd_client import Client
+kd = Client(sys.argv[1], admin_key="admin-key-7")
+assert kd.unload_model("held1", purge=True) == {"id": "held1", "unloaded": True, "purged": True}
+assert not any(m["id"] == "held1" for m in kd.models())
+assert [j["id"] for j in kd.finetune_jobs()] == ["ft-4"]
+PYEOF
+then pass "the Python client: unload_model(purge=True)"
+else fail "the Python client: unload_model(purge=True)"; fi
+[ ! -e "$STATE/models/held1" ] && pass "held1's folder is gone" || fail "held1's folder is gone"
 
 # ---- without state-dir -----------------------------------------------------------------------
 start_daemon D --admin-key-file "$WORK/admin"
