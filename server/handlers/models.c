@@ -1,6 +1,7 @@
 /* models.c — GET /models, GET /models/{id}, POST /models and DELETE /models/{id}
  * (handlers.h): the models the daemon serves, each with its id, content hash, shapes, size,
- * kernels and load time, and a model loaded or unloaded while serving, with an admin key. */
+ * kernels and load time, and a model loaded or unloaded while serving, with an admin key (a
+ * fine-tuned model's checkpoint kept by an unload, removed with purge=true). */
 #include "handlers.h"
 
 #include <string.h>
@@ -237,7 +238,7 @@ kd_outcome kd_handle_model_unload(kd_app *app, kd_request *r) {
         kd_models_release(&app->models, md);
         if (md) {
             snprintf(msg, sizeof msg,
-                     "purge: model '%s' is not a fine-tuned model of this daemon (no checkpoint "
+                     "purge: model '%.64s' is not a fine-tuned model of this daemon (no checkpoint "
                      "of it under state-dir/models): DELETE without purge unloads it",
                      id);
             kd_refuse_invalid(app, r, msg);
