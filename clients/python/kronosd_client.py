@@ -345,10 +345,13 @@ class Client:
             body["id"] = model_id
         return self._call("POST", "/models", body, key=admin_key)
 
-    def unload_model(self, model_id, admin_key=None):
-        """DELETE /models/{id}, with an admin key: {"id", "unloaded": true}."""
+    def unload_model(self, model_id, admin_key=None, purge=False):
+        """DELETE /models/{id}, with an admin key: {"id", "unloaded": true} (a fine-tuned
+        model's answer adds its kept "checkpoint" and "loads_at_start"). purge=True removes
+        a fine-tuned model for good: its checkpoint and job too ({"purged": true})."""
         return self._call("DELETE", "/models/" + urllib.parse.quote(model_id, safe=""),
-                          key=admin_key)
+                          query={"purge": "true"} if purge else None,
+                          key=admin_key or self.admin_key)
 
     # ---- forecasts ---------------------------------------------------------------------
     def forecast(self, df, horizon=None, future_timestamps=None, samples=None, temperature=None,

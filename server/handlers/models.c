@@ -1,13 +1,16 @@
 /* models.c — GET /models, GET /models/{id}, POST /models and DELETE /models/{id}
  * (handlers.h): the models the daemon serves, each with its id, content hash, shapes, size,
- * kernels and load time, and a model loaded or unloaded while serving, with an admin key. */
+ * kernels and load time, and a model loaded or unloaded while serving, with an admin key (a
+ * fine-tuned model's checkpoint kept by an unload, removed with purge=true). */
 #include "handlers.h"
 
 #include <string.h>
 #include <time.h>
 
+#include "finetune_jobs.h"
 #include "intake.h"
 #include "log.h"
+#include "query_params.h"
 #include "submit.h"
 
 static json_t *model_entry(const kd_app *app, const kd_model *md) {
@@ -175,17 +178,92 @@ kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
     return KD_REPLIED;
 }
 
+/* DELETE's query: purge=true|false (default false); 1 purge, 0 not, -1 with a message */
+typedef struct {
+    json_t *opts;
+    char *msg;
+    size_t n;
+} unload_query;
+
+static int unload_param(void *ctx, const char *key, size_t key_len, const char *value,
+                        size_t value_len) {
+    static const char *const known[] = {"purge", NULL};
+    unload_query *q = ctx;
+    if (kd_query_check_bytes(key, key_len, value, value_len, q->msg, q->n)) return -1;
+    return kd_query_option(q->opts, key, value, known, q->msg, q->n) ? -1 : 0;
+}
+
+static int purge_param(kd_request *r, char *msg, size_t n) {
+    unload_query q = {json_object(), msg, n};
+    if (!q.opts) return snprintf(msg, n, "out of memory"), -1;
+    int rc = kd_request_query_each(r, unload_param, &q) ? -1 : 0;
+    const json_t *v = json_object_get(q.opts, "purge");
+    if (rc == 0 && v && !json_is_boolean(v))
+        rc = -1, snprintf(msg, n, "purge: must be true or false");
+    if (rc == 0) rc = json_is_true(v);
+    json_decref(q.opts);
+    return rc;
+}
+
+/* the answer once the model is unloaded (unloaded: it was loaded) and, with purge, its
+ * checkpoint removed; without, where a tuned model's checkpoint stays */
+static void unloaded(kd_app *app, kd_request *r, const char *id, bool was_loaded, int purge,
+                     kd_ft_ckpt ck, const char *dir) {
+    char msg[KD_MSG_MAX];
+    if (purge && kd_ft_purge(app->finetune, id, msg, sizeof msg)) {
+        kd_reply_error(r, 500, "internal", "%s%s", was_loaded ? "model unloaded, but " : "", msg);
+        return;
+    }
+    if (was_loaded) kd_log("model %s unloaded (freed when its requests in flight end)", id);
+    if (purge) kd_log("model %s: checkpoint %s removed for good", id, dir);
+    json_t *o = json_pack("{s:s,s:b}", "id", id, "unloaded", was_loaded);
+    if (o && purge) json_object_set_new(o, "purged", json_true());
+    if (o && !purge && ck != KD_FT_CKPT_NONE) {
+        json_object_set_new(o, "checkpoint", json_string(dir));
+        json_object_set_new(o, "loads_at_start", json_boolean(ck == KD_FT_CKPT_KEPT));
+    }
+    kd_reply_json(r, 200, o);
+}
+
 kd_outcome kd_handle_model_unload(kd_app *app, kd_request *r) {
     if (!admin(app, r, "DELETE /models/{id}")) return KD_REPLIED;
     const char *id = kd_request_path(r) + strlen("/models/");
-    char msg[KD_MSG_MAX];
-    switch (kd_models_remove(&app->models, id, msg, sizeof msg)) {
+    char msg[KD_MSG_MAX], dir[1200] = "";
+    int purge = purge_param(r, msg, sizeof msg);
+    if (purge < 0) {
+        kd_refuse_invalid(app, r, msg);
+        return KD_REPLIED;
+    }
+    kd_ft_ckpt ck =
+        app->finetune ? kd_ft_checkpoint(app->finetune, id, dir, sizeof dir) : KD_FT_CKPT_NONE;
+    kd_model_remove_result rc = KD_MODEL_REMOVE_UNKNOWN;
+    if (purge && ck == KD_FT_CKPT_NONE) {
+        const kd_model *md = kd_models_acquire(&app->models, id);
+        kd_models_release(&app->models, md);
+        if (md) {
+            snprintf(msg, sizeof msg,
+                     "purge: model '%.64s' is not a fine-tuned model of this daemon (no checkpoint "
+                     "of it under state-dir/models): DELETE without purge unloads it",
+                     id);
+            kd_refuse_invalid(app, r, msg);
+            return KD_REPLIED;
+        }
+    } else {
+        rc = kd_models_remove(&app->models, id, msg, sizeof msg);
+    }
+    switch (rc) {
     case KD_MODEL_REMOVE_OK:
-        kd_log("model %s unloaded (freed when its requests in flight end)", id);
-        kd_reply_json(r, 200, json_pack("{s:s,s:b}", "id", id, "unloaded", true));
+        unloaded(app, r, id, true, purge, ck, dir);
         break;
     case KD_MODEL_REMOVE_UNKNOWN:
-        kd_reply_error(r, 404, "model_not_found", "%s", msg);
+        if (purge && ck != KD_FT_CKPT_NONE) /* unloaded before: its checkpoint still goes */
+            unloaded(app, r, id, false, purge, ck, dir);
+        else if (purge)
+            kd_reply_error(r, 404, "model_not_found",
+                           "model '%.64s' is neither loaded nor a fine-tuned model's checkpoint",
+                           id);
+        else
+            kd_reply_error(r, 404, "model_not_found", "%s", msg);
         break;
     case KD_MODEL_REMOVE_DEFAULT:
     case KD_MODEL_REMOVE_BUSY:

@@ -409,6 +409,67 @@ int kd_ft_watch(kd_ft_jobs *J, const char *id, kd_stream *s) {
     return jb ? 0 : -1;
 }
 
+/* ---- a tuned model's checkpoint ---------------------------------------------------------- */
+
+/* root/id holding a run's files; under the lock or the folder's own risk */
+static bool is_checkpoint(const kd_ft_jobs *J, const char *id, char *dir, size_t n) {
+    struct stat st;
+    char path[1400];
+    size_t len = strlen(id);
+    if (!len || len > KD_MODEL_ID_MAX || strspn(id, KD_MODEL_ID_CHARS) != len || id[0] == '.')
+        return false; /* never a path outside root */
+    snprintf(dir, n, "%s/%s", J->root, id);
+    const char *parts[] = {"tokenizer", "predictor", "finetune.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, parts[i]);
+        if (stat(path, &st) != 0 || (i < 2 ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
+            return false;
+    }
+    return true;
+}
+
+kd_ft_ckpt kd_ft_checkpoint(kd_ft_jobs *J, const char *model_id, char *dir, size_t n) {
+    pthread_mutex_lock(&J->mu);
+    bool found = is_checkpoint(J, model_id, dir, n);
+    pthread_mutex_unlock(&J->mu);
+    return !found ? KD_FT_CKPT_NONE : J->temporary ? KD_FT_CKPT_THIS_RUN : KD_FT_CKPT_KEPT;
+}
+
+int kd_ft_purge(kd_ft_jobs *J, const char *model_id, char *msg, size_t n) {
+    char dir[1200], gone[1200];
+    int rc = -1;
+    pthread_mutex_lock(&J->mu); /* no job registers model_id meanwhile (id_taken) */
+    for (int i = 0; i < J->n; i++)
+        if (J->v[i]->state <= RUNNING && !strcmp(J->v[i]->model_id, model_id)) {
+            kd_fail(msg, n, "job %s is to register '%s'", J->v[i]->id, model_id);
+            goto out;
+        }
+    if (!is_checkpoint(J, model_id, dir, sizeof dir)) {
+        kd_fail(msg, n, "'%s' has no checkpoint under %s", model_id, J->root);
+        goto out;
+    }
+    snprintf(gone, sizeof gone, "%s/.%s.partial", J->root, model_id);
+    kd_ft_remove_tree(gone);
+    if (rename(dir, gone)) {
+        kd_fail(msg, n, "moving %s to %s: %s", dir, gone, strerror(errno));
+        goto out;
+    }
+    kd_ft_remove_tree(gone);
+    int keep = 0;
+    for (int i = 0; i < J->n; i++) {
+        job *jb = J->v[i];
+        if (jb->state == DONE && !strcmp(jb->model_id, model_id) && !jb->n_watchers)
+            job_free(jb);
+        else
+            J->v[keep++] = jb;
+    }
+    J->n = keep;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&J->mu);
+    return rc;
+}
+
 /* ---- start and stop ---------------------------------------------------------------------- */
 
 /* a finished run found under root: listed as a done job */

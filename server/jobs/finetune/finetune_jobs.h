@@ -28,7 +28,7 @@ typedef struct {
     kr_finetune_settings s;
     int gate_samples;
     kd_owned_candles *series; /* [n] */
-    char **names;       /* [n] */
+    char **names;             /* [n] */
     int n;
 } kd_ft_request;
 
@@ -66,6 +66,24 @@ int kd_ft_cancel(kd_ft_jobs *j, const char *id, json_t **answer);
  * final "done", "failed" or "cancelled" event, then the stream ends (at once when the job
  * has finished). -1 when the job is unknown (s untouched). */
 int kd_ft_watch(kd_ft_jobs *j, const char *id, kd_stream *s);
+
+/* ---- a tuned model's checkpoint, kept or removed (DELETE /models/{id}) ---- */
+
+typedef enum {
+    KD_FT_CKPT_NONE,     /* no checkpoint of that id */
+    KD_FT_CKPT_KEPT,     /* state-dir/models/ID: loaded again at every start */
+    KD_FT_CKPT_THIS_RUN, /* the temporary folder (no state-dir): gone at the daemon's end */
+} kd_ft_ckpt;
+
+/* Whether model_id is a fine-tuned model's checkpoint under the jobs' folder (ID/ with
+ * tokenizer/, predictor/ and finetune.json: what a start loads as model ID); its folder in
+ * dir (n bytes). */
+kd_ft_ckpt kd_ft_checkpoint(kd_ft_jobs *j, const char *model_id, char *dir, size_t n);
+/* The checkpoint of model_id removed for good (first renamed to a ".ID.partial" name, which
+ * the next start removes should this removal stop halfway) and the finished jobs that
+ * registered it dropped from the list. -1 with a message (nothing removed) when there is
+ * no such checkpoint or a job is queued or running as model_id. */
+int kd_ft_purge(kd_ft_jobs *j, const char *model_id, char *msg, size_t n);
 
 /* ---- finetune_store.c: the checkpoints of earlier runs ---- */
 
