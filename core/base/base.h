@@ -5,8 +5,10 @@
  * core/ in floors, each including only its own headers and those of the floors below
  * (meson gives each floor only those include directories):
  *
- *   train/     fine-tuning the predictor: the training step, clipping, AdamW, OneCycleLR
- *              (include/kronos_train.h)                                     train_impl.h
+ *   train/     fine-tuning the predictor (include/kronos_train.h): the data windows and the
+ *              run on top; under them step/ (the passes), ops/ (their operations) and
+ *              model/ (the tensors, loading and saving, clipping, AdamW, OneCycleLR)
+ *                                         train_passes.h, train_ops.h, train_model.h
  *   evaluate/  walk-forward evaluation: the origins' forecasts, the scores   evaluate_impl.h
  *   drivers/   one-shot runs to completion: kr_forecast(_batch), kr_forecast_series,
  *              kr_generate(_batch), all through one driver over the scheduler   run.h

@@ -2,7 +2,7 @@
  * finetune/dataset.py makes one: windows of lookback + predict + 1 candles, each normalised
  * by its first lookback rows (forecast/'s float32 statistics, numpy's pairwise sums), the
  * frozen tokenizer's tokens and the calendar stamps. */
-#include "train_impl.h"
+#include "train_model.h"
 
 #include "forecast_impl.h"
 

@@ -3,7 +3,7 @@
  * run, clipping and AdamW each step; the validation loss (teacher-forced, no dropout) on the
  * last part of every series, which is never trained on, before the first step and every
  * eval_every steps; the best checkpoint by it written out; early stopping. */
-#include "train_impl.h"
+#include "train_ops.h"
 
 #include "forecast_impl.h"
 #include "parallel.h"

@@ -3,7 +3,7 @@
  * operand packed for the call: every element one fused multiply-add chain in a fixed order, so
  * the bits depend neither on the thread count nor on the SIMD level. The packed buffers and
  * the transposed operand live in the model, kept between calls. */
-#include "train_impl.h"
+#include "train_ops.h"
 
 #include "matmul.h"
 #include "parallel.h"

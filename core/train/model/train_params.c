@@ -1,7 +1,7 @@
 /* train_params.c — the trainable predictor: its config.json (shape, dropout), every
  * tensor of its model.safetensors as float32 with room for a gradient and AdamW's moments,
  * the layers' tensors found by their checkpoint names, and which of them train (depth). */
-#include "train_impl.h"
+#include "train_model.h"
 
 #include "safetensors.h"
 

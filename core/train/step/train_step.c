@@ -2,7 +2,7 @@
  * (kr_train_loss, a validation batch): the batch checked
  * and laid out as the model is fed (tokens 0..T-1 of each window, targets 1..T), the s2
  * head's conditioning chosen, then forward, loss and backward. */
-#include "train_impl.h"
+#include "train_passes.h"
 
 #include <stdlib.h>
 #include <string.h>

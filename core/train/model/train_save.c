@@ -2,7 +2,7 @@
  * one it was loaded with) and DIR/model.safetensors (every tensor it was loaded with, by
  * name, float ones as float32, integer buffers as they were, the header padded to 8 bytes),
  * which upstream's from_pretrained and kronosd's loader both read. */
-#include "train_impl.h"
+#include "train_model.h"
 
 #include <errno.h>
 #include <jansson.h>

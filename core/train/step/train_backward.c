@@ -1,7 +1,7 @@
 /* train_backward.c — the gradient of the loss for every trainable tensor, from the logits'
  * gradients back through the s2 head and the dependency-aware layer, the s1 head, the final
  * norm, the blocks (down to the lowest one the depth trains) and the embeddings. */
-#include "train_impl.h"
+#include "train_passes.h"
 
 #include <math.h>
 #include <stdlib.h>

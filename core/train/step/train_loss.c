@@ -1,7 +1,7 @@
 /* train_loss.c — upstream's training loss (CE_s1 + CE_s2) / 2, each cross-entropy the mean
  * over every fed position, its gradient with respect to the logits, and the s1 ids drawn
  * from the s1 logits for the s2 head's sampled conditioning. */
-#include "train_impl.h"
+#include "train_passes.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * padding depend on the shape alone, so the bits depend neither on the thread count nor on
  * the SIMD level (without contraction every level performs each element's operations in the
  * same order). */
-#include "train_impl.h"
+#include "train_ops.h"
 
 #include "parallel.h"
 

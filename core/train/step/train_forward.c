@@ -3,7 +3,7 @@
  * the hierarchical embedding and its fusion, the temporal embedding, the blocks, the final
  * norm, the s1 head, and the dependency-aware layer (causal, RoPE at the positions) with
  * the s2 head. Each part computed as decode/predictor.c computes it. */
-#include "train_impl.h"
+#include "train_passes.h"
 
 #include <math.h>
 #include <stdlib.h>

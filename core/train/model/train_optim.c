@@ -1,7 +1,7 @@
 /* train_optim.c — what happens to the gradients after the backward, as torch does it:
  * clip_grad_norm_ (the global L2 norm over every gradient, summed in a fixed order), AdamW
  * with decoupled weight decay, and OneCycleLR's learning rate. */
-#include "train_impl.h"
+#include "train_model.h"
 
 #include "parallel.h"
 

@@ -3,7 +3,7 @@
  * causally too, its query and keys rotated at positions 0..T-1), SwiGLU, dropout masks drawn
  * from a counter (no mask stored: the backward draws the same ones); attention is
  * train_attn.c's. */
-#include "train_impl.h"
+#include "train_ops.h"
 
 #include "nn.h"
 #include "parallel.h"
