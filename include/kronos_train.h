@@ -145,6 +145,11 @@ int kr_finetune_gate_check(int gate_samples, kr_error *err);
  * thread instead of the shared thread pool, so that a thread running at a low priority keeps
  * all of its work there. The same bits either way. */
 void kr_finetune_this_thread_alone(bool on);
+/* pause(ctx) between the work items of the calling thread's loops kept alone (a few hundred
+ * microseconds of training each), so that it can wait while serving has work: a thread at
+ * the lowest priority still holds a core until the kernel moves the waiting threads over.
+ * NULL: none. Where it waits changes no result. */
+void kr_finetune_this_thread_pauses(void (*pause)(void *ctx), void *ctx);
 
 /* upstream's finetune/config.py (lookback 90, predict 10, AdamW betas 0.9/0.95, weight decay
  * 0.1, clip 3.0, OneCycle pct_start 0.03, div_factor 10), the learning rate at the safer

@@ -1,8 +1,9 @@
 /* test_parallel.c — the thread pool (parallel.c): every item of every loop runs exactly once,
  * on a worker index below kr_parallel_threads(), with two callers sharing the pool (one
  * of them then runs its loop alone), loops nested in a task, and pauses long enough for
- * the helpers to fall asleep and be woken. Run at the default thread count and, by
- * meson, with KRONOS_THREADS=3 (more threads than this machine may have CPUs). */
+ * the helpers to fall asleep and be woken; a loop kept alone pausing before each item. Run at the
+ * default thread count and, by meson, with KRONOS_THREADS=3 (more threads than this machine may
+ * have CPUs). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,8 +77,55 @@ static void two_callers(void **state) {
     assert_int_equal((intptr_t)there, 0);
 }
 
+/* A loop kept alone on its thread runs every item in order, pausing before each (the hook
+ * sees the items done so far); without the hook, or on another thread, no pause. */
+typedef struct {
+    int paused, done_at_pause[MAX_ITEMS];
+    loop_job *job;
+} pauses;
+
+static void note_pause(void *arg) {
+    pauses *p = arg;
+    int done = 0;
+    for (int i = 0; i < p->job->n; i++)
+        done += atomic_load(&p->job->hits[i]);
+    if (p->paused < MAX_ITEMS) p->done_at_pause[p->paused] = done;
+    p->paused++;
+}
+
+static void *loop_elsewhere(void *arg) {
+    loop_job *j = arg;
+    kr_parallel_for(j->n, count_item, j);
+    return NULL;
+}
+
+static void pauses_between_items(void **state) {
+    (void)state;
+    loop_job j = {.n = 9};
+    pauses p = {.job = &j};
+    kr_parallel_alone(true);
+    kr_parallel_pauses(note_pause, &p);
+    kr_parallel_for(j.n, count_item, &j);
+    assert_int_equal(p.paused, j.n);
+    for (int i = 0; i < j.n; i++) {
+        assert_int_equal(atomic_load(&j.hits[i]), 1);
+        assert_int_equal(p.done_at_pause[i], i);
+    }
+    loop_job other = {.n = 9}; /* another thread's loops: its own hook, none */
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, loop_elsewhere, &other), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(p.paused, j.n);
+    kr_parallel_pauses(NULL, NULL);
+    kr_parallel_alone(false);
+    loop_job again = {.n = 9};
+    kr_parallel_for(again.n, count_item, &again);
+    assert_int_equal(p.paused, j.n);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pauses_between_items),
         cmocka_unit_test(every_item_once),
         cmocka_unit_test(two_callers),
     };

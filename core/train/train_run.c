@@ -234,6 +234,10 @@ void kr_finetune_this_thread_alone(bool on) {
     kr_parallel_alone(on);
 }
 
+void kr_finetune_this_thread_pauses(void (*pause)(void *ctx), void *ctx) {
+    kr_parallel_pauses(pause, ctx);
+}
+
 int kr_finetune(const kr_model *tokenizer, kr_train_model *m, const kr_candles *series,
                 int n_series, const kr_finetune_settings *s, const char *best_dir,
                 kr_finetune_report report, void *ctx, kr_finetune_result *out, kr_error *err) {

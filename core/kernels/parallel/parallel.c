@@ -119,10 +119,17 @@ typedef struct {
     int n, cur, ahead;
 } running;
 static _Thread_local running here;
-static _Thread_local bool alone; /* kr_parallel_alone */
+static _Thread_local bool alone;                  /* kr_parallel_alone */
+static _Thread_local void (*pause_fn)(void *ctx); /* kr_parallel_pauses */
+static _Thread_local void *pause_ctx;
 
 void kr_parallel_alone(bool on) {
     alone = on;
+}
+
+void kr_parallel_pauses(void (*pause)(void *ctx), void *ctx) {
+    pause_fn = pause;
+    pause_ctx = ctx;
 }
 
 /* One claim of loop gen's next item: -1 when none is left or another loop has started. */
@@ -213,6 +220,7 @@ void kr_serial_for(int n, kr_task_fn fn, void *ctx) {
     running outer = here;
     here = (running){true, true, 0, n, -1, -1};
     for (int i = 0; i < n; i++) {
+        if (pause_fn) pause_fn(pause_ctx);
         here.cur = i;
         fn(ctx, i, 0);
         here.ahead = -1;

@@ -25,6 +25,10 @@ int kr_parallel_claim_next(void);
 /* on: kr_parallel_for on the calling thread runs as kr_serial_for (a low-priority thread
  * keeps its loops, and never holds the pool that serving's threads share). */
 void kr_parallel_alone(bool on);
+/* pause(ctx) before each item the calling thread's serial loops run (a loop kept alone runs
+ * serially), so that a low-priority thread can wait while more urgent work runs; NULL: none.
+ * Waiting between items changes no result. */
+void kr_parallel_pauses(void (*pause)(void *ctx), void *ctx);
 /* Threads a loop may run on (caller included): the bound on `worker`. */
 int kr_parallel_threads(void);
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fail.h"
 #include "finetune_out.h"
 #include "log.h"
@@ -232,18 +233,39 @@ static void run_job(kd_ft_jobs *J, job *jb) {
     finish(J, jb, DONE, NULL);
 }
 
-/* The lowest CPU priority for this thread: SCHED_IDLE, else nice 19 on its Linux thread id. */
-static void lower_priority(void) {
+/* Between its work items the training waits while serving has work: the lowest priority
+ * alone leaves it on a core while a serving thread waits runnable on the other. Under a load
+ * that never stops it still advances: a wait of PAUSE_MAX_MS ends, and PAUSE_RUN_MS of
+ * training follow before the next. */
+enum { PAUSE_MAX_MS = 250, PAUSE_RUN_MS = 25 };
+static _Thread_local double run_until_ms; /* the trainer's own */
+static void pause_while_serving(void *ctx) {
+    kd_app *app = ctx;
+    if (!app->sched || kd_now_ms() < run_until_ms) return;
+    const struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000000};
+    for (int i = 0; kd_sched_busy(app->sched); i++) {
+        if (i == PAUSE_MAX_MS) {
+            run_until_ms = kd_now_ms() + PAUSE_RUN_MS;
+            return;
+        }
+        nanosleep(&ms, NULL);
+    }
+}
+
+/* The lowest CPU priority for this thread: SCHED_IDLE, else nice 19 on its Linux thread id;
+ * its loops on this thread, pausing while serving has work. */
+static void lower_priority(kd_app *app) {
     struct sched_param sp = {0};
     if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0 &&
         setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) != 0)
         kd_log("finetune: cannot lower the training thread's priority: %s", strerror(errno));
-    kr_finetune_this_thread_alone(true); /* its loops stay on this thread */
+    kr_finetune_this_thread_alone(true);
+    kr_finetune_this_thread_pauses(pause_while_serving, app);
 }
 
 static void *trainer(void *arg) {
     kd_ft_jobs *J = arg;
-    lower_priority();
+    lower_priority(J->app);
     pthread_mutex_lock(&J->mu);
     for (;;) {
         job *next = NULL;

@@ -300,6 +300,13 @@ void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st) {
     pthread_mutex_unlock(&s->mu);
 }
 
+bool kd_sched_busy(kd_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    const bool busy = s->inbox || s->reserved + s->core_waiting + s->stats.active > 0;
+    pthread_mutex_unlock(&s->mu);
+    return busy;
+}
+
 void kd_sched_forget_model(kd_sched *s, const kr_model *m) {
     pthread_mutex_lock(&s->mu);
     drop_model(s, m);

@@ -86,6 +86,8 @@ typedef struct {
 } kd_sched_stats;
 
 void kd_sched_stats_get(kd_sched *s, kd_sched_stats *st);
+/* Whether a request holds a place or has jobs in the steps (any thread). */
+bool kd_sched_busy(kd_sched *s);
 /* What model m's rows took in the steps (kr_sched_model_stats), as of the last step; all 0
  * when none of its rows ran yet. */
 void kd_sched_model_stats(kd_sched *s, const kr_model *m, kr_sched_model_stats *out);
