@@ -20,19 +20,7 @@ set -uo pipefail
 BUILD=${1:-build}
 MODEL=${2:-}
 N=${N:-12}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-faireval.XXXXXX")
-PID=
-cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null
-    wait 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-if [ -z "$MODEL" ]; then
-    MODEL="$WORK/model"
-    "$BUILD/kronos-mkmodel" --out "$MODEL" --preset small --seed 1 >/dev/null || exit 1
-fi
+. "$(dirname "$0")/fair_lib.sh" faireval
 "$BUILD/kronosd" serve --model "$MODEL" --host 127.0.0.1 --port 0 --access-log false \
     >"$WORK/d.log" 2>&1 &
 PID=$!

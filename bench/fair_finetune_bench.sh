@@ -23,19 +23,7 @@ BUILD=${1:-build}
 MODEL=${2:-}
 N=${N:-12}
 BESIDE=${BESIDE:-30}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-fairft.XXXXXX")
-PID=
-cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null
-    wait 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-if [ -z "$MODEL" ]; then
-    MODEL="$WORK/model"
-    "$BUILD/kronos-mkmodel" --out "$MODEL" --preset small --seed 1 >/dev/null || exit 1
-fi
+. "$(dirname "$0")/fair_lib.sh" fairft
 KEY="bench-$$-$RANDOM"
 printf 'bench:%s\n' "$KEY" >"$WORK/admin"
 mkdir -p "$WORK/state"
