@@ -41,6 +41,7 @@
 #include "agreement.h"
 #include "bench_train.h"
 #include "bench_models.h"
+#include "bench_stats.h"
 #include "blas_core.h"
 #include "fp_rates.h"
 #include "kronos.h"
@@ -534,11 +535,6 @@ static double read_bandwidth(int threads, size_t bytes) {
     return words * 8 / (best * 1e6);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Tokens into a forecast's horizon where the bench times a 30-path step as well: near the middle
  * of a 112-token horizon, where each path attends over about as many keys of its own as it does
  * on average over the whole horizon (at the start it has none, and attention reads only the
@@ -615,7 +611,7 @@ static double decode_step_ms(const kr_model *m, const series *s, int prefix, int
         for (int p = 0; p < S; p++)
             kr_cache_free(paths[p]);
     }
-    qsort(times, (size_t)n_times, sizeof *times, cmp_double);
+    qsort(times, (size_t)n_times, sizeof *times, kb_cmp_double);
     double per_step = times[n_times / 2];
     kr_cache_free(base);
     kr_pool_free(pool);

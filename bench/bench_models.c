@@ -9,6 +9,7 @@
  * together gains, which several models cannot have). Repetitions alternate the runs so that
  * a shared machine's load hits each alike; medians are printed with the load average. */
 #include "bench_models.h"
+#include "bench_stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -168,16 +169,6 @@ out:
     return secs;
 }
 
-static int by_value(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int parse(int argc, char **argv, opts *o) {
     *o = (opts){.n_models = 3,
                 .reps = 7,
@@ -282,7 +273,8 @@ int kb_models_overhead(int argc, char **argv) {
                r + 1, one[r], passes, rows, o.n_models, many[r], many_passes, many_rows, merged[r],
                in.passes, in.rows);
     }
-    const double a = median(one, o.reps), b = median(many, o.reps), c = median(merged, o.reps);
+    const double a = kb_median(one, o.reps), b = kb_median(many, o.reps),
+                 c = kb_median(merged, o.reps);
     double load[3] = {0};
     FILE *f = fopen("/proc/loadavg", "r");
     if (!f || fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = NAN;

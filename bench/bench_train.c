@@ -12,6 +12,7 @@
  * Peak memory: the process's VmHWM (/proc/self/status) before the first step (the models
  * loaded) and after the last, so the step's own share is their difference. */
 #include "bench_train.h"
+#include "bench_stats.h"
 
 #include "kronos_train.h"
 
@@ -35,11 +36,6 @@ static double peak_mib(void) {
         if (sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
     if (f) fclose(f);
     return kib < 0 ? -1 : kib / 1024;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* GFLOP of a step's products (the header's count) for rows R */
@@ -89,9 +85,7 @@ int kb_train_step(const kr_model *m, const char *predictor_dir, const kb_train_a
         printf("step %d: %.3f s, loss %.4f%s\n", step, times[step], l.loss,
                step ? "" : " (untimed: first touch)");
     }
-    qsort(times + 1, (size_t)a->reps, sizeof(double), cmp);
-    double med =
-        a->reps % 2 ? times[1 + a->reps / 2] : (times[a->reps / 2] + times[1 + a->reps / 2]) / 2;
+    const double med = kb_median(times + 1, a->reps); /* step 0 untimed */
     double gf = step_gflop(kr_train_config(t), (double)B * (W - 1));
     printf("\ntraining step, batch %d × (%d + %d) candles, %d threads, kernels %s:\n"
            "  %.3f s a step (median of %d), %.0f tokens/s\n"

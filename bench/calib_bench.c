@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_stats.h"
 #include "forecast_json.h"
 #include "kronos.h"
 
@@ -22,16 +23,6 @@ static double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *x, const void *y) {
-    const double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* The CSV's rows (timestamps as Unix seconds of "YYYY-MM-DD HH:MM:SS", as UTC). */
@@ -147,7 +138,7 @@ int main(int argc, char **argv) {
         online[r] = (now_us() - t0) / iters;
     }
     const int n = runs < 64 ? runs : 64;
-    const double a = median(plain, n), b = median(calibrated, n), c = median(online, n);
+    const double a = kb_median(plain, n), b = kb_median(calibrated, n), c = kb_median(online, n);
     printf("the forecast itself (once, cold): %.0f us\n", forecast_us);
     printf("answer without calibration %.1f us, with an object %.1f us: calibration adds %.1f us "
            "(%.3f ms; target < 0.1 ms)\n",

@@ -28,18 +28,6 @@ CSVH=(-H 'Content-Type: text/csv' --data-binary "@$CSV")
 JSON=(-H 'Content-Type: application/json')
 start_daemon A --admin-key-file "$WORK/admin" --state-dir "$STATE"
 
-# wait_job URL ID: polls GET /finetune/ID until it has ended (120 s at most); the answer in $BODY
-wait_job() {
-    local i
-    for i in $(seq 1 600); do
-        http GET "$1/finetune/$2" "${ADMIN[@]}"
-        [ "$STATUS" = 200 ] || return 1
-        jq_ok 'd["state"] in ("done", "failed", "cancelled")' && return 0
-        sleep 0.2
-    done
-    return 1
-}
-
 # ---- refusals --------------------------------------------------------------------------------
 Q="steps=6&batch=4&lookback=48&predict=8&lr=0.001&seed=3&eval_every=2&s2_condition=sampled"
 http POST "$URL_A/finetune?$Q" "${CSVH[@]}"

@@ -27,17 +27,6 @@ CSVH=(-H 'Content-Type: text/csv' --data-binary "@$CSV")
 JSON=(-H 'Content-Type: application/json')
 Q="steps=2&batch=2&lookback=32&predict=4&gate_samples=0"
 
-# wait_job URL ID: polls GET /finetune/ID until it has ended (120 s at most); the answer in $BODY
-wait_job() {
-    local i
-    for i in $(seq 1 600); do
-        http GET "$1/finetune/$2" "${ADMIN[@]}"
-        [ "$STATUS" = 200 ] || return 1
-        jq_ok 'd["state"] in ("done", "failed", "cancelled")' && return 0
-        sleep 0.2
-    done
-    return 1
-}
 # train URL JOB ID: a short job registering ID, waited for
 train() {
     http POST "$1/finetune?$Q&id=$3" "${CSVH[@]}" "${ADMIN[@]}"

@@ -326,3 +326,16 @@ as_solo() {
         fi
     done
 }
+
+# wait_job URL ID: polls GET /finetune/ID, with the admin key's headers in ADMIN, until it
+# has ended (120 s at most); the answer in $BODY
+wait_job() {
+    local i
+    for i in $(seq 1 600); do
+        http GET "$1/finetune/$2" "${ADMIN[@]}"
+        [ "$STATUS" = 200 ] || return 1
+        jq_ok 'd["state"] in ("done", "failed", "cancelled")' && return 0
+        sleep 0.2
+    done
+    return 1
+}
