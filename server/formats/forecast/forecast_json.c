@@ -375,42 +375,36 @@ static json_t *timestamps_array(const kd_forecast_input *in, const kr_forecast_r
 }
 
 static json_t *usage_object(const kr_forecast_result *res) {
-    json_t *o = json_object();
-    if (!o) return NULL;
-    if (json_object_set_new(o, "context_candles", json_integer(res->usage.context_candles)) < 0 ||
-        json_object_set_new(o, "generated_tokens", json_integer(res->usage.generated_tokens)) < 0 ||
-        json_object_set_new(o, "cached_steps", json_integer(res->usage.cached_steps)) < 0 ||
-        json_object_set_new(o, "recomputed_steps", json_integer(res->usage.recomputed_steps)) < 0 ||
-        json_object_set_new(o, "elapsed_ms", kd_json_real(res->usage.elapsed_ms)) < 0 ||
-        json_object_set_new(o, "weights", json_string(kr_precision_name(res->usage.weights))) < 0 ||
-        json_object_set_new(o, "kv", json_string(kr_precision_name(res->usage.kv))) < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    return json_pack(
+        "{s:I,s:I,s:I,s:I,s:o,s:s,s:s}", "context_candles", (json_int_t)res->usage.context_candles,
+        "generated_tokens", (json_int_t)res->usage.generated_tokens, "cached_steps",
+        (json_int_t)res->usage.cached_steps, "recomputed_steps",
+        (json_int_t)res->usage.recomputed_steps, "elapsed_ms", kd_json_real(res->usage.elapsed_ms),
+        "weights", kr_precision_name(res->usage.weights), "kv", kr_precision_name(res->usage.kv));
+}
+
+/* The columns of the k-th of blocks (paths, quantiles), each KR_D_IN columns of horizon. */
+static json_t *block_columns(const double *blocks, int k, int horizon) {
+    return kd_columns_json(blocks + (size_t)k * KR_D_IN * (size_t)horizon, horizon);
 }
 
 static json_t *paths_array(const kr_forecast_result *res) {
-    const size_t block = (size_t)KR_D_IN * (size_t)res->horizon;
     json_t *a = json_array();
-    for (int s = 0; a && s < res->samples; s++) {
-        if (json_array_append_new(
-                a, kd_columns_json(res->paths + (size_t)s * block, res->horizon)) < 0) {
+    for (int s = 0; a && s < res->samples; s++)
+        if (json_array_append_new(a, block_columns(res->paths, s, res->horizon)) < 0) {
             json_decref(a);
             return NULL;
         }
-    }
     return a;
 }
 
 /* {"0.1": {"open": [P], ...}, ...}; the request's levels are distinct, and so are their
  * shortest decimals. */
 static json_t *quantiles_object(const kr_forecast_result *res) {
-    const size_t block = (size_t)KR_D_IN * (size_t)res->horizon;
     json_t *o = json_object();
     char key[32];
     for (int q = 0; o && q < res->n_quantiles; q++) {
-        json_t *cols = kd_columns_json(res->quantiles + (size_t)q * block, res->horizon);
+        json_t *cols = block_columns(res->quantiles, q, res->horizon);
         kd_fmt_double(res->quantile_levels[q], key, sizeof key);
         if (json_object_set_new(o, key, cols) < 0) {
             json_decref(o);
