@@ -302,29 +302,6 @@ static void request_text_free(request_text *t) {
     kd_candles_free(&t->candles);
 }
 
-/* The arguments and the request of cmd (forecast or evaluate; known: its field names): true
- * to go on, else false with the exit code in *exit_code after a message or the help. */
-static bool command_request(int argc, char **argv, const char *cmd, const char *const *known,
-                            forecast_opts *o, request_text *t, int *exit_code) {
-    *o = (forecast_opts){.model = {.max_context = DEFAULT_MAX_CONTEXT}};
-    const int parsed = parse_forecast_args(argc, argv, cmd, o);
-    if (parsed != 0) {
-        *exit_code = parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
-        return false;
-    }
-    if (!o->request && isatty(STDIN_FILENO)) {
-        complain("%s: no request given (a file, or '-' for stdin)", cmd);
-        *exit_code = EXIT_USAGE;
-        return false;
-    }
-    if (read_request(o, known, t) < 0) {
-        request_text_free(t);
-        *exit_code = EXIT_FAILURE;
-        return false;
-    }
-    return true;
-}
-
 /* The request's text once parsed (rc: the parser's), freed; false after the parser's
  * message. */
 static bool request_parsed(request_text *t, int rc, const char *msg) {
@@ -334,9 +311,8 @@ static bool request_parsed(request_text *t, int rc, const char *msg) {
 }
 
 /* A command that reads a request (forecast, evaluate): its name, its field names, and what
- * it does with a request of many series or of one. Each parses the request (which it
- * frees) before the slower model load, against the same window, then answers; it returns
- * the exit code. */
+ * it does with a request of many series or of one: each parses the request (which it frees)
+ * before the slower model load, against the same window, then answers; its exit code. */
 typedef struct {
     const char *name;
     const char *const *(*known)(void);
@@ -344,11 +320,21 @@ typedef struct {
     int (*one)(const forecast_opts *o, request_text *t);
 } request_command;
 
+/* cmd on the arguments and the request they name; the exit code, after a message or the help
+ * when they name none. */
 static int run_request_command(int argc, char **argv, const request_command *cmd) {
-    forecast_opts o;
+    forecast_opts o = {.model = {.max_context = DEFAULT_MAX_CONTEXT}};
+    const int parsed = parse_forecast_args(argc, argv, cmd->name, &o);
+    if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+    if (!o.request && isatty(STDIN_FILENO)) {
+        complain("%s: no request given (a file, or '-' for stdin)", cmd->name);
+        return EXIT_USAGE;
+    }
     request_text t;
-    int exit_code;
-    if (!command_request(argc, argv, cmd->name, cmd->known(), &o, &t, &exit_code)) return exit_code;
+    if (read_request(&o, cmd->known(), &t) < 0) {
+        request_text_free(&t);
+        return EXIT_FAILURE;
+    }
     return t.body && kd_is_series_request(t.body) ? cmd->series(&o, &t) : cmd->one(&o, &t);
 }
 
