@@ -302,35 +302,40 @@ static void request_text_free(request_text *t) {
     kd_candles_free(&t->candles);
 }
 
-/* The arguments and the request of cmd (forecast or evaluate; known: its field names): true
- * to go on, else false with the exit code in *exit_code after a message or the help. */
-static bool command_request(int argc, char **argv, const char *cmd, const char *const *known,
-                            forecast_opts *o, request_text *t, int *exit_code) {
-    *o = (forecast_opts){.model = {.max_context = DEFAULT_MAX_CONTEXT}};
-    const int parsed = parse_forecast_args(argc, argv, cmd, o);
-    if (parsed != 0) {
-        *exit_code = parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
-        return false;
-    }
-    if (!o->request && isatty(STDIN_FILENO)) {
-        complain("%s: no request given (a file, or '-' for stdin)", cmd);
-        *exit_code = EXIT_USAGE;
-        return false;
-    }
-    if (read_request(o, known, t) < 0) {
-        request_text_free(t);
-        *exit_code = EXIT_FAILURE;
-        return false;
-    }
-    return true;
-}
-
 /* The request's text once parsed (rc: the parser's), freed; false after the parser's
  * message. */
 static bool request_parsed(request_text *t, int rc, const char *msg) {
     request_text_free(t);
     if (rc) complain("request: %s", msg);
     return rc == 0;
+}
+
+/* A command that reads a request (forecast, evaluate): its name, its field names, and what
+ * it does with a request of many series or of one: each parses the request (which it frees)
+ * before the slower model load, against the same window, then answers; its exit code. */
+typedef struct {
+    const char *name;
+    const char *const *(*known)(void);
+    int (*series)(const forecast_opts *o, request_text *t);
+    int (*one)(const forecast_opts *o, request_text *t);
+} request_command;
+
+/* cmd on the arguments and the request they name; the exit code, after a message or the help
+ * when they name none. */
+static int run_request_command(int argc, char **argv, const request_command *cmd) {
+    forecast_opts o = {.model = {.max_context = DEFAULT_MAX_CONTEXT}};
+    const int parsed = parse_forecast_args(argc, argv, cmd->name, &o);
+    if (parsed != 0) return parsed > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+    if (!o.request && isatty(STDIN_FILENO)) {
+        complain("%s: no request given (a file, or '-' for stdin)", cmd->name);
+        return EXIT_USAGE;
+    }
+    request_text t;
+    if (read_request(&o, cmd->known(), &t) < 0) {
+        request_text_free(&t);
+        return EXIT_FAILURE;
+    }
+    return t.body && kd_is_series_request(t.body) ? cmd->series(&o, &t) : cmd->one(&o, &t);
 }
 
 /* Prints the response, naming its model as the server's answers do (kd_model_tag_json), with
@@ -447,41 +452,37 @@ out:
     return rc;
 }
 
-static int cmd_forecast(int argc, char **argv) {
-    forecast_opts o;
-    request_text t;
-    int exit_code;
-    /* The request is checked before the (slower) model load, against the same window. */
-    if (!command_request(argc, argv, "forecast", kd_forecast_option_names(), &o, &t, &exit_code))
-        return exit_code;
+static int forecast_series(const forecast_opts *o, request_text *t) {
     char msg[512];
-    if (t.body && kd_is_series_request(t.body)) {
-        kd_forecast_input *ins;
-        int n;
-        if (!request_parsed(&t,
-                            kd_series_request_parse(t.body, o.model.max_context, NULL, &ins, &n,
-                                                    msg, sizeof msg),
-                            msg))
-            return EXIT_FAILURE;
-        kr_model *m = load_model(&o.model);
-        const int rc = m && series_and_print(m, &o.model, ins, n, o.compact) == 0 ? EXIT_SUCCESS
-                                                                                  : EXIT_FAILURE;
-        kr_model_free(m);
-        kd_series_inputs_free(ins, n);
-        return rc;
-    }
-    kd_forecast_input in;
+    kd_forecast_input *ins;
+    int n;
     if (!request_parsed(
-            &t,
-            t.body ? kd_forecast_request_parse(t.body, o.model.max_context, &in, msg, sizeof msg)
-                   : kd_forecast_request_with_candles(t.options, &t.candles, o.model.max_context,
-                                                      NULL, &in, msg, sizeof msg),
+            t,
+            kd_series_request_parse(t->body, o->model.max_context, NULL, &ins, &n, msg, sizeof msg),
             msg))
         return EXIT_FAILURE;
-
-    kr_model *m = load_model(&o.model);
+    kr_model *m = load_model(&o->model);
     const int rc =
-        m && forecast_and_print(m, &o.model, &in, o.compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        m && series_and_print(m, &o->model, ins, n, o->compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    kr_model_free(m);
+    kd_series_inputs_free(ins, n);
+    return rc;
+}
+
+static int forecast_one(const forecast_opts *o, request_text *t) {
+    char msg[512];
+    kd_forecast_input in;
+    if (!request_parsed(
+            t,
+            t->body
+                ? kd_forecast_request_parse(t->body, o->model.max_context, &in, msg, sizeof msg)
+                : kd_forecast_request_with_candles(t->options, &t->candles, o->model.max_context,
+                                                   NULL, &in, msg, sizeof msg),
+            msg))
+        return EXIT_FAILURE;
+    kr_model *m = load_model(&o->model);
+    const int rc =
+        m && forecast_and_print(m, &o->model, &in, o->compact) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
     kr_model_free(m);
     kd_forecast_input_free(&in);
     return rc;
@@ -544,35 +545,32 @@ out:
     return rc;
 }
 
+static int evaluate_series(const forecast_opts *o, request_text *t) {
+    char msg[512];
+    kd_evaluate_series_input set;
+    if (!request_parsed(t, kd_evaluate_series_parse(t->body, NULL, &set, msg, sizeof msg), msg))
+        return EXIT_FAILURE;
+    kr_model *m = load_model(&o->model);
+    const int rc = m && evaluate_series_and_print(m, &o->model, &set, o->compact) == 0
+                       ? EXIT_SUCCESS
+                       : EXIT_FAILURE;
+    kr_model_free(m);
+    kd_evaluate_series_input_free(&set);
+    return rc;
+}
+
 /* A walk-forward evaluation (evaluate_json.h): every origin's forecast at once on one
  * scheduler (kr_evaluate), the scores printed as POST /evaluate answers them. */
-static int cmd_evaluate(int argc, char **argv) {
-    forecast_opts o;
-    request_text t;
-    int exit_code;
-    if (!command_request(argc, argv, "evaluate", kd_evaluate_option_names(), &o, &t, &exit_code))
-        return exit_code;
+static int evaluate_one(const forecast_opts *o, request_text *t) {
     char msg[512];
-    if (t.body && kd_is_series_request(t.body)) {
-        kd_evaluate_series_input set;
-        if (!request_parsed(&t, kd_evaluate_series_parse(t.body, NULL, &set, msg, sizeof msg), msg))
-            return EXIT_FAILURE;
-        kr_model *m = load_model(&o.model);
-        const int rc = m && evaluate_series_and_print(m, &o.model, &set, o.compact) == 0
-                           ? EXIT_SUCCESS
-                           : EXIT_FAILURE;
-        kr_model_free(m);
-        kd_evaluate_series_input_free(&set);
-        return rc;
-    }
     kd_evaluate_input in;
-    if (!request_parsed(&t,
-                        t.body ? kd_evaluate_request_parse(t.body, NULL, &in, msg, sizeof msg)
-                               : kd_evaluate_request_with_candles(t.options, &t.candles, NULL, &in,
-                                                                  msg, sizeof msg),
+    if (!request_parsed(t,
+                        t->body ? kd_evaluate_request_parse(t->body, NULL, &in, msg, sizeof msg)
+                                : kd_evaluate_request_with_candles(t->options, &t->candles, NULL,
+                                                                   &in, msg, sizeof msg),
                         msg))
         return EXIT_FAILURE;
-    kr_model *m = load_model(&o.model);
+    kr_model *m = load_model(&o->model);
     int rc = EXIT_FAILURE;
     char id[24];
     if (m && model_id(m, id) < 0) {
@@ -586,11 +584,11 @@ static int cmd_evaluate(int argc, char **argv) {
     if (m && kr_evaluate_plan_make(m, &in.req, &plan, &err) == 0 &&
         kr_evaluate(m, NULL, &in.req, &ev, &err) == 0) {
         json_t *resp = kd_evaluate_response_json(&in, &plan, &ev);
-        char *table = resp && o.table ? kd_evaluate_table(resp) : NULL;
-        if (!resp || (o.table && !table))
+        char *table = resp && o->table ? kd_evaluate_table(resp) : NULL;
+        if (!resp || (o->table && !table))
             complain("out of memory writing the response");
         else if (table ? fputs(table, stdout) != EOF && fflush(stdout) == 0
-                       : print_response(resp, &o.model, o.compact) == 0)
+                       : print_response(resp, &o->model, o->compact) == 0)
             rc = EXIT_SUCCESS;
         free(table);
         json_decref(resp);
@@ -658,22 +656,28 @@ static int cmd_version(int argc, char **argv) {
 
 typedef int (*command_fn)(int argc, char **argv);
 
-/* A new subcommand is one line here. */
+static const request_command forecast_command = {"forecast", kd_forecast_option_names,
+                                                 forecast_series, forecast_one};
+static const request_command evaluate_command = {"evaluate", kd_evaluate_option_names,
+                                                 evaluate_series, evaluate_one};
+
+/* A new subcommand is one line here: a function, or a command that reads a request. */
 static const struct {
     const char *name;
     command_fn run;
+    const request_command *request;
 } commands[] = {
     /* clang-format off */
-    {"serve",     kd_serve},
-    {"forecast",  cmd_forecast},
-    {"evaluate",  cmd_evaluate},
-    {"journal",   cmd_journal},
-    {"finetune",  kd_finetune_cmd},
-    {"help",      cmd_help},
-    {"--help",    cmd_help},
-    {"-h",        cmd_help},
-    {"--version", cmd_version},
-    {"version",   cmd_version},
+    {"serve",     kd_serve,        NULL},
+    {"forecast",  NULL,            &forecast_command},
+    {"evaluate",  NULL,            &evaluate_command},
+    {"journal",   cmd_journal,     NULL},
+    {"finetune",  kd_finetune_cmd, NULL},
+    {"help",      cmd_help,        NULL},
+    {"--help",    cmd_help,        NULL},
+    {"-h",        cmd_help,        NULL},
+    {"--version", cmd_version,     NULL},
+    {"version",   cmd_version,     NULL},
     /* clang-format on */
 };
 
@@ -683,7 +687,9 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run ? commands[i].run(argc - 1, argv + 1)
+                                   : run_request_command(argc - 1, argv + 1, commands[i].request);
     complain("unknown command '%s' (see kronosd --help)", argv[1]);
     return EXIT_USAGE;
 }

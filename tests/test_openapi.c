@@ -21,7 +21,7 @@ static const kd_openapi_figures figures = {111, 222, 333, 444, 555, 1023, -1};
 
 static json_t *document(void) {
     char err[256] = "";
-    json_t *doc = kd_openapi_document(&figures, err, sizeof err);
+    json_t *doc = kd_routes_document(&figures, err, sizeof err);
     if (!doc) fprintf(stderr, "%s\n", err);
     assert_non_null(doc);
     return doc;

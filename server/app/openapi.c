@@ -1,5 +1,5 @@
-/* openapi.c — the OpenAPI document (openapi.h): the route table, the error table, this
- * server's figures and the written parts, put together. */
+/* openapi.c — the OpenAPI document (openapi.h): the route table's rows, the error table,
+ * this server's figures and the written parts, put together. */
 #include "openapi.h"
 
 #include <stdbool.h>
@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "errors.h"
-#include "routes.h"
 
 kd_openapi_figures kd_openapi_figures_of(const kd_app *app) {
     const kd_config *c = &app->cfg;
@@ -222,10 +221,11 @@ static json_t *operation(const kd_route_doc *rt, const json_t *part, bool with_p
 }
 
 /* doc's paths from the route table; every route's part used once, every part by a route. */
-static int add_paths(json_t *doc, const json_t *parts, char *err, size_t errlen) {
+static int add_paths(json_t *doc, const json_t *parts, const kd_route_doc *routes, size_t n,
+                     char *err, size_t errlen) {
     json_t *paths = json_object_get(doc, "paths");
-    for (size_t i = 0; i < kd_route_count; i++) {
-        const kd_route_doc rt = kd_route_doc_at(i);
+    for (size_t i = 0; i < n; i++) {
+        const kd_route_doc rt = routes[i];
         const json_t *part = json_object_get(parts, rt.operation);
         if (!json_is_object(part)) {
             snprintf(err, errlen, "openapi_parts.json: no operation \"%s\" for %s %s", rt.operation,
@@ -252,8 +252,8 @@ static int add_paths(json_t *doc, const json_t *parts, char *err, size_t errlen)
     const json_t *part;
     json_object_foreach((json_t *)parts, name, part) {
         bool used = false;
-        for (size_t i = 0; !used && i < kd_route_count; i++)
-            used = strcmp(kd_route_doc_at(i).operation, name) == 0;
+        for (size_t i = 0; !used && i < n; i++)
+            used = strcmp(routes[i].operation, name) == 0;
         if (!used) {
             snprintf(err, errlen, "openapi_parts.json: operation \"%s\" has no route", name);
             return -1;
@@ -262,7 +262,8 @@ static int add_paths(json_t *doc, const json_t *parts, char *err, size_t errlen)
     return 0;
 }
 
-json_t *kd_openapi_document(const kd_openapi_figures *f, char *err, size_t errlen) {
+json_t *kd_openapi_document(const kd_openapi_figures *f, const kd_route_doc *routes, size_t n,
+                            char *err, size_t errlen) {
     json_error_t je;
     json_t *parts = json_loads(kd_openapi_parts, 0, &je);
     if (!parts) {
@@ -289,7 +290,7 @@ json_t *kd_openapi_document(const kd_openapi_figures *f, char *err, size_t errle
         "Authorization: Bearer KEY, a key of api-key-file; asked only when the server has one");
     json_object_set_new(components, "securitySchemes", schemes);
     json_object_set_new(components, "responses", error_responses());
-    int rc = add_paths(doc, json_object_get(parts, "operations"), err, errlen);
+    int rc = add_paths(doc, json_object_get(parts, "operations"), routes, n, err, errlen);
     if (rc == 0) rc = put_figures(doc, f, err, errlen);
     json_decref(parts);
     if (rc < 0) {
@@ -297,16 +298,4 @@ json_t *kd_openapi_document(const kd_openapi_figures *f, char *err, size_t errle
         return NULL;
     }
     return doc;
-}
-
-kd_outcome kd_handle_openapi(kd_app *app, kd_request *r) {
-    char err[256];
-    const kd_openapi_figures f = kd_openapi_figures_of(app);
-    json_t *doc = kd_openapi_document(&f, err, sizeof err);
-    if (!doc) {
-        kd_reply_error(r, 500, "internal", "%s", err);
-        return KD_REPLIED;
-    }
-    kd_reply_json(r, 200, doc);
-    return KD_REPLIED;
 }

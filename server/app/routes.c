@@ -1,7 +1,7 @@
 /* routes.c — the route table and the router that http asks (routes.h): which handler
  * answers which method and path, the metrics label of each endpoint, and each route's
- * operation in the API's document (openapi.h). A new route is a row here and its operation,
- * under the row's name, in openapi_parts.json. */
+ * operation in the API's document (openapi.h), which GET /openapi.json answers. A new route is a
+ * row here and its operation, under the row's name, in openapi_parts.json. */
 #include "routes.h"
 
 #include <stdio.h>
@@ -9,7 +9,6 @@
 
 #include "session_handlers.h"
 #include "intake.h"
-#include "openapi.h"
 #include "page.h"
 
 enum {
@@ -67,6 +66,19 @@ static kd_outcome sessions_post(kd_app *app, kd_request *r) {
     return out;
 }
 
+/* GET /openapi.json: the document of the table below; public, like /health. */
+static kd_outcome openapi_get(kd_app *app, kd_request *r) {
+    char err[256];
+    const kd_openapi_figures f = kd_openapi_figures_of(app);
+    json_t *doc = kd_routes_document(&f, err, sizeof err);
+    if (!doc) {
+        kd_reply_error(r, 500, "internal", "%s", err);
+        return KD_REPLIED;
+    }
+    kd_reply_json(r, 200, doc);
+    return KD_REPLIED;
+}
+
 /* ---- the table -------------------------------------------------------------------------- */
 
 static const kd_route routes[] = {
@@ -75,7 +87,7 @@ static const kd_route routes[] = {
     {"/",                    "GET",    EP_PAGE,       true,  false, false, kd_handle_page,             "page"},
     {"/example.csv",         "GET",    EP_PAGE,       true,  false, false, kd_handle_example_csv,      "exampleCsv"},
     {"/health",              "GET",    EP_HEALTH,     true,  false, false, kd_handle_health,           "health"},
-    {"/openapi.json",        "GET",    EP_OPENAPI,    true,  false, false, kd_handle_openapi,          "openapi"},
+    {"/openapi.json",        "GET",    EP_OPENAPI,    true,  false, false, openapi_get,                "openapi"},
     {"/model",               "GET",    EP_MODEL,      false, true,  false, kd_handle_model,            "model"},
     {"/models",              "GET",    EP_MODELS,     false, true,  false, kd_handle_models,           "listModels"},
     {"/models/",             "GET",    EP_MODELS,     false, true,  false, kd_handle_model_get,        "getModel"},
@@ -171,4 +183,11 @@ const size_t kd_route_count = sizeof routes / sizeof routes[0];
 kd_route_doc kd_route_doc_at(size_t i) {
     const kd_route *rt = &routes[i];
     return (kd_route_doc){rt->path, rt->method, rt->operation, rt->is_public, rt->needs_model};
+}
+
+json_t *kd_routes_document(const kd_openapi_figures *f, char *err, size_t errlen) {
+    kd_route_doc rows[sizeof routes / sizeof routes[0]];
+    for (size_t i = 0; i < kd_route_count; i++)
+        rows[i] = kd_route_doc_at(i);
+    return kd_openapi_document(f, rows, kd_route_count, err, errlen);
 }

@@ -231,22 +231,10 @@ static int load(kd_app *app, char *err, size_t errlen) {
     }
     if (open_journal(app, err, errlen) < 0) return -1;
     if (!(app->workers = kd_workers_start(app->n_workers, c->queue_size, err, errlen))) return -1;
-    kd_sched_config sc = {.step_tokens = c->step_tokens,
-                          .max_rows = c->max_batch_rows,
+    kd_sched_config sc = {.steps = kd_config_steps(c),
                           .queue_size = c->queue_size,
                           .owner_queue_percent = c->key_queue_percent,
-                          .light_flops = c->light_request_mflop * 1e6,
-                          .light_step_factor = c->light_step_percent / 100.0,
-                          /* 0: none sits out (the core's 0 is its default) */
-                          .sit_out_steps = c->light_sit_out_steps ? c->light_sit_out_steps : -1,
-                          .sit_out_ms = c->light_sit_out_ms,
-                          .light_wait = c->light_wait_percent / 100.0,
-                          /* 0: never (the core's 0 is its default) */
-                          .light_recent_ms = c->light_recent_ms ? c->light_recent_ms : -1,
-                          .make_room = make_room,
-                          .make_room_in = make_room_in,
-                          .started = request_started,
-                          .ctx = app};
+                          .hooks = {make_room, make_room_in, request_started, app}};
     if (!(app->sched = kd_sched_start(app->model, app->pool, &sc, err, errlen))) return -1;
     app->models.on_free = forget_model;
     app->models.on_free_ctx = app->sched;

@@ -194,14 +194,9 @@ kd_outcome kd_handle_generate(kd_app *app, kd_request *r) {
     const bool in_path = kd_path_session(kd_request_path(r), path_id, sizeof path_id);
     char msg[KD_MSG_MAX];
     generate_job *g = kd_work_new(sizeof *g, &ops, app, r, 0);
-    json_t *body = g ? kd_model_request_json(app, r) : NULL;
-    if (body && !(g->md = kd_pick_model(app, r))) {
-        json_decref(body); /* replied 404 */
-        body = NULL;
-    }
     /* a session's own model may take other tokens: the core checks them again */
-    const kd_token_limits lim =
-        g && g->md ? kd_token_limits_of(app, g->md->m) : (kd_token_limits){0};
+    kd_token_limits lim;
+    json_t *body = g ? kd_token_request_json(app, r, &g->md, &lim) : NULL;
     const int bad = !body || kd_generate_request_parse(body, &lim, &g->in, msg, sizeof msg) < 0 ||
                     (in_path && kd_generate_set_session(&g->in, path_id, msg, sizeof msg) < 0);
     if (bad && body) kd_refuse_invalid(app, r, msg); /* else replied */

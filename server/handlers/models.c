@@ -152,27 +152,29 @@ kd_outcome kd_handle_model_load(kd_app *app, kd_request *r) {
         kd_refuse_invalid(app, r, msg);
         return KD_REPLIED;
     }
+    /* what a load refused answers, by kd_models_add's result (the field it names first) */
+    static const struct {
+        int status;
+        const char *code, *field;
+    } refusals[] = {
+        [KD_MODEL_ADD_EXISTS] = {409, "model_exists", "id"},
+        [KD_MODEL_ADD_FAILED] = {422, "model_load_failed", "path"},
+        [KD_MODEL_ADD_FULL] = {422, "model_load_failed", "path"},
+        [KD_MODEL_ADD_NO_ROOM] = {507, "model_memory_exceeded", "path"},
+    };
     const kd_model *md = NULL;
-    switch (kd_models_add(&app->models, &app->cfg, id, path, &over, &md, msg, sizeof msg)) {
-    case KD_MODEL_ADD_OK:
+    const kd_model_add_result rc =
+        kd_models_add(&app->models, &app->cfg, id, path, &over, &md, msg, sizeof msg);
+    if (rc == KD_MODEL_ADD_OK) {
         kd_log("model %s loaded from %s: hash %s, %zu parameters%s", md->id, path, md->hash,
                kr_model_param_count(md->m), md->tokenizer_of >= 0 ? ", its tokenizer shared" : "");
         kd_reply_json(r, 201, model_entry(app, md));
         kd_models_release(&app->models, md); /* the load's own reference */
-        break;
-    case KD_MODEL_ADD_INVALID:
+    } else if (rc == KD_MODEL_ADD_INVALID) {
         kd_refuse_invalid(app, r, msg);
-        break;
-    case KD_MODEL_ADD_EXISTS:
-        kd_reply_error(r, 409, "model_exists", "id: %s", msg);
-        break;
-    case KD_MODEL_ADD_FAILED:
-    case KD_MODEL_ADD_FULL:
-        kd_reply_error(r, 422, "model_load_failed", "path: %s", msg);
-        break;
-    case KD_MODEL_ADD_NO_ROOM:
-        kd_reply_error(r, 507, "model_memory_exceeded", "path: %s", msg);
-        break;
+    } else {
+        kd_reply_error(r, refusals[rc].status, refusals[rc].code, "%s: %s", refusals[rc].field,
+                       msg);
     }
     json_decref(body);
     return KD_REPLIED;

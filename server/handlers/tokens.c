@@ -127,13 +127,8 @@ static const kd_work_ops detokenize_ops = {.run = detokenize_run, .discard = dis
 kd_outcome kd_handle_detokenize(kd_app *app, kd_request *r) {
     char msg[KD_MSG_MAX];
     tokens_job *t = kd_work_new(sizeof *t, &detokenize_ops, app, r, 0);
-    json_t *body = t ? kd_model_request_json(app, r) : NULL;
-    if (body && !(t->md = kd_pick_model(app, r))) {
-        json_decref(body); /* replied 404 */
-        body = NULL;
-    }
-    const kd_token_limits lim =
-        t && t->md ? kd_token_limits_of(app, t->md->m) : (kd_token_limits){0};
+    kd_token_limits lim;
+    json_t *body = t ? kd_token_request_json(app, r, &t->md, &lim) : NULL;
     const int bad =
         !body || kd_detokenize_request_parse(body, &lim, &t->tokens, msg, sizeof msg) < 0;
     if (bad && body) kd_refuse_invalid(app, r, msg); /* else replied */

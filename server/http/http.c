@@ -379,7 +379,7 @@ static bool has_body(struct MHD_Connection *conn) {
 
 static enum MHD_Result send_answer(kd_request *r) {
     r->answered = true;
-    kd_guard_received(r->http->guard, guarded(r->conn));
+    kd_guard_on(r->http->guard, guarded(r->conn), KD_GUARD_RECEIVED);
     if (r->close) MHD_add_response_header(r->response, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)r->status, r->response);
     MHD_destroy_response(r->response); /* MHD holds its own reference */
@@ -409,7 +409,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = r;
         screen(h, r);
         const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Transfer-Encoding");
-        if (te && !r->response) kd_guard_chunked(h->guard, guarded(conn));
+        if (te && !r->response) kd_guard_on(h->guard, guarded(conn), KD_GUARD_CHUNKED);
         /* A refusal goes out now only when a body follows, to spare reading it (MHD then
          * closes the connection); otherwise at the final call, keeping the connection. */
         return r->response && (r->close || has_body(conn)) ? send_answer(r) : MHD_YES;
@@ -419,7 +419,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
-        kd_guard_progress(h->guard, guarded(conn));
+        kd_guard_on(h->guard, guarded(conn), KD_GUARD_PROGRESS);
         accumulate(r, upload_data, *upload_data_size);
         *upload_data_size = 0;
         /* over the budget: answered now if MHD takes an answer mid-body, else the
@@ -427,8 +427,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (r->over_budget) return send_answer(r);
         return MHD_YES;
     }
-    if (r->response) return send_answer(r);     /* a worker's answer, after the resume */
-    kd_guard_received(h->guard, guarded(conn)); /* answering has no deadline */
+    if (r->response) return send_answer(r); /* a worker's answer, after the resume */
+    kd_guard_on(h->guard, guarded(conn), KD_GUARD_RECEIVED); /* answering has no deadline */
     if (r->too_large) {
         kd_reply_error(r, 413, "body_too_large", "request body: over the limit of %zu bytes",
                        h->app->cfg.max_body_bytes);
@@ -449,7 +449,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (r->key) kd_metrics_key_request(h->app->metrics, r->key->slot);
     if (r->mc.model) kd_model_count_request(r->mc.model);
     kd_request_set_model(r, NULL); /* its reference on its model, dropped */
-    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) kd_guard_completed(h->guard, guarded(conn));
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        kd_guard_on(h->guard, guarded(conn), KD_GUARD_COMPLETED);
     if (h->app->cfg.access_log) {
         char path[256];
         kd_http_loggable(r->path, path, sizeof path);
@@ -485,7 +486,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn) {
     kd_http *h = cls;
     (void)uri;
-    kd_guard_request_line(h->guard, guarded(conn));
+    kd_guard_on(h->guard, guarded(conn), KD_GUARD_REQUEST_LINE);
     return NULL;
 }
 

@@ -79,6 +79,10 @@ typedef struct {
     char msg[1024];
 } kd_refused;
 
+/* Fills refused with why, status, code and the message (printf's fmt). */
+void kd_refused_set(kd_refused *refused, kd_refusal why, int status, const char *code,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* The body as a JSON object (its "model" field taken out, read by kd_request_model_name
  * and kd_request_model_hash), or NULL with refused (400 or 415, not counted) saying what
  * is wrong. The tree's candles point into the body's text, which is freed (its bytes given

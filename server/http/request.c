@@ -62,16 +62,13 @@ int kd_request_query_each(kd_request *r, kd_query_fn fn, void *ctx) {
     return w.rc;
 }
 
-/* Fills what refused says; the reply is the caller's (a body error counts as no refusal
- * unless the caller's path counts it). */
-static void refuse(kd_refused *refused, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void refuse(kd_refused *refused, int status, const char *code, const char *fmt, ...) {
+void kd_refused_set(kd_refused *refused, kd_refusal why, int status, const char *code,
+                    const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(refused->msg, sizeof refused->msg, fmt, ap);
     va_end(ap);
-    refused->why = KD_NOT_REFUSED;
+    refused->why = why;
     refused->status = status;
     refused->code = code;
 }
@@ -79,12 +76,14 @@ static void refuse(kd_refused *refused, int status, const char *code, const char
 json_t *kd_request_json(kd_request *r, kd_refused *refused) {
     json_error_t je;
     if (kd_request_is_csv(r)) { /* the CSV routes read their body themselves */
-        refuse(refused, 415, "unsupported_media_type",
-               "request body: %s takes JSON; text/csv is for /forecast and /tokenize", r->path);
+        kd_refused_set(refused, KD_NOT_REFUSED, 415, "unsupported_media_type",
+                       "request body: %s takes JSON; text/csv is for /forecast and /tokenize",
+                       r->path);
         return NULL;
     }
     if (r->len == 0) {
-        refuse(refused, 400, "invalid_request", "request body: empty; expected a JSON object");
+        kd_refused_set(refused, KD_NOT_REFUSED, 400, "invalid_request",
+                       "request body: empty; expected a JSON object");
         return NULL;
     }
     /* the tree's candles point into the body: it is released when the request leaves
@@ -94,14 +93,16 @@ json_t *kd_request_json(kd_request *r, kd_refused *refused) {
         size_t i = 0; /* the body is not NUL-terminated */
         while (i < r->len && r->body[i] && strchr(" \t\r\n", r->body[i]))
             i++;
-        refuse(refused, 400, "invalid_json", "request body: line %d column %d: %s%s", je.line,
-               je.column, je.text,
-               i < r->len && r->body[i] != '{' ? " (a CSV body needs Content-Type: text/csv)" : "");
+        kd_refused_set(
+            refused, KD_NOT_REFUSED, 400, "invalid_json", "request body: line %d column %d: %s%s",
+            je.line, je.column, je.text,
+            i < r->len && r->body[i] != '{' ? " (a CSV body needs Content-Type: text/csv)" : "");
         return NULL;
     }
     if (!json_is_object(body)) {
         json_decref(body);
-        refuse(refused, 400, "invalid_request", "request body: expected a JSON object");
+        kd_refused_set(refused, KD_NOT_REFUSED, 400, "invalid_request",
+                       "request body: expected a JSON object");
         return NULL;
     }
     /* "model" is every model route's: taken out here, so the routes' own fields stay theirs */
@@ -109,7 +110,7 @@ json_t *kd_request_json(kd_request *r, kd_refused *refused) {
     if (kd_model_field_take(body, r->mc.name, sizeof r->mc.name, r->mc.hash, sizeof r->mc.hash, msg,
                             sizeof msg) < 0) {
         json_decref(body);
-        refuse(refused, 400, "invalid_request", "%s", msg);
+        kd_refused_set(refused, KD_NOT_REFUSED, 400, "invalid_request", "%s", msg);
         return NULL;
     }
     return body;

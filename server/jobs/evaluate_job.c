@@ -414,8 +414,7 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
 /* The whole job failed before any origin was queued. */
 static void done(kd_work *w, const kr_error *err) {
     evaluate_job *j = (evaluate_job *)w;
-    for (int k = 0; k < j->origins; k++)
-        if (!j->errs[k].code) j->errs[k] = *err;
+    kd_work_fail_parts(j->errs, j->origins, err);
     finish(j);
 }
 

@@ -180,8 +180,7 @@ static int add(kr_sched *ks, kd_work *w, kr_error *err) {
 /* The whole job failed before any forecast was queued. */
 static void done(kd_work *w, const kr_error *err) {
     kd_forecast_work *f = (kd_forecast_work *)w;
-    for (int i = 0; i < f->n; i++)
-        if (!f->errs[i].code) f->errs[i] = *err;
+    kd_work_fail_parts(f->errs, f->n, err);
     finish(f);
 }
 

@@ -18,22 +18,9 @@ kd_forecast_limits kd_forecast_limits_of(const kd_app *app) {
     return (kd_forecast_limits){app->cfg.max_candles, app->cfg.max_horizon, app->cfg.max_samples};
 }
 
-kd_token_limits kd_token_limits_of(const kd_app *app, const kr_model *m) {
+static kd_token_limits token_limits_of(const kd_app *app, const kr_model *m) {
     const kr_predictor_config *pc = kr_model_predictor_config(m);
     return (kd_token_limits){1 << pc->s1_bits, 1 << pc->s2_bits, app->cfg.max_candles};
-}
-
-static void refuse(kd_refused *refused, kd_refusal why, int status, const char *code,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void refuse(kd_refused *refused, kd_refusal why, int status, const char *code,
-                   const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(refused->msg, sizeof refused->msg, fmt, ap);
-    va_end(ap);
-    refused->why = why;
-    refused->status = status;
-    refused->code = code;
 }
 
 void kd_refused_set_invalid(kd_refused *refused, const char *msg) {
@@ -90,7 +77,7 @@ static int read_query(kd_request *r, kd_query *q, kd_refused *refused) {
     q->err = refused->msg;
     q->errlen = KD_MSG_MAX; /* a request error's message, as every route cuts it */
     if (!(q->opts = json_object())) {
-        refuse(refused, KD_NOT_REFUSED, 500, "internal", "out of memory reading the query");
+        kd_refused_set(refused, KD_NOT_REFUSED, 500, "internal", "out of memory reading the query");
         return -1;
     }
     if (kd_request_query_each(r, on_query, q) != 0) {
@@ -109,18 +96,18 @@ static const kd_model *pick(kd_app *app, const char *name, const char *hash, kd_
     if (md && hash && strcmp(hash, md->hash) != 0) {
         kd_models_release(&app->models, md);
         kd_quote(hash, v, sizeof v);
-        refuse(refused, KD_NOT_REFUSED, 404, "model_not_found",
-               "model.hash: \"%s\", but model %s's files hash to %s (it was reloaded or "
-               "changed)",
-               v, md->id, md->hash);
+        kd_refused_set(refused, KD_NOT_REFUSED, 404, "model_not_found",
+                       "model.hash: \"%s\", but model %s's files hash to %s (it was reloaded or "
+                       "changed)",
+                       v, md->id, md->hash);
         return NULL;
     }
     if (!md) {
         char ids[512];
         kd_models_ids(&app->models, ids, sizeof ids);
         kd_quote(name, v, sizeof v);
-        refuse(refused, KD_NOT_REFUSED, 404, "model_not_found",
-               "model: no model \"%s\" here; the models are: %s", v, ids);
+        kd_refused_set(refused, KD_NOT_REFUSED, 404, "model_not_found",
+                       "model: no model \"%s\" here; the models are: %s", v, ids);
     }
     return md;
 }
@@ -216,7 +203,8 @@ static int forecast_of(kd_app *app, kd_intake *in, kd_forecast_intake *fi) {
     }
     fi->answer = in->q.csv_out ? KD_ANSWER_CSV : KD_ANSWER_JSON;
     if (!(fi->in = calloc(1, sizeof *fi->in))) {
-        refuse(&in->refused, KD_NOT_REFUSED, 500, "internal", "out of memory queueing the request");
+        kd_refused_set(&in->refused, KD_NOT_REFUSED, 500, "internal",
+                       "out of memory queueing the request");
         return -1;
     }
     fi->n = 1;
@@ -264,8 +252,8 @@ static int evaluate_of(kd_app *app, kd_intake *in, kd_evaluate_intake *ei) {
             return -1;
     } else {
         if (!(set->in = calloc(1, sizeof *set->in))) {
-            refuse(&in->refused, KD_NOT_REFUSED, 500, "internal",
-                   "out of memory queueing the request");
+            kd_refused_set(&in->refused, KD_NOT_REFUSED, 500, "internal",
+                           "out of memory queueing the request");
             return -1;
         }
         set->n = 1;
@@ -329,6 +317,17 @@ const kd_model *kd_pick_model(kd_app *app, kd_request *r) {
     kd_request_set_model(r, md); /* the request's reference: dropped when it ends */
     kd_models_release(&app->models, md);
     return md;
+}
+
+json_t *kd_token_request_json(kd_app *app, kd_request *r, const kd_model **md,
+                              kd_token_limits *lim) {
+    json_t *body = kd_model_request_json(app, r);
+    if (body && !(*md = kd_pick_model(app, r))) {
+        json_decref(body); /* replied 404 */
+        return NULL;
+    }
+    if (body) *lim = token_limits_of(app, (*md)->m);
+    return body;
 }
 
 int kd_body_csv_candles(const kd_request *r, int min_count, int max_count, kd_owned_candles *out,

@@ -21,8 +21,6 @@
 
 /* max-candles, max-horizon, max-samples as the forecast parsers take them. */
 kd_forecast_limits kd_forecast_limits_of(const kd_app *app);
-/* The model's vocabularies and max-candles as the token parsers take them. */
-kd_token_limits kd_token_limits_of(const kd_app *app, const kr_model *m);
 
 /* What the query says: the request's fields (for a CSV body) and the answer's format. */
 typedef struct {
@@ -100,6 +98,12 @@ int kd_intake_evaluate(kd_app *app, kd_request *r, kd_evaluate_intake *ei);
 bool kd_read_query(kd_app *app, kd_request *r, kd_query *q, char *msg, size_t msglen);
 /* The body as a JSON object, or NULL after replying (400 or 415) and counting it invalid. */
 json_t *kd_model_request_json(kd_app *app, kd_request *r);
+
+/* The body of a token route (/generate, /detokenize) as a JSON object, the model it names
+ * (kd_pick_model) in *md and that model's vocabularies and max-candles as the token parsers
+ * take them in *lim; NULL after replying (400, 415 or 404). */
+json_t *kd_token_request_json(kd_app *app, kd_request *r, const kd_model **md,
+                              kd_token_limits *lim);
 
 /* The model r names (kd_request_model_name), or the default one, set as r's model;
  * NULL after replying 404 model_not_found with the known ids. */

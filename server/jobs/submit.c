@@ -163,3 +163,8 @@ void kd_refuse_with(kd_app *app, kd_request *r, const kd_refused *refused) {
 void kd_reply_no_memory(kd_request *r) {
     kd_reply_error(r, 500, "internal", "out of memory queueing the request");
 }
+
+void kd_work_fail_parts(kr_error *errs, int n, const kr_error *err) {
+    for (int i = 0; i < n; i++)
+        if (!errs[i].code) errs[i] = *err;
+}

@@ -72,6 +72,9 @@ kd_outcome kd_submit_for(kd_app *app, kd_request *r, kd_work *w, const kd_refuse
 /* The end of a job that failed: counts a deadline or a cancellation, and replies by the
  * error table (errors.h), what naming the work ("forecast"). */
 void kd_work_fail(kd_app *app, kd_request *r, const char *what, const kr_error *err);
+/* A job of many parts failed as a whole (its done with err): each part that has no error
+ * of its own, errs[0 .. n-1], gets err. */
+void kd_work_fail_parts(kr_error *errs, int n, const kr_error *err);
 
 /* ---- refusals before the hand-off, each counted once by its reason ---------------------- */
 

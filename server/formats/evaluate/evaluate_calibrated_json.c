@@ -7,10 +7,7 @@
 #include <stdio.h>
 
 #include "numfmt.h"
-
-static int put(json_t *o, const char *key, json_t *v) {
-    return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
-}
+#include "json_values.h"
 
 static const char *const kinds[KR_CAL_KINDS] = {"model", "model_scored", "calibrated"};
 
@@ -19,18 +16,18 @@ static json_t *reliability(const kr_eval_calibrated *c) {
     for (int b = 0; b <= KR_EVAL_PIT_BINS; b++)
         edges[b] = (double)b / KR_EVAL_PIT_BINS;
     json_t *o = json_object();
-    int rc = put(o, "edges", kd_eval_reals(edges, KR_EVAL_PIT_BINS + 1));
+    int rc = kd_json_put(o, "edges", kd_json_reals(edges, KR_EVAL_PIT_BINS + 1));
     for (int k = 0; rc == 0 && k < KR_CAL_KINDS; k++) {
         for (int b = 0; b < KR_EVAL_PIT_BINS; b++)
             count[b] = (double)c->rel_count[k][b];
         json_t *t = json_object();
-        rc = put(t, "count", json_array()) ||
-             put(t, "mean_prob", kd_eval_reals(c->rel_prob[k], KR_EVAL_PIT_BINS)) ||
-             put(t, "observed", kd_eval_reals(c->rel_up[k], KR_EVAL_PIT_BINS));
+        rc = kd_json_put(t, "count", json_array()) ||
+             kd_json_put(t, "mean_prob", kd_json_reals(c->rel_prob[k], KR_EVAL_PIT_BINS)) ||
+             kd_json_put(t, "observed", kd_json_reals(c->rel_up[k], KR_EVAL_PIT_BINS));
         for (int b = 0; rc == 0 && b < KR_EVAL_PIT_BINS; b++)
             rc = json_array_append_new(json_object_get(t, "count"),
                                        json_integer((json_int_t)count[b]));
-        rc = rc ? (json_decref(t), -1) : put(o, kinds[k], t);
+        rc = rc ? (json_decref(t), -1) : kd_json_put(o, kinds[k], t);
     }
     if (rc == 0) return o;
     json_decref(o);
@@ -41,9 +38,9 @@ static json_t *reliability(const kr_eval_calibrated *c) {
 static json_t *model_scored(const kr_evaluation *ev, const kr_eval_calibrated *c) {
     const int P = ev->horizon;
     json_t *o = kd_eval_scores_json(ev, c->scores, c->coverage, true, true);
-    if (put(o, "crps_quantile", kd_eval_reals(c->crps_quantile_model, P)) ||
-        put(json_object_get(o, "overall"), "crps_quantile",
-            kd_eval_real(c->crps_quantile_model[P]))) {
+    if (kd_json_put(o, "crps_quantile", kd_json_reals(c->crps_quantile_model, P)) ||
+        kd_json_put(json_object_get(o, "overall"), "crps_quantile",
+                    kd_json_real(c->crps_quantile_model[P]))) {
         json_decref(o);
         return NULL;
     }
@@ -61,8 +58,8 @@ static json_t *column_coverage(const kr_evaluation *ev, const double *cov) {
     int rc = steps && all ? 0 : -1;
     for (int j = 0; rc == 0 && j < ev->n_pairs; j++) {
         kd_eval_pair_key(ev, j, key, sizeof key);
-        rc = put(steps, key, kd_eval_reals(cov + (size_t)j * H, P)) ||
-             put(all, key, kd_eval_real(cov[(size_t)j * H + P]));
+        rc = kd_json_put(steps, key, kd_json_reals(cov + (size_t)j * H, P)) ||
+             kd_json_put(all, key, kd_json_real(cov[(size_t)j * H + P]));
     }
     json_t *o =
         rc == 0 ? json_pack("{s:o,s:{s:o}}", "coverage", steps, "overall", "coverage", all) : NULL;
@@ -81,8 +78,9 @@ static json_t *columns_json(const kr_evaluation *ev, const kr_eval_calibrated *c
         const double *raw = c->col_coverage + (size_t)j * NP * H,
                      *cal = c->col_coverage + (size_t)(KR_CALIB_COLS + j) * NP * H;
         json_t *col = json_object();
-        if (put(col, "model_scored", column_coverage(ev, raw)) ||
-            put(col, "calibrated", column_coverage(ev, cal)) || put(o, column_names[j], col)) {
+        if (kd_json_put(col, "model_scored", column_coverage(ev, raw)) ||
+            kd_json_put(col, "calibrated", column_coverage(ev, cal)) ||
+            kd_json_put(o, column_names[j], col)) {
             json_decref(col);
             json_decref(o);
             return NULL;
@@ -97,22 +95,23 @@ int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr
     const int H = ev->horizon + 1, NP = ev->n_pairs ? ev->n_pairs : 1;
     const bool rolling = in->req.calibration_mode == KR_CALIB_ROLLING;
     json_t *ks = json_object();
-    int rc = put(r, "calibration_mode", json_string(rolling ? "rolling" : "given")) ||
-             (rolling && put(r, "calibration_warmup", json_integer(in->req.calibration_warmup))) ||
-             put(r, "scored_origins", json_integer(c->scored)) ||
-             put(r, "first_scored_origin",
-                 c->scored ? json_integer(ev->origin_index[c->first_scored]) : json_null());
+    int rc = kd_json_put(r, "calibration_mode", json_string(rolling ? "rolling" : "given")) ||
+             (rolling &&
+              kd_json_put(r, "calibration_warmup", json_integer(in->req.calibration_warmup))) ||
+             kd_json_put(r, "scored_origins", json_integer(c->scored)) ||
+             kd_json_put(r, "first_scored_origin",
+                         c->scored ? json_integer(ev->origin_index[c->first_scored]) : json_null());
     for (int k = 0; rc == 0 && k < KR_CAL_KINDS; k++)
-        rc = put(ks, kinds[k], kd_eval_real(c->pit_ks[k]));
+        rc = kd_json_put(ks, kinds[k], kd_json_real(c->pit_ks[k]));
     if (rc == 0)
-        rc = put(r, "calibrated",
-                 kd_eval_scores_json(ev, c->scores + (size_t)KR_EVAL_METRICS * H,
-                                     c->coverage + (size_t)NP * H, true, true)) ||
-             put(r, "model_scored", model_scored(ev, c)) ||
-             put(r, "calibrated_pit_histogram", kd_eval_reals(c->pit, KR_EVAL_PIT_BINS)) ||
-             put(r, "pit_ks", ks) || put(r, "reliability", reliability(c)) ||
-             put(r, "calibration", kd_calibration_json(&c->fitted)) ||
-             (c->col_coverage && put(r, "columns", columns_json(ev, c)));
+        rc = kd_json_put(r, "calibrated",
+                         kd_eval_scores_json(ev, c->scores + (size_t)KR_EVAL_METRICS * H,
+                                             c->coverage + (size_t)NP * H, true, true)) ||
+             kd_json_put(r, "model_scored", model_scored(ev, c)) ||
+             kd_json_put(r, "calibrated_pit_histogram", kd_json_reals(c->pit, KR_EVAL_PIT_BINS)) ||
+             kd_json_put(r, "pit_ks", ks) || kd_json_put(r, "reliability", reliability(c)) ||
+             kd_json_put(r, "calibration", kd_calibration_json(&c->fitted)) ||
+             (c->col_coverage && kd_json_put(r, "columns", columns_json(ev, c)));
     else
         json_decref(ks);
     return rc ? -1 : 0;
@@ -126,31 +125,32 @@ json_t *kd_evaluate_origin_calibrated_json(const kr_evaluation *ev, int k) {
     int rc = o && qs ? 0 : -1;
     for (int q = 0; rc == 0 && q < Q; q++) {
         kd_fmt_double(ev->quantile_levels[q], key, sizeof key);
-        rc = put(qs, key, kd_eval_reals(c->quantiles + ((size_t)k * Q + q) * P, P));
+        rc = kd_json_put(qs, key, kd_json_reals(c->quantiles + ((size_t)k * Q + q) * P, P));
     }
     if (rc == 0) {
-        rc = put(o, "quantiles", qs);
+        rc = kd_json_put(o, "quantiles", qs);
         qs = NULL;
     }
-    if (rc == 0) rc = put(o, "prob_close_up", kd_eval_reals(c->prob_close_up + (size_t)k * P, P));
+    if (rc == 0)
+        rc = kd_json_put(o, "prob_close_up", kd_json_reals(c->prob_close_up + (size_t)k * P, P));
     json_t *cols = rc == 0 && c->col_quantiles ? json_object() : NULL;
     for (int j = 0; cols && j < KR_CALIB_COLS; j++) {
         json_t *cq = json_object();
         for (int q = 0; cq && q < Q; q++) {
             kd_fmt_double(ev->quantile_levels[q], key, sizeof key);
             const size_t at = (((size_t)j * ev->origins + (size_t)k) * Q + q) * P;
-            if (put(cq, key, kd_eval_reals(c->col_quantiles + at, P))) {
+            if (kd_json_put(cq, key, kd_json_reals(c->col_quantiles + at, P))) {
                 json_decref(cq);
                 cq = NULL;
             }
         }
-        if (put(cols, column_names[j], cq)) {
+        if (kd_json_put(cols, column_names[j], cq)) {
             json_decref(cols);
             cols = NULL;
             rc = -1;
         }
     }
-    if (cols) rc = put(o, "columns", cols);
+    if (cols) rc = kd_json_put(o, "columns", cols);
     json_decref(qs);
     if (rc == 0) return o;
     json_decref(o);

@@ -10,6 +10,7 @@
 
 #include "json_fields.h"
 #include "numfmt.h"
+#include "json_values.h"
 
 /* The request's fields; the options are those after "candles". */
 static const char *const request_fields[] = {"candles",
@@ -199,11 +200,6 @@ int kd_evaluate_request_with_candles(const json_t *options, kd_owned_candles *ca
 
 /* ---- response ------------------------------------------------------------------------------- */
 
-/* o[key] = v; -1 (v released) when either is missing. */
-static int put(json_t *o, const char *key, json_t *v) {
-    return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
-}
-
 static json_t *scores_object(const kr_evaluation *ev, int f) {
     const int H = ev->horizon + 1;
     return kd_eval_scores_json(
@@ -222,14 +218,14 @@ static json_t *skill_object(const kr_evaluation *ev) {
         int rc = s && overall ? 0 : -1;
         for (int m = 0; rc == 0 && m < 2; m++) {
             const double *v = ev->skill + ((size_t)b * 2 + m) * H;
-            rc = put(s, metrics[m], kd_eval_reals(v, P));
-            if (rc == 0) rc = put(overall, metrics[m], kd_eval_real(v[P]));
+            rc = kd_json_put(s, metrics[m], kd_json_reals(v, P));
+            if (rc == 0) rc = kd_json_put(overall, metrics[m], kd_json_real(v[P]));
         }
         if (rc == 0)
-            rc = put(s, "overall", overall);
+            rc = kd_json_put(s, "overall", overall);
         else
             json_decref(overall);
-        if (rc || put(o, baselines[b], s) < 0) {
+        if (rc || kd_json_put(o, baselines[b], s) < 0) {
             if (rc) json_decref(s);
             json_decref(o);
             return NULL;
@@ -248,37 +244,38 @@ static json_t *origin_object(const kd_evaluate_input *in, const kr_evaluation *e
     char key[KD_NUM_MAX];
     for (int q = 0; rc == 0 && q < Q; q++) {
         kd_fmt_double(ev->quantile_levels[q], key, sizeof key);
-        rc = put(qs, key, kd_eval_reals(ev->quantiles + ((size_t)k * Q + q) * P, P));
+        rc = kd_json_put(qs, key, kd_json_reals(ev->quantiles + ((size_t)k * Q + q) * P, P));
     }
     if (rc == 0)
-        rc = put(close, "last", json_real(ev->last_close[k])) ||
-             put(close, "actual", kd_eval_reals(ev->actual + (size_t)k * P, P)) ||
-             put(close, "mean", kd_eval_reals(ev->mean + (size_t)k * P, P));
+        rc = kd_json_put(close, "last", json_real(ev->last_close[k])) ||
+             kd_json_put(close, "actual", kd_json_reals(ev->actual + (size_t)k * P, P)) ||
+             kd_json_put(close, "mean", kd_json_reals(ev->mean + (size_t)k * P, P));
     if (rc == 0) {
-        rc = put(close, "quantiles", qs);
+        rc = kd_json_put(close, "quantiles", qs);
         qs = NULL;
     }
     if (rc == 0 && S > 1 && ev->paths) {
         json_t *paths = json_array();
         for (int p = 0; paths && rc == 0 && p < S; p++)
             rc =
-                json_array_append_new(paths, kd_eval_reals(ev->paths + ((size_t)k * S + p) * P, P));
-        rc = rc ? (json_decref(paths), -1) : put(close, "paths", paths);
+                json_array_append_new(paths, kd_json_reals(ev->paths + ((size_t)k * S + p) * P, P));
+        rc = rc ? (json_decref(paths), -1) : kd_json_put(close, "paths", paths);
     }
     if (rc == 0)
-        rc = put(o, "origin", json_integer(ev->origin_index[k])) ||
-             put(o, "timestamp", kd_timestamp_json(ev->timestamps[(size_t)k * P], tf));
+        rc = kd_json_put(o, "origin", json_integer(ev->origin_index[k])) ||
+             kd_json_put(o, "timestamp", kd_timestamp_json(ev->timestamps[(size_t)k * P], tf));
     if (rc == 0) {
-        rc = put(o, "timestamps", ts);
+        rc = kd_json_put(o, "timestamps", ts);
         ts = NULL;
     }
     if (rc == 0) {
-        rc = put(o, "close", close);
+        rc = kd_json_put(o, "close", close);
         close = NULL;
     }
-    if (rc == 0) rc = put(o, "prob_close_up", kd_eval_reals(ev->prob_close_up + (size_t)k * P, P));
+    if (rc == 0)
+        rc = kd_json_put(o, "prob_close_up", kd_json_reals(ev->prob_close_up + (size_t)k * P, P));
     if (rc == 0 && ev->calibrated)
-        rc = put(o, "calibrated", kd_evaluate_origin_calibrated_json(ev, k));
+        rc = kd_json_put(o, "calibrated", kd_evaluate_origin_calibrated_json(ev, k));
     json_decref(qs);
     json_decref(ts);
     json_decref(close);
@@ -291,34 +288,36 @@ json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate
                                   const kr_evaluation *ev) {
     json_t *r = json_object();
     const char *mode = ev->mode == KR_EVAL_LIVE ? "live" : "window";
-    int rc = put(r, "origins", json_integer(ev->origins)) ||
-             put(r, "horizon", json_integer(ev->horizon)) ||
-             put(r, "samples", json_integer(ev->samples)) || put(r, "mode", json_string(mode)) ||
-             put(r, "lookback", json_integer(in->req.lookback)) ||
-             put(r, "stride", json_integer(plan->stride)) ||
-             put(r, "first_origin", json_integer(plan->first_origin)) ||
-             put(r, "last_origin", json_integer(plan->last_origin));
+    int rc = kd_json_put(r, "origins", json_integer(ev->origins)) ||
+             kd_json_put(r, "horizon", json_integer(ev->horizon)) ||
+             kd_json_put(r, "samples", json_integer(ev->samples)) ||
+             kd_json_put(r, "mode", json_string(mode)) ||
+             kd_json_put(r, "lookback", json_integer(in->req.lookback)) ||
+             kd_json_put(r, "stride", json_integer(plan->stride)) ||
+             kd_json_put(r, "first_origin", json_integer(plan->first_origin)) ||
+             kd_json_put(r, "last_origin", json_integer(plan->last_origin));
     for (int f = 0; rc == 0 && f < KR_EVAL_FORECASTERS; f++)
-        rc = put(r, kr_eval_forecaster_names[f], scores_object(ev, f));
+        rc = kd_json_put(r, kr_eval_forecaster_names[f], scores_object(ev, f));
     if (rc == 0)
-        rc = put(r, "skill", skill_object(ev)) ||
-             put(r, "pit_histogram", kd_eval_reals(ev->pit, KR_EVAL_PIT_BINS));
+        rc = kd_json_put(r, "skill", skill_object(ev)) ||
+             kd_json_put(r, "pit_histogram", kd_json_reals(ev->pit, KR_EVAL_PIT_BINS));
     if (rc == 0) rc = kd_evaluate_calibrated_json(r, in, ev);
-    if (rc == 0 && ev->anomalies) rc = put(r, "anomalies", kd_evaluate_anomalies_json(in, ev));
+    if (rc == 0 && ev->anomalies)
+        rc = kd_json_put(r, "anomalies", kd_evaluate_anomalies_json(in, ev));
     if (rc == 0 && ev->mode == KR_EVAL_LIVE)
-        rc = put(r, "normalization", kd_normalization_json(plan->mean, plan->std));
+        rc = kd_json_put(r, "normalization", kd_normalization_json(plan->mean, plan->std));
     if (rc == 0)
-        rc = put(r, "usage",
-                 json_pack("{s:I,s:f,s:f,s:s,s:s}", "generated_tokens",
-                           (json_int_t)ev->usage.generated_tokens, "planned_gflop",
-                           ev->usage.flops / 1e9, "elapsed_ms", ev->usage.elapsed_ms, "weights",
-                           kr_precision_name(ev->usage.weights), "kv",
-                           kr_precision_name(ev->usage.kv)));
+        rc = kd_json_put(r, "usage",
+                         json_pack("{s:I,s:f,s:f,s:s,s:s}", "generated_tokens",
+                                   (json_int_t)ev->usage.generated_tokens, "planned_gflop",
+                                   ev->usage.flops / 1e9, "elapsed_ms", ev->usage.elapsed_ms,
+                                   "weights", kr_precision_name(ev->usage.weights), "kv",
+                                   kr_precision_name(ev->usage.kv)));
     if (rc == 0 && in->return_origins) {
         json_t *a = json_array();
         for (int k = 0; a && rc == 0 && k < ev->origins; k++)
             rc = json_array_append_new(a, origin_object(in, ev, k));
-        rc = rc ? (json_decref(a), -1) : put(r, "by_origin", a);
+        rc = rc ? (json_decref(a), -1) : kd_json_put(r, "by_origin", a);
     }
     if (rc == 0) return r;
     json_decref(r);

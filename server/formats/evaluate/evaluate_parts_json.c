@@ -6,25 +6,7 @@
 #include <stdio.h>
 
 #include "numfmt.h"
-
-json_t *kd_eval_real(double x) {
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
-json_t *kd_eval_reals(const double *x, int n) {
-    json_t *a = json_array();
-    for (int i = 0; a && i < n; i++)
-        if (json_array_append_new(a, kd_eval_real(x[i])) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    return a;
-}
-
-/* o[key] = v; -1 (v released) when either is missing. */
-static int put(json_t *o, const char *key, json_t *v) {
-    return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
-}
+#include "json_values.h"
 
 void kd_eval_pair_key(const kr_evaluation *ev, int j, char *key, size_t n) {
     char lo[KD_NUM_MAX], hi[KD_NUM_MAX];
@@ -42,8 +24,8 @@ json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const
         const double *v = scores + (size_t)m * H;
         if ((m == KR_EVAL_DIRECTION && !direction) || (m == KR_EVAL_BRIER && !brier))
             continue; /* does not apply to it */
-        rc = put(o, kr_eval_metric_names[m], kd_eval_reals(v, P));
-        if (rc == 0) rc = put(overall, kr_eval_metric_names[m], kd_eval_real(v[P]));
+        rc = kd_json_put(o, kr_eval_metric_names[m], kd_json_reals(v, P));
+        if (rc == 0) rc = kd_json_put(overall, kr_eval_metric_names[m], kd_json_real(v[P]));
     }
     if (rc == 0 && coverage) {
         json_t *cov = json_object(), *cov_all = json_object();
@@ -51,19 +33,19 @@ json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const
         for (int j = 0; cov && cov_all && rc == 0 && j < ev->n_pairs; j++) {
             const double *v = coverage + (size_t)j * H;
             kd_eval_pair_key(ev, j, key, sizeof key);
-            rc = put(cov, key, kd_eval_reals(v, P));
-            if (rc == 0) rc = put(cov_all, key, kd_eval_real(v[P]));
+            rc = kd_json_put(cov, key, kd_json_reals(v, P));
+            if (rc == 0) rc = kd_json_put(cov_all, key, kd_json_real(v[P]));
         }
         if (rc == 0)
-            rc = put(o, "coverage", cov);
+            rc = kd_json_put(o, "coverage", cov);
         else
             json_decref(cov);
         if (rc == 0)
-            rc = put(overall, "coverage", cov_all);
+            rc = kd_json_put(overall, "coverage", cov_all);
         else
             json_decref(cov_all);
     }
-    if (rc == 0 && put(o, "overall", overall) == 0) return o;
+    if (rc == 0 && kd_json_put(o, "overall", overall) == 0) return o;
     if (rc) json_decref(overall);
     json_decref(o);
     return NULL;

@@ -10,11 +10,8 @@
 
 #include "kronos.h"
 
-/* A number or null, an array of them, a pair's key ("0.1-0.9"), and one forecaster's
- * scores (per step and overall; coverage NULL: none; direction, brier: whether they
- * apply). NULL when out of memory. */
-json_t *kd_eval_real(double x);
-json_t *kd_eval_reals(const double *x, int n);
+/* A pair's key ("0.1-0.9"), and one forecaster's scores (per step and overall; coverage
+ * NULL: none; direction, brier: whether they apply; NULL when out of memory). */
 void kd_eval_pair_key(const kr_evaluation *ev, int j, char *key, size_t n);
 json_t *kd_eval_scores_json(const kr_evaluation *ev, const double *scores, const double *coverage,
                             bool direction, bool brier);

@@ -12,6 +12,7 @@
 #include "candles_json.h"
 #include "json_fields.h"
 #include "series_json.h"
+#include "json_values.h"
 
 static const char *const element_fields[] = {"candles", NULL};
 static const char *const cross_fields[] = {"top_k", NULL};
@@ -103,29 +104,15 @@ int kd_evaluate_series_parse(const json_t *body, const kd_forecast_limits *limit
 
 /* ---- response ------------------------------------------------------------------------------- */
 
-static json_t *ints(const int *x, int n) {
-    json_t *a = json_array();
-    for (int i = 0; a && i < n; i++)
-        if (json_array_append_new(a, json_integer(x[i])) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    return a;
-}
-
-/* o[key] = v; -1 (v released) when either is missing. */
-static int put(json_t *o, const char *key, json_t *v) {
-    return o && v && json_object_set_new(o, key, v) == 0 ? 0 : (json_decref(v), -1);
-}
-
 static json_t *per_step(const kr_cross_section *cs) {
     const int P = cs->horizon;
     json_t *o = json_object();
-    if (put(o, "ic_std", kd_eval_reals(cs->ic_std, P)) ||
-        put(o, "ic_ir", kd_eval_reals(cs->ic_ir, P)) || put(o, "ic_count", ints(cs->ic_count, P)) ||
-        put(o, "rank_ic_std", kd_eval_reals(cs->rank_ic_std, P)) ||
-        put(o, "rank_ic_ir", kd_eval_reals(cs->rank_ic_ir, P)) ||
-        put(o, "rank_ic_count", ints(cs->rank_ic_count, P))) {
+    if (kd_json_put(o, "ic_std", kd_json_reals(cs->ic_std, P)) ||
+        kd_json_put(o, "ic_ir", kd_json_reals(cs->ic_ir, P)) ||
+        kd_json_put(o, "ic_count", kd_json_ints(cs->ic_count, P)) ||
+        kd_json_put(o, "rank_ic_std", kd_json_reals(cs->rank_ic_std, P)) ||
+        kd_json_put(o, "rank_ic_ir", kd_json_reals(cs->rank_ic_ir, P)) ||
+        kd_json_put(o, "rank_ic_count", kd_json_ints(cs->rank_ic_count, P))) {
         json_decref(o);
         return NULL;
     }
@@ -139,11 +126,12 @@ static json_t *by_origin(const kd_evaluate_input *in0, const kr_evaluation *ev0,
     for (int k = 0; a && k < cs->origins; k++) {
         const size_t at = (size_t)k * P;
         json_t *o = json_object();
-        if (put(o, "timestamp", kd_timestamp_json(ev0->timestamps[at], &in0->candles.time_form)) ||
-            put(o, "ic", kd_eval_reals(cs->ic + at, P)) ||
-            put(o, "rank_ic", kd_eval_reals(cs->rank_ic + at, P)) ||
-            put(o, "hit_rate", kd_eval_reals(cs->hit + at, P)) ||
-            put(o, "top_bottom_spread", kd_eval_reals(cs->spread + at, P)) ||
+        if (kd_json_put(o, "timestamp",
+                        kd_timestamp_json(ev0->timestamps[at], &in0->candles.time_form)) ||
+            kd_json_put(o, "ic", kd_json_reals(cs->ic + at, P)) ||
+            kd_json_put(o, "rank_ic", kd_json_reals(cs->rank_ic + at, P)) ||
+            kd_json_put(o, "hit_rate", kd_json_reals(cs->hit + at, P)) ||
+            kd_json_put(o, "top_bottom_spread", kd_json_reals(cs->spread + at, P)) ||
             json_array_append_new(a, o) < 0) {
             json_decref(o);
             json_decref(a);
@@ -157,24 +145,27 @@ json_t *kd_cross_section_json(const kd_evaluate_input *in0, const kr_evaluation 
                               const kr_cross_section *cs) {
     const int P = cs->horizon, N = cs->origins;
     json_t *o = json_object();
-    int rc = put(o, "series", json_integer(cs->series)) || put(o, "origins", json_integer(N)) ||
-             put(o, "horizon", json_integer(P)) || put(o, "top_k", json_integer(cs->top_k)) ||
-             put(o, "ic", kd_eval_reals(cs->ic_mean, P)) ||
-             put(o, "rank_ic", kd_eval_reals(cs->rank_ic_mean, P)) ||
-             put(o, "hit_rate", kd_eval_reals(cs->hit_rate, P)) ||
-             put(o, "top_bottom_spread", kd_eval_reals(cs->top_bottom_spread, P)) ||
-             put(o, "ic_mean", kd_eval_real(cs->ic_mean[P])) ||
-             put(o, "ic_std", kd_eval_real(cs->ic_std[P])) ||
-             put(o, "ic_ir", kd_eval_real(cs->ic_ir[P])) ||
-             put(o, "ic_count", json_integer(cs->ic_count[P])) ||
-             put(o, "ic_undefined", json_integer((json_int_t)N * P - cs->ic_count[P])) ||
-             put(o, "rank_ic_mean", kd_eval_real(cs->rank_ic_mean[P])) ||
-             put(o, "rank_ic_std", kd_eval_real(cs->rank_ic_std[P])) ||
-             put(o, "rank_ic_ir", kd_eval_real(cs->rank_ic_ir[P])) ||
-             put(o, "rank_ic_count", json_integer(cs->rank_ic_count[P])) ||
-             put(o, "rank_ic_undefined", json_integer((json_int_t)N * P - cs->rank_ic_count[P])) ||
-             put(o, "per_step", per_step(cs));
-    if (rc == 0 && in0->return_origins) rc = put(o, "by_origin", by_origin(in0, ev0, cs));
+    int rc = kd_json_put(o, "series", json_integer(cs->series)) ||
+             kd_json_put(o, "origins", json_integer(N)) ||
+             kd_json_put(o, "horizon", json_integer(P)) ||
+             kd_json_put(o, "top_k", json_integer(cs->top_k)) ||
+             kd_json_put(o, "ic", kd_json_reals(cs->ic_mean, P)) ||
+             kd_json_put(o, "rank_ic", kd_json_reals(cs->rank_ic_mean, P)) ||
+             kd_json_put(o, "hit_rate", kd_json_reals(cs->hit_rate, P)) ||
+             kd_json_put(o, "top_bottom_spread", kd_json_reals(cs->top_bottom_spread, P)) ||
+             kd_json_put(o, "ic_mean", kd_json_real(cs->ic_mean[P])) ||
+             kd_json_put(o, "ic_std", kd_json_real(cs->ic_std[P])) ||
+             kd_json_put(o, "ic_ir", kd_json_real(cs->ic_ir[P])) ||
+             kd_json_put(o, "ic_count", json_integer(cs->ic_count[P])) ||
+             kd_json_put(o, "ic_undefined", json_integer((json_int_t)N * P - cs->ic_count[P])) ||
+             kd_json_put(o, "rank_ic_mean", kd_json_real(cs->rank_ic_mean[P])) ||
+             kd_json_put(o, "rank_ic_std", kd_json_real(cs->rank_ic_std[P])) ||
+             kd_json_put(o, "rank_ic_ir", kd_json_real(cs->rank_ic_ir[P])) ||
+             kd_json_put(o, "rank_ic_count", json_integer(cs->rank_ic_count[P])) ||
+             kd_json_put(o, "rank_ic_undefined",
+                         json_integer((json_int_t)N * P - cs->rank_ic_count[P])) ||
+             kd_json_put(o, "per_step", per_step(cs));
+    if (rc == 0 && in0->return_origins) rc = kd_json_put(o, "by_origin", by_origin(in0, ev0, cs));
     if (rc == 0) return o;
     json_decref(o);
     return NULL;
@@ -191,8 +182,8 @@ json_t *kd_evaluate_series_response_json(const kd_evaluate_series_input *s,
             return NULL;
         }
     json_t *r = json_object();
-    if (put(r, "series", a) ||
-        put(r, "cross_section", kd_cross_section_json(&s->in[0], &evs[0], cs))) {
+    if (kd_json_put(r, "series", a) ||
+        kd_json_put(r, "cross_section", kd_cross_section_json(&s->in[0], &evs[0], cs))) {
         json_decref(r);
         return NULL;
     }

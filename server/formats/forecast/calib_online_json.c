@@ -6,10 +6,7 @@
 #include <stdio.h>
 
 #include "numfmt.h"
-
-static json_t *real_or_null(double x) {
-    return isfinite(x) ? json_real(x) : json_null();
-}
+#include "json_values.h"
 
 static void pair_key(const kr_calib_online_stats *st, int j, char *key, size_t n) {
     char lo[KD_NUM_MAX], hi[KD_NUM_MAX];
@@ -23,15 +20,15 @@ json_t *kd_calib_online_json(const kr_calib_online_stats *st, bool from_object) 
     char key[2 * KD_NUM_MAX + 2];
     for (int j = 0; cov && j < st->n_pairs; j++) {
         pair_key(st, j, key, sizeof key);
-        if (json_object_set_new(cov, key, real_or_null(st->coverage[j])) < 0) {
+        if (json_object_set_new(cov, key, kd_json_real(st->coverage[j])) < 0) {
             json_decref(cov);
             cov = NULL;
         }
     }
     if (!cov) return NULL;
     return json_pack("{s:s,s:I,s:o,s:o,s:o}", "mode", from_object ? "object" : "online", "resolved",
-                     (json_int_t)st->resolved, "coverage", cov, "pit_ks", real_or_null(st->pit_ks),
-                     "brier", real_or_null(st->brier));
+                     (json_int_t)st->resolved, "coverage", cov, "pit_ks", kd_json_real(st->pit_ks),
+                     "brier", kd_json_real(st->brier));
 }
 
 json_t *kd_calib_anomaly_json(json_t *timestamp, const kr_online_outcome *out,

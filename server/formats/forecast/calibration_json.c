@@ -8,6 +8,7 @@
 
 #include "fail.h"
 #include "json_fields.h"
+#include "json_values.h"
 
 #define FORMAT_NAME   "kronosd-calibration"
 #define METHOD_QUANTS "conformal-shift"
@@ -191,16 +192,6 @@ int kd_calibration_parse(const json_t *v, kr_calibration *c, char *err, size_t e
 
 /* ---- writing -------------------------------------------------------------------------------- */
 
-static json_t *reals(const double *x, int n) {
-    json_t *a = json_array();
-    for (int i = 0; a && i < n; i++)
-        if (json_array_append_new(a, isfinite(x[i]) ? json_real(x[i]) : json_null()) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    return a;
-}
-
 static json_t *methods(void) {
     return json_pack("{s:s,s:s}", "quantiles", METHOD_QUANTS, "prob_close_up", METHOD_UP);
 }
@@ -215,9 +206,9 @@ static json_t *columns_json(const kr_calibration *c) {
     for (int j = 0; o && j < KR_CALIB_COLS; j++) {
         json_t *steps = json_array();
         for (int h = 0; steps && h < c->horizon; h++)
-            if (json_array_append_new(steps,
-                                      reals(c->col_shift + ((size_t)j * c->horizon + h) * c->n_grid,
-                                            c->n_grid)) < 0) {
+            if (json_array_append_new(
+                    steps, kd_json_reals(c->col_shift + ((size_t)j * c->horizon + h) * c->n_grid,
+                                         c->n_grid)) < 0) {
                 json_decref(steps);
                 steps = NULL;
             }
@@ -233,20 +224,21 @@ json_t *kd_calibration_json(const kr_calibration *c) {
     json_t *steps = json_array();
     for (int h = 0; steps && h < c->horizon; h++) {
         const size_t u = (size_t)h * c->up_cap;
-        json_t *s = json_pack(
-            "{s:o,s:o,s:o}", "shift", reals(c->shift + (size_t)h * c->n_grid, c->n_grid), "up_x",
-            reals(c->up_x + u, c->up_n[h]), "up_y", reals(c->up_y + u, c->up_n[h]));
+        json_t *s = json_pack("{s:o,s:o,s:o}", "shift",
+                              kd_json_reals(c->shift + (size_t)h * c->n_grid, c->n_grid), "up_x",
+                              kd_json_reals(c->up_x + u, c->up_n[h]), "up_y",
+                              kd_json_reals(c->up_y + u, c->up_n[h]));
         if (json_array_append_new(steps, s) < 0) {
             json_decref(steps);
             return NULL;
         }
     }
     if (!steps) return NULL;
-    json_t *o =
-        json_pack("{s:s,s:i,s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o}", "format", FORMAT_NAME, "version",
-                  c->version, "model", c->model, "horizon", c->horizon, "samples", c->samples,
-                  "origins", c->fitted, "methods", methods(), "quantiles",
-                  reals(c->levels, c->n_levels), "grid", reals(c->grid, c->n_grid), "steps", steps);
+    json_t *o = json_pack("{s:s,s:i,s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o}", "format", FORMAT_NAME,
+                          "version", c->version, "model", c->model, "horizon", c->horizon,
+                          "samples", c->samples, "origins", c->fitted, "methods", methods(),
+                          "quantiles", kd_json_reals(c->levels, c->n_levels), "grid",
+                          kd_json_reals(c->grid, c->n_grid), "steps", steps);
     if (o && c->has_columns && json_object_set_new(o, "columns", columns_json(c)) < 0) {
         json_decref(o);
         return NULL;

@@ -10,6 +10,7 @@
 #include "json_fields.h"
 #include "numfmt.h"
 #include "timefmt.h"
+#include "json_values.h"
 
 const kd_forecast_limits kd_forecast_default_limits = {100000, 10000, 1000};
 
@@ -342,27 +343,11 @@ void kd_forecast_input_free(kd_forecast_input *in) {
 
 /* ---- response ----------------------------------------------------------------------- */
 
-/* json_real refuses NaN and infinities; null says "no value" without failing the reply. */
-static json_t *real_or_null(double x) {
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
-static json_t *real_array(const double *x, int n) {
-    json_t *a = json_array();
-    for (int i = 0; a && i < n; i++) {
-        if (json_array_append_new(a, real_or_null(x[i])) < 0) {
-            json_decref(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 json_t *kd_columns_json(const double *block, int p) {
     json_t *o = json_object();
     for (int c = 0; o && c < KR_D_IN; c++) {
         if (json_object_set_new(o, kr_column_names[c],
-                                real_array(block + (size_t)c * (size_t)p, p)) < 0) {
+                                kd_json_reals(block + (size_t)c * (size_t)p, p)) < 0) {
             json_decref(o);
             return NULL;
         }
@@ -390,42 +375,36 @@ static json_t *timestamps_array(const kd_forecast_input *in, const kr_forecast_r
 }
 
 static json_t *usage_object(const kr_forecast_result *res) {
-    json_t *o = json_object();
-    if (!o) return NULL;
-    if (json_object_set_new(o, "context_candles", json_integer(res->usage.context_candles)) < 0 ||
-        json_object_set_new(o, "generated_tokens", json_integer(res->usage.generated_tokens)) < 0 ||
-        json_object_set_new(o, "cached_steps", json_integer(res->usage.cached_steps)) < 0 ||
-        json_object_set_new(o, "recomputed_steps", json_integer(res->usage.recomputed_steps)) < 0 ||
-        json_object_set_new(o, "elapsed_ms", real_or_null(res->usage.elapsed_ms)) < 0 ||
-        json_object_set_new(o, "weights", json_string(kr_precision_name(res->usage.weights))) < 0 ||
-        json_object_set_new(o, "kv", json_string(kr_precision_name(res->usage.kv))) < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+    return json_pack(
+        "{s:I,s:I,s:I,s:I,s:o,s:s,s:s}", "context_candles", (json_int_t)res->usage.context_candles,
+        "generated_tokens", (json_int_t)res->usage.generated_tokens, "cached_steps",
+        (json_int_t)res->usage.cached_steps, "recomputed_steps",
+        (json_int_t)res->usage.recomputed_steps, "elapsed_ms", kd_json_real(res->usage.elapsed_ms),
+        "weights", kr_precision_name(res->usage.weights), "kv", kr_precision_name(res->usage.kv));
+}
+
+/* The columns of the k-th of blocks (paths, quantiles), each KR_D_IN columns of horizon. */
+static json_t *block_columns(const double *blocks, int k, int horizon) {
+    return kd_columns_json(blocks + (size_t)k * KR_D_IN * (size_t)horizon, horizon);
 }
 
 static json_t *paths_array(const kr_forecast_result *res) {
-    const size_t block = (size_t)KR_D_IN * (size_t)res->horizon;
     json_t *a = json_array();
-    for (int s = 0; a && s < res->samples; s++) {
-        if (json_array_append_new(
-                a, kd_columns_json(res->paths + (size_t)s * block, res->horizon)) < 0) {
+    for (int s = 0; a && s < res->samples; s++)
+        if (json_array_append_new(a, block_columns(res->paths, s, res->horizon)) < 0) {
             json_decref(a);
             return NULL;
         }
-    }
     return a;
 }
 
 /* {"0.1": {"open": [P], ...}, ...}; the request's levels are distinct, and so are their
  * shortest decimals. */
 static json_t *quantiles_object(const kr_forecast_result *res) {
-    const size_t block = (size_t)KR_D_IN * (size_t)res->horizon;
     json_t *o = json_object();
     char key[32];
     for (int q = 0; o && q < res->n_quantiles; q++) {
-        json_t *cols = kd_columns_json(res->quantiles + (size_t)q * block, res->horizon);
+        json_t *cols = block_columns(res->quantiles, q, res->horizon);
         kd_fmt_double(res->quantile_levels[q], key, sizeof key);
         if (json_object_set_new(o, key, cols) < 0) {
             json_decref(o);
@@ -442,13 +421,14 @@ static json_t *calibrated_quantiles(const kr_forecast_result *res, const kr_cali
     char key[32];
     for (int q = 0; o && q < cal->n_levels; q++) {
         kd_fmt_double(res->quantile_levels[q], key, sizeof key);
-        json_t *close = json_pack(
-            "{s:o}", "close", real_array(cal->quantiles + (size_t)q * cal->horizon, cal->horizon));
+        json_t *close =
+            json_pack("{s:o}", "close",
+                      kd_json_reals(cal->quantiles + (size_t)q * cal->horizon, cal->horizon));
         static const char *const names[KR_CALIB_COLS] = {"open", "high", "low"};
         for (int j = 0; close && cal->col_quantiles && j < KR_CALIB_COLS; j++) {
             const size_t at = ((size_t)j * cal->n_levels + (size_t)q) * cal->horizon;
             if (json_object_set_new(close, names[j],
-                                    real_array(cal->col_quantiles + at, cal->horizon)) < 0) {
+                                    kd_json_reals(cal->col_quantiles + at, cal->horizon)) < 0) {
                 json_decref(close);
                 close = NULL;
             }
@@ -471,8 +451,8 @@ static int set_calibrated(json_t *r, const kd_forecast_input *in, const kr_forec
     if (rc == 0 && res->n_quantiles > 0 && res->quantiles)
         rc = json_object_set_new(raw, "quantiles", quantiles_object(res));
     if (rc == 0)
-        rc =
-            json_object_set_new(raw, "prob_close_up", real_array(res->prob_close_up, res->horizon));
+        rc = json_object_set_new(raw, "prob_close_up",
+                                 kd_json_reals(res->prob_close_up, res->horizon));
     if (rc == 0) {
         rc = json_object_set_new(r, "raw", raw);
         raw = NULL;
@@ -480,7 +460,8 @@ static int set_calibrated(json_t *r, const kd_forecast_input *in, const kr_forec
     if (rc == 0 && res->n_quantiles > 0)
         rc = json_object_set_new(r, "quantiles", calibrated_quantiles(res, &cal));
     if (rc == 0)
-        rc = json_object_set_new(r, "prob_close_up", real_array(cal.prob_close_up, cal.horizon)) ||
+        rc = json_object_set_new(r, "prob_close_up",
+                                 kd_json_reals(cal.prob_close_up, cal.horizon)) ||
              json_object_set_new(r, "calibrated", json_true()) ||
              json_object_set_new(r, "calibration", kd_calibration_summary_json(in->calibration));
     json_decref(raw);
@@ -498,7 +479,8 @@ static int set_optional_parts(json_t *r, const kd_forecast_input *in,
         json_object_set_new(r, "quantiles", quantiles_object(res)) < 0)
         return -1;
     if (res->prob_close_up &&
-        json_object_set_new(r, "prob_close_up", real_array(res->prob_close_up, res->horizon)) < 0)
+        json_object_set_new(r, "prob_close_up", kd_json_reals(res->prob_close_up, res->horizon)) <
+            0)
         return -1;
     return 0;
 }

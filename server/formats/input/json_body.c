@@ -85,56 +85,50 @@ static json_t *value(kd_jreader *r, bool lean) {
 
 typedef json_t *(*member_fn)(kd_jreader *r, const char *key);
 
-/* An object whose members' values come from fn; NULL for a duplicate key (jansson says
- * so), text the reader does not take, or no memory. */
-static json_t *object(kd_jreader *r, member_fn fn) {
-    json_t *o = json_object();
-    bool first = true;
-    int more;
-    if (!o || kd_jr_open(r, '{') < 0) {
-        json_decref(o);
-        return NULL;
-    }
-    while ((more = kd_jr_more(r, '}', &first)) == 1) {
-        char *k = kd_jr_key(r);
-        json_t *v = k && !json_object_get(o, k) ? fn(r, k) : NULL;
-        const int rc = v ? json_object_set_new(o, k, v) : -1;
-        free(k);
-        if (rc < 0) break;
-    }
-    if (more != 0) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
+static json_t *container(kd_jreader *r, char open, member_fn fn);
+
+/* A member of object o, its value from fn; -1 for a duplicate key (jansson says so), text
+ * the reader does not take, or no memory. */
+static int member(kd_jreader *r, json_t *o, member_fn fn) {
+    char *k = kd_jr_key(r);
+    json_t *v = k && !json_object_get(o, k) ? fn(r, k) : NULL;
+    const int rc = v ? json_object_set_new(o, k, v) : -1;
+    free(k);
+    return rc;
 }
 
 static json_t *element_member(kd_jreader *r, const char *k) {
     return value(r, !strcmp(k, "candles"));
 }
 
-/* "series": [{"candles": ..., ...}, ...] with each element's candles as text. */
-static json_t *series(kd_jreader *r) {
-    json_t *a = json_array();
+/* An element of "series": [{"candles": ..., ...}, ...], each element's candles as text. */
+static int element(kd_jreader *r, json_t *a) {
+    json_t *e = kd_jr_peek(r) == '{' ? container(r, '{', element_member) : value(r, false);
+    return json_array_append_new(a, e);
+}
+
+/* The object ('{': its members' values from fn) or the "series" array ('[') that opens at
+ * r; NULL when a member or element fails, or the text does not close. */
+static json_t *container(kd_jreader *r, char open, member_fn fn) {
+    const bool is_object = open == '{';
+    json_t *c = is_object ? json_object() : json_array();
     bool first = true;
     int more;
-    if (!a || kd_jr_open(r, '[') < 0) {
-        json_decref(a);
+    if (!c || kd_jr_open(r, open) < 0) {
+        json_decref(c);
         return NULL;
     }
-    while ((more = kd_jr_more(r, ']', &first)) == 1) {
-        json_t *e = kd_jr_peek(r) == '{' ? object(r, element_member) : value(r, false);
-        if (!e || json_array_append_new(a, e) < 0) break;
-    }
+    while ((more = kd_jr_more(r, is_object ? '}' : ']', &first)) == 1)
+        if ((is_object ? member(r, c, fn) : element(r, c)) < 0) break;
     if (more != 0) {
-        json_decref(a);
+        json_decref(c);
         return NULL;
     }
-    return a;
+    return c;
 }
 
 static json_t *top_member(kd_jreader *r, const char *k) {
-    if (!strcmp(k, "series") && kd_jr_peek(r) == '[') return series(r);
+    if (!strcmp(k, "series") && kd_jr_peek(r) == '[') return container(r, '[', NULL);
     return value(r, !strcmp(k, "candles"));
 }
 
@@ -142,7 +136,7 @@ json_t *kd_body_parse(const char *text, size_t len, json_error_t *je) {
     kd_jreader r;
     kd_jr_init(&r, text, len);
     if (kd_jr_peek(&r) == '{') {
-        json_t *body = object(&r, top_member);
+        json_t *body = container(&r, '{', top_member);
         if (body && kd_jr_at_end(&r)) return body;
         json_decref(body);
     }

@@ -183,44 +183,34 @@ void kd_guard_close(kd_guard *g, kd_guarded *c) {
     free(c);
 }
 
-void kd_guard_request_line(kd_guard *g, kd_guarded *c) {
+void kd_guard_on(kd_guard *g, kd_guarded *c, kd_guard_event ev) {
     if (!c) return;
     pthread_mutex_lock(&g->lock);
-    const double d = kd_now_s() + g->read_timeout;
-    if (c->first || c->deadline == 0 || d < c->deadline) c->deadline = d;
-    c->first = false;
-    c->idle_since = 0;
-    pthread_mutex_unlock(&g->lock);
-}
-
-void kd_guard_chunked(kd_guard *g, kd_guarded *c) {
-    if (!c) return;
-    pthread_mutex_lock(&g->lock);
-    c->stall_from = kd_now_s();
-    pthread_mutex_unlock(&g->lock);
-}
-
-void kd_guard_progress(kd_guard *g, kd_guarded *c) {
-    if (!c) return;
-    pthread_mutex_lock(&g->lock);
-    if (c->stall_from > 0) c->stall_from = kd_now_s();
-    pthread_mutex_unlock(&g->lock);
-}
-
-void kd_guard_received(kd_guard *g, kd_guarded *c) {
-    if (!c) return;
-    pthread_mutex_lock(&g->lock);
-    c->deadline = 0;
-    c->stall_from = 0;
-    pthread_mutex_unlock(&g->lock);
-}
-
-void kd_guard_completed(kd_guard *g, kd_guarded *c) {
-    if (!c) return;
-    pthread_mutex_lock(&g->lock);
-    c->idle_since = kd_now_s();
-    c->deadline = c->idle_since + g->connection_timeout;
-    make_room(g);
+    const double now = kd_now_s();
+    switch (ev) {
+    case KD_GUARD_REQUEST_LINE: {
+        const double d = now + g->read_timeout;
+        if (c->first || c->deadline == 0 || d < c->deadline) c->deadline = d;
+        c->first = false;
+        c->idle_since = 0;
+        break;
+    }
+    case KD_GUARD_CHUNKED:
+        c->stall_from = now;
+        break;
+    case KD_GUARD_PROGRESS:
+        if (c->stall_from > 0) c->stall_from = now;
+        break;
+    case KD_GUARD_RECEIVED:
+        c->deadline = 0;
+        c->stall_from = 0;
+        break;
+    case KD_GUARD_COMPLETED:
+        c->idle_since = now;
+        c->deadline = now + g->connection_timeout;
+        make_room(g);
+        break;
+    }
     pthread_mutex_unlock(&g->lock);
 }
 

@@ -38,19 +38,25 @@ void kd_guard_stop(kd_guard *g);
 kd_guarded *kd_guard_open(kd_guard *g, int fd);
 /* Called before libmicrohttpd closes the socket; c may be NULL. */
 void kd_guard_close(kd_guard *g, kd_guarded *c);
-/* The request line is in: the rest of the request has read-timeout seconds at most. */
-void kd_guard_request_line(kd_guard *g, kd_guarded *c);
-/* A chunked body began: until it is received, a pause of BODY_STALL seconds between two
- * pieces of it closes the connection. A chunked body has no length to judge it by (a
- * chunk size of ffffffffffffffff is legal syntax); clients and proxies send bodies
- * without pausing, so a pause means a client that will not finish. */
-void kd_guard_chunked(kd_guard *g, kd_guarded *c);
-/* A piece of the body arrived. */
-void kd_guard_progress(kd_guard *g, kd_guarded *c);
-/* The request is wholly received: no deadline while it is answered. */
-void kd_guard_received(kd_guard *g, kd_guarded *c);
-/* The request completed and the connection stays open for the next one. */
-void kd_guard_completed(kd_guard *g, kd_guarded *c);
+/* What happened on a connection; each moves its deadlines. */
+typedef enum {
+    /* The request line is in: the rest of the request has read-timeout seconds at most. */
+    KD_GUARD_REQUEST_LINE,
+    /* A chunked body began: until it is received, a pause of BODY_STALL seconds between two
+     * pieces of it closes the connection. A chunked body has no length to judge it by (a
+     * chunk size of ffffffffffffffff is legal syntax); clients and proxies send bodies
+     * without pausing, so a pause means a client that will not finish. */
+    KD_GUARD_CHUNKED,
+    /* A piece of the body arrived. */
+    KD_GUARD_PROGRESS,
+    /* The request is wholly received: no deadline while it is answered. */
+    KD_GUARD_RECEIVED,
+    /* The request completed and the connection stays open for the next one. */
+    KD_GUARD_COMPLETED,
+} kd_guard_event;
+
+/* Event ev on connection c; c may be NULL (not guarded). */
+void kd_guard_on(kd_guard *g, kd_guarded *c, kd_guard_event ev);
 
 /* Idle keep-alive connections closed so far to make room for new ones. */
 unsigned long long kd_guard_evicted(kd_guard *g);

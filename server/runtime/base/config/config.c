@@ -533,3 +533,14 @@ void kd_config_usage(FILE *out) {
           "apply at once; other keys are logged as needing a restart.\n",
           out);
 }
+
+kr_sched_config kd_config_steps(const kd_config *c) {
+    return (kr_sched_config){.step_tokens = c->step_tokens,
+                             .max_rows = c->max_batch_rows,
+                             .light_flops = c->light_request_mflop * 1e6,
+                             .light_step_factor = c->light_step_percent / 100.0,
+                             .sit_out_steps = c->light_sit_out_steps ? c->light_sit_out_steps : -1,
+                             .sit_out_ms = c->light_sit_out_ms,
+                             .light_wait = c->light_wait_percent / 100.0,
+                             .light_recent_ms = c->light_recent_ms ? c->light_recent_ms : -1};
+}

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "kronos.h"
+
 #define KD_NODE_ID_MAX 32
 /* what a node-id may be made of */
 #define KD_NODE_ID_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
@@ -85,6 +87,10 @@ typedef void (*kd_config_change_fn)(void *ctx, const char *key, const char *was,
 int kd_config_diff(const kd_config *a, const kd_config *b, kd_config_change_fn fn, void *ctx);
 /* dst's value of key becomes src's; -1 for an unknown key or out of memory. */
 int kd_config_copy_key(kd_config *dst, const kd_config *src, const char *key);
+
+/* The step scheduler's knobs as the core takes them (its callbacks unset): a light- key's 0
+ * ("none", "never") is the core's -1, the core's 0 being its default. */
+kr_sched_config kd_config_steps(const kd_config *c);
 
 /* The flags with their defaults, for --help. */
 void kd_config_usage(FILE *out);

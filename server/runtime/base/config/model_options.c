@@ -64,74 +64,54 @@ static int apply(const char *line, const option *o, kd_model_settings *s, char *
                    o->key, KD_MODEL_OPTION_KEYS);
 }
 
-/* Calls fn for every line of lines (a copy, NUL-terminated); stops at the first nonzero. */
-static int each_line(const char *lines, int (*fn)(void *ctx, const char *line), void *ctx) {
+/* The line at *p (lines are separated by '\n') as a malloc'd string, NULL when out of
+ * memory; *p moves past it. */
+static char *take_line(const char **p) {
+    const size_t len = strcspn(*p, "\n");
+    char *line = strndup(*p, len);
+    *p += len + ((*p)[len] == '\n');
+    return line;
+}
+
+/* Every line checked; those of model id (NULL: every line) applied to s (NULL: a scratch). */
+static int run(const char *lines, const char *id, kd_model_settings *s, char *err, size_t errlen) {
+    kd_model_settings scratch;
     for (const char *p = lines; p && *p;) {
-        const size_t len = strcspn(p, "\n");
-        char *line = strndup(p, len);
-        const int rc = line ? fn(ctx, line) : -2;
+        char *line = take_line(&p);
+        option o;
+        int rc = line ? split(line, &o, err, errlen)
+                      : kd_fail(err, errlen, "model-option: out of memory");
+        if (rc == 0 && (!id || strcmp(id, o.id) == 0))
+            rc = apply(line, &o, s ? s : &scratch, err, errlen);
         free(line);
-        if (rc) return rc;
-        p += len + (p[len] == '\n');
+        if (rc < 0) return -1;
     }
     return 0;
 }
 
-typedef struct {
-    const char *id; /* NULL: check only */
-    kd_model_settings *s;
-    char *err;
-    size_t errlen;
-} apply_ctx;
-
-static int apply_line(void *ctx, const char *line) {
-    apply_ctx *a = ctx;
-    option o;
-    kd_model_settings scratch;
-    if (split(line, &o, a->err, a->errlen) < 0) return -1;
-    if (a->id && strcmp(a->id, o.id) != 0) return 0;
-    return apply(line, &o, a->s ? a->s : &scratch, a->err, a->errlen) < 0 ? -1 : 0;
-}
-
-static int run(const char *lines, apply_ctx *a) {
-    const int rc = each_line(lines, apply_line, a);
-    if (rc == -2) return kd_fail(a->err, a->errlen, "model-option: out of memory");
-    return rc < 0 ? -1 : 0;
-}
-
 int kd_model_options_check(const char *lines, char *err, size_t errlen) {
-    apply_ctx a = {NULL, NULL, err, errlen};
-    return run(lines, &a);
+    return run(lines, NULL, NULL, err, errlen);
 }
 
 int kd_model_settings_of(const char *lines, const char *id, const kd_model_overrides *o,
                          kd_model_settings *s, char *err, size_t errlen) {
-    apply_ctx a = {id, s, err, errlen};
-    if (run(lines, &a) < 0) return -1;
+    if (run(lines, id, s, err, errlen) < 0) return -1;
     if (o && o->has_max_context) s->max_context = o->v.max_context;
     if (o && o->has_weights) s->weights = o->v.weights;
     if (o && o->has_kv) s->kv = o->v.kv;
     return 0;
 }
 
-typedef struct {
-    bool (*known)(const void *ctx, const char *id);
-    const void *ctx;
-    char *line;
-    size_t n;
-} unknown_ctx;
-
-static int find_unknown(void *ctx, const char *line) {
-    unknown_ctx *u = ctx;
-    option o;
-    char err[8];
-    if (split(line, &o, err, sizeof err) < 0 || u->known(u->ctx, o.id)) return 0;
-    snprintf(u->line, u->n, "%s", line);
-    return 1;
-}
-
 bool kd_model_options_unknown(const char *lines, bool (*known)(const void *ctx, const char *id),
                               const void *ctx, char *line, size_t n) {
-    unknown_ctx u = {known, ctx, line, n};
-    return each_line(lines, find_unknown, &u) == 1;
+    for (const char *p = lines; p && *p;) {
+        char *own = take_line(&p), err[8];
+        option o;
+        if (!own) return false;
+        const bool unknown = split(own, &o, err, sizeof err) == 0 && !known(ctx, o.id);
+        if (unknown) snprintf(line, n, "%s", own);
+        free(own);
+        if (unknown) return true;
+    }
+    return false;
 }

@@ -236,48 +236,64 @@ static void by_model(FILE *f, const kd_gauges *g, const char *name, const char *
     }
 }
 
+/* One series of one number: a gauge or a counter. */
+typedef struct {
+    const char *name, *type, *help;
+    unsigned long long value;
+} one_series;
+
+static void each_gauge(FILE *f, const one_series *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        gauge(f, s[i].name, s[i].type, s[i].help, s[i].value);
+}
+
 /* The sessions' gauges and counters, and the journal's when there is one. */
 static void render_sessions(FILE *f, const kd_gauges *g) {
-    gauge(f, "kronosd_sessions", "gauge", "Sessions held.", (unsigned long long)g->sessions);
-    gauge(f, "kronosd_sessions_busy", "gauge", "Sessions in use by a request.",
-          (unsigned long long)g->sessions_busy);
-    gauge(f, "kronosd_sessions_created_total", "counter", "Sessions created.", g->sessions_created);
-    gauge(f, "kronosd_session_expirations_total", "counter", "Idle sessions past their TTL.",
-          g->sessions_expired);
-    gauge(f, "kronosd_session_evictions_total", "counter",
-          "Idle sessions evicted (least recently used first) to free pool memory or a slot.",
-          g->sessions_evicted);
-    gauge(f, "kronosd_session_memory_bytes", "gauge",
-          "Sessions' memory outside the KV pool (candles, tokens, tokenizer encoder caches).",
-          g->session_memory_bytes);
-    gauge(f, "kronosd_session_memory_budget_bytes", "gauge",
-          "session-memory-bytes: the budget of that memory (0: none).", g->session_memory_budget);
-    gauge(f, "kronosd_session_pool_bytes", "gauge",
-          "KV pool bytes held by sessions' caches (blocks shared by forks counted by each).",
-          g->session_pool_bytes);
-    gauge(f, "kronosd_session_pool_budget_bytes", "gauge",
-          "session-pool-percent of pool-bytes: what sessions' caches may hold.",
-          g->session_pool_budget);
-    gauge(f, "kronosd_session_refusals_no_room_total", "counter",
-          "Session creations or appends refused (503) because the memory was held by sessions "
-          "used within session-min-idle.",
-          g->sessions_refused_room);
-    gauge(f, "kronosd_session_refusals_bytes_limit_total", "counter",
-          "Session creations or appends refused (429) over max-session-bytes-per-key.",
-          g->sessions_refused_bytes);
-    if (g->journal) {
-        gauge(f, "kronosd_journal_bytes", "gauge", "Session journal file size.", g->journal_bytes);
-        gauge(f, "kronosd_journal_live_bytes", "gauge",
-              "Journal bytes of the sessions alive (a rewrite would keep these).",
-              g->journal_live_bytes);
-        gauge(f, "kronosd_journal_records_total", "counter", "Journal records written.",
-              g->journal_records);
-        gauge(f, "kronosd_journal_syncs_total", "counter", "Journal fsyncs.", g->journal_syncs);
-        gauge(f, "kronosd_journal_rewrites_total", "counter",
-              "Journal rewrites from the live sessions.", g->journal_rewrites);
-        gauge(f, "kronosd_journal_errors_total", "counter",
-              "Journal writes, syncs or rewrites that failed.", g->journal_errors);
-    }
+    const one_series sessions[] = {
+        {"kronosd_sessions", "gauge", "Sessions held.", (unsigned long long)g->sessions},
+        {"kronosd_sessions_busy", "gauge", "Sessions in use by a request.",
+         (unsigned long long)g->sessions_busy},
+        {"kronosd_sessions_created_total", "counter", "Sessions created.", g->sessions_created},
+        {"kronosd_session_expirations_total", "counter", "Idle sessions past their TTL.",
+         g->sessions_expired},
+        {"kronosd_session_evictions_total", "counter",
+         "Idle sessions evicted (least recently used first) to free pool memory or a slot.",
+         g->sessions_evicted},
+        {"kronosd_session_memory_bytes", "gauge",
+         "Sessions' memory outside the KV pool (candles, tokens, tokenizer encoder caches).",
+         g->session_memory_bytes},
+        {"kronosd_session_memory_budget_bytes", "gauge",
+         "session-memory-bytes: the budget of that memory (0: none).", g->session_memory_budget},
+        {"kronosd_session_pool_bytes", "gauge",
+         "KV pool bytes held by sessions' caches (blocks shared by forks counted by each).",
+         g->session_pool_bytes},
+        {"kronosd_session_pool_budget_bytes", "gauge",
+         "session-pool-percent of pool-bytes: what sessions' caches may hold.",
+         g->session_pool_budget},
+        {"kronosd_session_refusals_no_room_total", "counter",
+         "Session creations or appends refused (503) because the memory was held by sessions "
+         "used within session-min-idle.",
+         g->sessions_refused_room},
+        {"kronosd_session_refusals_bytes_limit_total", "counter",
+         "Session creations or appends refused (429) over max-session-bytes-per-key.",
+         g->sessions_refused_bytes},
+    };
+    each_gauge(f, sessions, sizeof sessions / sizeof sessions[0]);
+    if (!g->journal) return;
+    const one_series journal[] = {
+        {"kronosd_journal_bytes", "gauge", "Session journal file size.", g->journal_bytes},
+        {"kronosd_journal_live_bytes", "gauge",
+         "Journal bytes of the sessions alive (a rewrite would keep these).",
+         g->journal_live_bytes},
+        {"kronosd_journal_records_total", "counter", "Journal records written.",
+         g->journal_records},
+        {"kronosd_journal_syncs_total", "counter", "Journal fsyncs.", g->journal_syncs},
+        {"kronosd_journal_rewrites_total", "counter", "Journal rewrites from the live sessions.",
+         g->journal_rewrites},
+        {"kronosd_journal_errors_total", "counter",
+         "Journal writes, syncs or rewrites that failed.", g->journal_errors},
+    };
+    each_gauge(f, journal, sizeof journal / sizeof journal[0]);
 }
 
 char *kd_metrics_render(kd_metrics *m, const kd_gauges *g) {

@@ -105,18 +105,20 @@ static void job_started(void *tag, bool light, void *ctx) {
     if (req->started) return;
     req->started = true;
     owner_leaves(s, req);
-    if (s->cfg.started) s->cfg.started(s->cfg.ctx, light, kd_now_s() - req->submitted);
+    if (s->cfg.hooks.started)
+        s->cfg.hooks.started(s->cfg.hooks.ctx, light, kd_now_s() - req->submitted);
 }
 
 static bool make_room_in(kr_pool *pool, void *ctx) {
     kd_sched *s = ctx;
-    return s->cfg.make_room_in ? s->cfg.make_room_in(pool, s->cfg.ctx)
-                               : s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
+    return s->cfg.hooks.make_room_in
+               ? s->cfg.hooks.make_room_in(pool, s->cfg.hooks.ctx)
+               : s->cfg.hooks.make_room && s->cfg.hooks.make_room(s->cfg.hooks.ctx);
 }
 
 static bool make_room(void *ctx) {
     kd_sched *s = ctx;
-    return s->cfg.make_room && s->cfg.make_room(s->cfg.ctx);
+    return s->cfg.hooks.make_room && s->cfg.hooks.make_room(s->cfg.hooks.ctx);
 }
 
 /* Every second or so: the completion rate, smoothed over the last few seconds. */
@@ -216,19 +218,12 @@ kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config
         return NULL;
     }
     s->cfg = *cfg;
-    kr_sched_config kc = {.step_tokens = cfg->step_tokens,
-                          .max_rows = cfg->max_rows,
-                          .light_flops = cfg->light_flops,
-                          .light_step_factor = cfg->light_step_factor,
-                          .sit_out_steps = cfg->sit_out_steps,
-                          .sit_out_ms = cfg->sit_out_ms,
-                          .light_wait = cfg->light_wait,
-                          .light_recent_ms = cfg->light_recent_ms,
-                          .started = job_started,
-                          .done = job_done,
-                          .make_room = make_room,
-                          .make_room_in = make_room_in,
-                          .ctx = s};
+    kr_sched_config kc = cfg->steps;
+    kc.started = job_started;
+    kc.done = job_done;
+    kc.make_room = make_room;
+    kc.make_room_in = make_room_in;
+    kc.ctx = s;
     kr_error ke;
     if (!(s->ks = kr_sched_create(m, pool, &kc, &ke))) {
         snprintf(err, errlen, "scheduler: %s", ke.msg);

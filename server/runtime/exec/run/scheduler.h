@@ -42,18 +42,20 @@ struct kd_sched_entry {
 typedef struct kd_sched kd_sched;
 
 typedef struct {
-    int step_tokens, max_rows, queue_size;
+    /* the steps' knobs (0: the core's defaults); its callbacks and ctx are the scheduler's */
+    kr_sched_config steps;
+    int queue_size;
     /* the waiting places one owner may hold: this percent of queue_size (at least one) */
     int owner_queue_percent;
-    double light_flops, light_step_factor; /* kr_sched_config's (0: its defaults) */
-    int sit_out_steps;                     /* kr_sched_config's */
-    double sit_out_ms, light_wait, light_recent_ms;
-    bool (*make_room)(void *ctx);                   /* the pool ran dry: free an idle session */
-    bool (*make_room_in)(kr_pool *pool, void *ctx); /* that pool (a model's) ran dry */
-    /* a request's first core job started, waited_s after it was submitted (light: the core's
-     * class of that entry); on the scheduler thread; NULL: not told */
-    void (*started)(void *ctx, bool light, double waited_s);
-    void *ctx;
+    /* what the scheduler asks of its owner, on the scheduler thread */
+    struct {
+        bool (*make_room)(void *ctx);                   /* the pool ran dry: free an idle session */
+        bool (*make_room_in)(kr_pool *pool, void *ctx); /* that pool (a model's) ran dry */
+        /* a request's first core job started, waited_s after it was submitted (light: the
+         * core's class of that entry); NULL: not told */
+        void (*started)(void *ctx, bool light, double waited_s);
+        void *ctx;
+    } hooks;
 } kd_sched_config;
 
 kd_sched *kd_sched_start(const kr_model *m, kr_pool *pool, const kd_sched_config *cfg, char *err,
