@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "kronos.h"
-#include "sched_impl.h"
+#include "sched_config.h"
 
 static void expect_same(const kr_sched_config *a, const kr_sched_config *b) {
     assert_int_equal(a->step_tokens, b->step_tokens);

@@ -1,6 +1,6 @@
 /* alloc.c — kr_alloc_large: 2 MiB-aligned buffers on transparent huge pages for the
  * weights (model/loader.c) and the KV pool (decode/pool.c); kr_zalloc: a zeroed object or
- * an error that says which. */
+ * an error that says which; kr_free_each: KR_FREE_ALL's list of pointers freed. */
 #include "base.h"
 
 #include <stdlib.h>
@@ -22,4 +22,9 @@ void *kr_zalloc(size_t bytes, kr_error *err, const char *what) {
     void *p = calloc(1, bytes);
     if (!p) kr_fail_code(err, KR_E_NO_MEMORY, "%s", what);
     return p;
+}
+
+void kr_free_each(void *const *ptrs, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(ptrs[i]);
 }

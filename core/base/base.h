@@ -45,6 +45,12 @@ double kr_now_ms(void);
 void *kr_alloc_large(size_t bytes);
 /* calloc(1, bytes), or NULL with KR_E_NO_MEMORY and the message `what` in err. */
 void *kr_zalloc(size_t bytes, kr_error *err, const char *what);
+/* free() of each pointer listed, NULLs included: an object's arrays released in one
+ * statement, KR_FREE_ALL(o->a, o->b, o->c) */
+#define KR_FREE_ALL(...)                                                                           \
+    kr_free_each((void *const[]){__VA_ARGS__},                                                     \
+                 sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+void kr_free_each(void *const *ptrs, size_t n);
 
 /* Run scratch kept per thread between calls (scratch.c): kr_scratch_take gives `bytes` of
  * uninitialised memory, 64-byte aligned when it comes from the thread's slot, or NULL when

@@ -3,6 +3,8 @@
  * evaluation's (eval_calibrated.c); the arithmetic is calib_math.c's. */
 #include "evaluate_impl.h"
 
+#include "base.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +43,7 @@ int kr_calib_level_index(const kr_calibration *c, double level) {
 
 void kr_calibration_free(kr_calibration *c) {
     if (!c) return;
-    free(c->shift);
-    free(c->up_n);
-    free(c->up_x);
-    free(c->up_y);
-    free(c->col_shift);
+    KR_FREE_ALL(c->shift, c->up_n, c->up_x, c->up_y, c->col_shift);
     memset(c, 0, sizeof *c);
 }
 

@@ -12,6 +12,8 @@
  * samples + 1: a raw P(up) is a share of the paths). */
 #include "evaluate_impl.h"
 
+#include "base.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,20 +33,9 @@ void kr_eval_calibrated_free(kr_evaluation *ev) {
     kr_eval_calibrated *c = ev->calibrated;
     if (!c) return;
     cal_acc *a = c->acc;
-    if (a) {
-        free(a->sorted);
-        free(a->col_sorted);
-        free(a->col_actual);
-    }
-    free(a);
-    free(c->col_coverage);
-    free(c->col_quantiles);
-    free(c->scores);
-    free(c->coverage);
-    free(c->crps_quantile_model);
-    free(c->quantiles);
-    free(c->prob_close_up);
-    free(c->pit_at);
+    if (a) KR_FREE_ALL(a->sorted, a->col_sorted, a->col_actual);
+    KR_FREE_ALL(a, c->col_coverage, c->col_quantiles, c->scores, c->coverage,
+                c->crps_quantile_model, c->quantiles, c->prob_close_up, c->pit_at);
     kr_calibration_free(&c->fitted);
     free(c);
     ev->calibrated = NULL;
@@ -428,18 +419,8 @@ static void write_out(kr_evaluation *ev, const tally *t, const double *pit) {
 }
 
 static void work_free(work *w, tally *t) {
-    free(w->known);
-    free(w->sc);
-    free(w->rank);
-    free(w->tree);
-    free(w->vals);
-    free(w->shift);
-    free(w->p_cal);
-    free(w->ux);
-    free(t->sums);
-    free(t->crps_q);
-    free(t->pit_raw);
-    free(t->col_covered);
+    KR_FREE_ALL(w->known, w->sc, w->rank, w->tree, w->vals, w->shift, w->p_cal, w->ux);
+    KR_FREE_ALL(t->sums, t->crps_q, t->pit_raw, t->col_covered);
 }
 
 /* Each column's coverage from its counts, and its actuals before: the request's candles. */

@@ -7,11 +7,7 @@
 
 void kr_forecast_result_free(kr_forecast_result *res) {
     if (!res) return;
-    free(res->timestamps);
-    free(res->mean);
-    free(res->paths);
-    free(res->quantiles);
-    free(res->prob_close_up);
+    KR_FREE_ALL(res->timestamps, res->mean, res->paths, res->quantiles, res->prob_close_up);
     memset(res, 0, sizeof *res);
 }
 

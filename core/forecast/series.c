@@ -137,10 +137,7 @@ void kr_series_free(kr_series *s) {
     free(s->timestamps);
     for (int c = 0; c < KR_D_IN; c++)
         free(s->columns[c]);
-    free(s->stamps);
-    free(s->s1);
-    free(s->s2);
-    free(s);
+    KR_FREE_ALL(s->stamps, s->s1, s->s2, s);
 }
 
 /* At least `want` blocks of `floats` floats in *blocks (*have of them now); -1 when out of

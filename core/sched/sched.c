@@ -3,6 +3,7 @@
  * job's end with the caller's callback. One step is sched_step.c's; what a job does at each
  * point of a step is its kind's table of operations (sched_ops, sched_impl.h).
  */
+#include "sched_config.h"
 #include "sched_impl.h"
 
 #include <stdlib.h>
@@ -268,11 +269,5 @@ void kr_sched_free(kr_sched *s) {
     }
     step_batch_free(&s->batch);
     step_batch_free(&s->regroup);
-    free(s->order);
-    free(s->s2_caches);
-    free(s->s2_a);
-    free(s->s2_l2);
-    free(s->l1_buf);
-    free(s->mstats);
-    free(s);
+    KR_FREE_ALL(s->order, s->s2_caches, s->s2_a, s->s2_l2, s->l1_buf, s->mstats, s);
 }

@@ -2,7 +2,7 @@
  * returns, and the rule that a knob left 0 in a caller's config takes that default
  * (sched_config_resolve, at kr_sched_create).
  */
-#include "sched_impl.h"
+#include "sched_config.h"
 
 kr_sched_config kr_sched_config_default(void) {
     return (kr_sched_config){

@@ -26,15 +26,7 @@ static void fc_release(sched_job *j) {
     sched_forecast *f = &j->u.fc;
     free_paths(f);
     kr_cache_free(f->prefix);
-    free(f->paths);
-    free(f->l1);
-    free(f->l2);
-    free(f->a);
-    free(f->b);
-    free(f->rng);
-    free(f->t1);
-    free(f->t2);
-    free(f->st);
+    KR_FREE_ALL(f->paths, f->l1, f->l2, f->a, f->b, f->rng, f->t1, f->t2, f->st);
     kr_forecast_job_free(&f->job);
     kr_summary_free(&f->sum);
     kr_pool_free(f->own_pool);

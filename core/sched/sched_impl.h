@@ -182,9 +182,6 @@ struct kr_sched {
 
 /* Room made in pool (cfg.make_room_in, else cfg.make_room); whether some was. */
 bool sched_make_room(kr_sched *s, kr_pool *pool);
-/* Each knob of c left 0 (or out of its range) set to kr_sched_config_default's
- * (sched_config.c). */
-void sched_config_resolve(kr_sched_config *c);
 /* A new job of a kind on model m and pool (NULL: a private pool), not yet queued (NULL and
  * err set when out of memory). */
 sched_job *sched_job_new(const sched_ops *ops, const kr_model *m, kr_pool *pool, void *tag,

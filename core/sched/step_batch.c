@@ -3,6 +3,8 @@
  * scheduler's buffers. */
 #include "step_batch.h"
 
+#include "base.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,11 +54,5 @@ int step_batch_add(step_batch *b, sched_job *owner, kr_cache *c, int n, const in
 }
 
 void step_batch_free(step_batch *b) {
-    free(b->caches);
-    free(b->T);
-    free(b->l1);
-    free(b->owner);
-    free(b->s1);
-    free(b->s2);
-    free(b->st);
+    KR_FREE_ALL(b->caches, b->T, b->l1, b->owner, b->s1, b->s2, b->st);
 }

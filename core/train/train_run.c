@@ -266,11 +266,6 @@ int kr_finetune(const kr_model *tokenizer, kr_train_model *m, const kr_candles *
     out->train_windows = c.train_total, out->validation_windows = c.val_total;
     rc = loop(&c, best_dir, report, ctx, out, err);
 out:
-    free(c.cut);
-    free(c.s1);
-    free(c.s2);
-    free(c.st);
-    free(c.starts);
-    free(c.which);
+    KR_FREE_ALL(c.cut, c.s1, c.s2, c.st, c.starts, c.which);
     return rc;
 }

@@ -1,7 +1,30 @@
-/* vmath.h — one level's vector type and element-wise math, then the template of hot loops
- * (KR_LANES_TEMPLATE) built on them. lanes.h includes it once per level, with KR_W (floats a
- * register), KR_LEVEL_FN (the level's target attribute) and KR_LN(name) (the level's suffix)
- * set; nothing else includes it. Internal to core/kernels. */
+/* vmath.h — one level's set-up, vector type and element-wise math, then the template of hot
+ * loops (KR_LANES_TEMPLATE) built on them. lanes.h includes it once per level, with KR_W
+ * (floats a register) set; nothing else includes it. Internal to core/kernels. */
+#include "scalar.h" /* KR_INLINE, exp1 and the expression exp_array shares with it */
+
+/* The level of width KR_W: its target attribute KR_LEVEL_FN, its suffix KR_LN(name) (the
+ * names KR_DISPATCH in lanes.h calls), and KR_FMA(a, b, c), a * b + c with one rounding lane
+ * by lane: the level's FMA instruction, or fmaf on the baseline, so every level rounds alike */
+#if KR_W == 16
+#define KR_LEVEL_FN     __attribute__((target("avx512f")))
+#define KR_LN(name)     name##_avx512
+#define KR_FMA(a, b, c) ((vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#elif KR_W == 8
+#define KR_LEVEL_FN     __attribute__((target("avx2,fma")))
+#define KR_LN(name)     name##_avx2
+#define KR_FMA(a, b, c) ((vf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#else
+#define KR_LEVEL_FN
+#define KR_LN(name) name##_generic
+#define KR_FMA(a, b, c)                                                                            \
+    __extension__({                                                                                \
+        vf fa_ = (a), fb_ = (b), fc_ = (c);                                                        \
+        for (int fl_ = 0; fl_ < KR_W; fl_++)                                                       \
+            fc_[fl_] = __builtin_fmaf(fa_[fl_], fb_[fl_], fc_[fl_]);                               \
+        fc_;                                                                                       \
+    })
+#endif
 
 /* KR_W floats (or int32s) as one value: one register of the level. aligned(4): loads and
  * stores need no alignment. Each lane performs the scalar code's IEEE operations, in order. */
@@ -18,23 +41,8 @@ typedef int32_t vi __attribute__((vector_size(4 * KR_W), aligned(4)));
 #define KR_SELECT(m, a, b) ((vf)(((m) & (vi)(a)) | (~(m) & (vi)(b))))
 /* x in every lane: x - (+0) is x itself, -0 included */
 #define KR_SPLAT(x) ((x) - (vf){0})
-/* a * b + c with one rounding, lane by lane: the level's FMA instruction, or fmaf on the
- * baseline, so every level rounds alike */
-#if KR_W == 16
-#define KR_FMA(a, b, c) ((vf)_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
-#elif KR_W == 8
-#define KR_FMA(a, b, c) ((vf)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
-#else
-#define KR_FMA(a, b, c)                                                                            \
-    __extension__({                                                                                \
-        vf fa_ = (a), fb_ = (b), fc_ = (c);                                                        \
-        for (int fl_ = 0; fl_ < KR_W; fl_++)                                                       \
-            fc_[fl_] = __builtin_fmaf(fa_[fl_], fb_[fl_], fc_[fl_]);                               \
-        fc_;                                                                                       \
-    })
-#endif
 
-/* e^x for each x[i] <= 88, KR_W at a time: exp1 (lanes.h) lane by lane; every element gets
+/* e^x for each x[i] <= 88, KR_W at a time: exp1 (scalar.h) lane by lane; every element gets
  * the same bits whether it falls in a vector or in the tail, on every level. */
 KR_INLINE void exp_array(float *x, int n) {
     int i = 0;

@@ -231,22 +231,11 @@ kr_train_model *kr_train_load(const char *predictor_dir, kr_error *err) {
 void kr_train_free(kr_train_model *m) {
     if (!m) return;
     for (int i = 0; i < m->n; i++) {
-        free(m->t[i].name);
-        free(m->t[i].w);
-        free(m->t[i].g);
-        free(m->t[i].m);
-        free(m->t[i].v);
-        free(m->t[i].raw);
+        tr_tensor *t = &m->t[i];
+        KR_FREE_ALL(t->name, t->w, t->g, t->m, t->v, t->raw);
     }
-    free(m->t);
-    free(m->blocks);
     json_decref(m->config);
-    free(m->pack);
-    free(m->trans);
-    free(m->xpack);
-    free(m->act_mem);
-    free(m->grad_mem);
-    free(m);
+    KR_FREE_ALL(m->t, m->blocks, m->pack, m->trans, m->xpack, m->act_mem, m->grad_mem, m);
 }
 
 /* the block a tensor name belongs to, or -1 (embeddings, heads) */

@@ -9,6 +9,9 @@
 #define weighted_t KR_LN(weighted_t)
 #define attn_fwd   KR_LN(attn_fwd)
 #define attn_bwd   KR_LN(attn_bwd)
+#define fwd_pass   KR_LN(fwd_pass)
+#define bwd_pass   KR_LN(bwd_pass)
+#define attn_item  KR_LN(attn_item)
 
 /* C[r][0..CW) = sum over k in [k0, k1) of A[r * ar + k * ak] * Bm[k * bk + 0..CW), r < RB:
  * RB x CW accumulators in registers of the level, each one chain in ascending k */
@@ -72,22 +75,19 @@ KR_INLINE void weighted_t(float *dst, int d, const float *W, const float *y, con
 }
 
 /* window b, head h: P = softmax(q k^T / sqrt(hd), causal), out = drop(P) v */
-KR_LEVEL_FN static void attn_fwd(void *ctx, int item, int worker) {
-    const attn_job *j = ctx;
+KR_INLINE void fwd_pass(const attn_job *j, int item, const geom *g, size_t base) {
     const tr_attn_shape *s = j->s;
-    int T = s->T, d = s->d, hd = d / s->H, b = item / s->H, h = item % s->H;
-    float scale = 1.0f / sqrtf((float)hd);
-    geom g;
-    geom_init(&g, T, hd, j->tmp + (size_t)worker * j->per);
-    size_t base = (size_t)b * T * d + (size_t)h * hd;
-    gather(g.a, j->q + base, &g, d);
-    gather_t(g.tr, j->k + base, &g, d);
-    gather(g.b, j->v + base, &g, d);
-    scores(g.s1, g.a, g.tr, &g);
+    int T = g->T, d = s->d;
+    float scale = 1.0f / sqrtf((float)g->hd);
+    gather(g->a, j->q + base, g, d);
+    gather_t(g->tr, j->k + base, g, d);
+    gather(g->b, j->v + base, g, d);
+    scores(g->s1, g->a, g->tr, g);
     float *P = j->P + (size_t)item * T * T;
-    memset(g.s2, 0, (size_t)g.Tr * g.Tp * sizeof(float));
+    memset(g->s2, 0, (size_t)g->Tr * g->Tp * sizeof(float));
     for (int i = 0; i < T; i++) {
-        float *si = g.s1 + (size_t)i * g.Tp, *pi = P + (size_t)i * T, *wi = g.s2 + (size_t)i * g.Tp;
+        float *si = g->s1 + (size_t)i * g->Tp, *pi = P + (size_t)i * T,
+              *wi = g->s2 + (size_t)i * g->Tp;
         float mx = -INFINITY;
         for (int t = 0; t <= i; t++) {
             pi[t] = si[t] * scale;
@@ -107,30 +107,26 @@ KR_LEVEL_FN static void attn_fwd(void *ctx, int item, int worker) {
         for (int t = i + 1; t < T; t++)
             pi[t] = 0.0f;
     }
-    weighted(j->out + base, d, g.s2, g.b, &g);
+    weighted(j->out + base, d, g->s2, g->b, g);
 }
 
 /* window b, head h: the gradients of q, k, v of its columns (disjoint from other items'):
  * dP = dout v^T, dS = P (dP - rowsum(P dP)) / sqrt(hd) (dropout's mask on dP and on P's use
  * in dv), dq = dS k, dk = dS^T q, dv = drop(P)^T dout */
-KR_LEVEL_FN static void attn_bwd(void *ctx, int item, int worker) {
-    const attn_job *j = ctx;
+KR_INLINE void bwd_pass(const attn_job *j, int item, const geom *g, size_t base) {
     const tr_attn_shape *s = j->s;
-    int T = s->T, d = s->d, hd = d / s->H, b = item / s->H, h = item % s->H;
-    float scale = 1.0f / sqrtf((float)hd);
-    geom g;
-    geom_init(&g, T, hd, j->tmp + (size_t)worker * j->per);
-    size_t base = (size_t)b * T * d + (size_t)h * hd;
+    int T = g->T, d = s->d;
+    float scale = 1.0f / sqrtf((float)g->hd);
     const float *P = j->P + (size_t)item * T * T;
-    gather(g.a, j->dout + base, &g, d);
-    gather_t(g.tr, j->v + base, &g, d);
-    scores(g.s1, g.a, g.tr, &g); /* dP */
-    size_t tt = (size_t)g.Tr * g.Tp;
-    memset(g.s2, 0, 2 * tt * sizeof(float)); /* dS and drop(P): zero past each row's edge */
+    gather(g->a, j->dout + base, g, d);
+    gather_t(g->tr, j->v + base, g, d);
+    scores(g->s1, g->a, g->tr, g); /* dP */
+    size_t tt = (size_t)g->Tr * g->Tp;
+    memset(g->s2, 0, 2 * tt * sizeof(float)); /* dS and drop(P): zero past each row's edge */
     for (int i = 0; i < T; i++) {
         const float *pi = P + (size_t)i * T;
-        float *dpi = g.s1 + (size_t)i * g.Tp, *dsi = g.s2 + (size_t)i * g.Tp,
-              *pmi = g.s3 + (size_t)i * g.Tp, dot = 0.0f;
+        float *dpi = g->s1 + (size_t)i * g->Tp, *dsi = g->s2 + (size_t)i * g->Tp,
+              *pmi = g->s3 + (size_t)i * g->Tp, dot = 0.0f;
         for (int t = 0; t <= i; t++) {
             float m = s->p_drop > 0.0f ? tr_drop(s->key, ((size_t)item * T + i) * T + t, s->p_drop)
                                        : 1.0f;
@@ -141,13 +137,39 @@ KR_LEVEL_FN static void attn_bwd(void *ctx, int item, int worker) {
         for (int t = 0; t <= i; t++)
             dsi[t] = pi[t] * (dpi[t] - dot) * scale;
     }
-    gather(g.b, j->k + base, &g, d);
-    weighted(j->dq + base, d, g.s2, g.b, &g);
-    gather(g.c, j->q + base, &g, d);
-    weighted_t(j->dk + base, d, g.s2, g.c, &g);
-    weighted_t(j->dv + base, d, g.s3, g.a, &g);
+    gather(g->b, j->k + base, g, d);
+    weighted(j->dq + base, d, g->s2, g->b, g);
+    gather(g->c, j->q + base, g, d);
+    weighted_t(j->dk + base, d, g->s2, g->c, g);
+    weighted_t(j->dv + base, d, g->s3, g->a, g);
 }
 
+/* item = window b, head h: its head's columns from base in the [B T][d] rows, its blocks on
+ * the worker's scratch; then the pass */
+KR_INLINE void attn_item(void *ctx, int item, int worker, bool backward) {
+    const attn_job *j = ctx;
+    const tr_attn_shape *s = j->s;
+    int T = s->T, d = s->d, hd = d / s->H, b = item / s->H, h = item % s->H;
+    geom g;
+    geom_init(&g, T, hd, j->tmp + (size_t)worker * j->per);
+    size_t base = (size_t)b * T * d + (size_t)h * hd;
+    if (backward)
+        bwd_pass(j, item, &g, base);
+    else
+        fwd_pass(j, item, &g, base);
+}
+
+KR_LEVEL_FN static void attn_fwd(void *ctx, int item, int worker) {
+    attn_item(ctx, item, worker, false);
+}
+
+KR_LEVEL_FN static void attn_bwd(void *ctx, int item, int worker) {
+    attn_item(ctx, item, worker, true);
+}
+
+#undef attn_item
+#undef bwd_pass
+#undef fwd_pass
 #undef attn_bwd
 #undef attn_fwd
 #undef weighted_t

@@ -6,6 +6,7 @@
 #define silu_exp         KR_LN(silu_exp)
 #define swiglu_fwd_chunk KR_LN(swiglu_fwd_chunk)
 #define swiglu_bwd_chunk KR_LN(swiglu_bwd_chunk)
+#define swiglu_chunk     KR_LN(swiglu_chunk)
 
 /* e[i] = e^-h[i] for n <= SILU_RUN elements; -h above 88 (exp_array's range) taken as 88 */
 KR_INLINE void silu_exp(float *e, const float *h, int n) {
@@ -16,29 +17,19 @@ KR_INLINE void silu_exp(float *e, const float *h, int n) {
     exp_array(e, n);
 }
 
-/* chunk c: gg = h1 / (1 + e^-h1) * h3 */
-KR_LEVEL_FN static void swiglu_fwd_chunk(void *ctx, int c, int worker) {
-    (void)worker;
-    const swiglu_job *j = ctx;
+/* chunk c in runs of SILU_RUN, e^-h1 of a run first; forward: gg = h1 / (1 + e^-h1) * h3;
+ * backward: d3 = dg silu(h1), d1 = dg h3 silu'(h1), dg read from d1 */
+KR_INLINE void swiglu_chunk(const swiglu_job *j, int c, bool backward) {
     float e[SILU_RUN];
     size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
     for (size_t i0 = (size_t)c * SWIGLU_CHUNK; i0 < k1; i0 += SILU_RUN) {
         int n = k1 - i0 < SILU_RUN ? (int)(k1 - i0) : SILU_RUN;
         silu_exp(e, j->h1 + i0, n);
-        for (int i = 0; i < n; i++)
-            j->a[i0 + i] = j->h1[i0 + i] / (1.0f + e[i]) * j->h3[i0 + i];
-    }
-}
-
-/* chunk c: d3 = dg silu(h1), d1 = dg h3 silu'(h1), dg read from d1 */
-KR_LEVEL_FN static void swiglu_bwd_chunk(void *ctx, int c, int worker) {
-    (void)worker;
-    const swiglu_job *j = ctx;
-    float e[SILU_RUN];
-    size_t k1 = ((size_t)c + 1) * SWIGLU_CHUNK < j->n ? ((size_t)c + 1) * SWIGLU_CHUNK : j->n;
-    for (size_t i0 = (size_t)c * SWIGLU_CHUNK; i0 < k1; i0 += SILU_RUN) {
-        int n = k1 - i0 < SILU_RUN ? (int)(k1 - i0) : SILU_RUN;
-        silu_exp(e, j->h1 + i0, n);
+        if (!backward) {
+            for (int i = 0; i < n; i++)
+                j->a[i0 + i] = j->h1[i0 + i] / (1.0f + e[i]) * j->h3[i0 + i];
+            continue;
+        }
         for (int i = 0; i < n; i++) {
             float h = j->h1[i0 + i], sg = 1.0f / (1.0f + e[i]), dg = j->a[i0 + i];
             j->b[i0 + i] = dg * (h * sg);
@@ -47,6 +38,17 @@ KR_LEVEL_FN static void swiglu_bwd_chunk(void *ctx, int c, int worker) {
     }
 }
 
+KR_LEVEL_FN static void swiglu_fwd_chunk(void *ctx, int c, int worker) {
+    (void)worker;
+    swiglu_chunk(ctx, c, false);
+}
+
+KR_LEVEL_FN static void swiglu_bwd_chunk(void *ctx, int c, int worker) {
+    (void)worker;
+    swiglu_chunk(ctx, c, true);
+}
+
+#undef swiglu_chunk
 #undef swiglu_bwd_chunk
 #undef swiglu_fwd_chunk
 #undef silu_exp
