@@ -27,9 +27,11 @@ kr_model *kb_mode_load(const char *dir, const kb_mode *md, kr_error *err);
 int kb_agreement(const char *model_dir, const int64_t *wall, double *const cols[KR_D_IN], int n,
                  int L, const char *dump);
 
-/* The /evaluate half: seeds 1 .. seeds, the first `origins` origins (0: all), samples paths */
+/* The /evaluate half: seeds 1 .. seeds, the first `origins` origins (0: all), samples paths;
+ * modes: the modes evaluated, their dump names separated by commas (NULL: every mode) */
 typedef struct {
     int seeds, origins, samples;
+    const char *modes;
 } kb_eval_opts;
 
 /* Each mode's walk-forward scores (lookback 256, horizon 8, stride 8) against float32's,

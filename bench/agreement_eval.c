@@ -13,6 +13,7 @@
 #include "agreement.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,34 @@ static void rows(const char *name, const double *ref, const double *sc, int seed
     fflush(stdout);
 }
 
+/* Whether the comma-separated list holds name (NULL: every name) */
+static bool listed(const char *list, const char *name) {
+    const size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ','), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0')) return true;
+    return !list;
+}
+
+/* Each name of o->modes is a mode's */
+static int modes_known(const kb_eval_opts *o) {
+    for (const char *p = o->modes; p; p = strchr(p, ','), p = p ? p + 1 : NULL) {
+        const size_t n = strcspn(p, ",");
+        int k = 0;
+        while (k < kb_n_modes && (strlen(kb_modes[k].file) != n || strncmp(p, kb_modes[k].file, n)))
+            k++;
+        if (k == kb_n_modes) {
+            fprintf(stderr,
+                    "kronos-bench --agreement: --eval-modes: no mode '%.*s'; the modes:", (int)n,
+                    p);
+            for (k = 0; k < kb_n_modes; k++)
+                fprintf(stderr, " %s", kb_modes[k].file);
+            fprintf(stderr, "\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int kb_agreement_eval(const char *model_dir, const int64_t *wall, double *const cols[KR_D_IN],
                       int n, const kb_eval_opts *o, const char *dump) {
     if (o->seeds < 2 || o->samples < 1 || o->origins < 0) {
@@ -118,6 +147,7 @@ int kb_agreement_eval(const char *model_dir, const int64_t *wall, double *const 
                 o->seeds, o->samples, o->origins);
         return 1;
     }
+    if (modes_known(o)) return 1;
     kr_candles cd = {.n = n, .timestamps = wall};
     for (int c = 0; c < KR_D_IN; c++)
         cd.columns[c] = cols[c];
@@ -150,6 +180,7 @@ int kb_agreement_eval(const char *model_dir, const int64_t *wall, double *const 
            "ratio | |\n|---|---|---|---|---|---|---|\n");
     fflush(stdout);
     for (int k = 0; k < kb_n_modes; k++) {
+        if (!listed(o->modes, kb_modes[k].file)) continue;
         if (evaluate_model(model_dir, &kb_modes[k], &cd, o, sc, &origins, df, &err)) goto fail;
         rows(kb_modes[k].name, ref, sc, o->seeds);
     }

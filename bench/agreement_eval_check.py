@@ -92,6 +92,21 @@ for label, file in MODES:
     if file != "kv_bf16":  # tiny's KV in BF16 may leave four origins' paths alike
         check(np.any(vec(file, "CRPS") != vec("f32", "CRPS")), f"{label}: its CRPS moves")
 
+# --eval-modes: the modes named alone, each row as in the run of every mode
+some = subprocess.run([bench, "--model", model, "--csv", csv, "--agreement", "--eval-only",
+                       "--eval-seeds", str(SEEDS), "--eval-origins", str(ORIGINS),
+                       "--eval-samples", str(SAMPLES), "--eval-modes", "kv_bf16,weights_int8"],
+                      capture_output=True, text=True)
+rows_of = lambda text: [l for l in text.splitlines() if l.startswith("| ") and "---" not in l
+                        and not l.startswith("| mode |")]
+want = [l for l in rows_of(out.stdout) if l.startswith(("| kv bf16 |", "| weights int8 |"))]
+check(some.returncode == 0 and rows_of(some.stdout) == want,
+      "--eval-modes kv_bf16,weights_int8: those rows alone, the same", some.stdout + some.stderr)
+bad = subprocess.run([bench, "--model", model, "--csv", csv, "--agreement", "--eval-only",
+                      "--eval-modes", "kv_bf16,int4"], capture_output=True, text=True)
+check(bad.returncode != 0 and "--eval-modes: no mode 'int4'" in bad.stderr,
+      "--eval-modes with an unknown mode refused, named", bad.stderr)
+
 # the dumped scores are kronosd evaluate's on the same request
 for file, weights, seed in (("f32", "f32", 1), ("f32", "f32", 2), ("weights_bf16", "bf16", 3)):
     cli = subprocess.run([kronosd, "evaluate", "--model", model, "--weights", weights,

@@ -5,7 +5,8 @@
  *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16|int8]
  *                [--kv f32|bf16]
  *   kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
- *                [--eval-seeds N] [--eval-origins N] [--eval-samples N] [--eval-only]
+ *                [--eval-seeds N] [--eval-origins N] [--eval-samples N] [--eval-modes M,...]
+ *                [--eval-only]
  *   kronos-bench --model DIR --train-step [--batch 16] [--lookback 90] [--predict 10] [--reps 5]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
@@ -837,6 +838,8 @@ int main(int argc, char **argv) {
             eval.origins = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--eval-samples") && i + 1 < argc)
             eval.samples = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--eval-modes") && i + 1 < argc)
+            eval.modes = argv[++i];
         else if (!strcmp(argv[i], "--eval-only"))
             agreement = eval_only = true;
         else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
@@ -865,7 +868,7 @@ int main(int argc, char **argv) {
                 "[--weights f32|bf16|int8] [--kv f32|bf16]\n"
                 "       kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] "
                 "[--lookback N] [--eval-seeds N] [--eval-origins N] [--eval-samples N] "
-                "[--eval-only]\n"
+                "[--eval-modes M,...] [--eval-only]\n"
                 "       kronos-bench --model DIR --train-step [--batch N] [--lookback N] "
                 "[--predict N] [--reps N]\n"
                 "       kronos-bench --models-overhead --model DIR [--models N] [--reps N] ...\n");
