@@ -21,18 +21,29 @@ typedef struct {
     float *s1, *s2; /* [P][V1], [P][V2] */
 } logits;
 
-/* A reduced mode: the model's weights and KV cache */
-typedef struct {
-    const char *name, *file; /* the table's and the dump's */
-    kr_precision weights, kv;
-} mode;
+const kb_mode kb_modes[] = {
+    {"weights bf16", "weights_bf16", KR_PREC_BF16, KR_PREC_F32, 0},
+    {"kv bf16", "kv_bf16", KR_PREC_F32, KR_PREC_BF16, 0},
+    {"weights and kv bf16", "both_bf16", KR_PREC_BF16, KR_PREC_BF16, 0},
+    {"weights int8", "weights_int8", KR_PREC_INT8, KR_PREC_F32, 0},
+    {"weights bf16, heads f32", "weights_bf16_heads", KR_PREC_BF16, KR_PREC_F32, KR_KEEP_HEADS},
+    {"weights bf16, heads and embeddings f32", "weights_bf16_edges", KR_PREC_BF16, KR_PREC_F32,
+     KR_KEEP_HEADS | KR_KEEP_EMBEDDINGS},
+    {"weights int8, embeddings f32", "weights_int8_edges", KR_PREC_INT8, KR_PREC_F32,
+     KR_KEEP_EMBEDDINGS},
+};
+const int kb_n_modes = sizeof kb_modes / sizeof *kb_modes;
 
-static kr_model *load(const char *dir, kr_precision w, kr_precision kv, kr_error *err) {
+kr_model *kb_mode_load(const char *dir, const kb_mode *md, kr_error *err) {
     char tok[1024], pred[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer", dir);
     snprintf(pred, sizeof pred, "%s/predictor", dir);
-    kr_model_paths p = {
-        .tokenizer_dir = tok, .predictor_dir = pred, .max_context = 512, .weights = w, .kv = kv};
+    kr_model_paths p = {.tokenizer_dir = tok,
+                        .predictor_dir = pred,
+                        .max_context = 512,
+                        .weights = md ? md->weights : KR_PREC_F32,
+                        .kv = md ? md->kv : KR_PREC_F32,
+                        .keep_f32 = md ? md->keep_f32 : 0};
     return kr_model_load(&p, err);
 }
 
@@ -118,18 +129,12 @@ static int alloc_logits(logits *l, int P, int V1, int V2) {
 
 int kb_agreement(const char *model_dir, const int64_t *wall, double *const cols[KR_D_IN], int n,
                  int L, const char *dump) {
-    static const mode modes[] = {
-        {"weights bf16", "weights_bf16", KR_PREC_BF16, KR_PREC_F32},
-        {"kv bf16", "kv_bf16", KR_PREC_F32, KR_PREC_BF16},
-        {"weights and kv bf16", "both_bf16", KR_PREC_BF16, KR_PREC_BF16},
-        {"weights int8", "weights_int8", KR_PREC_INT8, KR_PREC_F32},
-    };
     if (L < 2 || L > n || L > 512) {
         fprintf(stderr, "kronos-bench --agreement: lookback %d: need 2 to 512 and %d rows\n", L, n);
         return 1;
     }
     kr_error err = {0};
-    kr_model *ref = load(model_dir, KR_PREC_F32, KR_PREC_F32, &err);
+    kr_model *ref = kb_mode_load(model_dir, NULL, &err);
     if (!ref) {
         fprintf(stderr, "kronos-bench: %s\n", err.msg);
         return 1;
@@ -163,19 +168,19 @@ int kb_agreement(const char *model_dir, const int64_t *wall, double *const cols[
     if (dump && (dump_floats(dump, "f32_s1.bin", a.s1, (size_t)a.P * V1) ||
                  dump_floats(dump, "f32_s2.bin", a.s2, (size_t)a.P * V2)))
         goto out;
-    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++) {
-        if (!(m = load(model_dir, modes[k].weights, modes[k].kv, &err))) goto fail;
+    for (int k = 0; k < kb_n_modes; k++) {
+        if (!(m = kb_mode_load(model_dir, &kb_modes[k], &err))) goto fail;
         int same = 0;
         if (kr_tokenize_candles(m, &cd, NULL, u1, u2, mean, std, &err) ||
             teacher_forced(m, t1, t2, st, L, &b, &err))
             goto fail;
         for (int i = 0; i < L; i++)
             same += u1[i] == t1[i] && u2[i] == t2[i];
-        row(modes[k].name, &a, &b, (double)same / L, scratch);
+        row(kb_modes[k].name, &a, &b, (double)same / L, scratch);
         char name[64];
-        snprintf(name, sizeof name, "%s_s1.bin", modes[k].file);
+        snprintf(name, sizeof name, "%s_s1.bin", kb_modes[k].file);
         if (dump && dump_floats(dump, name, b.s1, (size_t)b.P * V1)) goto out;
-        snprintf(name, sizeof name, "%s_s2.bin", modes[k].file);
+        snprintf(name, sizeof name, "%s_s2.bin", kb_modes[k].file);
         if (dump && dump_floats(dump, name, b.s2, (size_t)b.P * V2)) goto out;
         kr_model_free(m);
         m = NULL;

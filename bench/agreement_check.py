@@ -1,5 +1,5 @@
-"""agreement_check.py BENCH SRC WORK — kronos-bench --agreement's table recomputed with numpy
-from the logits it dumps: for each reduced mode against float32 on tests/data/tiny, the share
+"""agreement_check.py BENCH SRC WORK — kronos-bench --agreement's teacher-forced table
+recomputed with numpy from the logits it dumps: for each reduced mode against float32 on tests/data/tiny, the share
 of positions whose greedy s1 and s2 agree and the KL divergences of the s1 and s2
 distributions (log-softmax in float64 here, written independently of agreement.c). The
 tokenizer column (pairs the mode's own tokenizer encodes alike) is only checked to be a
@@ -14,7 +14,7 @@ import numpy as np
 
 bench, src, work = sys.argv[1:4]
 out = subprocess.run([bench, "--model", f"{src}/tests/data/tiny", "--csv",
-                      f"{src}/tests/data/kline_5min.csv", "--agreement", "--agreement-dump", work],
+                      f"{src}/tests/data/kline_5min.csv", "--agreement", "--agreement-dump", work, "--eval-seeds", "0"],
                      capture_output=True, text=True)
 failed = 0
 
@@ -46,7 +46,9 @@ def load(name, P):
 
 
 for label, file in (("weights bf16", "weights_bf16"), ("kv bf16", "kv_bf16"),
-                    ("weights and kv bf16", "both_bf16")):
+                    ("weights and kv bf16", "both_bf16"),
+                    ("weights bf16, heads f32", "weights_bf16_heads"),
+                    ("weights bf16, heads and embeddings f32", "weights_bf16_edges")):
     rows = [l for l in out.stdout.splitlines() if l.startswith(f"| {label} |")]
     check(len(rows) == 1, f"the table has a row {label}", out.stdout)
     if not rows:

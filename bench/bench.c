@@ -2,8 +2,11 @@
  * shared, noisy machine.
  *
  *   kronos-bench --model DIR [--csv FILE] [--lookback N]  [--reps N] [--full] [--decode-only]
- *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16|int8] [--kv
- * f32|bf16] kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
+ *                [--cached-only] [--phases-cpu] [--only PHASE] [--weights f32|bf16|int8]
+ *                [--kv f32|bf16]
+ *   kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] [--lookback N]
+ *                [--eval-seeds N] [--eval-origins N] [--eval-samples N] [--eval-modes M,...]
+ *                [--eval-only]
  *   kronos-bench --model DIR --train-step [--batch 16] [--lookback 90] [--predict 10] [--reps 5]
  *
  * Reports the machine (CPU model, the OpenBLAS core, kronosd's own kernel level), then ms per
@@ -789,6 +792,8 @@ int main(int argc, char **argv) {
     kr_precision weights = KR_PREC_F32, kv_mode = KR_PREC_F32;
     bool agreement = false;
     const char *agreement_dump = NULL;
+    kb_eval_opts eval = {.seeds = 4, .origins = 0, .samples = 32};
+    bool eval_only = false;
     bool train_step = false; /* bench_train.c */
     int batch = 16, predict = 10;
     openblas_set_num_threads(1); /* OpenBLAS's threads run only for the yardstick */
@@ -827,6 +832,16 @@ int main(int argc, char **argv) {
             agreement = true;
         else if (!strcmp(argv[i], "--agreement-dump") && i + 1 < argc)
             agreement = true, agreement_dump = argv[++i];
+        else if (!strcmp(argv[i], "--eval-seeds") && i + 1 < argc)
+            eval.seeds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--eval-origins") && i + 1 < argc)
+            eval.origins = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--eval-samples") && i + 1 < argc)
+            eval.samples = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--eval-modes") && i + 1 < argc)
+            eval.modes = argv[++i];
+        else if (!strcmp(argv[i], "--eval-only"))
+            agreement = eval_only = true;
         else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
             kr_error err = {0};
             if (kr_kv_precision_parse(argv[++i], "--kv", &kv_mode, &err)) {
@@ -850,7 +865,10 @@ int main(int argc, char **argv) {
                 stderr,
                 "usage: kronos-bench --model DIR [--csv FILE] [--lookback N] [--reps N] "
                 "[--full] [--decode-only] [--cached-only] [--phases-cpu] [--only PHASE] "
-                "[--weights f32|bf16|int8] [--kv f32|bf16] [--agreement [--agreement-dump DIR]]\n"
+                "[--weights f32|bf16|int8] [--kv f32|bf16]\n"
+                "       kronos-bench --model DIR --agreement [--agreement-dump DIR] [--csv FILE] "
+                "[--lookback N] [--eval-seeds N] [--eval-origins N] [--eval-samples N] "
+                "[--eval-modes M,...] [--eval-only]\n"
                 "       kronos-bench --model DIR --train-step [--batch N] [--lookback N] "
                 "[--predict N] [--reps N]\n"
                 "       kronos-bench --models-overhead --model DIR [--models N] [--reps N] ...\n");
@@ -869,7 +887,9 @@ int main(int argc, char **argv) {
         series a;
         printf("machine: %s, kronosd kernels %s\n", cpu, kr_simd_name(kr_simd_level()));
         if (read_csv(csv, &a)) return 1;
-        const int rc = kb_agreement(model, a.wall, a.col, a.n, L, agreement_dump);
+        int rc = eval_only ? 0 : kb_agreement(model, a.wall, a.col, a.n, L, agreement_dump);
+        if (rc == 0 && eval.seeds > 0) /* --eval-seeds 0: the teacher-forced table alone */
+            rc = kb_agreement_eval(model, a.wall, a.col, a.n, &eval, agreement_dump);
         series_free(&a);
         return rc;
     }

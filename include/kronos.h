@@ -118,7 +118,15 @@ typedef struct {
     int max_context;      /* the released model's window (512 or 2048); 0 means 512 */
     kr_precision weights; /* the linear layers' weights (F32, F16 or BF16 files alike) */
     kr_precision kv;      /* the predictor's KV cache (and the reference path's keys, values) */
+    /* Layers kept float32 under a reduced weights mode (KR_KEEP_* bits; 0: the mode's own
+     * choice). A measurement's option (kronos-bench --agreement); the daemon does not set it. */
+    unsigned keep_f32;
 } kr_model_paths;
+/* The predictor's s1 and s2 heads (int8 weights keep them float32 anyway) */
+#define KR_KEEP_HEADS 1u
+/* The predictor's fusion of the code embeddings and the tokenizer's edge layers (int8
+ * weights keep the latter float32 anyway) */
+#define KR_KEEP_EMBEDDINGS 2u
 
 kr_model *kr_model_load(const kr_model_paths *paths, kr_error *err);
 /* A model of paths->predictor_dir that uses tokenizer_of's tokenizer (its config and

@@ -340,12 +340,20 @@ static void untrack(loader *L, const float *p) {
         }
 }
 
-/* l's weights packed for the kernels: as float32, as BF16 (weights bf16), or (weights int8
- * and q8) as int8 blocks; l->w kept */
-static int pack_weights(loader *L, kr_linear *l, bool q8) {
+/* The precision a layer is packed in: the model's weights mode, but float32 for the layers
+ * of the kinds kept (kr_model_paths.keep_f32), and int8 only where int8_ok (an inner layer) */
+static kr_precision layer_mode(const loader *L, unsigned kind, bool int8_ok) {
+    const kr_precision w = L->m->weights;
+    if (L->m->keep_f32 & kind) return KR_PREC_F32;
+    return w == KR_PREC_INT8 && !int8_ok ? KR_PREC_F32 : w;
+}
+
+/* l's weights packed for the kernels in mode: as float32, as BF16, or as int8 blocks (float32
+ * where the input is too long for them); l->w kept */
+static int pack_weights(loader *L, kr_linear *l, kr_precision mode) {
     size_t n = kr_linear_packed_floats(l->out, l->in);
-    bool bf = L->m->weights == KR_PREC_BF16;
-    q8 = q8 && L->m->weights == KR_PREC_INT8 && l->in <= KR_Q8_MAX_IN;
+    bool bf = mode == KR_PREC_BF16;
+    bool q8 = mode == KR_PREC_INT8 && l->in <= KR_Q8_MAX_IN;
     size_t nq = kr_q8_scales(l->out, l->in); /* int8 blocks: 32 bytes, a scale each */
     float *wp = track(L, q8 ? nq * (KR_Q8_BLOCK / sizeof(float) + 1) : bf ? (n + 1) / 2 : n);
     if (!wp)
@@ -365,16 +373,16 @@ static int pack_weights(loader *L, kr_linear *l, bool q8) {
     return 0;
 }
 
-static int pack_as(loader *L, kr_linear *l, bool q8) {
-    if (pack_weights(L, l, q8)) return -1;
+static int pack_as(loader *L, kr_linear *l, kr_precision mode) {
+    if (pack_weights(L, l, mode)) return -1;
     untrack(L, l->w);
     l->w = NULL;
     return 0;
 }
 
-/* Packed as the model's weights say (int8 included) */
+/* An inner layer, packed as the model's weights say (int8 included) */
 static int pack(loader *L, kr_linear *l) {
-    return pack_as(L, l, true);
+    return pack_as(L, l, layer_mode(L, 0, true));
 }
 
 /* q, k, v and w1, w3 were views into the stacked matrices, which packing replaces: only
@@ -386,17 +394,19 @@ static int pack_block(loader *L, kr_block *b) {
     return pack(L, &b->qkv) || pack(L, &b->o) || pack(L, &b->w13) || pack(L, &b->w2) ? -1 : 0;
 }
 
-/* dep_kv and proj_s1 are views into dep_kv_s1 (model.h). Packed whole when dep_kv's columns
- * fill whole panels, so that the views' packed forms are its first and last panels; else
- * each view packed on its own and the stacked product left unused (wp NULL). */
+/* dep_kv and proj_s1 are views into dep_kv_s1 (model.h). Packed whole when both are packed
+ * alike and dep_kv's columns fill whole panels, so that the views' packed forms are its first
+ * and last panels; else each view packed on its own and the stacked product left unused (wp
+ * NULL). */
 static int pack_dep_s1(loader *L) {
     kr_predictor_weights *p = &L->m->pred;
     const float *whole = p->dep_kv_s1.w;
+    const kr_precision modes[2] = {layer_mode(L, 0, true), layer_mode(L, KR_KEEP_HEADS, false)};
     p->dep_k.w = p->dep_k.b = p->dep_v.w = p->dep_v.b = NULL; /* views into dep_kv's */
-    if (L->m->weights != KR_PREC_INT8 &&
+    if (modes[0] == modes[1] &&
         kr_linear_packed_floats(p->dep_kv.out, p->dep_kv.in) ==
             (size_t)p->dep_kv.out * p->dep_kv.in) { /* no padding panel between the two */
-        if (pack(L, &p->dep_kv_s1)) return -1;
+        if (pack_as(L, &p->dep_kv_s1, modes[0])) return -1;
         size_t at = (size_t)p->dep_kv.out * p->dep_kv.in; /* proj_s1's first panel */
         p->dep_kv.wp = p->dep_kv_s1.wp;
         p->dep_kv.wh = p->dep_kv_s1.wh;
@@ -406,8 +416,8 @@ static int pack_dep_s1(loader *L) {
         return 0;
     }
     kr_linear *views[] = {&p->dep_kv, &p->proj_s1};
-    for (int i = 0; i < 2; i++) { /* with int8 weights the s1 head stays float32 (pack_all) */
-        if (pack_weights(L, views[i], i == 0)) return -1;
+    for (int i = 0; i < 2; i++) {
+        if (pack_weights(L, views[i], modes[i])) return -1;
         views[i]->w = NULL;
     }
     untrack(L, whole);
@@ -421,20 +431,23 @@ static int pack_dep_s1(loader *L) {
  * s1 and s2 heads). They are a small share of the bytes; the heads' logits are the
  * forecast's distribution itself, and an input of 6 features is not a block of 32. A layer
  * whose input is longer than KR_Q8_MAX_IN stays float32 too (the kernels quantise a task's
- * rows on its stack). */
+ * rows on its stack). With BF16 weights the edges are BF16 too, unless keep_f32 keeps them:
+ * the heads (KR_KEEP_HEADS), the tokenizer's edge layers and the predictor's fusion of the
+ * code embeddings (KR_KEEP_EMBEDDINGS). */
 static int pack_all(loader *L) {
     kr_tokenizer_weights *t = &L->m->tok;
     kr_predictor_weights *p = &L->m->pred;
-    /* the heads and the tokenizer's edge layers stay float32 in every mode; a shared
-     * tokenizer was packed when its own model loaded */
+    /* a shared tokenizer was packed when its own model loaded */
     kr_linear *tok_edges[] = {&t->embed, &t->quant_embed, &t->post_quant_embed, &t->head};
-    kr_linear *inner[] = {&p->fusion, &p->dep_q, &p->dep_o};
+    kr_linear *inner[] = {&p->dep_q, &p->dep_o};
     const bool own_tokenizer = !L->m->tok_shared;
-    if (pack_dep_s1(L) || pack_as(L, &p->proj_s2, false)) return -1;
+    if (pack_dep_s1(L) || pack_as(L, &p->proj_s2, layer_mode(L, KR_KEEP_HEADS, false)) ||
+        pack_as(L, &p->fusion, layer_mode(L, KR_KEEP_EMBEDDINGS, true)))
+        return -1;
     for (size_t i = 0; i < sizeof inner / sizeof *inner; i++)
         if (pack(L, inner[i])) return -1;
     for (size_t i = 0; own_tokenizer && i < sizeof tok_edges / sizeof *tok_edges; i++)
-        if (pack_as(L, tok_edges[i], false)) return -1;
+        if (pack_as(L, tok_edges[i], layer_mode(L, KR_KEEP_EMBEDDINGS, false))) return -1;
     for (int i = 0; i < t->n_enc && own_tokenizer; i++)
         if (pack_block(L, &t->enc[i])) return -1;
     for (int i = 0; i < t->n_dec && own_tokenizer; i++)
@@ -583,9 +596,17 @@ static kr_model *model_load(const kr_model_paths *paths, const kr_model *tok_fro
     m->max_context = max_context;
     m->weights = paths->weights;
     m->kv = paths->kv;
+    m->keep_f32 = paths->keep_f32;
     if (m->weights != KR_PREC_F32 && m->weights != KR_PREC_BF16 && m->weights != KR_PREC_INT8) {
         kr_fail_code(err, KR_E_INVALID, "model load: weights = %d is not a precision",
                      (int)m->weights);
+        goto fail;
+    }
+    if (m->keep_f32 & ~(unsigned)(KR_KEEP_HEADS | KR_KEEP_EMBEDDINGS)) {
+        kr_fail_code(err, KR_E_INVALID,
+                     "model load: keep_f32 = %#x: only KR_KEEP_HEADS and "
+                     "KR_KEEP_EMBEDDINGS are layers to keep",
+                     m->keep_f32);
         goto fail;
     }
     if (m->kv != KR_PREC_F32 && m->kv != KR_PREC_BF16) {
@@ -634,6 +655,14 @@ kr_model *kr_model_load_sharing(const kr_model_paths *paths, const kr_model *tok
         kr_fail_code(err, KR_E_INVALID,
                      "model load: weights = %d, but the model whose tokenizer is shared has %d",
                      (int)paths->weights, (int)tokenizer_of->weights);
+        return NULL;
+    }
+    if (paths && (paths->keep_f32 ^ tokenizer_of->keep_f32) & KR_KEEP_EMBEDDINGS) {
+        kr_fail_code(err, KR_E_INVALID,
+                     "model load: keep_f32: the tokenizer's edge layers are %s here, but %s in "
+                     "the model whose tokenizer is shared",
+                     paths->keep_f32 & KR_KEEP_EMBEDDINGS ? "kept" : "not kept",
+                     tokenizer_of->keep_f32 & KR_KEEP_EMBEDDINGS ? "kept" : "not kept");
         return NULL;
     }
     return model_load(paths, tokenizer_of, err);

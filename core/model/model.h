@@ -48,13 +48,14 @@ struct kr_model {
     int max_context;
     kr_precision weights; /* the linear layers' packed weights: float32, BF16 or int8 */
     kr_precision kv;      /* the predictor's keys and values, cached or not: float32 or BF16 */
+    unsigned keep_f32;    /* kr_model_paths.keep_f32: the layer kinds packed float32 anyway */
     size_t n_params;
     kr_tokenizer_weights tok;
     kr_predictor_weights pred;
     /* tok is another model's (kr_model_load_sharing): its weights are that model's to free */
     bool tok_shared;
     size_t n_tok_params; /* of n_params, the tokenizer's */
-    float **allocs; /* every weight buffer, freed with the model */
+    float **allocs;      /* every weight buffer, freed with the model */
     int n_allocs, cap_allocs;
 };
 
