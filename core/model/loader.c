@@ -6,6 +6,7 @@
  * weights bf16, rounded to BF16: a BF16 file's exactly as stored), and the files are
  * unmapped afterwards.
  */
+#include "matmul_bf16.h"
 #include "matmul_q8.h"
 #include "model.h"
 #include "nn.h"
@@ -344,10 +345,11 @@ static void untrack(loader *L, const float *p) {
  * and q8) as int8 blocks; l->w kept */
 static int pack_weights(loader *L, kr_linear *l, bool q8) {
     size_t n = kr_linear_packed_floats(l->out, l->in);
-    bool bf = L->m->weights == KR_PREC_BF16;
+    bool bf = L->m->weights == KR_PREC_BF16 && l->in <= KR_BF16_MAX_IN;
     q8 = q8 && L->m->weights == KR_PREC_INT8 && l->in <= KR_Q8_MAX_IN;
-    size_t nq = kr_q8_scales(l->out, l->in); /* int8 blocks: 32 bytes, a scale each */
-    float *wp = track(L, q8 ? nq * (KR_Q8_BLOCK / sizeof(float) + 1) : bf ? (n + 1) / 2 : n);
+    size_t nq = kr_q8_scales(l->out, l->in);   /* int8 blocks: 32 bytes, a scale each */
+    size_t nh = kr_bf16_packed(l->out, l->in); /* BF16 values */
+    float *wp = track(L, q8 ? nq * (KR_Q8_BLOCK / sizeof(float) + 1) : bf ? (nh + 1) / 2 : n);
     if (!wp)
         return kr_fail_code(L->err, KR_E_NO_MEMORY,
                             "model load: out of memory packing a %dx%d weight", l->out, l->in);
@@ -356,7 +358,7 @@ static int pack_weights(loader *L, kr_linear *l, bool q8) {
         l->ws = wp;
         l->wq = (const int8_t *)(wp + nq);
     } else if (bf) {
-        kr_linear_pack_bf16((uint16_t *)wp, l->w, l->out, l->in);
+        kr_bf16_pack((uint16_t *)wp, l->w, l->out, l->in);
         l->wh = (const uint16_t *)wp;
     } else {
         kr_linear_pack(wp, l->w, l->out, l->in);
@@ -401,7 +403,8 @@ static int pack_dep_s1(loader *L) {
         p->dep_kv.wp = p->dep_kv_s1.wp;
         p->dep_kv.wh = p->dep_kv_s1.wh;
         p->proj_s1.wp = p->dep_kv_s1.wp ? p->dep_kv_s1.wp + at : NULL;
-        p->proj_s1.wh = p->dep_kv_s1.wh ? p->dep_kv_s1.wh + at : NULL;
+        p->proj_s1.wh =
+            p->dep_kv_s1.wh ? p->dep_kv_s1.wh + kr_bf16_packed(p->dep_kv.out, p->dep_kv.in) : NULL;
         p->dep_kv.w = p->proj_s1.w = NULL;
         return 0;
     }
