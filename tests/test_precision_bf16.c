@@ -278,17 +278,18 @@ static void test_kernels_against_reference(void **state) {
 }
 
 /* The tiles' edges: rows 1, 2, 3, 17, 33 (not a multiple of the row blocks, 4 and 6, nor of
- * a tile's 24); columns not a whole panel, panels not a whole tile (8) nor a group of 4; an
- * odd input (its last pair padded). */
+ * a tile's 24), 150 (tasks of several tiles); columns not a whole panel, panels not a whole tile
+ * (8) nor a group of 4; an odd input (its last pair padded). */
 static void test_tile_edges(void **state) {
     (void)state;
-    one_shape(144, 96, 17, 11u); /* 9 panels: a tile of 8 and one of 1 */
-    one_shape(40, 33, 33, 12u);  /* 2.5 panels, an odd input */
-    one_shape(48, 161, 2, 13u);  /* two rows: 3 panels as 2 + 1 */
-    one_shape(208, 64, 1, 14u);  /* one row: 13 panels as 8 + 4 + 1 */
-    one_shape(16, 7, 3, 15u);    /* one panel, 3.5 pairs */
-    one_shape(100, 40, 21, 16u); /* a partial last panel */
-    one_shape(72, 1, 33, 17u);   /* an input of one */
+    one_shape(144, 96, 17, 11u);  /* 9 panels: a tile of 8 and one of 1 */
+    one_shape(40, 33, 33, 12u);   /* 2.5 panels, an odd input */
+    one_shape(48, 161, 2, 13u);   /* two rows: 3 panels as 2 + 1 */
+    one_shape(208, 64, 1, 14u);   /* one row: 13 panels as 8 + 4 + 1 */
+    one_shape(16, 7, 3, 15u);     /* one panel, 3.5 pairs */
+    one_shape(100, 40, 21, 16u);  /* a partial last panel */
+    one_shape(72, 1, 33, 17u);    /* an input of one */
+    one_shape(48, 512, 150, 18u); /* several row tasks, each of several row tiles */
     print_message("# bf16 tiles: row and panel edges, odd inputs, the reference's bits on every "
                   "level\n");
 }
