@@ -278,7 +278,7 @@ static void test_kernels_against_reference(void **state) {
 }
 
 /* The tiles' edges: rows 1, 2, 3, 17, 33 (not a multiple of the row blocks, 4 and 6, nor of
- * a tile's 24), 150 (tasks of several tiles); columns not a whole panel, panels not a whole tile
+ * a tile's 24), 150 (many row tasks); columns not a whole panel, panels not a whole tile
  * (8) nor a group of 4; an odd input (its last pair padded). */
 static void test_tile_edges(void **state) {
     (void)state;
@@ -289,7 +289,7 @@ static void test_tile_edges(void **state) {
     one_shape(16, 7, 3, 15u);     /* one panel, 3.5 pairs */
     one_shape(100, 40, 21, 16u);  /* a partial last panel */
     one_shape(72, 1, 33, 17u);    /* an input of one */
-    one_shape(48, 512, 150, 18u); /* several row tasks, each of several row tiles */
+    one_shape(48, 512, 150, 18u); /* many row tasks */
     print_message("# bf16 tiles: row and panel edges, odd inputs, the reference's bits on every "
                   "level\n");
 }

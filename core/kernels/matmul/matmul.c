@@ -573,19 +573,14 @@ static void tiles_task(void *arg, int task, int worker) {
 static void forward_tiles(const y_map *y, const float *x, int T, const kr_linear *l,
                           kr_linear_epilogue epi, void *epi_ctx) {
     int panels = (l->out + PANEL - 1) / PANEL, rows;
-    int threads = kr_parallel_threads();
     if (l->wh) { /* >= 1: the loader keeps in <= KR_BF16_MAX_IN */
         rows = ROWS_BYTES / (4 * kr_bf16_pairs(l->in));
-        rows = rows < KR_BF16_TASK_ROWS ? rows : KR_BF16_TASK_ROWS;
-        int n = (T + rows - 1) / rows; /* tasks in a whole number per thread, rows of 6 */
-        if (n > 1) n = (n + threads - 1) / threads * threads;
-        int even = ((T + n - 1) / n + 5) / 6 * 6;
-        rows = even < rows ? even : rows;
+        rows = rows < KR_BF16_TILE_ROWS ? rows : KR_BF16_TILE_ROWS;
     } else { /* >= 1: the loader keeps in <= KR_Q8_MAX_IN */
         rows = ROWS_BYTES / (kr_q8_blocks(l->in) * KR_Q8_BLOCK);
         rows = rows < KR_Q8_TILE_ROWS ? rows : KR_Q8_TILE_ROWS;
     }
-    int row_tasks = (T + rows - 1) / rows, col_tasks = 1;
+    int row_tasks = (T + rows - 1) / rows, threads = kr_parallel_threads(), col_tasks = 1;
     if (row_tasks < 2 * threads) { /* few rows: split the columns too, in whole panels */
         col_tasks = (2 * threads + row_tasks - 1) / row_tasks;
         if (col_tasks > panels) col_tasks = panels;

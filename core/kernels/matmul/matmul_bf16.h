@@ -12,8 +12,6 @@
 #define KR_BF16_PANEL       16 /* output columns per packed panel */
 #define KR_BF16_TILE_ROWS   24 /* at most this many rows per kr_bf16_tile call */
 #define KR_BF16_TILE_PANELS 8  /* and this many panels */
-/* Rows a task rounds at once: its row tiles share each tile's panels from L2. */
-#define KR_BF16_TASK_ROWS 72
 /* Layers with a longer input stay float32: a task rounds its rows on its own stack. */
 #define KR_BF16_MAX_IN 32768
 
