@@ -3,8 +3,8 @@
  *
  * Every tensor inference uses is checked against the shape the config implies; weights
  * are converted to float32 once, here (the linear layers' then packed as float32 or, for
- * weights bf16, rounded to BF16: a BF16 file's exactly as stored), and the files are
- * unmapped afterwards.
+ * weights bf16, rounded to BF16: a BF16 file's exactly as stored but for denormals, flushed),
+ * and the files are unmapped afterwards.
  */
 #include "matmul_bf16.h"
 #include "matmul_q8.h"
