@@ -3,9 +3,10 @@
  *
  * Every tensor inference uses is checked against the shape the config implies; weights
  * are converted to float32 once, here (the linear layers' then packed as float32 or, for
- * weights bf16, rounded to BF16: a BF16 file's exactly as stored), and the files are
- * unmapped afterwards.
+ * weights bf16, rounded to BF16: a BF16 file's exactly as stored but for denormals, flushed),
+ * and the files are unmapped afterwards.
  */
+#include "matmul_bf16.h"
 #include "matmul_q8.h"
 #include "model.h"
 #include "nn.h"
@@ -352,10 +353,11 @@ static kr_precision layer_mode(const loader *L, unsigned kind, bool int8_ok) {
  * where the input is too long for them); l->w kept */
 static int pack_weights(loader *L, kr_linear *l, kr_precision mode) {
     size_t n = kr_linear_packed_floats(l->out, l->in);
-    bool bf = mode == KR_PREC_BF16;
+    bool bf = mode == KR_PREC_BF16 && l->in <= KR_BF16_MAX_IN;
     bool q8 = mode == KR_PREC_INT8 && l->in <= KR_Q8_MAX_IN;
-    size_t nq = kr_q8_scales(l->out, l->in); /* int8 blocks: 32 bytes, a scale each */
-    float *wp = track(L, q8 ? nq * (KR_Q8_BLOCK / sizeof(float) + 1) : bf ? (n + 1) / 2 : n);
+    size_t nq = kr_q8_scales(l->out, l->in);   /* int8 blocks: 32 bytes, a scale each */
+    size_t nh = kr_bf16_packed(l->out, l->in); /* BF16 values */
+    float *wp = track(L, q8 ? nq * (KR_Q8_BLOCK / sizeof(float) + 1) : bf ? (nh + 1) / 2 : n);
     if (!wp)
         return kr_fail_code(L->err, KR_E_NO_MEMORY,
                             "model load: out of memory packing a %dx%d weight", l->out, l->in);
@@ -364,7 +366,7 @@ static int pack_weights(loader *L, kr_linear *l, kr_precision mode) {
         l->ws = wp;
         l->wq = (const int8_t *)(wp + nq);
     } else if (bf) {
-        kr_linear_pack_bf16((uint16_t *)wp, l->w, l->out, l->in);
+        kr_bf16_pack((uint16_t *)wp, l->w, l->out, l->in);
         l->wh = (const uint16_t *)wp;
     } else {
         kr_linear_pack(wp, l->w, l->out, l->in);
@@ -411,7 +413,8 @@ static int pack_dep_s1(loader *L) {
         p->dep_kv.wp = p->dep_kv_s1.wp;
         p->dep_kv.wh = p->dep_kv_s1.wh;
         p->proj_s1.wp = p->dep_kv_s1.wp ? p->dep_kv_s1.wp + at : NULL;
-        p->proj_s1.wh = p->dep_kv_s1.wh ? p->dep_kv_s1.wh + at : NULL;
+        p->proj_s1.wh =
+            p->dep_kv_s1.wh ? p->dep_kv_s1.wh + kr_bf16_packed(p->dep_kv.out, p->dep_kv.in) : NULL;
         p->dep_kv.w = p->proj_s1.w = NULL;
         return 0;
     }

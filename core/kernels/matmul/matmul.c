@@ -11,17 +11,12 @@
  * Weights are packed at load into panels of 16 output columns, [panel][in][16], so each
  * step of the chain reads 16 consecutive columns: one AVX-512 register, two AVX2 ones.
  *
- * A model loaded with weights bf16 packs them as BF16 in the same panels (wh): each step
- * widens its 16 weights to float32 exactly (a shift) and runs the same float32 chain, so
- * every level still computes the same bits. Half the bytes a step reads, the same
- * arithmetic; activations stay float32 (AVX512-BF16's dot product would round them to BF16
- * too, and sum its pairs with flushed denormals, which the other levels cannot match).
- *
- * A model loaded with weights int8 holds int8 blocks instead (matmul_q8.c owns their
- * arithmetic); forward_q8 below splits their rows and columns into tasks.
+ * A model loaded with weights bf16 or int8 holds BF16 pairs or int8 blocks instead
+ * (matmul_bf16.c and matmul_q8.c own their arithmetic); forward_tiles below splits their
+ * rows and columns into tasks.
  */
-#include "bf16.h"
 #include "matmul.h"
+#include "matmul_bf16.h"
 #include "matmul_q8.h"
 #include "parallel.h"
 
@@ -76,17 +71,6 @@ static inline void y_put(const y_map *y, float *yo, float v) {
 
 size_t kr_linear_packed_floats(int out, int in) {
     return (size_t)((out + PANEL - 1) / PANEL) * PANEL * (size_t)in;
-}
-
-void kr_linear_pack_bf16(uint16_t *dst, const float *w, int out, int in) {
-    int panels = (out + PANEL - 1) / PANEL;
-    for (int p = 0; p < panels; p++)
-        for (int k = 0; k < in; k++)
-            for (int c = 0; c < PANEL; c++) {
-                int o = p * PANEL + c;
-                dst[((size_t)p * in + k) * PANEL + c] =
-                    o < out ? kr_bf16_round(w[(size_t)o * in + k]) : 0;
-            }
 }
 
 void kr_linear_pack(float *dst, const float *w, int out, int in) {
@@ -163,7 +147,7 @@ static void panels_generic(const y_map *y, const float *x, int r0, int r1, int p
             for (int k = 0; k < in; k++)
                 for (int c = 0; c < PANEL; c++) {
                     size_t i = at + (size_t)k * PANEL + c;
-                    acc[c] = fmaf(xr[k], l->wh ? kr_bf16_widen(l->wh[i]) : l->wp[i], acc[c]);
+                    acc[c] = fmaf(xr[k], l->wp[i], acc[c]);
                 }
             for (int c = 0; c < PANEL && p * PANEL + c < out; c++) {
                 int o = p * PANEL + c;
@@ -205,15 +189,8 @@ static void rows_unpacked(const y_map *y, const float *x, int T, const kr_linear
 #define AVX512_CB_MAX 8 /* panels for blocks of at most AVX512_NARROW rows */
 #define AVX512_NARROW 2
 
-/* 16 weights from BF16: widened to float32 exactly */
-__attribute__((target("avx512f"), always_inline)) static inline __m512
-load_bf16_512(const uint16_t *h) {
-    __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)h));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(u, 16));
-}
-
 __attribute__((target("avx512f"), always_inline)) static inline void
-micro512(int RN, int CB, bool bf, const y_map *y, const float *x, int r, int p, const kr_linear *l,
+micro512(int RN, int CB, const y_map *y, const float *x, int r, int p, const kr_linear *l,
          const char *pf) {
     int in = l->in, out = l->out;
     size_t at = (size_t)p * in * PANEL;
@@ -232,8 +209,7 @@ micro512(int RN, int CB, bool bf, const y_map *y, const float *x, int r, int p, 
         __m512 w[AVX512_CB_MAX];
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
-            w[c] = bf ? load_bf16_512(l->wh + at + ((size_t)c * in + k) * PANEL)
-                      : _mm512_loadu_ps(l->wp + at + ((size_t)c * in + k) * PANEL);
+            w[c] = _mm512_loadu_ps(l->wp + at + ((size_t)c * in + k) * PANEL);
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512 xb = _mm512_set1_ps(xr[(size_t)i * in + k]);
@@ -260,10 +236,7 @@ micro512(int RN, int CB, bool bf, const y_map *y, const float *x, int r, int p, 
 #define M512(RN, CB)                                                                               \
     __attribute__((target("avx512f"))) static void micro512_##RN##_##CB(                           \
         const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {        \
-        if (l->wh)                                                                                 \
-            micro512(RN, CB, true, y, x, r, p, l, pf);                                             \
-        else                                                                                       \
-            micro512(RN, CB, false, y, x, r, p, l, pf);                                            \
+        micro512(RN, CB, y, x, r, p, l, pf);                                                       \
     }
 #define M512_ROW(RN)  M512(RN, 1) M512(RN, 2) M512(RN, 3)
 #define M512_WIDE(RN) M512(RN, 4) M512(RN, 5) M512(RN, 6) M512(RN, 7) M512(RN, 8)
@@ -306,16 +279,8 @@ static const micro_fn micro512_narrow[AVX512_NARROW][AVX512_CB_MAX] = {M512_WIDE
 /* A panel is two registers; 6 rows x 1 panel = 12 accumulators of the 16 registers. */
 #define AVX2_RB 6
 
-/* 8 weights from BF16: widened to float32 exactly */
-__attribute__((target("avx2,fma"), always_inline)) static inline __m256
-load_bf16_256(const uint16_t *h) {
-    __m256i u = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(u, 16));
-}
-
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro256(int RN, bool bf, const y_map *y, const float *x, int r, int p, const kr_linear *l,
-         const char *pf) {
+micro256(int RN, const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {
     int in = l->in, out = l->out;
     size_t at = (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
@@ -326,8 +291,7 @@ micro256(int RN, bool bf, const y_map *y, const float *x, int r, int p, const kr
     for (int k = 0; k < in; k++) {
         if (pf) _mm_prefetch(pf + (size_t)k * 64, _MM_HINT_T1);
         size_t ik = at + (size_t)k * PANEL;
-        __m256 w0 = bf ? load_bf16_256(l->wh + ik) : _mm256_loadu_ps(l->wp + ik),
-               w1 = bf ? load_bf16_256(l->wh + ik + 8) : _mm256_loadu_ps(l->wp + ik + 8);
+        __m256 w0 = _mm256_loadu_ps(l->wp + ik), w1 = _mm256_loadu_ps(l->wp + ik + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < RN; i++) {
             __m256 xb = _mm256_broadcast_ss(xr + (size_t)i * in + k);
@@ -351,7 +315,7 @@ micro256(int RN, bool bf, const y_map *y, const float *x, int r, int p, const kr
 
 /* One row over 4 panels (8 chains in flight, 8 accumulators): a decode step's row. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-row4_256(bool bf, const y_map *y, const float *x, int r, int p, const kr_linear *l) {
+row4_256(const y_map *y, const float *x, int r, int p, const kr_linear *l) {
     int in = l->in, out = l->out;
     size_t at = (size_t)p * in * PANEL;
     const float *xr = x + (size_t)r * in;
@@ -366,8 +330,7 @@ row4_256(bool bf, const y_map *y, const float *x, int r, int p, const kr_linear 
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             size_t ic = i + c * ps;
-            __m256 w0 = bf ? load_bf16_256(l->wh + ic) : _mm256_loadu_ps(l->wp + ic),
-                   w1 = bf ? load_bf16_256(l->wh + ic + 8) : _mm256_loadu_ps(l->wp + ic + 8);
+            __m256 w0 = _mm256_loadu_ps(l->wp + ic), w1 = _mm256_loadu_ps(l->wp + ic + 8);
             a[2 * c] = _mm256_fmadd_ps(xb, w0, a[2 * c]);
             a[2 * c + 1] = _mm256_fmadd_ps(xb, w1, a[2 * c + 1]);
         }
@@ -387,19 +350,13 @@ row4_256(bool bf, const y_map *y, const float *x, int r, int p, const kr_linear 
 __attribute__((target("avx2,fma"))) static void
 micro256_row4(const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {
     (void)pf;
-    if (l->wh)
-        row4_256(true, y, x, r, p, l);
-    else
-        row4_256(false, y, x, r, p, l);
+    row4_256(y, x, r, p, l);
 }
 
 #define M256(RN)                                                                                   \
     __attribute__((target("avx2,fma"))) static void micro256_##RN(                                 \
         const y_map *y, const float *x, int r, int p, const kr_linear *l, const char *pf) {        \
-        if (l->wh)                                                                                 \
-            micro256(RN, true, y, x, r, p, l, pf);                                                 \
-        else                                                                                       \
-            micro256(RN, false, y, x, r, p, l, pf);                                                \
+        micro256(RN, y, x, r, p, l, pf);                                                           \
     }
 M256(1)
 M256(2)
@@ -454,7 +411,7 @@ static const char *next_panels(const linear_job *j, int task, int run, int want,
     }
     *got = e - np < n ? e - np : n;
     size_t at = (size_t)np * j->l->in * PANEL;
-    return j->l->wh ? (const char *)(j->l->wh + at) : (const char *)(j->l->wp + at);
+    return (const char *)(j->l->wp + at);
 }
 
 /* Rows [rc, rc1) x panels [p0, p1) of a task: the kernel level's blocks. */
@@ -476,7 +433,6 @@ static void task_block(const linear_job *j, int task, int run, int rc, int rc1, 
                 int np_n;
                 const char *next =
                     next_panels(j, task, run, p + 4, 4, p1, last_chunk, next_task, &np_n);
-                if (l->wh) np_n = (np_n + 1) / 2; /* a line a step of k holds two BF16 panels */
                 for (int r = rc, b = 0; r < rc1; r += 6, b++) {
                     int rn = rc1 - r < 6 ? rc1 - r : 6;
                     const char *pf = b < np_n ? next + (size_t)b * l->in * 64 : NULL;
@@ -543,12 +499,12 @@ static void linear_task(void *arg, int task, int worker) {
     }
 }
 
-/* ---- int8 weights ------------------------------------------------------------------------- */
+/* ---- BF16 and int8 weights ---------------------------------------------------------------- */
 
-/* A task quantises its rows once (on its stack, at most Q8_QBYTES of int8), then walks its
- * panels in tiles. Many rows: a task takes all the columns of its rows (each row quantised
- * once); few rows (a decode step): the columns split among the threads. */
-#define Q8_QBYTES 65536
+/* A task rounds (BF16) or quantises (int8) its rows once, on its stack (at most ROWS_BYTES),
+ * then walks its panels in tiles. Many rows: a task takes all the columns of its rows (each
+ * row converted once); few rows (a decode step): the columns split among the threads. */
+#define ROWS_BYTES 65536
 
 typedef struct {
     const y_map *y;
@@ -556,10 +512,10 @@ typedef struct {
     int T, rows, col_tasks, col_panels;
     const kr_linear *l;
     kr_simd simd;
-} q8_job;
+} tiles_job;
 
 /* A panel's sums v of row r from column o0 into y, plus the bias (none: -0 stays -0) */
-static void q8_put(const y_map *y, int r, int o0, const float *v, const kr_linear *l) {
+static void tile_put(const y_map *y, int r, int o0, const float *v, const kr_linear *l) {
     int m = l->out - o0 < PANEL ? l->out - o0 : PANEL;
     float *yo = y_at(y, r, o0);
     if (!y->add && !l->b)
@@ -572,54 +528,73 @@ static void q8_put(const y_map *y, int r, int o0, const float *v, const kr_linea
             yo[c] += l->b ? v[c] + l->b[o0 + c] : v[c];
 }
 
-static void q8_task(void *arg, int task, int worker) {
+#define MAX(a, b)   ((a) > (b) ? (a) : (b))
+#define TILE_FLOATS MAX(KR_Q8_TILE_ROWS *KR_Q8_TILE_PANELS, KR_BF16_TILE_ROWS *KR_BF16_TILE_PANELS)
+
+static void tiles_task(void *arg, int task, int worker) {
     (void)worker;
-    const q8_job *j = arg;
+    const tiles_job *j = arg;
     const kr_linear *l = j->l;
     int nb = kr_q8_blocks(l->in), panels = (l->out + PANEL - 1) / PANEL;
     int p0 = task % j->col_tasks * j->col_panels, r0 = task / j->col_tasks * j->rows;
     int p1 = p0 + j->col_panels < panels ? p0 + j->col_panels : panels;
     int rn = j->T - r0 < j->rows ? j->T - r0 : j->rows;
-    int8_t q[Q8_QBYTES] __attribute__((aligned(64)));
-    float d[Q8_QBYTES / KR_Q8_BLOCK];
-    int32_t neg[Q8_QBYTES / KR_Q8_BLOCK];
-    kr_q8_rows xq = {.q = q, .d = d, .neg = neg, .nb = nb};
-    kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
-    float t[KR_Q8_TILE_ROWS * KR_Q8_TILE_PANELS * PANEL];
-    for (int p = p0; p < p1; p += KR_Q8_TILE_PANELS) {
-        int cb = p1 - p < KR_Q8_TILE_PANELS ? p1 - p : KR_Q8_TILE_PANELS, ld = cb * PANEL;
-        for (int i = 0; i < rn; i += KR_Q8_TILE_ROWS) {
-            int n = rn - i < KR_Q8_TILE_ROWS ? rn - i : KR_Q8_TILE_ROWS;
-            kr_q8_tile(t, &xq, i, n, p, cb, l, j->simd);
+    union {
+        int8_t q[ROWS_BYTES];
+        uint32_t h[ROWS_BYTES / 4];
+    } u __attribute__((aligned(64)));
+    float d[ROWS_BYTES / KR_Q8_BLOCK];
+    int32_t neg[ROWS_BYTES / KR_Q8_BLOCK];
+    kr_q8_rows xq = {.q = u.q, .d = d, .neg = neg, .nb = nb};
+    if (l->wh)
+        kr_bf16_rows(u.h, j->x + (size_t)r0 * l->in, rn, l->in);
+    else
+        kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
+    int tr = l->wh ? KR_BF16_TILE_ROWS : KR_Q8_TILE_ROWS, np = kr_bf16_pairs(l->in);
+    int tp = l->wh ? KR_BF16_TILE_PANELS : KR_Q8_TILE_PANELS;
+    float t[TILE_FLOATS * PANEL];
+    for (int p = p0; p < p1; p += tp) {
+        int cb = p1 - p < tp ? p1 - p : tp, ld = cb * PANEL;
+        for (int i = 0; i < rn; i += tr) {
+            int n = rn - i < tr ? rn - i : tr;
+            if (l->wh)
+                kr_bf16_tile(t, u.h + (size_t)i * np, l->in, n, p, cb, l, j->simd);
+            else
+                kr_q8_tile(t, &xq, i, n, p, cb, l, j->simd);
             for (int r = 0; r < n; r++)
                 for (int c0 = 0; c0 < ld; c0 += PANEL) /* no panel straddles two parts */
-                    q8_put(j->y, r0 + i + r, p * PANEL + c0, t + (size_t)r * ld + c0, l);
+                    tile_put(j->y, r0 + i + r, p * PANEL + c0, t + (size_t)r * ld + c0, l);
         }
     }
 }
 
-/* Every element is its own chain (kr_q8_tile): tasks of any shape give the same bits. The
- * epilogue runs after the join, over all rows. */
-static void forward_q8(const y_map *y, const float *x, int T, const kr_linear *l,
-                       kr_linear_epilogue epi, void *epi_ctx) {
-    int nb = kr_q8_blocks(l->in), panels = (l->out + PANEL - 1) / PANEL;
-    int rows = Q8_QBYTES / (nb * KR_Q8_BLOCK); /* >= 1: the loader keeps in <= KR_Q8_MAX_IN */
-    rows = rows < KR_Q8_TILE_ROWS ? rows : KR_Q8_TILE_ROWS;
+/* Every element is its own chain (kr_bf16_tile, kr_q8_tile): tasks of any shape give the same
+ * bits. The epilogue runs after the join, over all rows. */
+static void forward_tiles(const y_map *y, const float *x, int T, const kr_linear *l,
+                          kr_linear_epilogue epi, void *epi_ctx) {
+    int panels = (l->out + PANEL - 1) / PANEL, rows;
+    if (l->wh) { /* >= 1: the loader keeps in <= KR_BF16_MAX_IN */
+        rows = ROWS_BYTES / (4 * kr_bf16_pairs(l->in));
+        rows = rows < KR_BF16_TILE_ROWS ? rows : KR_BF16_TILE_ROWS;
+    } else { /* >= 1: the loader keeps in <= KR_Q8_MAX_IN */
+        rows = ROWS_BYTES / (kr_q8_blocks(l->in) * KR_Q8_BLOCK);
+        rows = rows < KR_Q8_TILE_ROWS ? rows : KR_Q8_TILE_ROWS;
+    }
     int row_tasks = (T + rows - 1) / rows, threads = kr_parallel_threads(), col_tasks = 1;
     if (row_tasks < 2 * threads) { /* few rows: split the columns too, in whole panels */
         col_tasks = (2 * threads + row_tasks - 1) / row_tasks;
         if (col_tasks > panels) col_tasks = panels;
     }
     int col_panels = (panels + col_tasks - 1) / col_tasks;
-    q8_job j = {.y = y,
-                .x = x,
-                .T = T,
-                .rows = rows,
-                .col_tasks = (panels + col_panels - 1) / col_panels,
-                .col_panels = col_panels,
-                .l = l,
-                .simd = kr_simd_level()};
-    kr_parallel_for(j.col_tasks * row_tasks, q8_task, &j);
+    tiles_job j = {.y = y,
+                   .x = x,
+                   .T = T,
+                   .rows = rows,
+                   .col_tasks = (panels + col_panels - 1) / col_panels,
+                   .col_panels = col_panels,
+                   .l = l,
+                   .simd = kr_simd_level()};
+    kr_parallel_for(j.col_tasks * row_tasks, tiles_task, &j);
     if (epi) epi(epi_ctx, 0, T, 0, y->width);
 }
 
@@ -628,8 +603,8 @@ static void forward_q8(const y_map *y, const float *x, int T, const kr_linear *l
 static void forward(const y_map *y, int n, const float *x, int T, const kr_linear *l,
                     kr_linear_epilogue epi, void *epi_ctx) {
     if (T < 1) return;
-    if (l->wq) {
-        forward_q8(y, x, T, l, epi, epi_ctx);
+    if (l->wq || l->wh) {
+        forward_tiles(y, x, T, l, epi, epi_ctx);
         return;
     }
     if (!kr_linear_is_packed(l)) {

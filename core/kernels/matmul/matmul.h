@@ -31,9 +31,7 @@ int kr_linear_forward_then(float *const *ys, int n, const float *x, int T, const
  * panel zero-padded. */
 size_t kr_linear_packed_floats(int out, int in);
 void kr_linear_pack(float *dst, const float *w, int out, int in);
-/* The same panels as BF16 (each weight rounded to the nearest, ties to even): the layer's
- * wh instead of wp. kr_linear_packed_floats(out, in) elements. */
-void kr_linear_pack_bf16(uint16_t *dst, const float *w, int out, int in);
+/* (BF16 weights, the layer's wh: matmul_bf16.h; int8: matmul_q8.h) */
 
 /* Switches the kernels to level s (tests compare every level the CPU has); -1 when the CPU
  * lacks it. Not for use while products run. */

@@ -1,0 +1,302 @@
+/* matmul_bf16.c — the arithmetic of BF16 weights (weights = bf16): weights packed as BF16 at
+ * load, each row of activations rounded to BF16 once per product task, and dot products of
+ * BF16 pairs accumulated in float32 as AVX512-BF16's vdpbf16ps does them.
+ *
+ * vdpbf16ps adds, per 32-bit lane, the product of the odd BF16 pair elements and then the
+ * product of the even ones, each add rounded to nearest even; denormal inputs read as zero,
+ * and an add whose sum is tiny gives a zero of the sum's sign: tiny after rounding to 24 bits
+ * as if the exponent were unbounded, as x86 detects underflow (measured on AMD Zen 5: a sum
+ * that the denormal grid would round up to FLT_MIN is flushed, one that the 24-bit grid
+ * rounds up to it is kept). A product of two BF16 values (8-bit mantissas) is exact in float32, so
+ * each add is a fused multiply-add of the two factors; the AVX2 and C levels run exactly that chain
+ * (two FMAs a pair), decide the rare results within FLT_MIN of zero from the exact sum, and
+ * the inputs are flushed when they are rounded. tests/test_precision_bf16.c checks the
+ * instruction against this emulation bit for bit. So every level computes the same bits, and
+ * a row's bits depend on that row alone.
+ *
+ * The tiles are register-blocked: several rows by several panels of 16 columns per inner
+ * loop, each 64-byte weight vector (16 columns x one pair) loaded once for all the rows, each
+ * row's pair broadcast. */
+#include "matmul_bf16.h"
+
+#include "bf16.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define KR_X86 1
+#endif
+
+#define PANEL KR_BF16_PANEL
+#define PW    (2 * PANEL) /* BF16 values of one panel's pair */
+
+/* ---- packing and rounding ----------------------------------------------------------------- */
+
+size_t kr_bf16_packed(int out, int in) {
+    return (size_t)((out + PANEL - 1) / PANEL) * PW * kr_bf16_pairs(in);
+}
+
+uint16_t kr_bf16_round_daz(float f) {
+    uint16_t h = kr_bf16_round(f);
+    return (h & 0x7f80u) ? h : (uint16_t)(h & 0x8000u);
+}
+
+static size_t at_packed(int in, int o, int k) {
+    size_t p = (size_t)(o / PANEL), j = (size_t)(k / 2);
+    return (p * kr_bf16_pairs(in) + j) * PW + (size_t)(o % PANEL) * 2 + (size_t)(k & 1);
+}
+
+void kr_bf16_pack(uint16_t *dst, const float *w, int out, int in) {
+    int panels = (out + PANEL - 1) / PANEL, in2 = 2 * kr_bf16_pairs(in);
+    for (int o = 0; o < panels * PANEL; o++)
+        for (int k = 0; k < in2; k++)
+            dst[at_packed(in, o, k)] =
+                o < out && k < in ? kr_bf16_round_daz(w[(size_t)o * in + k]) : 0;
+}
+
+uint16_t kr_bf16_weight(const kr_linear *l, int o, int k) {
+    return l->wh[at_packed(l->in, o, k)];
+}
+
+void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in) {
+    int np = kr_bf16_pairs(in);
+    for (int r = 0; r < n; r++) {
+        const float *xr = x + (size_t)r * in;
+        uint32_t *d = xb + (size_t)r * np;
+        for (int j = 0; j < np; j++) {
+            uint32_t hi = 2 * j + 1 < in ? kr_bf16_round_daz(xr[2 * j + 1]) : 0;
+            d[j] = (uint32_t)kr_bf16_round_daz(xr[2 * j]) | hi << 16;
+        }
+    }
+}
+
+/* ---- portable kernel ---------------------------------------------------------------------- */
+
+/* r = fmaf(x, w, acc) with |r| <= FLT_MIN: the add as vdpbf16ps makes it, a zero of its
+ * sign when the sum rounded to 24 bits as if the exponent were unbounded is below FLT_MIN.
+ * The same fma scaled by 2^64 rounds so: |x w| is then below 2^-100 (an exact sum near
+ * FLT_MIN of a 24-bit acc and a 16-bit product needs both small), so scaling the smaller
+ * factor and acc cannot overflow. */
+static float dp_tiny(float acc, float x, float w, float r) {
+    if (fabsf(x) < fabsf(w))
+        x *= 0x1p64f;
+    else
+        w *= 0x1p64f;
+    float s = fmaf(x, w, acc * 0x1p64f);
+    return fabsf(s) < 0x1p-62f ? copysignf(0.0f, s) : r;
+}
+
+static inline float dp_add(float acc, float x, float w) {
+    float r = fmaf(x, w, acc);
+    return fabsf(r) > FLT_MIN ? r : dp_tiny(acc, x, w, r);
+}
+
+static void tile_c(float *t, const uint32_t *xb, int in, int rn, int p, int cb,
+                   const kr_linear *l) {
+    int np = kr_bf16_pairs(in), ld = cb * PANEL;
+    for (int i = 0; i < rn; i++)
+        for (int c = 0; c < cb; c++) {
+            const uint16_t *w = l->wh + (size_t)(p + c) * np * PW;
+            const uint32_t *xr = xb + (size_t)i * np;
+            float acc[PANEL] = {0};
+            for (int j = 0; j < np; j++) {
+                float xe = kr_bf16_widen((uint16_t)xr[j]), xo = kr_bf16_widen(xr[j] >> 16);
+                for (int o = 0; o < PANEL; o++) {
+                    float we = kr_bf16_widen(w[j * PW + 2 * o]);
+                    float wo = kr_bf16_widen(w[j * PW + 2 * o + 1]);
+                    acc[o] = dp_add(dp_add(acc[o], xo, wo), xe, we);
+                }
+            }
+            memcpy(t + (size_t)i * ld + c * PANEL, acc, sizeof acc);
+        }
+}
+
+#ifdef KR_X86
+/* ---- AVX2: the emulation, a 16-column panel as two halves of 8 ------------------------------ */
+
+#define A2_RB 4
+
+/* The lanes of r = fma(x, w, acc) within FLT_MIN of zero, redone by dp_tiny */
+__attribute__((target("avx2,fma"), noinline)) static __m256 fix256(__m256 r, float x, __m256 w,
+                                                                   __m256 acc, int lanes) {
+    float rv[8], wv[8], av[8];
+    _mm256_storeu_ps(rv, r), _mm256_storeu_ps(wv, w), _mm256_storeu_ps(av, acc);
+    for (int i = 0; i < 8; i++)
+        if (lanes >> i & 1) rv[i] = dp_tiny(av[i], x, wv[i], rv[i]);
+    return _mm256_loadu_ps(rv);
+}
+
+/* acc + x w as vdpbf16ps adds (dp_add) */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256
+dp_add256(__m256 acc, float x, __m256 w, __m256 abs_mask) {
+    __m256 r = _mm256_fmadd_ps(_mm256_set1_ps(x), w, acc);
+    int tiny = _mm256_movemask_ps(
+        _mm256_cmp_ps(_mm256_and_ps(r, abs_mask), _mm256_set1_ps(FLT_MIN), _CMP_LE_OQ));
+    return tiny ? fix256(r, x, w, acc, tiny) : r;
+}
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+micro_avx2(int RN, float *t, int ld, const uint32_t *xb, int np, int p, const kr_linear *l) {
+    const uint16_t *w = l->wh + (size_t)p * np * PW;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
+    __m256 acc[A2_RB][2];
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++)
+        acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+    for (int j = 0; j < np; j++) {
+        __m256 wo[2], we[2];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(w + (size_t)j * PW + 16 * h));
+            wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
+            we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+        }
+#pragma GCC unroll 4
+        for (int i = 0; i < RN; i++) {
+            uint32_t x = xb[(size_t)i * np + j];
+            float xo = kr_bf16_widen((uint16_t)(x >> 16)), xe = kr_bf16_widen((uint16_t)x);
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++)
+                acc[i][h] =
+                    dp_add256(dp_add256(acc[i][h], xo, wo[h], abs_mask), xe, we[h], abs_mask);
+        }
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++) {
+        _mm256_storeu_ps(t + (size_t)i * ld, acc[i][0]);
+        _mm256_storeu_ps(t + (size_t)i * ld + 8, acc[i][1]);
+    }
+}
+
+typedef void (*micro_fn)(float *, int, const uint32_t *, int, int, const kr_linear *);
+#define MA2(RN)                                                                                    \
+    __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
+        float *t, int ld, const uint32_t *xb, int np, int p, const kr_linear *l) {                 \
+        micro_avx2(RN, t, ld, xb, np, p, l);                                                       \
+    }
+MA2(1)
+MA2(2)
+MA2(3)
+MA2(4)
+static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, micro_avx2_3,
+                                                 micro_avx2_4};
+
+static void tile_avx2(float *t, const uint32_t *xb, int in, int rn, int p, int cb,
+                      const kr_linear *l) {
+    int np = kr_bf16_pairs(in), ld = cb * PANEL;
+    for (int c = 0; c < cb; c++)
+        for (int i = 0; i < rn; i += A2_RB) {
+            int n = rn - i < A2_RB ? rn - i : A2_RB;
+            micro_avx2_table[n - 1](t + (size_t)i * ld + c * PANEL, ld, xb + (size_t)i * np, np,
+                                    p + c, l);
+        }
+}
+
+/* ---- AVX512-BF16: vdpbf16ps ------------------------------------------------------------------ */
+
+#define DP_RB     6 /* rows x 4 panels for many rows (24 accumulators) */
+#define DP_CB_MAX 8 /* panels for one or two rows (a decode step: 8 or 16 chains) */
+
+#define DP_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+DP_TARGET __attribute__((always_inline)) static inline void
+micro_dp(int RN, int CB, float *t, int ld, const uint32_t *xb, int np, int p, const kr_linear *l) {
+    const uint16_t *w = l->wh + (size_t)p * np * PW;
+    size_t ps = (size_t)np * PW; /* values from one panel to the next */
+    __m512 acc[DP_RB][DP_CB_MAX];
+#pragma GCC unroll 8
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++)
+            acc[i][c] = _mm512_setzero_ps();
+    for (int j = 0; j < np; j++) {
+        __m512bh wv[DP_CB_MAX];
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++)
+            wv[c] = (__m512bh)_mm512_loadu_si512((const void *)(w + c * ps + (size_t)j * PW));
+#pragma GCC unroll 8
+        for (int i = 0; i < RN; i++) {
+            __m512bh a = (__m512bh)_mm512_set1_epi32((int)xb[(size_t)i * np + j]);
+#pragma GCC unroll 8
+            for (int c = 0; c < CB; c++)
+                acc[i][c] = _mm512_dpbf16_ps(acc[i][c], a, wv[c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++)
+            _mm512_storeu_ps(t + (size_t)i * ld + c * PANEL, acc[i][c]);
+}
+
+#define MDP(RN, CB)                                                                                \
+    DP_TARGET static void micro_dp_##RN##_##CB(float *t, int ld, const uint32_t *xb, int np,       \
+                                               int p, const kr_linear *l) {                        \
+        micro_dp(RN, CB, t, ld, xb, np, p, l);                                                     \
+    }
+#define MDP_ROW(RN) MDP(RN, 1) MDP(RN, 2) MDP(RN, 4)
+MDP_ROW(1)
+MDP_ROW(2)
+MDP_ROW(3)
+MDP_ROW(4)
+MDP_ROW(5)
+MDP_ROW(6)
+MDP(1, 8)
+MDP(2, 8)
+/* [rows - 1][log2 panels] */
+#define MDP_ENTRY(RN)                                                                              \
+    { micro_dp_##RN##_1, micro_dp_##RN##_2, micro_dp_##RN##_4, NULL }
+static const micro_fn micro_dp_table[DP_RB][4] = {
+    {micro_dp_1_1, micro_dp_1_2, micro_dp_1_4, micro_dp_1_8},
+    {micro_dp_2_1, micro_dp_2_2, micro_dp_2_4, micro_dp_2_8},
+    MDP_ENTRY(3),
+    MDP_ENTRY(4),
+    MDP_ENTRY(5),
+    MDP_ENTRY(6)};
+
+static void tile_dp(float *t, const uint32_t *xb, int in, int rn, int p, int cb,
+                    const kr_linear *l) {
+    int np = kr_bf16_pairs(in), ld = cb * PANEL, wide = rn <= 2 ? 3 : 2;
+    for (int c = 0; c < cb;) {
+        int lg = wide;
+        while (c + (1 << lg) > cb)
+            lg--;
+        for (int i = 0; i < rn; i += DP_RB) {
+            int n = rn - i < DP_RB ? rn - i : DP_RB;
+            micro_dp_table[n - 1][lg](t + (size_t)i * ld + c * PANEL, ld, xb + (size_t)i * np, np,
+                                      p + c, l);
+        }
+        c += 1 << lg;
+    }
+}
+#endif
+
+int kr_bf16_has_dot(void) {
+#ifdef KR_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return 0;
+#endif
+}
+
+void kr_bf16_tile(float *t, const uint32_t *xb, int in, int rn, int p, int cb, const kr_linear *l,
+                  kr_simd simd) {
+#ifdef KR_X86
+    if (simd == KR_SIMD_AVX512 && kr_bf16_has_dot()) {
+        tile_dp(t, xb, in, rn, p, cb, l);
+        return;
+    }
+    if (simd >= KR_SIMD_AVX2) {
+        tile_avx2(t, xb, in, rn, p, cb, l);
+        return;
+    }
+#else
+    (void)simd;
+#endif
+    tile_c(t, xb, in, rn, p, cb, l);
+}
