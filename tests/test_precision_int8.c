@@ -169,6 +169,55 @@ static void test_tile_edges(void **state) {
     print_message("# int8 tiles: row and panel edges, the reference's bits on every level\n");
 }
 
+/* The activations' quantisation on every level against ref_quantise: the scale, each byte and
+ * -128 times the block's sum. A block whose largest |x| is 127 (scale 1) holds exact ties
+ * (k + 0.5 rounds away from zero) and values a hair either side of them; a last block of 5
+ * takes the portable path on every level. */
+static void test_quantise_rows_every_level(void **state) {
+    (void)state;
+    enum { ROWS = 3, IN = 69, NB = 3 };
+    static const float ties[] = {127.0f, 0.5f,    -0.5f, 1.5f,   -1.5f, 2.5f,  -2.5f,
+                                 126.5f, -126.5f, 3.25f, -3.75f, 0.0f,  -0.0f, 63.5f};
+    float x[ROWS * IN];
+    uint32_t seed = 21u;
+    for (int r = 0; r < ROWS; r++)
+        for (int k = 0; k < IN; k++) {
+            float *v = &x[r * IN + k];
+            if (k < 32 && k < (int)(sizeof ties / sizeof *ties))
+                *v = r == 1 ? -ties[k] : ties[k];
+            else if (k < 32)
+                *v = nextafterf((float)(k - 40) + 0.5f, k % 2 ? 0.0f : 1000.0f);
+            else
+                *v = tu_lcg(&seed) * (r + 1.0f) * 7.0f;
+        }
+    int levels = 0;
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        levels++;
+        int8_t q[ROWS * NB * 32];
+        float d[ROWS * NB];
+        int32_t neg[ROWS * NB];
+        kr_q8_rows xq = {.q = q, .d = d, .neg = neg, .nb = NB};
+        kr_q8_quantise_rows(&xq, x, ROWS, IN, (kr_simd)s);
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < NB; b++) {
+                int8_t want[32];
+                int n = IN - 32 * b < 32 ? IN - 32 * b : 32, sum = 0;
+                float dw = ref_quantise(want, x + r * IN + 32 * b, n);
+                assert_true(d[r * NB + b] == dw);
+                assert_memory_equal(q + (r * NB + b) * 32, want, 32);
+                for (int i = 0; i < 32; i++)
+                    sum += want[i];
+                assert_int_equal(neg[r * NB + b], -128 * sum);
+            }
+    }
+    kr_simd_set(kr_simd_level());
+    assert_true(levels >= 1);
+    print_message("# int8 activations: ties and partial blocks quantised as the reference, %d "
+                  "levels\n",
+                  levels);
+}
+
 /* l's weights unpacked from float32 panels ([panel][in][16]) into torch's [out][in] */
 static float *unpack(const kr_linear *l) {
     float *w = malloc(sizeof(float) * l->out * l->in);
@@ -291,6 +340,7 @@ int main(void) {
         cmocka_unit_test(test_int8_names),
         cmocka_unit_test(test_kernels_against_reference),
         cmocka_unit_test(test_tile_edges),
+        cmocka_unit_test(test_quantise_rows_every_level),
         cmocka_unit_test(test_int8_from_each_dtype),
         cmocka_unit_test(test_int8_model_invariances),
     };
