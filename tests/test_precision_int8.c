@@ -1,7 +1,8 @@
 /* test_precision_int8.c — weights int8: the kernels against this file's own plain C of the
- * same quantised arithmetic, bit for bit on every level (vpdpbusd, vpmaddubsw, C); the loader
- * quantising F32, BF16 and F16 checkpoints the same way (kronos-mkmodel writes one model in
- * each dtype from the same values; KR_MKMODEL names the tool); and the mode's invariances:
+ * same quantised arithmetic, bit for bit on every level (vpdpbusd, vpmaddubsw, C), and the
+ * activations' quantisation (its ties) on every level; the loader quantising F32, BF16 and
+ * F16 checkpoints the same way (kronos-mkmodel writes one model in each dtype from the same
+ * values; KR_MKMODEL names the tool); and the mode's invariances:
  * kernel levels, batch, cached = uncached (registered at 3 threads too). */
 #include <setjmp.h>
 #include <stdarg.h>
