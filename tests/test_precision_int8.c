@@ -158,7 +158,7 @@ static void test_kernels_against_reference(void **state) {
 
 /* The tiles' edges: rows not a multiple of the row blocks (4, 16) nor of a task's; columns
  * not a whole panel, panels not a whole tile (8) nor a whole pair or four; an input a
- * multiple of the block but of no wider unit. */
+ * multiple of the block but of no wider unit; products either side of KR_Q8_FEW_ROWS. */
 static void test_tile_edges(void **state) {
     (void)state;
     one_shape(144, 96, 17, 11u); /* 9 panels: a tile of 8 and one of 1 */
@@ -167,6 +167,8 @@ static void test_tile_edges(void **state) {
     one_shape(208, 64, 1, 14u);  /* one row: 13 panels as 4 + 4 + 4 + 1 (in tiles of 8) */
     one_shape(16, 224, 3, 15u);  /* one panel, 7 blocks */
     one_shape(100, 40, 21, 16u); /* a partial last block and a partial last panel */
+    one_shape(144, 64, 32, 17u); /* the most rows whose tiles prefetch the next panels */
+    one_shape(144, 64, 33, 18u); /* and one more: no prefetch */
     print_message("# int8 tiles: row and panel edges, the reference's bits on every level\n");
 }
 

@@ -583,7 +583,7 @@ static void q8_task(void *arg, int task, int worker) {
     int8_t q[Q8_QBYTES] __attribute__((aligned(64)));
     float d[Q8_QBYTES / KR_Q8_BLOCK];
     int32_t neg[Q8_QBYTES / KR_Q8_BLOCK];
-    kr_q8_rows xq = {.q = q, .d = d, .neg = neg, .nb = nb};
+    kr_q8_rows xq = {.q = q, .d = d, .neg = neg, .nb = nb, .product_rows = j->T};
     kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
     float t[KR_Q8_TILE_ROWS * KR_Q8_TILE_PANELS * PANEL];
     for (int p = p0; p < p1; p += KR_Q8_TILE_PANELS) {
