@@ -1,7 +1,8 @@
 /* test_precision_int8.c — weights int8: the kernels against this file's own plain C of the
- * same quantised arithmetic, bit for bit on every level (vpdpbusd, vpmaddubsw, C); the loader
- * quantising F32, BF16 and F16 checkpoints the same way (kronos-mkmodel writes one model in
- * each dtype from the same values; KR_MKMODEL names the tool); and the mode's invariances:
+ * same quantised arithmetic, bit for bit on every level (vpdpbusd, vpmaddubsw, C), and the
+ * activations' quantisation (its ties) on every level; the loader quantising F32, BF16 and
+ * F16 checkpoints the same way (kronos-mkmodel writes one model in each dtype from the same
+ * values; KR_MKMODEL names the tool); and the mode's invariances:
  * kernel levels, batch, cached = uncached (registered at 3 threads too). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -157,7 +158,7 @@ static void test_kernels_against_reference(void **state) {
 
 /* The tiles' edges: rows not a multiple of the row blocks (4, 16) nor of a task's; columns
  * not a whole panel, panels not a whole tile (8) nor a whole pair or four; an input a
- * multiple of the block but of no wider unit. */
+ * multiple of the block but of no wider unit; products either side of KR_Q8_FEW_ROWS. */
 static void test_tile_edges(void **state) {
     (void)state;
     one_shape(144, 96, 17, 11u); /* 9 panels: a tile of 8 and one of 1 */
@@ -166,7 +167,58 @@ static void test_tile_edges(void **state) {
     one_shape(208, 64, 1, 14u);  /* one row: 13 panels as 4 + 4 + 4 + 1 (in tiles of 8) */
     one_shape(16, 224, 3, 15u);  /* one panel, 7 blocks */
     one_shape(100, 40, 21, 16u); /* a partial last block and a partial last panel */
+    one_shape(144, 64, 32, 17u); /* the most rows whose tiles prefetch the next panels */
+    one_shape(144, 64, 33, 18u); /* and one more: no prefetch */
     print_message("# int8 tiles: row and panel edges, the reference's bits on every level\n");
+}
+
+/* The activations' quantisation on every level against ref_quantise: the scale, each byte and
+ * -128 times the block's sum. A block whose largest |x| is 127 (scale 1) holds exact ties
+ * (k + 0.5 rounds away from zero) and values a hair either side of them; a last block of 5
+ * takes the portable path on every level. */
+static void test_quantise_rows_every_level(void **state) {
+    (void)state;
+    enum { ROWS = 3, IN = 69, NB = 3 };
+    static const float ties[] = {127.0f, 0.5f,    -0.5f, 1.5f,   -1.5f, 2.5f,  -2.5f,
+                                 126.5f, -126.5f, 3.25f, -3.75f, 0.0f,  -0.0f, 63.5f};
+    float x[ROWS * IN];
+    uint32_t seed = 21u;
+    for (int r = 0; r < ROWS; r++)
+        for (int k = 0; k < IN; k++) {
+            float *v = &x[r * IN + k];
+            if (k < 32 && k < (int)(sizeof ties / sizeof *ties))
+                *v = r == 1 ? -ties[k] : ties[k];
+            else if (k < 32)
+                *v = nextafterf((float)(k - 40) + 0.5f, k % 2 ? 0.0f : 1000.0f);
+            else
+                *v = tu_lcg(&seed) * (r + 1.0f) * 7.0f;
+        }
+    int levels = 0;
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        levels++;
+        int8_t q[ROWS * NB * 32];
+        float d[ROWS * NB];
+        int32_t neg[ROWS * NB];
+        kr_q8_rows xq = {.q = q, .d = d, .neg = neg, .nb = NB};
+        kr_q8_quantise_rows(&xq, x, ROWS, IN, (kr_simd)s);
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < NB; b++) {
+                int8_t want[32];
+                int n = IN - 32 * b < 32 ? IN - 32 * b : 32, sum = 0;
+                float dw = ref_quantise(want, x + r * IN + 32 * b, n);
+                assert_true(d[r * NB + b] == dw);
+                assert_memory_equal(q + (r * NB + b) * 32, want, 32);
+                for (int i = 0; i < 32; i++)
+                    sum += want[i];
+                assert_int_equal(neg[r * NB + b], -128 * sum);
+            }
+    }
+    kr_simd_set(kr_simd_level());
+    assert_true(levels >= 1);
+    print_message("# int8 activations: ties and partial blocks quantised as the reference, %d "
+                  "levels\n",
+                  levels);
 }
 
 /* l's weights unpacked from float32 panels ([panel][in][16]) into torch's [out][in] */
@@ -291,6 +343,7 @@ int main(void) {
         cmocka_unit_test(test_int8_names),
         cmocka_unit_test(test_kernels_against_reference),
         cmocka_unit_test(test_tile_edges),
+        cmocka_unit_test(test_quantise_rows_every_level),
         cmocka_unit_test(test_int8_from_each_dtype),
         cmocka_unit_test(test_int8_model_invariances),
     };

@@ -545,7 +545,7 @@ static void tiles_task(void *arg, int task, int worker) {
     } u __attribute__((aligned(64)));
     float d[ROWS_BYTES / KR_Q8_BLOCK];
     int32_t neg[ROWS_BYTES / KR_Q8_BLOCK];
-    kr_q8_rows xq = {.q = u.q, .d = d, .neg = neg, .nb = nb};
+    kr_q8_rows xq = {.q = u.q, .d = d, .neg = neg, .nb = nb, .product_rows = j->T};
     if (l->wh)
         kr_bf16_rows(u.h, j->x + (size_t)r0 * l->in, rn, l->in);
     else

@@ -113,6 +113,28 @@ __attribute__((target("avx2,fma"))) static float quant32_avx2(int8_t *q, int32_t
     _mm256_storeu_si256((__m256i *)q, p);
     return d;
 }
+
+/* quant32_avx2 on 16 lanes: the same operations, so the same bits */
+__attribute__((target("avx512f"))) static float quant32_avx512(int8_t *q, int32_t *sum,
+                                                               const float *x) {
+    __m512 v[2] = {_mm512_loadu_ps(x), _mm512_loadu_ps(x + 16)};
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
+    float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+    __m512i r[2];
+    for (int i = 0; i < 2; i++) {
+        __m512 t = _mm512_mul_ps(v[i], _mm512_set1_ps(id));
+        __m512 tr = _mm512_roundscale_ps(t, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        __mmask16 half = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(t, tr)),
+                                            _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+        __m512 one = _mm512_castsi512_ps(
+            _mm512_or_epi32(_mm512_and_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(INT32_MIN)),
+                            _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+        r[i] = _mm512_cvttps_epi32(_mm512_mask_add_ps(tr, half, tr, one));
+        _mm_storeu_si128((__m128i *)(q + 16 * i), _mm512_cvtsepi32_epi8(r[i]));
+    }
+    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(r[0], r[1]));
+    return d;
+}
 #endif
 
 void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr_simd simd) {
@@ -125,6 +147,11 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
             int len = block_len(in, b);
             int32_t s = 0;
 #ifdef KR_X86
+            if (simd == KR_SIMD_AVX512 && len == QB) {
+                xq->d[i] = quant32_avx512(q, &s, src);
+                xq->neg[i] = -128 * s;
+                continue;
+            }
             if (simd >= KR_SIMD_AVX2 && len == QB) {
                 xq->d[i] = quant32_avx2(q, &s, src);
                 xq->neg[i] = -128 * s;
@@ -241,10 +268,15 @@ static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, mic
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 VNNI_TARGET __attribute__((always_inline)) static inline void
-micro_vnni(int RN, int CB, float *t, int ld, const kr_q8_rows *xq, int r, int p,
+micro_vnni(int RN, int CB, int PF, float *t, int ld, const kr_q8_rows *xq, int r, int p,
            const kr_linear *l) {
-    int nb = xq->nb;
+    int nb = xq->nb, panels = (l->out + PANEL - 1) / PANEL;
     size_t ps = (size_t)nb * PB; /* bytes from one panel to the next */
+    /* PF (a few rows, a decode step's paths): the weights are read once from memory and
+     * again from L1 for each row block, so the next panels' (the next call's) are fetched
+     * into L2 meanwhile. One row is a plain stream that the hardware prefetcher follows
+     * better alone; many rows find most panels in L2 already. */
+    size_t pf = PF && p + 2 * CB <= panels ? CB * ps : 0;
     __m512 f[VN_RB][VN_CB];
 #pragma GCC unroll 4
     for (int i = 0; i < RN; i++)
@@ -265,8 +297,10 @@ micro_vnni(int RN, int CB, float *t, int ld, const kr_q8_rows *xq, int r, int p,
         for (int q = 0; q < 8; q++) {
             __m512i wv[VN_CB];
 #pragma GCC unroll 4
-            for (int c = 0; c < CB; c++)
+            for (int c = 0; c < CB; c++) {
                 wv[c] = _mm512_loadu_si512((const void *)(w + c * ps + q * 64));
+                if (PF && pf) _mm_prefetch((const char *)(w + pf + c * ps + q * 64), _MM_HINT_T1);
+            }
 #pragma GCC unroll 4
             for (int i = 0; i < RN; i++) {
                 __m512i a =
@@ -299,7 +333,11 @@ micro_vnni(int RN, int CB, float *t, int ld, const kr_q8_rows *xq, int r, int p,
 #define MVN(RN, CB)                                                                                \
     VNNI_TARGET static void micro_vnni_##RN##_##CB(float *t, int ld, const kr_q8_rows *xq, int r,  \
                                                    int p, const kr_linear *l) {                    \
-        micro_vnni(RN, CB, t, ld, xq, r, p, l);                                                    \
+        micro_vnni(RN, CB, 0, t, ld, xq, r, p, l);                                                 \
+    }                                                                                              \
+    VNNI_TARGET static void micro_vnni_pf_##RN##_##CB(float *t, int ld, const kr_q8_rows *xq,      \
+                                                      int r, int p, const kr_linear *l) {          \
+        micro_vnni(RN, CB, RN > 1, t, ld, xq, r, p, l);                                            \
     }
 MVN(1, 1)
 MVN(1, 2)
@@ -311,13 +349,17 @@ MVN(3, 1)
 MVN(3, 2)
 MVN(4, 1)
 MVN(4, 2)
-/* [rows - 1][log2 panels]: 4 rows x 2 panels for many rows, 1-2 rows x 4 panels (8 chains
- * in flight) for a decode step's one or two */
-static const micro_fn micro_vnni_table[VN_RB][3] = {
-    {micro_vnni_1_1, micro_vnni_1_2, micro_vnni_1_4},
-    {micro_vnni_2_1, micro_vnni_2_2, micro_vnni_2_4},
-    {micro_vnni_3_1, micro_vnni_3_2, NULL},
-    {micro_vnni_4_1, micro_vnni_4_2, NULL}};
+/* [prefetch][rows - 1][log2 panels]: 4 rows x 2 panels for many rows, 1-2 rows x 4 panels
+ * (8 chains in flight) for a decode step's one or two */
+static const micro_fn micro_vnni_table[2][VN_RB][3] = {
+    {{micro_vnni_1_1, micro_vnni_1_2, micro_vnni_1_4},
+     {micro_vnni_2_1, micro_vnni_2_2, micro_vnni_2_4},
+     {micro_vnni_3_1, micro_vnni_3_2, NULL},
+     {micro_vnni_4_1, micro_vnni_4_2, NULL}},
+    {{micro_vnni_pf_1_1, micro_vnni_pf_1_2, micro_vnni_pf_1_4},
+     {micro_vnni_pf_2_1, micro_vnni_pf_2_2, micro_vnni_pf_2_4},
+     {micro_vnni_pf_3_1, micro_vnni_pf_3_2, NULL},
+     {micro_vnni_pf_4_1, micro_vnni_pf_4_2, NULL}}};
 
 static int has_vnni(void) {
     __builtin_cpu_init();
@@ -328,13 +370,15 @@ static int has_vnni(void) {
 static void tile_vnni(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
     int ld = cb * PANEL, wide = rn <= 2 ? 2 : 1; /* log2 of the panels a call takes */
+    int pf = xq->product_rows <= KR_Q8_FEW_ROWS;
     for (int c = 0; c < cb;) {
         int lg = wide;
         while (c + (1 << lg) > cb)
             lg--;
         for (int i = 0; i < rn; i += VN_RB) {
             int n = rn - i < VN_RB ? rn - i : VN_RB;
-            micro_vnni_table[n - 1][lg](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c, l);
+            micro_vnni_table[pf][n - 1][lg](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c,
+                                            l);
         }
         c += 1 << lg;
     }

@@ -14,6 +14,7 @@
 #define KR_Q8_MAX_IN      16384
 #define KR_Q8_TILE_ROWS   16 /* at most this many rows per kr_q8_tile call */
 #define KR_Q8_TILE_PANELS 8  /* and this many panels */
+#define KR_Q8_FEW_ROWS    32 /* products of at most this many rows prefetch the next panels */
 
 /* Blocks along an input of n: the last one zero-padded. */
 static inline int kr_q8_blocks(int in) {
@@ -44,6 +45,7 @@ typedef struct {
     float *d;
     int32_t *neg;
     int nb;
+    int product_rows; /* the whole product's (all tasks'): a tile prefetches for a few */
 } kr_q8_rows;
 
 /* x's n rows of in values into xq (its nb = kr_q8_blocks(in)). The bits do not depend on simd. */
