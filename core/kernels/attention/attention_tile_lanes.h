@@ -450,8 +450,8 @@ KR_INLINE KR_LEVEL_FN void own_values_rows(float *o, const float *sc, const atte
         const kv_t *vb[OWN_ROWS];
         for (int g = 0; g < nr; g++)
             vb[g] = KV_VROW(j->rows[r0 + r + g].kv, j->layer, kb) + (size_t)h * hd + i0;
-        /* each row's next block (or its first keys again at the last block: a harmless
-         * prefetch), read OWN_AHEAD keys on: blocks lie far apart in the pool and rows d apart
+        /* the key OWN_AHEAD on asked for, in this block or each row's next (none past k1:
+         * the key being read instead): blocks lie far apart in the pool and rows d apart
          * cross a page every few keys, where the hardware's prefetch does not follow */
         const kv_t *nb[OWN_ROWS];
         for (int g = 0; g < nr; g++)
@@ -461,8 +461,9 @@ KR_INLINE KR_LEVEL_FN void own_values_rows(float *o, const float *sc, const atte
             const float *p = sc + (size_t)key * T + r;
             int ahead = key + OWN_AHEAD;
             for (int g = 0; g < nr; g++) {
-                const kv_t *pf =
-                    ahead < kb1 ? vb[g] + (size_t)OWN_AHEAD * d : nb[g] + (size_t)(ahead - kb1) * d;
+                const kv_t *pf = ahead < kb1  ? vb[g] + (size_t)OWN_AHEAD * d
+                                 : ahead < k1 ? nb[g] + (size_t)(ahead - kb1) * d
+                                              : vb[g];
                 for (int x = 0; x < VALUE_COLS; x += 16)
                     __builtin_prefetch(pf + x);
                 vf pg = KR_SPLAT(p[g]);
