@@ -1,64 +1,17 @@
-/* attention_lanes.h — attention's hot loops, a template built once per instruction set
- * (lanes.h) on vectors vf of KR_W floats, and per element type of the keys and values
- * (attention_modes.h: float32 or BF16, names suffixed _f and _h). Entry points: attend_heads (the
- * row path: heads of one row) and attend_tile (the tile path: one task of a tile of rows and one
- * head, in attention_tile_lanes.h), each named with the level's suffix; attention.c dispatches
- * to them. Included only by attention.c, after attend_job.
+/* attention_lanes.h — attention's row path: the hot loops of one query row's heads, a
+ * template built once per instruction set (lanes.h) on vectors vf of KR_W floats, and per
+ * element type of the keys and values (attention_kv.h). Entry point: attend_heads, named with
+ * the type's and the level's suffixes; attention.c dispatches to it. attention_modes.h
+ * includes it, after attention_kv.h.
  *
  * Register blocks are chosen per level for its register file (32 registers on AVX-512, 16 on
  * AVX2 and SSE); each sum still runs in the order attention.c states, whatever the block. */
 
-#define head_scores        KV_LN(head_scores)
-#define exp_shifted        KV_LN(exp_shifted)
-#define head_values        KV_LN(head_values)
-#define values_4x64        KV_LN(values_4x64)
-#define attend_heads       KV_LN(attend_heads)
-#define tile_scores        KV_LN(tile_scores)
-#define own_scores4        KV_LN(own_scores4)
-#define values_rows        KV_LN(values_rows)
-#define tile_task          KV_LN(tile_task)
-#define tile_queries       KV_LN(tile_queries)
-#define tile_score         KV_LN(tile_score)
-#define tile_softmax       KV_LN(tile_softmax)
-#define tile_shared_values KV_LN(tile_shared_values)
-#define tile_shared_rest   KV_LN(tile_shared_rest)
-#define tile_own_values    KV_LN(tile_own_values)
-#define attend_tile        KV_LN(attend_tile)
-
-/* The keys' and values' elements (attention_modes.h sets KV_BF16): float32, or BF16 widened
- * exactly on load (a 16-bit shift), so that the arithmetic below is the same in both. */
-#if KV_BF16
-#define kv_t uint16_t
-#define vh   KV_LN(vh)
-typedef uint16_t vh __attribute__((vector_size(2 * KR_W), aligned(2)));
-#define KV_LOAD(p) ((vf)(__builtin_convertvector(*(const vh *)(p), vi) << 16))
-#define KV_F(x)    kr_bf16_widen(x)
-#define KV_KCOL    kr_kv_kcol_h
-#define KV_VROW    kr_kv_v_h
-#else
-#define kv_t       float
-#define KV_LOAD(p) KR_LOAD(p)
-#define KV_F(x)    (x)
-#define KV_KCOL    kr_kv_kcol
-#define KV_VROW    kr_kv_v
-#endif
-
-#define KEY_VECS (KEY_LANES / KR_W)    /* vectors a group of 16 keys */
-#define ROW_VECS (KR_ATTN_TILE / KR_W) /* vectors a tile's 32 rows */
-/* Keys tile_scores scores at once (ROW_VECS sums each), and rows x columns of a register tile
- * of values_rows (4 vectors a row): within 32 registers on AVX-512, 16 on AVX2 and SSE. */
-#if KR_W == 16
-#define TILE_KEYS  8
-#define VALUE_ROWS 6
-#elif KR_W == 8
-#define TILE_KEYS  2
-#define VALUE_ROWS 3
-#else
-#define TILE_KEYS  1
-#define VALUE_ROWS 2
-#endif
-#define VALUE_COLS (4 * KR_W) /* columns of a values_rows register tile */
-_Static_assert(VALUE_ROWS >= 1 && VALUE_ROWS <= 6, "attend_tile's switch has cases 1 to 6");
+#define head_scores  KV_LN(head_scores)
+#define exp_shifted  KV_LN(exp_shifted)
+#define head_values  KV_LN(head_values)
+#define values_4x64  KV_LN(values_4x64)
+#define attend_heads KV_LN(attend_heads)
 
 /* ---- one row -------------------------------------------------------------------------------- */
 
@@ -230,34 +183,6 @@ KR_LEVEL_FN static void attend_heads(float *o, const float *q, const kr_kv_view 
             o[(size_t)hh * hd + i] *= inv[hh];
 }
 
-/* ---- many rows: the tile path (attention_tile_lanes.h) -------------------------------------- */
-
-#include "attention_tile_lanes.h"
-
-#if KV_BF16
-#undef vh
-#endif
-#undef kv_t
-#undef KV_LOAD
-#undef KV_F
-#undef KV_KCOL
-#undef KV_VROW
-#undef VALUE_COLS
-#undef VALUE_ROWS
-#undef TILE_KEYS
-#undef ROW_VECS
-#undef KEY_VECS
-#undef attend_tile
-#undef tile_own_values
-#undef tile_shared_rest
-#undef tile_shared_values
-#undef tile_softmax
-#undef tile_score
-#undef tile_queries
-#undef tile_task
-#undef values_rows
-#undef own_scores4
-#undef tile_scores
 #undef attend_heads
 #undef values_4x64
 #undef head_values

@@ -1,7 +1,45 @@
-/* attention_tile_lanes.h — the tile path of attention's template: a tile of up to 32 rows
- * and one head a task, its keys scored and its values summed for all rows at once. Part of
- * attention_lanes.h (its types, register blocks and names), included there once per level
- * and element type; not a header of its own. */
+/* attention_tile_lanes.h — attention's tile path: a tile of up to 32 rows and one head a
+ * task, its keys scored and its values summed for all rows at once. A template built once per
+ * instruction set (lanes.h) and per element type of the keys and values (attention_kv.h), as
+ * attention_lanes.h is; entry point: attend_tile. attention_modes.h includes it, after
+ * attention_kv.h.
+ *
+ * Register blocks are chosen per level for its register file (32 registers on AVX-512, 16 on
+ * AVX2 and SSE); each sum still runs in the order attention.c states, whatever the block. */
+
+#define tile_scores        KV_LN(tile_scores)
+#define own_group          KV_LN(own_group)
+#define own_scores4        KV_LN(own_scores4)
+#define values_rows        KV_LN(values_rows)
+#define own_values_rows    KV_LN(own_values_rows)
+#define tile_task          KV_LN(tile_task)
+#define tile_queries       KV_LN(tile_queries)
+#define tile_score         KV_LN(tile_score)
+#define tile_softmax       KV_LN(tile_softmax)
+#define tile_shared_values KV_LN(tile_shared_values)
+#define tile_shared_rest   KV_LN(tile_shared_rest)
+#define tile_own_values    KV_LN(tile_own_values)
+#define attend_tile        KV_LN(attend_tile)
+
+#define ROW_VECS (KR_ATTN_TILE / KR_W) /* vectors a tile's 32 rows */
+/* Keys tile_scores scores at once (ROW_VECS sums each); rows x columns of a register tile of
+ * values_rows (4 vectors a row); rows own_values_rows takes side by side (4 vectors a row):
+ * within 32 registers on AVX-512, 16 on AVX2 and SSE. */
+#if KR_W == 16
+#define TILE_KEYS  8
+#define VALUE_ROWS 6
+#define OWN_ROWS   4
+#elif KR_W == 8
+#define TILE_KEYS  2
+#define VALUE_ROWS 3
+#define OWN_ROWS   2
+#else
+#define TILE_KEYS  1
+#define VALUE_ROWS 2
+#define OWN_ROWS   2
+#endif
+#define VALUE_COLS (4 * KR_W) /* columns of a values_rows register tile */
+_Static_assert(VALUE_ROWS >= 1 && VALUE_ROWS <= 6, "attend_tile's switch has cases 1 to 6");
 
 /* ---- many rows: the tile path ------------------------------------------------------------ */
 
@@ -59,22 +97,33 @@ KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_v
     }
 }
 
-/* The own keys [k0, n_keys) of rows [r, r + nr) (nr <= 4) of the tile, one row's 16 keys a
- * group (k0 and the block length multiples of 16: each group lies in one block), the rows
+/* Row r's group of 16 own keys from `at` (head h), or NULL past the row's end */
+KR_INLINE const kv_t *own_group(const attend_job *j, int row, int at, int h, int hd, int B) {
+    const kr_attn_row *w = &j->rows[row];
+    return w->n_keys > at ? KV_KCOL(w->kv, j->layer, at) + (size_t)h * hd * B : NULL;
+}
+
+/* The own keys [k0, n_keys) of rows [r, r + nr) (nr <= 4) of the tile's R, one row's 16 keys
+ * a group (k0 and the block length multiples of 16: each group lies in one block), the rows
  * side by side so that four chains of adds are in flight; each key's sum runs over i in
- * order, as in head_scores. */
+ * order, as in head_scores. Each row's next group (at its last, the first group of the row
+ * four on) is asked for while this one is scored: it lies in a block of its own, far from
+ * this one, where the hardware's prefetch does not follow. */
 KR_INLINE KR_LEVEL_FN void own_scores4(float *sc, const float *qt, const attend_job *j, int r0,
-                                       int r, int nr, int h, int hd, int k0, float scale) {
+                                       int r, int nr, int R, int h, int hd, int k0, float scale) {
     enum { T = KR_ATTN_TILE };
     int B = j->rows[r0].kv->block_len;
     for (int at = k0;; at += KEY_LANES) {
-        const kv_t *kc[4] = {NULL, NULL, NULL, NULL}, *any = NULL;
+        const kv_t *kc[4] = {NULL, NULL, NULL, NULL}, *any = NULL, *nx[4];
         for (int g = 0; g < nr; g++)
-            if (j->rows[r0 + r + g].n_keys > at)
-                any = kc[g] = KV_KCOL(j->rows[r0 + r + g].kv, j->layer, at) + (size_t)h * hd * B;
+            if ((kc[g] = own_group(j, r0 + r + g, at, h, hd, B))) any = kc[g];
         if (!any) return;
-        for (int g = 0; g < 4; g++)
+        for (int g = 0; g < 4; g++) {
             if (!kc[g]) kc[g] = any;
+            nx[g] = g < nr ? own_group(j, r0 + r + g, at + KEY_LANES, h, hd, B) : NULL;
+            if (!nx[g] && r + g + 4 < R) nx[g] = own_group(j, r0 + r + g + 4, k0, h, hd, B);
+            if (!nx[g]) nx[g] = kc[g];
+        }
         vf a[4][KEY_VECS];
         for (int g = 0; g < 4; g++)
             for (int n = 0; n < KEY_VECS; n++)
@@ -84,6 +133,9 @@ KR_INLINE KR_LEVEL_FN void own_scores4(float *sc, const float *qt, const attend_
         for (int i = 0; i < hd; i++, qr += T)
             for (int n = 0; n < KEY_VECS; n++) {
                 size_t at_i = (size_t)i * B + n * KR_W;
+                if (n == 0)
+                    for (int g = 0; g < 4; g++)
+                        __builtin_prefetch(nx[g] + at_i);
                 a[0][n] = KR_FMA(KR_SPLAT(qr[0]), KV_LOAD(kc[0] + at_i), a[0][n]);
                 a[1][n] = KR_FMA(KR_SPLAT(qr[q1]), KV_LOAD(kc[1] + at_i), a[1][n]);
                 a[2][n] = KR_FMA(KR_SPLAT(qr[q2]), KV_LOAD(kc[2] + at_i), a[2][n]);
@@ -225,7 +277,7 @@ KR_INLINE KR_LEVEL_FN int tile_score(const tile_task *t, int *vend) {
      * blocks) */
     if (scored < n_keys && B % KEY_LANES == 0 && scored % KEY_LANES == 0) {
         for (int r = 0; r < R; r += 4)
-            own_scores4(sc, qt, j, r0, r, R - r < 4 ? R - r : 4, h, hd, scored, scale);
+            own_scores4(sc, qt, j, r0, r, R - r < 4 ? R - r : 4, R, h, hd, scored, scale);
     } else if (scored < n_keys) {
         for (int r = 0; r < R; r++) {
             const kr_attn_row *row = &j->rows[r0 + r];
@@ -380,6 +432,52 @@ KR_INLINE KR_LEVEL_FN void tile_shared_rest(const tile_task *t) {
     }
 }
 
+/* o[nr][VALUE_COLS] (rows hd apart) += the products of keys [k0, k1) for rows [r, r + nr) of
+ * the tile (nr <= OWN_ROWS), each row's keys from its own cache, columns [i0, i0 + VALUE_COLS)
+ * of head h: the rows side by side, so that the loads of nr caches are in flight at once (the
+ * keys past a shared prefix lie in each path's own blocks, rarely in any cache); each (row,
+ * column) adds its products in key order. */
+KR_INLINE KR_LEVEL_FN void own_values_rows(float *o, const float *sc, const attend_job *j, int r0,
+                                           int r, int nr, int h, int hd, int i0, int k0, int k1) {
+    enum { T = KR_ATTN_TILE, OWN_AHEAD = 4 };
+    const int B = j->rows[r0].kv->block_len, d = j->d;
+    vf c[OWN_ROWS][4];
+    for (int g = 0; g < nr; g++)
+        for (int x = 0; x < 4; x++)
+            c[g][x] = KR_LOAD(o + (size_t)g * hd + KR_W * x);
+    for (int kb = k0; kb < k1;) { /* block by block: rows d apart */
+        int kb1 = block_end(kb, B, k1);
+        const kv_t *vb[OWN_ROWS];
+        for (int g = 0; g < nr; g++)
+            vb[g] = KV_VROW(j->rows[r0 + r + g].kv, j->layer, kb) + (size_t)h * hd + i0;
+        /* the key OWN_AHEAD on asked for, in this block or each row's next (none past k1:
+         * the key being read instead): blocks lie far apart in the pool and rows d apart
+         * cross a page every few keys, where the hardware's prefetch does not follow */
+        const kv_t *nb[OWN_ROWS];
+        for (int g = 0; g < nr; g++)
+            nb[g] = kb1 < k1 ? KV_VROW(j->rows[r0 + r + g].kv, j->layer, kb1) + (size_t)h * hd + i0
+                             : vb[g];
+        for (int key = kb; key < kb1; key++) {
+            const float *p = sc + (size_t)key * T + r;
+            int ahead = key + OWN_AHEAD;
+            for (int g = 0; g < nr; g++) {
+                const kv_t *pf = ahead < kb1  ? vb[g] + (size_t)OWN_AHEAD * d
+                                 : ahead < k1 ? nb[g] + (size_t)(ahead - kb1) * d
+                                              : vb[g];
+                for (int x = 0; x < VALUE_COLS; x += 16)
+                    __builtin_prefetch(pf + x);
+                vf pg = KR_SPLAT(p[g]);
+                for (int x = 0; x < 4; x++)
+                    c[g][x] = KR_FMA(pg, KV_LOAD(vb[g] + x * KR_W), c[g][x]);
+                vb[g] += d;
+            }
+        }
+        kb = kb1;
+    }
+    for (int g = 0; g < nr; g++)
+        memcpy(o + (size_t)g * hd, c[g], sizeof c[g]);
+}
+
 /* 6. Each row's keys past the shared ones, then the row out, times 1 / Z. */
 KR_INLINE KR_LEVEL_FN void tile_own_values(const tile_task *t, const int *group_end,
                                            const float *inv) {
@@ -388,6 +486,39 @@ KR_INLINE KR_LEVEL_FN void tile_own_values(const tile_task *t, const int *group_
     float *sc = t->sc, *o = t->o;
     enum { T = KR_ATTN_TILE, RT = VALUE_ROWS };
     const int hdc = hd / VALUE_COLS * VALUE_COLS, hdw = hd / KR_W * KR_W;
+    /* each row's first own key in the register tiles' columns */
+    int from[KR_ATTN_TILE];
+    for (int r = 0; r < R; r++)
+        from[r] = hdc > 0 ? group_end[r / RT] : shared;
+    /* rows OWN_ROWS at a time over the own keys they all read from the same first one */
+    for (int r = 0; hdc > 0 && OWN_ROWS > 1 && r < R; r += OWN_ROWS) {
+        int nr = R - r < OWN_ROWS ? R - r : OWN_ROWS, k0 = from[r], k1 = j->rows[r0 + r].n_keys;
+        for (int g = 1; g < nr; g++) {
+            if (from[r + g] != k0) k1 = k0;
+            if (j->rows[r0 + r + g].n_keys < k1) k1 = j->rows[r0 + r + g].n_keys;
+        }
+        if (nr < 2 || k1 <= k0) continue;
+        for (int i0 = 0; i0 < hdc; i0 += VALUE_COLS) {
+            float *oa = o + (size_t)r * hd + i0;
+#define OWN_VALUES(NR) own_values_rows(oa, sc, j, r0, r, NR, h, hd, i0, k0, k1)
+            switch (nr) { /* a constant a call: the sums stay in registers */
+#if OWN_ROWS >= 4
+            case 4:
+                OWN_VALUES(4);
+                break;
+            case 3:
+                OWN_VALUES(3);
+                break;
+#endif
+            default:
+                OWN_VALUES(2);
+                break;
+            }
+#undef OWN_VALUES
+        }
+        for (int g = 0; g < nr; g++)
+            from[r + g] = k1;
+    }
     /* each row's keys past the shared ones, from its own cache, in key order; then 1 / Z */
     for (int r = 0; r < R; r++) {
         const kr_attn_row *row = &j->rows[r0 + r];
@@ -397,7 +528,7 @@ KR_INLINE KR_LEVEL_FN void tile_own_values(const tile_task *t, const int *group_
             vf a[4];
             for (int x = 0; x < 4; x++)
                 a[x] = KR_LOAD(orow + i0 + x * KR_W);
-            for (int key = hdc > 0 ? group_end[r / RT] : shared; key < row->n_keys;) {
+            for (int key = from[r]; key < row->n_keys;) {
                 int kb1 = block_end(key, B, row->n_keys);
                 const kv_t *vb = KV_VROW(row->kv, j->layer, key) + (size_t)h * hd + i0;
                 for (; key < kb1; key++, vb += d) { /* block by block: rows d apart */
@@ -456,3 +587,21 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
     tile_own_values(&t, group_end, inv);
 }
 
+#undef VALUE_COLS
+#undef OWN_ROWS
+#undef VALUE_ROWS
+#undef TILE_KEYS
+#undef ROW_VECS
+#undef attend_tile
+#undef tile_own_values
+#undef tile_shared_rest
+#undef tile_shared_values
+#undef tile_softmax
+#undef tile_score
+#undef tile_queries
+#undef tile_task
+#undef own_values_rows
+#undef values_rows
+#undef own_scores4
+#undef own_group
+#undef tile_scores
