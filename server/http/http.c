@@ -4,7 +4,7 @@
 #include "http.h"
 #include "http_log.h"
 #include "model_field.h"
-#include "request.h"
+#include "request_state.h"
 
 #include <malloc.h>
 #include <microhttpd.h>

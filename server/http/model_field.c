@@ -7,7 +7,7 @@
 
 #include "app.h"
 #include "models.h"
-#include "request.h"
+#include "request_state.h"
 
 int kd_model_field_take(json_t *body, char *name, size_t name_len, char *hash, size_t hash_len,
                         char *msg, size_t msglen) {

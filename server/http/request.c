@@ -3,7 +3,7 @@
  * route's, so the routes' own fields stay theirs). Nothing here replies: a body that is not
  * a JSON object comes back as a kd_refused for the caller to answer. */
 #include "http.h"
-#include "request.h"
+#include "request_state.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evaluate_anomalies_json.h"
+#include "evaluate_calibrated_json.h"
 #include "json_fields.h"
 #include "numfmt.h"
 #include "json_values.h"

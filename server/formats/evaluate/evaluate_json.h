@@ -43,18 +43,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "calibration_json.h"
+#include "evaluate_input.h"
 #include "evaluate_parts_json.h"
 #include "forecast_json.h"
-
-/* A parsed request. It owns the candles that req points into. */
-typedef struct {
-    kr_evaluate_request req;
-    kd_owned_candles candles;
-    long long timeout_ms; /* the server's deadline for it; 0: request-timeout */
-    bool return_origins;
-    kr_calibration calibration; /* a given "calibration" object, which req points at */
-} kd_evaluate_input;
 
 /* Parses a JSON body; 0, or -1 with a message naming the field (*in then holds nothing;
  * kd_evaluate_input_free is safe either way). limits: NULL for the defaults. */
@@ -68,13 +59,6 @@ int kd_evaluate_request_with_candles(const json_t *options, kd_owned_candles *ca
 /* The request's fields other than "candles", NULL-terminated. */
 const char *const *kd_evaluate_option_names(void);
 void kd_evaluate_input_free(kd_evaluate_input *in);
-
-/* The calibrated parts (when ev has them) added to the response r; -1 when out of memory. */
-int kd_evaluate_calibrated_json(json_t *r, const kd_evaluate_input *in, const kr_evaluation *ev);
-/* The anomaly flags (ev->anomalies, which must be set), or NULL when out of memory. */
-json_t *kd_evaluate_anomalies_json(const kd_evaluate_input *in, const kr_evaluation *ev);
-/* Origin k's calibrated close: {"quantiles": {"0.1": [P], ...}, "prob_close_up": [P]}. */
-json_t *kd_evaluate_origin_calibrated_json(const kr_evaluation *ev, int k);
 
 /* The response (above) of a finished evaluation, or NULL when out of memory. */
 json_t *kd_evaluate_response_json(const kd_evaluate_input *in, const kr_evaluate_plan *plan,

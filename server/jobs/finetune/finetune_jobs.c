@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "fail.h"
 #include "finetune_out.h"
+#include "finetune_store.h"
 #include "log.h"
 #include "model_dirs.h"
 #include "thread.h"

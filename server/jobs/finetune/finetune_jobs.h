@@ -85,16 +85,4 @@ kd_ft_ckpt kd_ft_checkpoint(kd_ft_jobs *j, const char *model_id, char *dir, size
  * no such checkpoint or a job is queued or running as model_id. */
 int kd_ft_purge(kd_ft_jobs *j, const char *model_id, char *msg, size_t n);
 
-/* ---- finetune_store.c: the checkpoints of earlier runs ---- */
-
-/* The job kd_ft_restore found: a finished run's answer from its folder's finetune.json. */
-typedef void (*kd_ft_found)(void *ctx, const char *job_id, const char *model_id, json_t *report);
-/* Every folder under root holding tokenizer/, predictor/ and finetune.json (in name order)
- * registered as a model of the folder's name (a failure is logged and skipped), and found()
- * called with its report (a reference the callee takes). Leftovers of unfinished runs
- * (".*.partial") are removed. */
-void kd_ft_restore(kd_app *app, const char *root, kd_ft_found found, void *ctx);
-/* Removes dir and everything under it (quietly, as far as it can). */
-void kd_ft_remove_tree(const char *dir);
-
 #endif

@@ -1,7 +1,7 @@
 /* finetune_store.c — the checkpoints of earlier fine-tuning runs under the jobs' folder
- * (finetune_jobs.h): loaded again as models at start, their jobs listed from finetune.json,
+ * (finetune_store.h): loaded again as models at start, their jobs listed from finetune.json,
  * and what an unfinished run left behind removed. */
-#include "finetune_jobs.h"
+#include "finetune_store.h"
 
 #include <dirent.h>
 #include <ftw.h>

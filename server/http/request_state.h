@@ -1,8 +1,8 @@
-/* request.h — the state the HTTP layer keeps for its daemon and for each request: shared
+/* request_state.h — the state the HTTP layer keeps for its daemon and for each request: shared
  * only within server/http (http.c owns it; request.c reads it for the handlers, model_field.c
  * sets a request's model). */
-#ifndef KD_REQUEST_H
-#define KD_REQUEST_H
+#ifndef KD_REQUEST_STATE_H
+#define KD_REQUEST_STATE_H
 
 #include <microhttpd.h>
 #include <stdatomic.h>
