@@ -683,25 +683,3 @@ void kr_model_free(kr_model *m) {
     free(m->pred.blocks);
     free(m);
 }
-
-const kr_tokenizer_config *kr_model_tokenizer_config(const kr_model *m) {
-    return &m->tc;
-}
-const kr_predictor_config *kr_model_predictor_config(const kr_model *m) {
-    return &m->pc;
-}
-int kr_model_max_context(const kr_model *m) {
-    return m->max_context;
-}
-size_t kr_model_param_count(const kr_model *m) {
-    return m->n_params;
-}
-kr_precision kr_model_weights(const kr_model *m) {
-    return m->weights;
-}
-kr_precision kr_model_kv(const kr_model *m) {
-    return m->kv;
-}
-size_t kr_model_tokenizer_param_count(const kr_model *m) {
-    return m->n_tok_params;
-}

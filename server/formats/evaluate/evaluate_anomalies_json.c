@@ -1,10 +1,9 @@
 /* evaluate_anomalies_json.c — the anomaly flags of an evaluation's answer
- * (evaluate_anomalies_json.h): the band, what was checked, and each origin-step outside it with its
+ * (evaluate_parts_json.h): the band, what was checked, and each origin-step outside it with its
  * PIT, the band's bounds and every pair the actual fell outside of. */
-#include "evaluate_anomalies_json.h"
 #include "evaluate_parts_json.h"
 #include "forecast_json.h"
-#include "json_values.h"
+#include "json_out.h"
 
 #include <math.h>
 

@@ -1,15 +1,14 @@
 /* evaluate_calibrated_json.c — the calibrated forecaster's part of an evaluation's answer
- * (evaluate_calibrated_json.h): its scores beside the raw model's on the same origins, the PIT
+ * (evaluate_parts_json.h): its scores beside the raw model's on the same origins, the PIT
  * histogram and KS distances, the reliability of P(up), the object, and each origin's
  * calibrated close. */
-#include "evaluate_calibrated_json.h"
 #include "calibration_json.h"
 #include "evaluate_parts_json.h"
 
 #include <stdio.h>
 
 #include "numfmt.h"
-#include "json_values.h"
+#include "json_out.h"
 
 static const char *const kinds[KR_CAL_KINDS] = {"model", "model_scored", "calibrated"};
 

@@ -8,11 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evaluate_anomalies_json.h"
-#include "evaluate_calibrated_json.h"
 #include "json_fields.h"
 #include "numfmt.h"
-#include "json_values.h"
+#include "json_out.h"
 
 /* The request's fields; the options are those after "candles". */
 static const char *const request_fields[] = {"candles",

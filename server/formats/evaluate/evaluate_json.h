@@ -43,7 +43,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "evaluate_input.h"
 #include "evaluate_parts_json.h"
 #include "forecast_json.h"
 

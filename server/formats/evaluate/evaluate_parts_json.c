@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "numfmt.h"
-#include "json_values.h"
+#include "json_out.h"
 
 void kd_eval_pair_key(const kr_evaluation *ev, int j, char *key, size_t n) {
     char lo[KD_NUM_MAX], hi[KD_NUM_MAX];

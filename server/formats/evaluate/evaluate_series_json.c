@@ -12,7 +12,7 @@
 #include "candles_json.h"
 #include "json_fields.h"
 #include "series_json.h"
-#include "json_values.h"
+#include "json_out.h"
 
 static const char *const element_fields[] = {"candles", NULL};
 static const char *const cross_fields[] = {"top_k", NULL};

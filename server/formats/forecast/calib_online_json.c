@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "numfmt.h"
-#include "json_values.h"
+#include "json_out.h"
 
 static void pair_key(const kr_calib_online_stats *st, int j, char *key, size_t n) {
     char lo[KD_NUM_MAX], hi[KD_NUM_MAX];

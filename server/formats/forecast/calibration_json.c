@@ -8,7 +8,7 @@
 
 #include "fail.h"
 #include "json_fields.h"
-#include "json_values.h"
+#include "json_out.h"
 
 #define FORMAT_NAME   "kronosd-calibration"
 #define METHOD_QUANTS "conformal-shift"

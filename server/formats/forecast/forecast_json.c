@@ -10,7 +10,7 @@
 #include "json_fields.h"
 #include "numfmt.h"
 #include "timefmt.h"
-#include "json_values.h"
+#include "json_out.h"
 
 const kd_forecast_limits kd_forecast_default_limits = {100000, 10000, 1000};
 
