@@ -2,31 +2,16 @@
  * values (names suffixed _f) and over BF16 ones (_h, a model loaded with kv bf16). lanes.h
  * includes this once per level; for each element type it sets attention_kv.h up, builds the
  * row path (attention_lanes.h) and the tile path (attention_tile_lanes.h) on it, and undoes
- * attention_kv.h's names. attention.c dispatches on the level and on the view's element type.
+ * attention_kv.h's names (attention_kv_end.h). attention.c dispatches on the level and on the view's element type.
  * Included only through lanes.h by attention.c. */
 #define KV_BF16 0
 #include "attention_kv.h"
 #include "attention_lanes.h"
 #include "attention_tile_lanes.h"
-#undef KEY_VECS
-#undef KV_VROW
-#undef KV_KCOL
-#undef KV_F
-#undef KV_LOAD
-#undef kv_t
-#undef KV_LN
-#undef KV_BF16
+#include "attention_kv_end.h"
 
 #define KV_BF16 1
 #include "attention_kv.h"
 #include "attention_lanes.h"
 #include "attention_tile_lanes.h"
-#undef vh
-#undef KEY_VECS
-#undef KV_VROW
-#undef KV_KCOL
-#undef KV_F
-#undef KV_LOAD
-#undef kv_t
-#undef KV_LN
-#undef KV_BF16
+#include "attention_kv_end.h"
