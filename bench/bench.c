@@ -334,13 +334,17 @@ static flop_count detok_flops(const kr_tokenizer_config *c, int n) {
     return (flop_count){n * per + attn, attn};
 }
 
-/* Bytes of the weights a decode step streams: the trunk, the fusion, the s1 head, the
- * dependency layer's k, v and o, the s2 head (not dep_q: a step looks its output up). */
-static double weight_bytes(const kr_predictor_config *c) {
+/* Bytes of the weights a decode step streams in weights mode w: the trunk, the fusion, the
+ * s1 head, the dependency layer's k, v and o, the s2 head (not dep_q: a step looks its output
+ * up). BF16 is two bytes a weight; int8 a byte and a float scale a block of 32 for the trunk
+ * and the dependency layer, its edges (fusion, heads) float32 as the loader packs them. */
+static double weight_bytes(const kr_predictor_config *c, kr_precision w) {
     double d = c->d_model, ff = c->ff_dim, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
-    double weights =
-        c->n_layers * (4 * d * d + 3 * d * ff) + 2 * d * d + d * v1 + 3 * d * d + d * v2;
-    return 4 * weights;
+    double inner = c->n_layers * (4 * d * d + 3 * d * ff) + 3 * d * d;
+    double edges = 2 * d * d + d * v1 + d * v2;
+    if (w == KR_PREC_BF16) return 2 * (inner + edges);
+    if (w == KR_PREC_INT8) return inner * (1 + 4.0 / 32) + 4 * edges;
+    return 4 * (inner + edges);
 }
 
 /* ---- OpenBLAS on a decode step's own products -------------------------------------------- */
@@ -432,7 +436,8 @@ static void step_products_line(const kr_predictor_config *c, int rows, double kr
     printf("OpenBLAS on a %d-path step's own products alone (%d products of the model's shapes, "
            "%.1f MB of weights, each matrix its own as in a step): %.2f ms on the %s core, "
            "%.1f GFLOP/s; kronosd's whole %d-path step: %.2f ms\n",
-           rows, n, weight_bytes(c) / 1e6, best, best_core, flops / (best * 1e6), rows, kronosd_ms);
+           rows, n, weight_bytes(c, KR_PREC_F32) / 1e6, best, best_core, flops / (best * 1e6), rows,
+           kronosd_ms);
 }
 
 /* Bytes of KV cache a decode step at `keys` cached positions reads: the keys and values of
@@ -1037,8 +1042,7 @@ int main(int argc, char **argv) {
      * time a shared machine's bandwidth can be had (its neighbours move it by a third from
      * one minute to the next); the table takes the rounds' median step */
     int mid = TIMED_STEPS / 2; /* the timed steps' median position past their start */
-    /* a reduced mode reads two bytes an element */
-    double bytes = weight_bytes(c) / (kr_model_weights(m) == KR_PREC_BF16 ? 2 : 1),
+    double bytes = weight_bytes(c, kr_model_weights(m)),
            kv = kv_bytes(c, L + mid) / (kr_model_kv(m) == KR_PREC_BF16 ? 2 : 1);
     double step1 = NAN, read[SINGLE_ROUNDS + 1], round_ms[SINGLE_ROUNDS];
     double ratio[SINGLE_ROUNDS], ratio_kv[SINGLE_ROUNDS];
