@@ -7,27 +7,17 @@ share of the window, k / 400.
 
 Prints "ok ..." or "FAIL ..." a check; exits 1 when any failed."""
 import os
-import subprocess
 import sys
 
 import numpy as np
 
+from checks import check, finish, run_or_exit
+
 bench, src, work = sys.argv[1:4]
-out = subprocess.run([bench, "--model", f"{src}/tests/data/tiny", "--csv",
-                      f"{src}/tests/data/kline_5min.csv", "--agreement", "--agreement-dump", work, "--eval-seeds", "0"],
-                     capture_output=True, text=True)
-failed = 0
-
-
-def check(ok, what, detail=""):
-    global failed
-    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {detail}"))
-    failed += 0 if ok else 1
-
-
-check(out.returncode == 0, "kronos-bench --agreement runs", out.stderr)
-if failed:
-    sys.exit(1)
+out = run_or_exit([bench, "--model", f"{src}/tests/data/tiny", "--csv",
+                   f"{src}/tests/data/kline_5min.csv", "--agreement", "--agreement-dump", work,
+                   "--eval-seeds", "0"],
+                  "kronos-bench --agreement runs")
 V = 1024  # tests/data/tiny: 10 bits each
 
 
@@ -71,4 +61,4 @@ for label, file in (("weights bf16", "weights_bf16"), ("kv bf16", "kv_bf16"),
         check(abs(want - got) <= 5e-3 * abs(want) + 1e-15, f"{label}: {name}", (want, got))
     check(abs(tok_same * 400 - round(tok_same * 400)) < 0.03, f"{label}: tokenizer share k / 400",
           tok_same)
-sys.exit(1 if failed else 0)
+finish()

@@ -15,26 +15,16 @@ import sys
 
 import numpy as np
 
+from checks import check, finish, run_or_exit
+
 bench, src, work, kronosd = sys.argv[1:5]
 SEEDS, ORIGINS, SAMPLES = 3, 4, 32
 csv = f"{src}/tests/data/kline_5min.csv"
 model = f"{src}/tests/data/tiny"
-out = subprocess.run([bench, "--model", model, "--csv", csv, "--agreement", "--eval-only",
-                      "--eval-seeds", str(SEEDS), "--eval-origins", str(ORIGINS),
-                      "--eval-samples", str(SAMPLES), "--agreement-dump", work],
-                     capture_output=True, text=True)
-failed = 0
-
-
-def check(ok, what, detail=""):
-    global failed
-    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {detail}"))
-    failed += 0 if ok else 1
-
-
-check(out.returncode == 0, "kronos-bench --agreement --eval-only runs", out.stderr)
-if failed:
-    sys.exit(1)
+out = run_or_exit([bench, "--model", model, "--csv", csv, "--agreement", "--eval-only",
+                   "--eval-seeds", str(SEEDS), "--eval-origins", str(ORIGINS),
+                   "--eval-samples", str(SAMPLES), "--agreement-dump", work],
+                  "kronos-bench --agreement --eval-only runs")
 
 SCORES = ["CRPS", "MAE", "coverage 0.05-0.95", "coverage 0.1-0.9"]
 scores = {}  # (mode file, seed, score) -> value
@@ -124,4 +114,4 @@ for file, weights, seed in (("f32", "f32", 1), ("f32", "f32", 2), ("weights_bf16
         got = scores[(file, seed, score)]
         check(close(got, want[score], 1e-6), f"{file} seed {seed} {score}: kronosd evaluate's",
               (got, want[score]))
-sys.exit(1 if failed else 0)
+finish()
