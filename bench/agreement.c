@@ -29,6 +29,8 @@ const kb_mode kb_modes[] = {
     {"weights bf16, heads f32", "weights_bf16_heads", KR_PREC_BF16, KR_PREC_F32, KR_KEEP_HEADS},
     {"weights bf16, heads and embeddings f32", "weights_bf16_edges", KR_PREC_BF16, KR_PREC_F32,
      KR_KEEP_HEADS | KR_KEEP_EMBEDDINGS},
+    {"weights int8, embeddings f32", "weights_int8_edges", KR_PREC_INT8, KR_PREC_F32,
+     KR_KEEP_EMBEDDINGS},
 };
 const int kb_n_modes = sizeof kb_modes / sizeof *kb_modes;
 

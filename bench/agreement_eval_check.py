@@ -36,7 +36,8 @@ with open(os.path.join(work, "eval_scores.tsv")) as f:
 MODES = [("weights bf16", "weights_bf16"), ("kv bf16", "kv_bf16"),
          ("weights and kv bf16", "both_bf16"), ("weights int8", "weights_int8"),
          ("weights bf16, heads f32", "weights_bf16_heads"),
-         ("weights bf16, heads and embeddings f32", "weights_bf16_edges")]
+         ("weights bf16, heads and embeddings f32", "weights_bf16_edges"),
+         ("weights int8, embeddings f32", "weights_int8_edges")]
 check(len(scores) == (1 + len(MODES)) * SEEDS * len(SCORES),
       "the dump holds every mode's every seed's every score", len(scores))
 

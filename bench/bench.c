@@ -336,12 +336,12 @@ static flop_count detok_flops(const kr_tokenizer_config *c, int n) {
 
 /* Bytes of the weights a decode step streams in weights mode w: the trunk, the fusion, the
  * s1 head, the dependency layer's k, v and o, the s2 head (not dep_q: a step looks its output
- * up). BF16 is two bytes a weight; int8 a byte and a float scale a block of 32 for the trunk
- * and the dependency layer, its edges (fusion, heads) float32 as the loader packs them. */
+ * up). BF16 is two bytes a weight; int8 a byte and a float scale a block of 32 for the trunk,
+ * the fusion and the dependency layer, its heads float32 as the loader packs them. */
 static double weight_bytes(const kr_predictor_config *c, kr_precision w) {
     double d = c->d_model, ff = c->ff_dim, v1 = 1 << c->s1_bits, v2 = 1 << c->s2_bits;
-    double inner = c->n_layers * (4 * d * d + 3 * d * ff) + 3 * d * d;
-    double edges = 2 * d * d + d * v1 + d * v2;
+    double inner = c->n_layers * (4 * d * d + 3 * d * ff) + 2 * d * d + 3 * d * d;
+    double edges = d * v1 + d * v2;
     if (w == KR_PREC_BF16) return 2 * (inner + edges);
     if (w == KR_PREC_INT8) return inner * (1 + 4.0 / 32) + 4 * edges;
     return 4 * (inner + edges);

@@ -430,11 +430,9 @@ static int pack_dep_s1(loader *L) {
 }
 
 /* With int8 weights, the layers that stay float32: those at the model's edges (the
- * embeddings of the candles and of the codes with their fusion, the tokenizer's output head,
- * the predictor's s1 and s2 heads). They are a small share of the bytes; the heads' logits
- * are the forecast's distribution itself, an input of 6 features is not a block of 32, and
- * the fusion quantised moved /evaluate's MAE and coverage past float32's seed-to-seed
- * change (docs/performance.md, "Reduced precision"). A layer
+ * embeddings of the candles and of the codes, the tokenizer's output head, the predictor's
+ * s1 and s2 heads). They are a small share of the bytes; the heads' logits are the
+ * forecast's distribution itself, and an input of 6 features is not a block of 32. A layer
  * whose input is longer than KR_Q8_MAX_IN stays float32 too (the kernels quantise a task's
  * rows on its stack). With BF16 weights the edges are BF16 too, unless keep_f32 keeps them:
  * the heads (KR_KEEP_HEADS), the tokenizer's edge layers and the predictor's fusion of the
@@ -447,7 +445,7 @@ static int pack_all(loader *L) {
     kr_linear *inner[] = {&p->dep_q, &p->dep_o};
     const bool own_tokenizer = !L->m->tok_shared;
     if (pack_dep_s1(L) || pack_as(L, &p->proj_s2, layer_mode(L, KR_KEEP_HEADS, false)) ||
-        pack_as(L, &p->fusion, layer_mode(L, KR_KEEP_EMBEDDINGS, false)))
+        pack_as(L, &p->fusion, layer_mode(L, KR_KEEP_EMBEDDINGS, true)))
         return -1;
     for (size_t i = 0; i < sizeof inner / sizeof *inner; i++)
         if (pack(L, inner[i])) return -1;
