@@ -168,9 +168,9 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
 
 /* ---- portable tile ------------------------------------------------------------------------ */
 
-static void tile_c(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+static void tile_c(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                    const kr_linear *l) {
-    int nb = xq->nb, ld = cb * PANEL;
+    int nb = xq->nb, ld = cb * PANEL < t->m ? cb * PANEL : t->m;
     for (int i = 0; i < rn; i++)
         for (int c = 0; c < ld; c++) {
             int pp = p + c / PANEL, cc = c % PANEL;
@@ -184,7 +184,7 @@ static void tile_c(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 float dw = l->ws[((size_t)pp * nb + b) * PANEL + cc];
                 acc = fmaf(xq->d[(size_t)(r + i) * nb + b] * dw, (float)s, acc);
             }
-            t[(size_t)i * ld + c] = acc;
+            kr_tile_put1(t, i, c, acc);
         }
 }
 
@@ -200,7 +200,7 @@ static int32_t load4(const int8_t *p) {
 #define A2_RB 4
 
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro_avx2(int RN, float *t, int ld, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
+micro_avx2(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
     int nb = xq->nb;
     const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
     __m256 f[A2_RB][2];
@@ -242,21 +242,21 @@ micro_avx2(int RN, float *t, int ld, const kr_q8_rows *xq, int r, int p, const k
     }
 #pragma GCC unroll 4
     for (int i = 0; i < RN; i++) {
-        _mm256_storeu_ps(t + (size_t)i * ld, f[i][0]);
-        _mm256_storeu_ps(t + (size_t)i * ld + 8, f[i][1]);
+        kr_tile_put8(t, i, 0, f[i][0]);
+        kr_tile_put8(t, i, 8, f[i][1]);
     }
 }
 
 #define MA2(RN)                                                                                    \
     __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
-        float *t, int ld, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {                \
-        micro_avx2(RN, t, ld, xq, r, p, l);                                                        \
+        const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {            \
+        micro_avx2(RN, t, xq, r, p, l);                                                            \
     }
 MA2(1)
 MA2(2)
 MA2(3)
 MA2(4)
-typedef void (*micro_fn)(float *, int, const kr_q8_rows *, int, int, const kr_linear *);
+typedef void (*micro_fn)(const kr_tile_out *, const kr_q8_rows *, int, int, const kr_linear *);
 static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, micro_avx2_3,
                                                  micro_avx2_4};
 
@@ -268,7 +268,7 @@ static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, mic
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 VNNI_TARGET __attribute__((always_inline)) static inline void
-micro_vnni(int RN, int CB, int PF, float *t, int ld, const kr_q8_rows *xq, int r, int p,
+micro_vnni(int RN, int CB, int PF, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
            const kr_linear *l) {
     int nb = xq->nb, panels = (l->out + PANEL - 1) / PANEL;
     size_t ps = (size_t)nb * PB; /* bytes from one panel to the next */
@@ -327,17 +327,17 @@ micro_vnni(int RN, int CB, int PF, float *t, int ld, const kr_q8_rows *xq, int r
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 4
         for (int c = 0; c < CB; c++)
-            _mm512_storeu_ps(t + (size_t)i * ld + c * PANEL, f[i][c]);
+            kr_tile_put16(t, i, c * PANEL, f[i][c]);
 }
 
 #define MVN(RN, CB)                                                                                \
-    VNNI_TARGET static void micro_vnni_##RN##_##CB(float *t, int ld, const kr_q8_rows *xq, int r,  \
-                                                   int p, const kr_linear *l) {                    \
-        micro_vnni(RN, CB, 0, t, ld, xq, r, p, l);                                                 \
+    VNNI_TARGET static void micro_vnni_##RN##_##CB(const kr_tile_out *t, const kr_q8_rows *xq,     \
+                                                   int r, int p, const kr_linear *l) {             \
+        micro_vnni(RN, CB, 0, t, xq, r, p, l);                                                     \
     }                                                                                              \
-    VNNI_TARGET static void micro_vnni_pf_##RN##_##CB(float *t, int ld, const kr_q8_rows *xq,      \
+    VNNI_TARGET static void micro_vnni_pf_##RN##_##CB(const kr_tile_out *t, const kr_q8_rows *xq,  \
                                                       int r, int p, const kr_linear *l) {          \
-        micro_vnni(RN, CB, RN > 1, t, ld, xq, r, p, l);                                            \
+        micro_vnni(RN, CB, RN > 1, t, xq, r, p, l);                                                \
     }
 MVN(1, 1)
 MVN(1, 2)
@@ -367,9 +367,9 @@ static int has_vnni(void) {
            __builtin_cpu_supports("avx512bw");
 }
 
-static void tile_vnni(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+static void tile_vnni(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
-    int ld = cb * PANEL, wide = rn <= 2 ? 2 : 1; /* log2 of the panels a call takes */
+    int wide = rn <= 2 ? 2 : 1; /* log2 of the panels a call takes */
     int pf = xq->product_rows <= KR_Q8_FEW_ROWS;
     for (int c = 0; c < cb;) {
         int lg = wide;
@@ -377,26 +377,26 @@ static void tile_vnni(float *t, const kr_q8_rows *xq, int r, int rn, int p, int 
             lg--;
         for (int i = 0; i < rn; i += VN_RB) {
             int n = rn - i < VN_RB ? rn - i : VN_RB;
-            micro_vnni_table[pf][n - 1][lg](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c,
-                                            l);
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            micro_vnni_table[pf][n - 1][lg](&s, xq, r + i, p + c, l);
         }
         c += 1 << lg;
     }
 }
 
-static void tile_avx2(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+static void tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
-    int ld = cb * PANEL;
     for (int c = 0; c < cb; c++)
         for (int i = 0; i < rn; i += A2_RB) {
             int n = rn - i < A2_RB ? rn - i : A2_RB;
-            micro_avx2_table[n - 1](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c, l);
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            micro_avx2_table[n - 1](&s, xq, r + i, p + c, l);
         }
 }
 #endif
 
-void kr_q8_tile(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb, const kr_linear *l,
-                kr_simd simd) {
+void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+                const kr_linear *l, kr_simd simd) {
 #ifdef KR_X86
     if (simd == KR_SIMD_AVX512 && has_vnni()) {
         tile_vnni(t, xq, r, rn, p, cb, l);
