@@ -257,8 +257,8 @@ static void tile_avx2(const kr_tile_out *t, const uint32_t *xb, int in, int rn, 
 
 #define DP_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* pf (a decode step's few rows): the values from w to the panels read next, fetched into L2
- * one line a load while these run (0: none) */
+/* PF (a decode step's few rows): fetch into L2, while these run, one panel (PF 1) or CB panels
+ * (PF 2) from pf values past w: the panels read next, a line a step of j */
 DP_TARGET __attribute__((always_inline)) static inline void
 micro_dp(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int np, int p,
          const kr_linear *l, size_t pf) {
@@ -275,9 +275,10 @@ micro_dp(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int n
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++) {
             wv[c] = (__m512bh)_mm512_loadu_si512((const void *)(w + c * ps + (size_t)j * PW));
-            if (PF && pf)
+            if (PF == 2)
                 _mm_prefetch((const char *)(w + pf + c * ps + (size_t)j * PW), _MM_HINT_T1);
         }
+        if (PF == 1) _mm_prefetch((const char *)(w + pf + (size_t)j * PW), _MM_HINT_T1);
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512bh a = (__m512bh)_mm512_set1_epi32((int)xb[(size_t)i * np + j]);
@@ -299,9 +300,13 @@ typedef void (*dp_fn)(const kr_tile_out *, const uint32_t *, int, int, const kr_
                                                int p, const kr_linear *l, size_t pf) {             \
         micro_dp(RN, CB, 0, t, xb, np, p, l, pf);                                                  \
     }                                                                                              \
-    DP_TARGET static void micro_dp_pf_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb,        \
-                                                  int np, int p, const kr_linear *l, size_t pf) {  \
+    DP_TARGET static void micro_dp_pf1_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb,       \
+                                                   int np, int p, const kr_linear *l, size_t pf) { \
         micro_dp(RN, CB, 1, t, xb, np, p, l, pf);                                                  \
+    }                                                                                              \
+    DP_TARGET static void micro_dp_pf2_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb,       \
+                                                   int np, int p, const kr_linear *l, size_t pf) { \
+        micro_dp(RN, CB, 2, t, xb, np, p, l, pf);                                                  \
     }
 #define MDP_ROW(RN) MDP(RN, 1) MDP(RN, 2) MDP(RN, 4)
 MDP_ROW(1)
@@ -321,11 +326,12 @@ MDP(2, 8)
             {micro_dp_##PF##2_1, micro_dp_##PF##2_2, micro_dp_##PF##2_4, micro_dp_##PF##2_8},      \
             MDP_ENTRY(PF, 3), MDP_ENTRY(PF, 4), MDP_ENTRY(PF, 5), MDP_ENTRY(PF, 6)                 \
     }
-static const dp_fn micro_dp_table[2][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf_)};
+static const dp_fn micro_dp_table[3][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf1_), MDP_TABLE(pf2_)};
 
 /* few: the product's rows are a decode step's few, which read each panel from memory once:
- * the first row block of a group of panels fetches the next group (the next call's, or the
- * next tile's) into L2 meanwhile. */
+ * while a group of panels is read, the next group (the next call's, or the next tile's) is
+ * fetched into L2, a panel by each of the first row blocks (the fetches spread over the
+ * group's time, not bunched into its first block), or all by the first when fewer blocks. */
 static void tile_dp(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                     const kr_linear *l, int few) {
     int np = kr_bf16_pairs(in), wide = rn <= 2 ? 3 : 2, panels = (l->out + PANEL - 1) / PANEL;
@@ -333,12 +339,15 @@ static void tile_dp(const kr_tile_out *t, const uint32_t *xb, int in, int rn, in
         int lg = wide;
         while (c + (1 << lg) > cb)
             lg--;
-        int next = p + c + (1 << lg), ahead = panels - next < 1 << lg ? panels - next : 1 << lg;
-        size_t pf = few && ahead == 1 << lg ? (size_t)(1 << lg) * np * PW : 0;
-        for (int i = 0; i < rn; i += DP_RB) {
+        int g = 1 << lg, blocks = (rn + DP_RB - 1) / DP_RB;
+        int pf = few && p + c + 2 * g <= panels; /* a whole next group */
+        size_t ps = (size_t)np * PW;
+        for (int i = 0, b = 0; i < rn; i += DP_RB, b++) {
             int n = rn - i < DP_RB ? rn - i : DP_RB;
+            int mode = !pf ? 0 : blocks >= g ? (b < g) : 2 * (b == 0);
             kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            micro_dp_table[few && i == 0][n - 1][lg](&s, xb + (size_t)i * np, np, p + c, l, pf);
+            micro_dp_table[mode][n - 1][lg](&s, xb + (size_t)i * np, np, p + c, l,
+                                            (size_t)(mode == 1 ? g + b : g) * ps);
         }
         c += 1 << lg;
     }
