@@ -15,7 +15,7 @@
 #define KR_Q8_MAX_IN      16384
 #define KR_Q8_TILE_ROWS   16 /* rows per task of a product of many rows */
 #define KR_Q8_TILE_PANELS 8  /* panels per kr_q8_tile call */
-#define KR_Q8_FEW_ROWS    32 /* products of at most this many rows prefetch the next panels */
+#define KR_Q8_FEW_ROWS    48 /* products of at most this many rows prefetch the next panels */
 
 /* Blocks along an input of n: the last one zero-padded. */
 static inline int kr_q8_blocks(int in) {
