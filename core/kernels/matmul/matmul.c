@@ -505,9 +505,19 @@ static void linear_task(void *arg, int task, int worker) {
  * then walks its panels in tiles that write y themselves. Many rows: a task takes all the
  * columns of its rows (each row converted once). A decode step's few rows (at most STEP_ROWS):
  * one row task, its columns split among the threads, so that each weight is read from memory
- * once a step (rows split in two tasks read every weight twice). */
+ * once a step (rows split in two tasks read every weight twice); the caller converts the rows
+ * once for all those tasks. */
 #define ROWS_BYTES 131072
 #define STEP_ROWS  48
+
+typedef struct { /* rows converted: BF16 pairs, or int8 blocks and their scales */
+    union {
+        int8_t q[ROWS_BYTES];
+        uint32_t h[ROWS_BYTES / 4];
+    } u __attribute__((aligned(64)));
+    float d[ROWS_BYTES / KR_Q8_BLOCK];
+    int32_t neg[ROWS_BYTES / KR_Q8_BLOCK];
+} tile_rows;
 
 typedef struct {
     const y_map *y;
@@ -515,7 +525,24 @@ typedef struct {
     int T, rows, col_tasks, col_panels;
     const kr_linear *l;
     kr_simd simd;
+    tile_rows *shared; /* the one row task's rows, converted by the caller; or NULL */
 } tiles_job;
+
+static kr_q8_rows q8_rows(tile_rows *c, const tiles_job *j) {
+    kr_q8_rows xq = {
+        .q = c->u.q, .d = c->d, .neg = c->neg, .nb = kr_q8_blocks(j->l->in), .product_rows = j->T};
+    return xq;
+}
+
+/* Rows [r0, r0 + rn) of x into c */
+static void convert_rows(tile_rows *c, const tiles_job *j, int r0, int rn) {
+    const kr_linear *l = j->l;
+    kr_q8_rows xq = q8_rows(c, j);
+    if (l->wh)
+        kr_bf16_rows(c->u.h, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
+    else
+        kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
+}
 
 /* Where the tile of rows from r0, panels from p (up to cb, within p's part of y) writes */
 static kr_tile_out tile_at(const y_map *y, int r0, int p, int *cb, const kr_linear *l) {
@@ -531,27 +558,19 @@ static void tiles_task(void *arg, int task, int worker) {
     (void)worker;
     const tiles_job *j = arg;
     const kr_linear *l = j->l;
-    int nb = kr_q8_blocks(l->in), panels = (l->out + PANEL - 1) / PANEL;
+    int panels = (l->out + PANEL - 1) / PANEL;
     int p0 = task % j->col_tasks * j->col_panels, r0 = task / j->col_tasks * j->rows;
     int p1 = p0 + j->col_panels < panels ? p0 + j->col_panels : panels;
     int rn = j->T - r0 < j->rows ? j->T - r0 : j->rows;
-    union {
-        int8_t q[ROWS_BYTES];
-        uint32_t h[ROWS_BYTES / 4];
-    } u __attribute__((aligned(64)));
-    float d[ROWS_BYTES / KR_Q8_BLOCK];
-    int32_t neg[ROWS_BYTES / KR_Q8_BLOCK];
-    kr_q8_rows xq = {.q = u.q, .d = d, .neg = neg, .nb = nb, .product_rows = j->T};
-    if (l->wh)
-        kr_bf16_rows(u.h, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
-    else
-        kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
+    tile_rows own, *c = j->shared;
+    if (!c) convert_rows(c = &own, j, r0, rn);
+    kr_q8_rows xq = q8_rows(c, j);
     int tp = l->wh ? KR_BF16_TILE_PANELS : KR_Q8_TILE_PANELS;
     for (int p = p0, cb; p < p1; p += cb) {
         cb = p1 - p < tp ? p1 - p : tp;
         kr_tile_out t = tile_at(j->y, r0, p, &cb, l);
         if (l->wh)
-            kr_bf16_tile(&t, u.h, l->in, rn, p, cb, l, j->simd, j->T <= STEP_ROWS);
+            kr_bf16_tile(&t, c->u.h, l->in, rn, p, cb, l, j->simd, j->T <= STEP_ROWS);
         else
             kr_q8_tile(&t, &xq, 0, rn, p, cb, l, j->simd);
     }
@@ -587,6 +606,8 @@ static void forward_tiles(const y_map *y, const float *x, int T, const kr_linear
                    .col_panels = col_panels,
                    .l = l,
                    .simd = kr_simd_level()};
+    tile_rows once;
+    if (row_tasks == 1 && j.col_tasks > 1) convert_rows(j.shared = &once, &j, 0, T);
     kr_parallel_for(j.col_tasks * row_tasks, tiles_task, &j);
     if (epi) epi(epi_ctx, 0, T, 0, y->width);
 }
