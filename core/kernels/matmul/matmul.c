@@ -502,9 +502,22 @@ static void linear_task(void *arg, int task, int worker) {
 /* ---- BF16 and int8 weights ---------------------------------------------------------------- */
 
 /* A task rounds (BF16) or quantises (int8) its rows once, on its stack (at most ROWS_BYTES),
- * then walks its panels in tiles. Many rows: a task takes all the columns of its rows (each
- * row converted once); few rows (a decode step): the columns split among the threads. */
-#define ROWS_BYTES 65536
+ * then walks its panels in tiles that write y themselves. Many rows: a task takes all the
+ * columns of its rows (each row converted once). A decode step's few rows (at most STEP_ROWS):
+ * one row task, its columns split among the threads, so that each weight is read from memory
+ * once a step (rows split in two tasks read every weight twice); the caller converts the rows
+ * once for all those tasks. */
+#define ROWS_BYTES 131072
+#define STEP_ROWS  48
+
+typedef struct { /* rows converted: BF16 pairs, or int8 blocks and their scales */
+    union {
+        int8_t q[ROWS_BYTES];
+        uint32_t h[ROWS_BYTES / 4];
+    } u __attribute__((aligned(64)));
+    float d[ROWS_BYTES / KR_Q8_BLOCK];
+    int32_t neg[ROWS_BYTES / KR_Q8_BLOCK];
+} tile_rows;
 
 typedef struct {
     const y_map *y;
@@ -512,59 +525,54 @@ typedef struct {
     int T, rows, col_tasks, col_panels;
     const kr_linear *l;
     kr_simd simd;
+    tile_rows *shared; /* the one row task's rows, converted by the caller; or NULL */
 } tiles_job;
 
-/* A panel's sums v of row r from column o0 into y, plus the bias (none: -0 stays -0) */
-static void tile_put(const y_map *y, int r, int o0, const float *v, const kr_linear *l) {
-    int m = l->out - o0 < PANEL ? l->out - o0 : PANEL;
-    float *yo = y_at(y, r, o0);
-    if (!y->add && !l->b)
-        memcpy(yo, v, sizeof(float) * m);
-    else if (!y->add)
-        for (int c = 0; c < m; c++)
-            yo[c] = v[c] + l->b[o0 + c];
-    else
-        for (int c = 0; c < m; c++)
-            yo[c] += l->b ? v[c] + l->b[o0 + c] : v[c];
+static kr_q8_rows q8_rows(tile_rows *c, const tiles_job *j) {
+    kr_q8_rows xq = {
+        .q = c->u.q, .d = c->d, .neg = c->neg, .nb = kr_q8_blocks(j->l->in), .product_rows = j->T};
+    return xq;
 }
 
-#define MAX(a, b)   ((a) > (b) ? (a) : (b))
-#define TILE_FLOATS MAX(KR_Q8_TILE_ROWS *KR_Q8_TILE_PANELS, KR_BF16_TILE_ROWS *KR_BF16_TILE_PANELS)
+/* Rows [r0, r0 + rn) of x into c */
+static void convert_rows(tile_rows *c, const tiles_job *j, int r0, int rn) {
+    const kr_linear *l = j->l;
+    kr_q8_rows xq = q8_rows(c, j);
+    if (l->wh)
+        kr_bf16_rows(c->u.h, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
+    else
+        kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
+}
+
+/* Where the tile of rows from r0, panels from p (up to cb, within p's part of y) writes */
+static kr_tile_out tile_at(const y_map *y, int r0, int p, int *cb, const kr_linear *l) {
+    int o0 = p * PANEL, end = (o0 / y->width + 1) * y->width;
+    if (end > l->out) end = l->out;
+    if (o0 + *cb * PANEL > end) *cb = (end - o0 + PANEL - 1) / PANEL; /* no tile straddles parts */
+    int m = end - o0 < *cb * PANEL ? end - o0 : *cb * PANEL;
+    kr_tile_out t = {y_at(y, r0, o0), (size_t)y->width, l->b ? l->b + o0 : NULL, y->add, m};
+    return t;
+}
 
 static void tiles_task(void *arg, int task, int worker) {
     (void)worker;
     const tiles_job *j = arg;
     const kr_linear *l = j->l;
-    int nb = kr_q8_blocks(l->in), panels = (l->out + PANEL - 1) / PANEL;
+    int panels = (l->out + PANEL - 1) / PANEL;
     int p0 = task % j->col_tasks * j->col_panels, r0 = task / j->col_tasks * j->rows;
     int p1 = p0 + j->col_panels < panels ? p0 + j->col_panels : panels;
     int rn = j->T - r0 < j->rows ? j->T - r0 : j->rows;
-    union {
-        int8_t q[ROWS_BYTES];
-        uint32_t h[ROWS_BYTES / 4];
-    } u __attribute__((aligned(64)));
-    float d[ROWS_BYTES / KR_Q8_BLOCK];
-    int32_t neg[ROWS_BYTES / KR_Q8_BLOCK];
-    kr_q8_rows xq = {.q = u.q, .d = d, .neg = neg, .nb = nb, .product_rows = j->T};
-    if (l->wh)
-        kr_bf16_rows(u.h, j->x + (size_t)r0 * l->in, rn, l->in);
-    else
-        kr_q8_quantise_rows(&xq, j->x + (size_t)r0 * l->in, rn, l->in, j->simd);
-    int tr = l->wh ? KR_BF16_TILE_ROWS : KR_Q8_TILE_ROWS, np = kr_bf16_pairs(l->in);
+    tile_rows own, *c = j->shared;
+    if (!c) convert_rows(c = &own, j, r0, rn);
+    kr_q8_rows xq = q8_rows(c, j);
     int tp = l->wh ? KR_BF16_TILE_PANELS : KR_Q8_TILE_PANELS;
-    float t[TILE_FLOATS * PANEL];
-    for (int p = p0; p < p1; p += tp) {
-        int cb = p1 - p < tp ? p1 - p : tp, ld = cb * PANEL;
-        for (int i = 0; i < rn; i += tr) {
-            int n = rn - i < tr ? rn - i : tr;
-            if (l->wh)
-                kr_bf16_tile(t, u.h + (size_t)i * np, l->in, n, p, cb, l, j->simd);
-            else
-                kr_q8_tile(t, &xq, i, n, p, cb, l, j->simd);
-            for (int r = 0; r < n; r++)
-                for (int c0 = 0; c0 < ld; c0 += PANEL) /* no panel straddles two parts */
-                    tile_put(j->y, r0 + i + r, p * PANEL + c0, t + (size_t)r * ld + c0, l);
-        }
+    for (int p = p0, cb; p < p1; p += cb) {
+        cb = p1 - p < tp ? p1 - p : tp;
+        kr_tile_out t = tile_at(j->y, r0, p, &cb, l);
+        if (l->wh)
+            kr_bf16_tile(&t, c->u.h, l->in, rn, p, cb, l, j->simd, j->T <= STEP_ROWS);
+        else
+            kr_q8_tile(&t, &xq, 0, rn, p, cb, l, j->simd);
     }
 }
 
@@ -572,14 +580,18 @@ static void tiles_task(void *arg, int task, int worker) {
  * bits. The epilogue runs after the join, over all rows. */
 static void forward_tiles(const y_map *y, const float *x, int T, const kr_linear *l,
                           kr_linear_epilogue epi, void *epi_ctx) {
-    int panels = (l->out + PANEL - 1) / PANEL, rows;
+    int panels = (l->out + PANEL - 1) / PANEL, rows, many;
     if (l->wh) { /* >= 1: the loader keeps in <= KR_BF16_MAX_IN */
         rows = ROWS_BYTES / (4 * kr_bf16_pairs(l->in));
-        rows = rows < KR_BF16_TILE_ROWS ? rows : KR_BF16_TILE_ROWS;
+        many = KR_BF16_TILE_ROWS;
     } else { /* >= 1: the loader keeps in <= KR_Q8_MAX_IN */
         rows = ROWS_BYTES / (kr_q8_blocks(l->in) * KR_Q8_BLOCK);
-        rows = rows < KR_Q8_TILE_ROWS ? rows : KR_Q8_TILE_ROWS;
+        many = KR_Q8_TILE_ROWS;
     }
+    if (T <= STEP_ROWS && T <= rows)
+        rows = T;
+    else if (rows > many)
+        rows = many;
     int row_tasks = (T + rows - 1) / rows, threads = kr_parallel_threads(), col_tasks = 1;
     if (row_tasks < 2 * threads) { /* few rows: split the columns too, in whole panels */
         col_tasks = (2 * threads + row_tasks - 1) / row_tasks;
@@ -594,6 +606,8 @@ static void forward_tiles(const y_map *y, const float *x, int T, const kr_linear
                    .col_panels = col_panels,
                    .l = l,
                    .simd = kr_simd_level()};
+    tile_rows once;
+    if (row_tasks == 1 && j.col_tasks > 1) convert_rows(j.shared = &once, &j, 0, T);
     kr_parallel_for(j.col_tasks * row_tasks, tiles_task, &j);
     if (epi) epi(epi_ctx, 0, T, 0, y->width);
 }

@@ -61,15 +61,69 @@ uint16_t kr_bf16_weight(const kr_linear *l, int o, int k) {
     return l->wh[at_packed(l->in, o, k)];
 }
 
-void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in) {
+static void rows_c(uint32_t *d, const float *xr, int j0, int np, int in) {
+    for (int j = j0; j < np; j++) {
+        uint32_t hi = 2 * j + 1 < in ? kr_bf16_round_daz(xr[2 * j + 1]) : 0;
+        d[j] = (uint32_t)kr_bf16_round_daz(xr[2 * j]) | hi << 16;
+    }
+}
+
+#ifdef KR_X86
+/* kr_bf16_round_daz's integer steps on 8 or 16 lanes at once (the same bits, NaN and inf
+ * included: the arithmetic is the same), each pair packed as kr_bf16_rows says. A row's whole
+ * pairs in steps of 8, the rest by rows_c. */
+__attribute__((target("avx2"))) static int rows_avx2(uint32_t *d, const float *xr, int in) {
+    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+    const __m256i expo = _mm256_set1_epi32(0x7f800000), sign = _mm256_set1_epi32(INT32_MIN);
+    int j = 0;
+    for (; 2 * j + 16 <= in; j += 8) {
+        __m256i h[2];
+        for (int i = 0; i < 2; i++) {
+            __m256i u = _mm256_loadu_si256((const __m256i *)(xr + 2 * j + 8 * i));
+            u = _mm256_add_epi32(
+                u, _mm256_add_epi32(half, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+            __m256i zero_exp =
+                _mm256_cmpeq_epi32(_mm256_and_si256(u, expo), _mm256_setzero_si256());
+            u = _mm256_blendv_epi8(u, _mm256_and_si256(u, sign), zero_exp);
+            h[i] = _mm256_srli_epi32(u, 16);
+        }
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(h[0], h[1]), 0xd8);
+        _mm256_storeu_si256((__m256i *)(d + j), p);
+    }
+    return j;
+}
+
+__attribute__((target("avx512f"))) static int rows_avx512(uint32_t *d, const float *xr, int in) {
+    const __m512i one = _mm512_set1_epi32(1), half = _mm512_set1_epi32(0x7fff);
+    const __m512i expo = _mm512_set1_epi32(0x7f800000), sign = _mm512_set1_epi32(INT32_MIN);
+    int j = 0;
+    for (; 2 * j + 16 <= in; j += 8) {
+        __m512i u = _mm512_loadu_si512((const void *)(xr + 2 * j));
+        u = _mm512_add_epi32(
+            u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+        __mmask16 keep = _mm512_test_epi32_mask(u, expo);
+        u = _mm512_mask_mov_epi32(_mm512_and_si512(u, sign), keep, u);
+        _mm256_storeu_si256((__m256i *)(d + j), _mm512_cvtepi32_epi16(_mm512_srli_epi32(u, 16)));
+    }
+    return j;
+}
+#endif
+
+void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in, kr_simd simd) {
     int np = kr_bf16_pairs(in);
     for (int r = 0; r < n; r++) {
         const float *xr = x + (size_t)r * in;
         uint32_t *d = xb + (size_t)r * np;
-        for (int j = 0; j < np; j++) {
-            uint32_t hi = 2 * j + 1 < in ? kr_bf16_round_daz(xr[2 * j + 1]) : 0;
-            d[j] = (uint32_t)kr_bf16_round_daz(xr[2 * j]) | hi << 16;
-        }
+        int j = 0;
+#ifdef KR_X86
+        if (simd == KR_SIMD_AVX512)
+            j = rows_avx512(d, xr, in);
+        else if (simd >= KR_SIMD_AVX2)
+            j = rows_avx2(d, xr, in);
+#else
+        (void)simd;
+#endif
+        rows_c(d, xr, j, np, in);
     }
 }
 
@@ -94,9 +148,9 @@ static inline float dp_add(float acc, float x, float w) {
     return fabsf(r) > FLT_MIN ? r : dp_tiny(acc, x, w, r);
 }
 
-static void tile_c(float *t, const uint32_t *xb, int in, int rn, int p, int cb,
+static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                    const kr_linear *l) {
-    int np = kr_bf16_pairs(in), ld = cb * PANEL;
+    int np = kr_bf16_pairs(in);
     for (int i = 0; i < rn; i++)
         for (int c = 0; c < cb; c++) {
             const uint16_t *w = l->wh + (size_t)(p + c) * np * PW;
@@ -110,7 +164,8 @@ static void tile_c(float *t, const uint32_t *xb, int in, int rn, int p, int cb,
                     acc[o] = dp_add(dp_add(acc[o], xo, wo), xe, we);
                 }
             }
-            memcpy(t + (size_t)i * ld + c * PANEL, acc, sizeof acc);
+            for (int o = 0; o < PANEL && c * PANEL + o < t->m; o++)
+                kr_tile_put1(t, i, c * PANEL + o, acc[o]);
         }
 }
 
@@ -138,7 +193,7 @@ dp_add256(__m256 acc, float x, __m256 w, __m256 abs_mask) {
     return tiny ? fix256(r, x, w, acc, tiny) : r;
 }
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro_avx2(int RN, float *t, int ld, const uint32_t *xb, int np, int p, const kr_linear *l) {
+micro_avx2(int RN, const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {
     const uint16_t *w = l->wh + (size_t)p * np * PW;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
@@ -166,16 +221,16 @@ micro_avx2(int RN, float *t, int ld, const uint32_t *xb, int np, int p, const kr
     }
 #pragma GCC unroll 4
     for (int i = 0; i < RN; i++) {
-        _mm256_storeu_ps(t + (size_t)i * ld, acc[i][0]);
-        _mm256_storeu_ps(t + (size_t)i * ld + 8, acc[i][1]);
+        kr_tile_put8(t, i, 0, acc[i][0]);
+        kr_tile_put8(t, i, 8, acc[i][1]);
     }
 }
 
-typedef void (*micro_fn)(float *, int, const uint32_t *, int, int, const kr_linear *);
+typedef void (*micro_fn)(const kr_tile_out *, const uint32_t *, int, int, const kr_linear *);
 #define MA2(RN)                                                                                    \
     __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
-        float *t, int ld, const uint32_t *xb, int np, int p, const kr_linear *l) {                 \
-        micro_avx2(RN, t, ld, xb, np, p, l);                                                       \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {             \
+        micro_avx2(RN, t, xb, np, p, l);                                                           \
     }
 MA2(1)
 MA2(2)
@@ -184,14 +239,14 @@ MA2(4)
 static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, micro_avx2_3,
                                                  micro_avx2_4};
 
-static void tile_avx2(float *t, const uint32_t *xb, int in, int rn, int p, int cb,
+static void tile_avx2(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                       const kr_linear *l) {
-    int np = kr_bf16_pairs(in), ld = cb * PANEL;
+    int np = kr_bf16_pairs(in);
     for (int c = 0; c < cb; c++)
         for (int i = 0; i < rn; i += A2_RB) {
             int n = rn - i < A2_RB ? rn - i : A2_RB;
-            micro_avx2_table[n - 1](t + (size_t)i * ld + c * PANEL, ld, xb + (size_t)i * np, np,
-                                    p + c, l);
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            micro_avx2_table[n - 1](&s, xb + (size_t)i * np, np, p + c, l);
         }
 }
 
@@ -202,8 +257,11 @@ static void tile_avx2(float *t, const uint32_t *xb, int in, int rn, int p, int c
 
 #define DP_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
+/* PF (a decode step's few rows): fetch into L2, while these run, one panel (PF 1) or CB panels
+ * (PF 2) from pf values past w: the panels read next, a line a step of j */
 DP_TARGET __attribute__((always_inline)) static inline void
-micro_dp(int RN, int CB, float *t, int ld, const uint32_t *xb, int np, int p, const kr_linear *l) {
+micro_dp(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int np, int p,
+         const kr_linear *l, size_t pf) {
     const uint16_t *w = l->wh + (size_t)p * np * PW;
     size_t ps = (size_t)np * PW; /* values from one panel to the next */
     __m512 acc[DP_RB][DP_CB_MAX];
@@ -215,8 +273,12 @@ micro_dp(int RN, int CB, float *t, int ld, const uint32_t *xb, int np, int p, co
     for (int j = 0; j < np; j++) {
         __m512bh wv[DP_CB_MAX];
 #pragma GCC unroll 8
-        for (int c = 0; c < CB; c++)
+        for (int c = 0; c < CB; c++) {
             wv[c] = (__m512bh)_mm512_loadu_si512((const void *)(w + c * ps + (size_t)j * PW));
+            if (PF == 2)
+                _mm_prefetch((const char *)(w + pf + c * ps + (size_t)j * PW), _MM_HINT_T1);
+        }
+        if (PF == 1) _mm_prefetch((const char *)(w + pf + (size_t)j * PW), _MM_HINT_T1);
 #pragma GCC unroll 8
         for (int i = 0; i < RN; i++) {
             __m512bh a = (__m512bh)_mm512_set1_epi32((int)xb[(size_t)i * np + j]);
@@ -229,13 +291,22 @@ micro_dp(int RN, int CB, float *t, int ld, const uint32_t *xb, int np, int p, co
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
-            _mm512_storeu_ps(t + (size_t)i * ld + c * PANEL, acc[i][c]);
+            kr_tile_put16(t, i, c * PANEL, acc[i][c]);
 }
 
+typedef void (*dp_fn)(const kr_tile_out *, const uint32_t *, int, int, const kr_linear *, size_t);
 #define MDP(RN, CB)                                                                                \
-    DP_TARGET static void micro_dp_##RN##_##CB(float *t, int ld, const uint32_t *xb, int np,       \
-                                               int p, const kr_linear *l) {                        \
-        micro_dp(RN, CB, t, ld, xb, np, p, l);                                                     \
+    DP_TARGET static void micro_dp_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb, int np,   \
+                                               int p, const kr_linear *l, size_t pf) {             \
+        micro_dp(RN, CB, 0, t, xb, np, p, l, pf);                                                  \
+    }                                                                                              \
+    DP_TARGET static void micro_dp_pf1_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb,       \
+                                                   int np, int p, const kr_linear *l, size_t pf) { \
+        micro_dp(RN, CB, 1, t, xb, np, p, l, pf);                                                  \
+    }                                                                                              \
+    DP_TARGET static void micro_dp_pf2_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb,       \
+                                                   int np, int p, const kr_linear *l, size_t pf) { \
+        micro_dp(RN, CB, 2, t, xb, np, p, l, pf);                                                  \
     }
 #define MDP_ROW(RN) MDP(RN, 1) MDP(RN, 2) MDP(RN, 4)
 MDP_ROW(1)
@@ -246,28 +317,37 @@ MDP_ROW(5)
 MDP_ROW(6)
 MDP(1, 8)
 MDP(2, 8)
-/* [rows - 1][log2 panels] */
-#define MDP_ENTRY(RN)                                                                              \
-    { micro_dp_##RN##_1, micro_dp_##RN##_2, micro_dp_##RN##_4, NULL }
-static const micro_fn micro_dp_table[DP_RB][4] = {
-    {micro_dp_1_1, micro_dp_1_2, micro_dp_1_4, micro_dp_1_8},
-    {micro_dp_2_1, micro_dp_2_2, micro_dp_2_4, micro_dp_2_8},
-    MDP_ENTRY(3),
-    MDP_ENTRY(4),
-    MDP_ENTRY(5),
-    MDP_ENTRY(6)};
+/* [prefetch][rows - 1][log2 panels] */
+#define MDP_ENTRY(PF, RN)                                                                          \
+    { micro_dp_##PF##RN##_1, micro_dp_##PF##RN##_2, micro_dp_##PF##RN##_4, NULL }
+#define MDP_TABLE(PF)                                                                              \
+    {                                                                                              \
+        {micro_dp_##PF##1_1, micro_dp_##PF##1_2, micro_dp_##PF##1_4, micro_dp_##PF##1_8},          \
+            {micro_dp_##PF##2_1, micro_dp_##PF##2_2, micro_dp_##PF##2_4, micro_dp_##PF##2_8},      \
+            MDP_ENTRY(PF, 3), MDP_ENTRY(PF, 4), MDP_ENTRY(PF, 5), MDP_ENTRY(PF, 6)                 \
+    }
+static const dp_fn micro_dp_table[3][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf1_), MDP_TABLE(pf2_)};
 
-static void tile_dp(float *t, const uint32_t *xb, int in, int rn, int p, int cb,
-                    const kr_linear *l) {
-    int np = kr_bf16_pairs(in), ld = cb * PANEL, wide = rn <= 2 ? 3 : 2;
+/* few: the product's rows are a decode step's few, which read each panel from memory once:
+ * while a group of panels is read, the next group (the next call's, or the next tile's) is
+ * fetched into L2, a panel by each of the first row blocks (the fetches spread over the
+ * group's time, not bunched into its first block), or all by the first when fewer blocks. */
+static void tile_dp(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
+                    const kr_linear *l, int few) {
+    int np = kr_bf16_pairs(in), wide = rn <= 2 ? 3 : 2, panels = (l->out + PANEL - 1) / PANEL;
     for (int c = 0; c < cb;) {
         int lg = wide;
         while (c + (1 << lg) > cb)
             lg--;
-        for (int i = 0; i < rn; i += DP_RB) {
+        int g = 1 << lg, blocks = (rn + DP_RB - 1) / DP_RB;
+        int pf = few && p + c + 2 * g <= panels; /* a whole next group */
+        size_t ps = (size_t)np * PW;
+        for (int i = 0, b = 0; i < rn; i += DP_RB, b++) {
             int n = rn - i < DP_RB ? rn - i : DP_RB;
-            micro_dp_table[n - 1][lg](t + (size_t)i * ld + c * PANEL, ld, xb + (size_t)i * np, np,
-                                      p + c, l);
+            int mode = !pf ? 0 : blocks >= g ? (b < g) : 2 * (b == 0);
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            micro_dp_table[mode][n - 1][lg](&s, xb + (size_t)i * np, np, p + c, l,
+                                            (size_t)(mode == 1 ? g + b : g) * ps);
         }
         c += 1 << lg;
     }
@@ -284,11 +364,11 @@ int kr_bf16_has_dot(void) {
 #endif
 }
 
-void kr_bf16_tile(float *t, const uint32_t *xb, int in, int rn, int p, int cb, const kr_linear *l,
-                  kr_simd simd) {
+void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
+                  const kr_linear *l, kr_simd simd, int few) {
 #ifdef KR_X86
     if (simd == KR_SIMD_AVX512 && kr_bf16_has_dot()) {
-        tile_dp(t, xb, in, rn, p, cb, l);
+        tile_dp(t, xb, in, rn, p, cb, l, few);
         return;
     }
     if (simd >= KR_SIMD_AVX2) {
@@ -298,5 +378,6 @@ void kr_bf16_tile(float *t, const uint32_t *xb, int in, int rn, int p, int cb, c
 #else
     (void)simd;
 #endif
+    (void)few;
     tile_c(t, xb, in, rn, p, cb, l);
 }

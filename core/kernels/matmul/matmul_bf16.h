@@ -5,13 +5,14 @@
 #define KR_MATMUL_BF16_H
 
 #include "layers.h"
+#include "tile_out.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
 #define KR_BF16_PANEL       16 /* output columns per packed panel */
-#define KR_BF16_TILE_ROWS   24 /* at most this many rows per kr_bf16_tile call */
-#define KR_BF16_TILE_PANELS 8  /* and this many panels */
+#define KR_BF16_TILE_ROWS   24 /* rows per task of a product of many rows */
+#define KR_BF16_TILE_PANELS 8  /* panels per kr_bf16_tile call */
 /* Layers with a longer input stay float32: a task rounds its rows on its own stack. */
 #define KR_BF16_MAX_IN 32768
 
@@ -36,18 +37,21 @@ void kr_bf16_pack(uint16_t *dst, const float *w, int out, int in);
 uint16_t kr_bf16_weight(const kr_linear *l, int o, int k);
 
 /* x's n rows of in values rounded by kr_bf16_round_daz into xb [row][pair] (32 bits a pair,
- * the even input in the low half, an odd in's pad zero). */
-void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in);
+ * the even input in the low half, an odd in's pad zero). simd picks the vector width; the
+ * bits do not depend on it. */
+void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in, kr_simd simd);
 
-/* t[i][c] (rows i < rn <= KR_BF16_TILE_ROWS of xb, columns c < 16 cb, cb <=
- * KR_BF16_TILE_PANELS, from column 16 p of l) = the row times the column, bias not added:
+/* Into t (row i, column c; plus the bias, stored or added: tile_out.h): rows i < rn of xb,
+ * columns c < 16 cb (those below t->m), cb <= KR_BF16_TILE_PANELS, from column 16 p of l,
+ * the row times the column:
  * from acc = 0, per pair j in order, acc = add(acc, x[2j+1] w[2j+1]), then
  * acc = add(acc, x[2j] w[2j]), add rounding to nearest even, or giving a zero of the exact
  * sum's sign when that sum rounded to 24 bits (exponent unbounded) is below FLT_MIN in
  * magnitude: what AVX512-BF16's vdpbf16ps computes. simd picks vdpbf16ps (avx512 where the CPU has
- * AVX512-BF16), its AVX2 emulation or C; the bits depend on none of simd, rn, p, cb. */
-void kr_bf16_tile(float *t, const uint32_t *xb, int in, int rn, int p, int cb, const kr_linear *l,
-                  kr_simd simd);
+ * AVX512-BF16), its AVX2 emulation or C; the bits depend on none of simd, rn, p, cb, few.
+ * few: the product is a decode step's few rows (prefetch the panels read next). */
+void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
+                  const kr_linear *l, kr_simd simd, int few);
 
 /* Whether the CPU has vdpbf16ps (the avx512 level then uses it) */
 int kr_bf16_has_dot(void);

@@ -168,9 +168,9 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
 
 /* ---- portable tile ------------------------------------------------------------------------ */
 
-static void tile_c(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+static void tile_c(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                    const kr_linear *l) {
-    int nb = xq->nb, ld = cb * PANEL;
+    int nb = xq->nb, ld = cb * PANEL < t->m ? cb * PANEL : t->m;
     for (int i = 0; i < rn; i++)
         for (int c = 0; c < ld; c++) {
             int pp = p + c / PANEL, cc = c % PANEL;
@@ -184,7 +184,7 @@ static void tile_c(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 float dw = l->ws[((size_t)pp * nb + b) * PANEL + cc];
                 acc = fmaf(xq->d[(size_t)(r + i) * nb + b] * dw, (float)s, acc);
             }
-            t[(size_t)i * ld + c] = acc;
+            kr_tile_put1(t, i, c, acc);
         }
 }
 
@@ -200,7 +200,7 @@ static int32_t load4(const int8_t *p) {
 #define A2_RB 4
 
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro_avx2(int RN, float *t, int ld, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
+micro_avx2(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
     int nb = xq->nb;
     const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
     __m256 f[A2_RB][2];
@@ -242,21 +242,21 @@ micro_avx2(int RN, float *t, int ld, const kr_q8_rows *xq, int r, int p, const k
     }
 #pragma GCC unroll 4
     for (int i = 0; i < RN; i++) {
-        _mm256_storeu_ps(t + (size_t)i * ld, f[i][0]);
-        _mm256_storeu_ps(t + (size_t)i * ld + 8, f[i][1]);
+        kr_tile_put8(t, i, 0, f[i][0]);
+        kr_tile_put8(t, i, 8, f[i][1]);
     }
 }
 
 #define MA2(RN)                                                                                    \
     __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
-        float *t, int ld, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {                \
-        micro_avx2(RN, t, ld, xq, r, p, l);                                                        \
+        const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {            \
+        micro_avx2(RN, t, xq, r, p, l);                                                            \
     }
 MA2(1)
 MA2(2)
 MA2(3)
 MA2(4)
-typedef void (*micro_fn)(float *, int, const kr_q8_rows *, int, int, const kr_linear *);
+typedef void (*micro_fn)(const kr_tile_out *, const kr_q8_rows *, int, int, const kr_linear *);
 static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, micro_avx2_3,
                                                  micro_avx2_4};
 
@@ -268,15 +268,10 @@ static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, mic
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 VNNI_TARGET __attribute__((always_inline)) static inline void
-micro_vnni(int RN, int CB, int PF, float *t, int ld, const kr_q8_rows *xq, int r, int p,
-           const kr_linear *l) {
-    int nb = xq->nb, panels = (l->out + PANEL - 1) / PANEL;
+micro_vnni(int RN, int CB, int PF, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
+           const kr_linear *l, size_t pf) {
+    int nb = xq->nb;
     size_t ps = (size_t)nb * PB; /* bytes from one panel to the next */
-    /* PF (a few rows, a decode step's paths): the weights are read once from memory and
-     * again from L1 for each row block, so the next panels' (the next call's) are fetched
-     * into L2 meanwhile. One row is a plain stream that the hardware prefetcher follows
-     * better alone; many rows find most panels in L2 already. */
-    size_t pf = PF && p + 2 * CB <= panels ? CB * ps : 0;
     __m512 f[VN_RB][VN_CB];
 #pragma GCC unroll 4
     for (int i = 0; i < RN; i++)
@@ -299,8 +294,9 @@ micro_vnni(int RN, int CB, int PF, float *t, int ld, const kr_q8_rows *xq, int r
 #pragma GCC unroll 4
             for (int c = 0; c < CB; c++) {
                 wv[c] = _mm512_loadu_si512((const void *)(w + c * ps + q * 64));
-                if (PF && pf) _mm_prefetch((const char *)(w + pf + c * ps + q * 64), _MM_HINT_T1);
+                if (PF == 2) _mm_prefetch((const char *)(w + pf + c * ps + q * 64), _MM_HINT_T1);
             }
+            if (PF == 1) _mm_prefetch((const char *)(w + pf + q * 64), _MM_HINT_T1);
 #pragma GCC unroll 4
             for (int i = 0; i < RN; i++) {
                 __m512i a =
@@ -327,17 +323,22 @@ micro_vnni(int RN, int CB, int PF, float *t, int ld, const kr_q8_rows *xq, int r
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 4
         for (int c = 0; c < CB; c++)
-            _mm512_storeu_ps(t + (size_t)i * ld + c * PANEL, f[i][c]);
+            kr_tile_put16(t, i, c * PANEL, f[i][c]);
 }
 
+/* PF: fetch into L2 meanwhile one panel (1) or CB panels (2) from pf bytes past w (tile_vnni) */
 #define MVN(RN, CB)                                                                                \
-    VNNI_TARGET static void micro_vnni_##RN##_##CB(float *t, int ld, const kr_q8_rows *xq, int r,  \
-                                                   int p, const kr_linear *l) {                    \
-        micro_vnni(RN, CB, 0, t, ld, xq, r, p, l);                                                 \
+    VNNI_TARGET static void micro_vnni_##RN##_##CB(const kr_tile_out *t, const kr_q8_rows *xq,     \
+                                                   int r, int p, const kr_linear *l, size_t pf) {  \
+        micro_vnni(RN, CB, 0, t, xq, r, p, l, pf);                                                 \
     }                                                                                              \
-    VNNI_TARGET static void micro_vnni_pf_##RN##_##CB(float *t, int ld, const kr_q8_rows *xq,      \
-                                                      int r, int p, const kr_linear *l) {          \
-        micro_vnni(RN, CB, RN > 1, t, ld, xq, r, p, l);                                            \
+    VNNI_TARGET static void micro_vnni_pf1_##RN##_##CB(                                            \
+        const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l, size_t pf) { \
+        micro_vnni(RN, CB, 1, t, xq, r, p, l, pf);                                                 \
+    }                                                                                              \
+    VNNI_TARGET static void micro_vnni_pf2_##RN##_##CB(                                            \
+        const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l, size_t pf) { \
+        micro_vnni(RN, CB, 2, t, xq, r, p, l, pf);                                                 \
     }
 MVN(1, 1)
 MVN(1, 2)
@@ -349,17 +350,19 @@ MVN(3, 1)
 MVN(3, 2)
 MVN(4, 1)
 MVN(4, 2)
+typedef void (*vnni_fn)(const kr_tile_out *, const kr_q8_rows *, int, int, const kr_linear *,
+                        size_t);
 /* [prefetch][rows - 1][log2 panels]: 4 rows x 2 panels for many rows, 1-2 rows x 4 panels
  * (8 chains in flight) for a decode step's one or two */
-static const micro_fn micro_vnni_table[2][VN_RB][3] = {
-    {{micro_vnni_1_1, micro_vnni_1_2, micro_vnni_1_4},
-     {micro_vnni_2_1, micro_vnni_2_2, micro_vnni_2_4},
-     {micro_vnni_3_1, micro_vnni_3_2, NULL},
-     {micro_vnni_4_1, micro_vnni_4_2, NULL}},
-    {{micro_vnni_pf_1_1, micro_vnni_pf_1_2, micro_vnni_pf_1_4},
-     {micro_vnni_pf_2_1, micro_vnni_pf_2_2, micro_vnni_pf_2_4},
-     {micro_vnni_pf_3_1, micro_vnni_pf_3_2, NULL},
-     {micro_vnni_pf_4_1, micro_vnni_pf_4_2, NULL}}};
+#define MVN_TABLE(PF)                                                                              \
+    {                                                                                              \
+        {micro_vnni_##PF##1_1, micro_vnni_##PF##1_2, micro_vnni_##PF##1_4},                        \
+            {micro_vnni_##PF##2_1, micro_vnni_##PF##2_2, micro_vnni_##PF##2_4},                    \
+            {micro_vnni_##PF##3_1, micro_vnni_##PF##3_2, NULL},                                    \
+            {micro_vnni_##PF##4_1, micro_vnni_##PF##4_2, NULL},                                    \
+    }
+static const vnni_fn micro_vnni_table[3][VN_RB][3] = {MVN_TABLE(), MVN_TABLE(pf1_),
+                                                      MVN_TABLE(pf2_)};
 
 static int has_vnni(void) {
     __builtin_cpu_init();
@@ -367,36 +370,44 @@ static int has_vnni(void) {
            __builtin_cpu_supports("avx512bw");
 }
 
-static void tile_vnni(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+/* A few rows (a decode step's paths) read each panel from memory once and again from L1 for
+ * each row block: the next group of panels (the next call's) is fetched into L2 meanwhile, a
+ * panel by each of the first row blocks (spread over the group's time), or all by the first
+ * when fewer blocks. Many rows find most panels in L2 already. */
+static void tile_vnni(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
-    int ld = cb * PANEL, wide = rn <= 2 ? 2 : 1; /* log2 of the panels a call takes */
-    int pf = xq->product_rows <= KR_Q8_FEW_ROWS;
+    int wide = rn <= 2 ? 2 : 1; /* log2 of the panels a call takes */
+    int few = xq->product_rows <= KR_Q8_FEW_ROWS, panels = (l->out + PANEL - 1) / PANEL;
     for (int c = 0; c < cb;) {
         int lg = wide;
         while (c + (1 << lg) > cb)
             lg--;
-        for (int i = 0; i < rn; i += VN_RB) {
+        int g = 1 << lg, blocks = (rn + VN_RB - 1) / VN_RB, pf = few && p + c + 2 * g <= panels;
+        size_t ps = (size_t)xq->nb * PB;
+        for (int i = 0, b = 0; i < rn; i += VN_RB, b++) {
             int n = rn - i < VN_RB ? rn - i : VN_RB;
-            micro_vnni_table[pf][n - 1][lg](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c,
-                                            l);
+            int mode = !pf ? 0 : blocks >= g ? (b < g) : 2 * (b == 0);
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            micro_vnni_table[mode][n - 1][lg](&s, xq, r + i, p + c, l,
+                                              (size_t)(mode == 1 ? g + b : g) * ps);
         }
-        c += 1 << lg;
+        c += g;
     }
 }
 
-static void tile_avx2(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+static void tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
-    int ld = cb * PANEL;
     for (int c = 0; c < cb; c++)
         for (int i = 0; i < rn; i += A2_RB) {
             int n = rn - i < A2_RB ? rn - i : A2_RB;
-            micro_avx2_table[n - 1](t + (size_t)i * ld + c * PANEL, ld, xq, r + i, p + c, l);
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            micro_avx2_table[n - 1](&s, xq, r + i, p + c, l);
         }
 }
 #endif
 
-void kr_q8_tile(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb, const kr_linear *l,
-                kr_simd simd) {
+void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+                const kr_linear *l, kr_simd simd) {
 #ifdef KR_X86
     if (simd == KR_SIMD_AVX512 && has_vnni()) {
         tile_vnni(t, xq, r, rn, p, cb, l);

@@ -5,6 +5,7 @@
 #define KR_MATMUL_Q8_H
 
 #include "layers.h"
+#include "tile_out.h"
 
 #include <stddef.h>
 
@@ -12,9 +13,9 @@
 #define KR_Q8_PANEL 16 /* output columns per packed panel */
 /* Layers with a longer input stay float32: a task quantises its rows on its own stack. */
 #define KR_Q8_MAX_IN      16384
-#define KR_Q8_TILE_ROWS   16 /* at most this many rows per kr_q8_tile call */
-#define KR_Q8_TILE_PANELS 8  /* and this many panels */
-#define KR_Q8_FEW_ROWS    32 /* products of at most this many rows prefetch the next panels */
+#define KR_Q8_TILE_ROWS   16 /* rows per task of a product of many rows */
+#define KR_Q8_TILE_PANELS 8  /* panels per kr_q8_tile call */
+#define KR_Q8_FEW_ROWS    48 /* products of at most this many rows prefetch the next panels */
 
 /* Blocks along an input of n: the last one zero-padded. */
 static inline int kr_q8_blocks(int in) {
@@ -51,12 +52,13 @@ typedef struct {
 /* x's n rows of in values into xq (its nb = kr_q8_blocks(in)). The bits do not depend on simd. */
 void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr_simd simd);
 
-/* t[i][c] (rows i < rn <= KR_Q8_TILE_ROWS, columns c < 16 cb, cb <= KR_Q8_TILE_PANELS) =
- * row r + i of xq times column 16 p + c of l, bias not added: per block b in order,
+/* Into t (row i, column c; plus the bias, stored or added: tile_out.h): rows i < rn, columns
+ * c < 16 cb (those below t->m), cb <= KR_Q8_TILE_PANELS, row r + i of xq times column
+ * 16 p + c of l: per block b in order,
  * acc = fma(dx_b * dw_b, (float)isum_b, acc), isum_b the block's exact integer dot product.
  * simd picks the integer kernel (vpdpbusd, vpmaddubsw or C); the bits do not depend on it,
  * nor on r, rn, p or cb. */
-void kr_q8_tile(float *t, const kr_q8_rows *xq, int r, int rn, int p, int cb, const kr_linear *l,
-                kr_simd simd);
+void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+                const kr_linear *l, kr_simd simd);
 
 #endif
