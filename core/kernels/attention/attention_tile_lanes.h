@@ -64,11 +64,7 @@ KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, float *mx, const float *qt, co
         const kv_t *blk = KV_KCOL(kv, layer, kb) + (size_t)h * hd * B;
         /* the next block's keys of this head, asked for now: blocks lie far apart in the
          * pool, where the hardware's prefetch does not follow */
-        if (kb1 < k1) {
-            const kv_t *next = KV_KCOL(kv, layer, kb1) + (size_t)h * hd * B;
-            for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
-                __builtin_prefetch(next + (size_t)i * B);
-        }
+        const kv_t *next = kb1 < k1 ? KV_KCOL(kv, layer, kb1) + (size_t)h * hd * B : NULL;
         for (int key = kb; key < kb1; key += G) {
             int last = key + G <= kb1 ? G - 1 : kb1 - 1 - key; /* keys past it repeat it */
             vf a[G][ROW_VECS];
@@ -76,7 +72,19 @@ KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, float *mx, const float *qt, co
                 for (int n = V0; n < V0 + NV; n++)
                     a[c][n] = (vf){0};
             const kv_t *kc = blk + (key - kb);
-            if (last == G - 1) { /* G keys side by side */
+            /* the next block's line i asked for with element i of the first group's keys:
+             * spread over the block, not all at once */
+            const kv_t *pf = key == kb ? next : NULL;
+            if (last == G - 1 && pf) {
+                for (int i = 0; i < hd; i++, kc += B) {
+                    const float *qi = qt + (size_t)i * T;
+                    __builtin_prefetch(pf + (size_t)i * B);
+                    for (int c = 0; c < G; c++)
+                        for (int n = V0; n < V0 + NV; n++)
+                            a[c][n] =
+                                KR_FMA(KR_LOAD(qi + n * KR_W), KR_SPLAT(KV_F(kc[c])), a[c][n]);
+                }
+            } else if (last == G - 1) { /* G keys side by side */
                 for (int i = 0; i < hd; i++, kc += B) {
                     const float *qi = qt + (size_t)i * T;
                     for (int c = 0; c < G; c++)
