@@ -1,8 +1,9 @@
 /* scalar.h — what every level's build shares with the scalar code: KR_INLINE, the
  * always-inline of the templates' helpers (inlined, a helper is compiled for its caller's
  * level), and e^x on one float, exp1, with the expression exp_array (vmath.h) repeats on
- * vectors. Below the levels: vmath.h includes it, it includes nothing of theirs. Internal to
- * core/kernels (and the tests that probe it). */
+ * vectors, and exp1_fma, the lane of attention's softmax (exp_fma_sub). Below the levels: vmath.h
+ * includes it, it includes nothing of theirs. Internal to core/kernels (and the tests that probe
+ * it). */
 #ifndef KR_SCALAR_H
 #define KR_SCALAR_H
 
