@@ -5,12 +5,14 @@
  * which path ran it, on what else was in the batch or on the thread count:
  *
  *   score_j = (chain over i, in order, of acc = fma(q_i, k_ji, acc)) * scale
- *   e_j     = exp(score_j - max_j score_j)                    (exp_array)
+ *   e_j     = exp(score_j - max_j score_j)         (exp1_fma, scalar.h; exp_fma_sub, vmath.h)
  *   Z       = sum over j, in order, of e_j
  *   o_i     = (chain over j, in order, of acc = fma(e_j, v_ji, acc)) * (1 / Z)
  *
  * Each fma rounds once: the level's FMA instruction (KR_FMA, vmath.h) or fmaf, the same
- * bits on every level.
+ * bits on every level; the exp's reduction and polynomial are fmas too. The largest score
+ * is the same whichever order it is found in (the tile path finds it as it scores); Z's sum
+ * and each o_i's chain run in key order on every path.
  *
  * Keys are stored transposed within a block (nn.h), so the row path computes a head's
  * scores for 16 keys at once, one vector lane a key.

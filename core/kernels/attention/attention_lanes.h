@@ -84,14 +84,18 @@ KR_INLINE KR_LEVEL_FN void head_scores(const float *qh, const kr_kv_view *kv, in
 
 /* s[n] -> e^(s - max s) in place; returns 1 / (their sum, in order). */
 KR_INLINE KR_LEVEL_FN float exp_shifted(float *s, int n) {
-    float mx = s[0];
+    float mx = s[0], mxv[KR_W];
     for (int i = 1; i < n; i++)
         if (s[i] > mx) mx = s[i];
-    for (int i = 0; i < n; i++)
-        s[i] -= mx;
-    exp_array(s, n);
+    for (int l = 0; l < KR_W; l++)
+        mxv[l] = mx;
+    int i = 0;
+    for (; i + KR_W <= n; i += KR_W)
+        exp_fma_sub(s + i, mxv);
+    for (; i < n; i++)
+        s[i] = exp1_fma(s[i] - mx);
     float sum = 0.0f;
-    for (int i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         sum += s[i];
     return 1.0f / sum;
 }

@@ -15,7 +15,8 @@
 #define tile_task          KV_LN(tile_task)
 #define tile_queries       KV_LN(tile_queries)
 #define tile_score         KV_LN(tile_score)
-#define tile_softmax       KV_LN(tile_softmax)
+#define tile_max           KV_LN(tile_max)
+#define tile_exp           KV_LN(tile_exp)
 #define tile_shared_values KV_LN(tile_shared_values)
 #define tile_shared_rest   KV_LN(tile_shared_rest)
 #define tile_own_values    KV_LN(tile_own_values)
@@ -47,21 +48,23 @@ _Static_assert(VALUE_ROWS >= 1 && VALUE_ROWS <= 6, "attend_tile's switch has cas
  * transposed in qt[hd][32]), block by block, TILE_KEYS keys at a time: a load of the queries
  * serves them all, TILE_KEYS x NV chains of adds in flight (a block's last group repeats its
  * last key, writing the same scores twice). The other vectors' scores are not written.
- * V0 and NV are constants at each call (the caller's switch), so the sums stay in registers. */
-KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_view *kv, int layer,
-                                       int h, int hd, int k0, int k1, float scale, int V0, int NV) {
+ * The scores of keys below mend (read by every row) go into each row's largest, mx[r], as
+ * they are written. V0 and NV are constants at each call (the caller's switch), so the sums
+ * stay in registers. */
+KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, float *mx, const float *qt, const kr_kv_view *kv,
+                                       int layer, int h, int hd, int k0, int k1, int mend,
+                                       float scale, int V0, int NV) {
     enum { T = KR_ATTN_TILE, G = TILE_KEYS };
     int B = kv->block_len;
+    vf m[ROW_VECS];
+    for (int n = V0; n < V0 + NV; n++)
+        m[n] = KR_LOAD(mx + n * KR_W);
     for (int kb = k0; kb < k1;) {
         int kb1 = block_end(kb, B, k1); /* this block's keys [kb, kb1) */
         const kv_t *blk = KV_KCOL(kv, layer, kb) + (size_t)h * hd * B;
         /* the next block's keys of this head, asked for now: blocks lie far apart in the
          * pool, where the hardware's prefetch does not follow */
-        if (kb1 < k1) {
-            const kv_t *next = KV_KCOL(kv, layer, kb1) + (size_t)h * hd * B;
-            for (int i = 0; i < hd; i += 64 / (int)sizeof(float) / (B < 16 ? B : 16))
-                __builtin_prefetch(next + (size_t)i * B);
-        }
+        const kv_t *next = kb1 < k1 ? KV_KCOL(kv, layer, kb1) + (size_t)h * hd * B : NULL;
         for (int key = kb; key < kb1; key += G) {
             int last = key + G <= kb1 ? G - 1 : kb1 - 1 - key; /* keys past it repeat it */
             vf a[G][ROW_VECS];
@@ -69,7 +72,19 @@ KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_v
                 for (int n = V0; n < V0 + NV; n++)
                     a[c][n] = (vf){0};
             const kv_t *kc = blk + (key - kb);
-            if (last == G - 1) { /* G keys side by side */
+            /* the next block's line i asked for with element i of the first group's keys:
+             * spread over the block, not all at once */
+            const kv_t *pf = key == kb ? next : NULL;
+            if (last == G - 1 && pf) {
+                for (int i = 0; i < hd; i++, kc += B) {
+                    const float *qi = qt + (size_t)i * T;
+                    __builtin_prefetch(pf + (size_t)i * B);
+                    for (int c = 0; c < G; c++)
+                        for (int n = V0; n < V0 + NV; n++)
+                            a[c][n] =
+                                KR_FMA(KR_LOAD(qi + n * KR_W), KR_SPLAT(KV_F(kc[c])), a[c][n]);
+                }
+            } else if (last == G - 1) { /* G keys side by side */
                 for (int i = 0; i < hd; i++, kc += B) {
                     const float *qi = qt + (size_t)i * T;
                     for (int c = 0; c < G; c++)
@@ -87,14 +102,19 @@ KR_INLINE KR_LEVEL_FN void tile_scores(float *sc, const float *qt, const kr_kv_v
                     }
                 }
             }
-            for (int c = 0; c < G; c++)
+            for (int c = 0; c < G; c++) {
+                int kc_at = key + (c < last ? c : last);
                 for (int n = V0; n < V0 + NV; n++) {
                     vf s = a[c][n] * scale;
-                    memcpy(sc + (size_t)(key + (c < last ? c : last)) * T + n * KR_W, &s, sizeof s);
+                    memcpy(sc + (size_t)kc_at * T + n * KR_W, &s, sizeof s);
+                    if (kc_at < mend) m[n] = KR_SELECT(s > m[n], s, m[n]);
                 }
+            }
         }
         kb = kb1;
     }
+    for (int n = V0; n < V0 + NV; n++)
+        memcpy(mx + n * KR_W, &m[n], sizeof m[n]);
 }
 
 /* Row r's group of 16 own keys from `at` (head h), or NULL past the row's end */
@@ -242,7 +262,7 @@ KR_INLINE KR_LEVEL_FN void tile_queries(const tile_task *t) {
 /* 2. Every row's scores: the keys the rows share together, each row's own keys alone,
  * masked past each row's end. vend[ROW_VECS]: the last key each vector of rows reads.
  * Returns the vectors of rows with a row of the tile in them. */
-KR_INLINE KR_LEVEL_FN int tile_score(const tile_task *t, int *vend) {
+KR_INLINE KR_LEVEL_FN int tile_score(const tile_task *t, int *vend, float *mx) {
     const attend_job *j = t->j;
     const kr_kv_view *kv0 = t->kv0;
     const int h = t->h, r0 = t->r0, R = t->R, hd = t->hd, B = t->B, shared = t->shared,
@@ -266,7 +286,8 @@ KR_INLINE KR_LEVEL_FN int tile_score(const tile_task *t, int *vend) {
             if (vend[n] > lo_end) lo_end = vend[n];
         if (lo_end > scored) lo_end = scored;
     }
-#define TILE_SCORES(k0, k1, V0, NV) tile_scores(sc, qt, kv0, j->layer, h, hd, k0, k1, scale, V0, NV)
+#define TILE_SCORES(k0, k1, V0, NV)                                                                \
+    tile_scores(sc, mx, qt, kv0, j->layer, h, hd, k0, k1, shared, scale, V0, NV)
     if (R > T / 2)
         TILE_SCORES(0, lo_end, 0, ROW_VECS);
     else
@@ -300,35 +321,45 @@ KR_INLINE KR_LEVEL_FN int tile_score(const tile_task *t, int *vend) {
     return live;
 }
 
-/* 3. The softmax down each column: e in place of s, inv[r] = 1 / Z. */
-KR_INLINE KR_LEVEL_FN void tile_softmax(const tile_task *t, const int *vend, int live, float *inv) {
-    float *sc = t->sc;
+/* 3. The softmax down each column, a vector of rows at a time up to vend (past it every lane
+ * is masked: its e would be 0, never read, as no row reads past its end, and Z's sum would
+ * add zeros). First each row's largest score, mx[r] (tile_scores took the shared keys'); then
+ * e in place of s, chunk by chunk with the values that read them (tile_exp), Z summed into
+ * z[r] in key order. */
+KR_INLINE KR_LEVEL_FN void tile_max(const tile_task *t, const int *vend, int live, float *mx) {
+    const float *sc = t->sc;
     enum { T = KR_ATTN_TILE };
-    /* softmax down each column, a vector of rows at a time, up to vend: past it every lane
-     * is masked, its e would be 0 (and is never read, as no row reads past its end) and Z's
-     * sum would add zeros */
     for (int n = 0; n < live; n++) {
-        float *col = sc + n * KR_W;
-        vf mx = KR_LOAD(col), z = {0};
-        for (int key = 1; key < vend[n]; key++) {
+        const float *col = sc + n * KR_W;
+        vf m = KR_LOAD(mx + n * KR_W);
+        for (int key = t->shared; key < vend[n]; key++) {
             vf s = KR_LOAD(col + (size_t)key * T);
-            mx = KR_SELECT(s > mx, s, mx);
+            m = KR_SELECT(s > m, s, m);
         }
-        for (int key = 0; key < vend[n]; key++) { /* e = exp(s - max), Z summed in key order */
-            float *s = col + (size_t)key * T;
-            vf sn = KR_LOAD(s) - mx;
-            memcpy(s, &sn, sizeof sn);
-            exp_array(s, KR_W);
-            z += KR_LOAD(s);
-        }
-        for (int l = 0; l < KR_W; l++)
-            inv[n * KR_W + l] = 1.0f / z[l];
+        memcpy(mx + n * KR_W, &m, sizeof m);
     }
 }
 
-/* 4. The shared keys' values, in register tiles of RT rows x VALUE_COLS columns;
- * group_end[g]: the last key register tile g reads. */
-KR_INLINE KR_LEVEL_FN void tile_shared_values(const tile_task *t, int *group_end) {
+/* e = exp(s - mx) for keys [k0, k1) of every vector of rows (below its vend), Z added */
+KR_INLINE KR_LEVEL_FN void tile_exp(const tile_task *t, const int *vend, int live, int k0, int k1,
+                                    const float *mx, float *z) {
+    enum { T = KR_ATTN_TILE };
+    for (int n = 0; n < live; n++) {
+        float *col = t->sc + n * KR_W;
+        vf zn = KR_LOAD(z + n * KR_W);
+        for (int key = k0; key < k1 && key < vend[n]; key++) {
+            exp_fma_sub(col + (size_t)key * T, mx + n * KR_W);
+            zn += KR_LOAD(col + (size_t)key * T);
+        }
+        memcpy(z + n * KR_W, &zn, sizeof zn);
+    }
+}
+
+/* 4. The shared keys' values, in register tiles of RT rows x VALUE_COLS columns, each chunk's
+ * e taken first (while its scores are in the first-level cache); group_end[g]: the last key
+ * register tile g reads. Returns the keys whose e it took. */
+KR_INLINE KR_LEVEL_FN int tile_shared_values(const tile_task *t, int *group_end, const int *vend,
+                                             int live, const float *mx, float *z) {
     const attend_job *j = t->j;
     const kr_kv_view *kv0 = t->kv0;
     const int h = t->h, r0 = t->r0, R = t->R, d = t->d, hd = t->hd, B = t->B, shared = t->shared,
@@ -350,8 +381,10 @@ KR_INLINE KR_LEVEL_FN void tile_shared_values(const tile_task *t, int *group_end
         group_end[ra / RT] = scored > shared ? e : shared; /* one cache: all its keys scored */
         if (group_end[ra / RT] > tile_end) tile_end = group_end[ra / RT];
     }
-    for (int k0 = 0; k0 < tile_end && hdc > 0; k0 += VALUE_CHUNK) {
+    int k0 = 0;
+    for (; k0 < tile_end && hdc > 0; k0 += VALUE_CHUNK) {
         int k1 = k0 + VALUE_CHUNK < tile_end ? k0 + VALUE_CHUNK : tile_end;
+        tile_exp(t, vend, live, k0, k1, mx, z);
         value_run runs[VALUE_CHUNK];
         int n_runs = 0;
         for (int kb = k0; kb < k1; n_runs++) {
@@ -400,6 +433,7 @@ KR_INLINE KR_LEVEL_FN void tile_shared_values(const tile_task *t, int *group_end
 #undef VALUES_ROWS
             }
     }
+    return k0 < tile_end ? k0 : tile_end;
 }
 
 /* 5. The shared keys' values for the columns past the register tiles'. */
@@ -578,11 +612,16 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
     t.o = t.qt + (size_t)t.hd * T;
     t.scale = (float)(1.0 / sqrt((double)t.hd));
     int vend[ROW_VECS], group_end[(T + RT - 1) / RT];
-    float inv[T];
+    float mx[T], z[T] = {0}, inv[T];
+    for (int r = 0; r < T; r++)
+        mx[r] = -INFINITY;
     tile_queries(&t);
-    const int live = tile_score(&t, vend);
-    tile_softmax(&t, vend, live, inv);
-    tile_shared_values(&t, group_end);
+    const int live = tile_score(&t, vend, mx);
+    tile_max(&t, vend, live, mx);
+    int done = tile_shared_values(&t, group_end, vend, live, mx, z);
+    tile_exp(&t, vend, live, done, t.n_keys, mx, z); /* the keys past the register tiles' */
+    for (int r = 0; r < live * KR_W; r++)
+        inv[r] = 1.0f / z[r];
     tile_shared_rest(&t);
     tile_own_values(&t, group_end, inv);
 }
@@ -596,7 +635,8 @@ KR_LEVEL_FN static void attend_tile(void *arg, int task, int worker) {
 #undef tile_own_values
 #undef tile_shared_rest
 #undef tile_shared_values
-#undef tile_softmax
+#undef tile_exp
+#undef tile_max
 #undef tile_score
 #undef tile_queries
 #undef tile_task

@@ -64,6 +64,28 @@ KR_INLINE void exp_array(float *x, int n) {
         x[i] = exp1(x[i]);
 }
 
+/* s[l] = e^(s[l] - mx[l]) for the KR_W lanes at s, each s[l] <= mx[l] (or -inf): exp1_fma
+ * (scalar.h) lane by lane, the same bits on every level. */
+#define exp_fma_sub KR_LN(exp_fma_sub)
+KR_INLINE KR_LEVEL_FN void exp_fma_sub(float *s, const float *mx) {
+    const vf zero = {0}, lo = zero + KR_EXP_LO;
+    vf x = KR_LOAD(s) - KR_LOAD(mx);
+    vi under = x < lo;
+    vf v = KR_SELECT(under, lo, x);
+    vi k = __builtin_convertvector(v * 1.44269504088896341f - 0.5f, vi);
+    vf kf = __builtin_convertvector(k, vf);
+    vf r = KR_FMA(kf, zero + KR_EXP_LN2H, v);
+    r = KR_FMA(kf, zero + KR_EXP_LN2L, r);
+    vf p = KR_FMA(zero + 1.9875691500e-4f, r, zero + 1.3981999507e-3f);
+    p = KR_FMA(p, r, zero + 8.3334519073e-3f);
+    p = KR_FMA(p, r, zero + 4.1665795894e-2f);
+    p = KR_FMA(p, r, zero + 1.6666665459e-1f);
+    p = KR_FMA(p, r, zero + 5.0000001201e-1f);
+    vf y = KR_FMA(p, r * r, r) + 1.0f;
+    vf e = KR_SELECT(under, zero, y * (vf)((k + 127) << 23));
+    __builtin_memcpy(s, &e, sizeof e);
+}
+
 #if KR_W == 16
 #define transpose16 KR_LN(transpose16)
 /* r[16] (16 rows of 16 floats) transposed in place: r[i][l] becomes the old r[l][i]. Four
@@ -108,6 +130,7 @@ KR_INLINE void transpose16(vf r[16]) {
 #undef transpose16
 #endif
 
+#undef exp_fma_sub
 #undef KR_LOAD
 #undef KR_SELECT
 #undef KR_SPLAT
