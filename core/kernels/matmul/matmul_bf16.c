@@ -1,5 +1,5 @@
 /* matmul_bf16.c — the arithmetic of BF16 weights (weights = bf16): weights packed as BF16 at
- * load, each row of activations rounded to BF16 once per product task, and dot products of
+ * load, each row of activations rounded to BF16 once a product, and dot products of
  * BF16 pairs accumulated in float32 as AVX512-BF16's vdpbf16ps does them.
  *
  * vdpbf16ps adds, per 32-bit lane, the product of the odd BF16 pair elements and then the

@@ -1,6 +1,6 @@
 /* matmul_q8.c — the arithmetic of int8 weights (weights = int8), as llama.cpp's Q8_0: blocks
  * of 32 along the input, one float32 scale each, for the weights (at load) and for each row of
- * activations (once per product task).
+ * activations (once a product).
  *
  * Each block's dot product is a sum of 32 products of integers in [-127, 127]: exact in int32
  * on every level (AVX512-VNNI's vpdpbusd, AVX2's vpmaddubsw + vpmaddwd, or C). The float
