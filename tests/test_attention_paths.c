@@ -73,25 +73,7 @@ static void paths_free(paths *p) {
 }
 
 /* The first level's outputs, recorded; each other level's compared with them */
-static struct {
-    float *x;
-    size_t len, at;
-    bool record;
-} level_log;
-
-static void level_check(const float *x, size_t n) {
-    if (level_log.record) {
-        float *grown = realloc(level_log.x, (level_log.len + n) * sizeof(float));
-        assert_non_null(grown);
-        level_log.x = grown;
-        memcpy(level_log.x + level_log.len, x, n * sizeof(float));
-        level_log.len += n;
-    } else {
-        assert_true(level_log.at + n <= level_log.len);
-        assert_memory_equal(level_log.x + level_log.at, x, n * sizeof(float));
-    }
-    level_log.at += n;
-}
+static tu_level_log level_log;
 
 /* n_paths rows over the cases' caches, row r reading n_keys[r] keys: the rows at once equal
  * each row alone, bit for bit */
@@ -112,7 +94,7 @@ static void attend_paths(const paths *p, int n_heads, const int *n_keys) {
     }
     kr_attend_rows(out, q, rows, n, d, 0, n_heads, scratch, max_keys);
     assert_memory_equal(out, ref, (size_t)n * d * sizeof(float));
-    level_check(out, (size_t)n * d);
+    tu_level_log_check(&level_log, out, (size_t)n * d);
     free(q), free(ref), free(out), free(scratch);
 }
 
@@ -133,17 +115,15 @@ static void step_cases(const paths *p, int n_heads) {
 
 static void run_levels(int d, int n_heads, int B, int n_paths, int bf16) {
     kr_simd best = kr_simd_level();
-    level_log.len = 0;
     for (int level = KR_SIMD_GENERIC; level <= (int)best; level++) {
         assert_int_equal(kr_simd_set((kr_simd)level), 0);
         seed = 12345;
-        level_log.record = level == KR_SIMD_GENERIC;
-        level_log.at = 0;
+        tu_level_log_start(&level_log, level == KR_SIMD_GENERIC);
         paths p;
         paths_make(&p, d, B, n_paths, bf16);
         step_cases(&p, n_heads);
         paths_free(&p);
-        assert_true(level_log.at == level_log.len);
+        tu_level_log_done(&level_log);
     }
     kr_simd_set(best);
 }
@@ -173,6 +153,6 @@ int main(void) {
         cmocka_unit_test(test_other_heads),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    free(level_log.x);
+    tu_level_log_free(&level_log);
     return rc;
 }

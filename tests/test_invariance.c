@@ -112,25 +112,7 @@ static void test_linear_parts(void **state) {
 /* Every output of attend_row_path, level by level: the first level's recorded, each other
  * level's compared with it bit for bit (the levels block rows, keys and columns differently:
  * attention_lanes.h). */
-static struct {
-    float *x;
-    size_t len, at;
-    bool record;
-} level_log;
-
-static void level_check(const float *x, size_t n) {
-    if (level_log.record) {
-        float *grown = realloc(level_log.x, (level_log.len + n) * sizeof(float));
-        assert_non_null(grown);
-        level_log.x = grown;
-        memcpy(level_log.x + level_log.len, x, n * sizeof(float));
-        level_log.len += n;
-    } else {
-        assert_true(level_log.at + n <= level_log.len);
-        assert_memory_equal(level_log.x + level_log.at, x, n * sizeof(float));
-    }
-    level_log.at += n;
-}
+static tu_level_log level_log;
 
 /* kr_attend runs each head alone; kr_attend_rows takes heads in groups (four heads of 64
  * share one pass over the values), scores aligned groups of 16 keys four at a time, and
@@ -161,7 +143,7 @@ static void attend_row_path(int d, int n_heads, int block_len) {
     }
     kr_attend_rows(out, q, rows, ROWS, d, 0, n_heads, scratch, max_keys);
     assert_memory_equal(out, ref, (size_t)ROWS * d * sizeof(float));
-    level_check(ref, (size_t)ROWS * d);
+    tu_level_log_check(&level_log, ref, (size_t)ROWS * d);
     for (int r = 0; r < ROWS; r++) { /* one row a call: a decode step of one path */
         kr_attend_rows(out, q + (size_t)r * d, &rows[r], 1, d, 0, n_heads, scratch, max_keys);
         assert_memory_equal(out, ref + (size_t)r * d, (size_t)d * sizeof(float));
@@ -175,7 +157,7 @@ static void attend_row_path(int d, int n_heads, int block_len) {
     }
     kr_attend_rows(out, q, tile, TILE_ROWS, d, 0, n_heads, scratch, max_keys);
     assert_memory_equal(out, ref, (size_t)TILE_ROWS * d * sizeof(float));
-    level_check(ref, (size_t)TILE_ROWS * d);
+    tu_level_log_check(&level_log, ref, (size_t)TILE_ROWS * d);
     /* a causal run of rows (a prefill: each row one key more), its first rows over one cache
      * and the rest over a second one that holds the same first blocks and then its own: a
      * tile of one cache shares every key below its rows' ends, wherever they fall in the
@@ -211,7 +193,7 @@ static void attend_row_path(int d, int n_heads, int block_len) {
         }
         kr_attend_rows(orr, qr, run, n, d, 0, n_heads, scratch, max_keys);
         assert_memory_equal(orr, rr, (size_t)n * d * sizeof(float));
-        level_check(rr, (size_t)n * d);
+        tu_level_log_check(&level_log, rr, (size_t)n * d);
     }
     for (int b = 0; b < BLOCKS; b++)
         free(blk[b]);
@@ -226,8 +208,7 @@ static void test_attention_row_path(void **state) {
     for (int level = KR_SIMD_GENERIC; level <= (int)best; level++) {
         assert_int_equal(kr_simd_set((kr_simd)level), 0);
         lcg_state = 12345;
-        level_log.record = level == KR_SIMD_GENERIC;
-        level_log.at = 0;
+        tu_level_log_start(&level_log, level == KR_SIMD_GENERIC);
         attend_row_path(256, 4, 16);  /* four heads of 64: one group */
         attend_row_path(512, 8, 32);  /* Kronos-small's heads: two groups */
         attend_row_path(96, 3, 16);   /* heads of 32, not a multiple of four: one at a time */
@@ -235,14 +216,12 @@ static void test_attention_row_path(void **state) {
         attend_row_path(832, 16, 16); /* Kronos-base's heads of 52: each level's tails differ */
         attend_row_path(832, 4, 16);  /* its dependency layer's four heads of 208 */
         attend_row_path(120, 3, 16);  /* heads of 40 */
-        assert_true(level_log.at == level_log.len);
+        tu_level_log_done(&level_log);
         print_message("# %s: attention's row and tile paths, %zu outputs\n",
                       kr_simd_name((kr_simd)level), level_log.at);
     }
     kr_simd_set(best);
-    free(level_log.x);
-    level_log.x = NULL;
-    level_log.len = 0;
+    tu_level_log_free(&level_log);
 }
 
 /* ---- element-wise exp ------------------------------------------------------------------- */

@@ -213,9 +213,8 @@ static void ref_linear(float *y, const float *x, int T, const float *w, const fl
 static void scaled_shape(int out, int in, int T, uint32_t seed, float scale) {
     float *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
     float *x = malloc(sizeof(float) * T * in), *ref = malloc(sizeof(float) * T * out);
-    float *y = malloc(sizeof(float) * T * out), *one = malloc(sizeof(float) * out);
     uint16_t *wh = malloc(sizeof(uint16_t) * kr_bf16_packed(out, in));
-    assert_true(w && b && x && ref && y && one && wh);
+    assert_true(w && b && x && ref && wh);
     for (int i = 0; i < out * in; i++) /* mixed scales; some denormal once rounded */
         w[i] = scale * tu_lcg(&seed) * (i % 7 == 0 ? 3.0f : i % 13 == 0 ? 1e-38f : 0.05f);
     for (int o = 0; o < out; o++)
@@ -228,37 +227,8 @@ static void scaled_shape(int out, int in, int T, uint32_t seed, float scale) {
         for (int k = 0; k < in; k++)
             assert_int_equal(kr_bf16_weight(&l, o, k), nearest(w[(size_t)o * in + k]));
     ref_linear(ref, x, T, w, b, out, in);
-    int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
-        if (kr_simd_set((kr_simd)s) != 0) continue;
-        levels++;
-        memset(y, 0, sizeof(float) * T * out);
-        kr_linear_forward(y, x, T, &l);
-        assert_memory_equal(y, ref, sizeof(float) * T * out);
-        for (int r = 0; r < T; r += T / 3 + 1) { /* a row alone: the same bits */
-            kr_linear_forward(one, x + (size_t)r * in, 1, &l);
-            assert_memory_equal(one, ref + (size_t)r * out, sizeof(float) * out);
-        }
-        for (int i = 0; i < T * out; i++) /* y += product: the product rounded first */
-            y[i] = (float)i;
-        kr_linear_forward_add(y, x, T, &l);
-        for (int i = 0; i < T * out; i++)
-            assert_true(y[i] == (float)i + ref[i]);
-        if (out % 32 == 0) { /* two parts of out / 2 columns */
-            float *half = malloc(sizeof(float) * T * out / 2);
-            assert_non_null(half);
-            float *parts[2] = {y, half};
-            assert_int_equal(kr_linear_forward_parts(parts, 2, x, T, &l), 0);
-            for (int r = 0; r < T; r++)
-                for (int o = 0; o < out; o++)
-                    assert_true(parts[o / (out / 2)][(size_t)r * (out / 2) + o % (out / 2)] ==
-                                ref[(size_t)r * out + o]);
-            free(half);
-        }
-    }
-    kr_simd_set(kr_simd_level());
-    assert_true(levels >= 1);
-    free(w), free(b), free(x), free(ref), free(y), free(one), free(wh);
+    tu_linear_every_level(&l, x, T, ref);
+    free(w), free(b), free(x), free(ref), free(wh);
 }
 
 static void one_shape(int out, int in, int T, uint32_t seed) {

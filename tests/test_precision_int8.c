@@ -88,11 +88,10 @@ static void ref_linear(float *y, const float *x, int T, const float *w, const fl
 static void one_shape(int out, int in, int T, uint32_t seed) {
     float *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
     float *x = malloc(sizeof(float) * T * in), *ref = malloc(sizeof(float) * T * out);
-    float *y = malloc(sizeof(float) * T * out), *one = malloc(sizeof(float) * out);
     int nb = kr_q8_blocks(in);
     int8_t *wq = malloc(kr_q8_scales(out, in) * KR_Q8_BLOCK);
     float *ws = malloc(sizeof(float) * kr_q8_scales(out, in));
-    assert_true(w && b && x && ref && y && one && wq && ws);
+    assert_true(w && b && x && ref && wq && ws);
     for (int i = 0; i < out * in; i++) /* weights of mixed scales, a zero block, outliers */
         w[i] = tu_lcg(&seed) * (i % 7 == 0 ? 3.0f : 0.05f);
     for (int i = 0; i < in && i < 32; i++)
@@ -112,38 +111,8 @@ static void one_shape(int out, int in, int T, uint32_t seed) {
             assert_true(d == kr_q8_scale(&l, o, k));
         }
     ref_linear(ref, x, T, w, b, out, in);
-    int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
-        if (kr_simd_set((kr_simd)s) != 0) continue;
-        levels++;
-        memset(y, 0, sizeof(float) * T * out);
-        kr_linear_forward(y, x, T, &l);
-        assert_memory_equal(y, ref, sizeof(float) * T * out);
-        for (int r = 0; r < T; r += T / 3 + 1) { /* a row alone: the same bits */
-            kr_linear_forward(one, x + (size_t)r * in, 1, &l);
-            assert_memory_equal(one, ref + (size_t)r * out, sizeof(float) * out);
-        }
-        for (int i = 0; i < T * out; i++) /* y += product: the product rounded first */
-            y[i] = (float)i;
-        kr_linear_forward_add(y, x, T, &l);
-        for (int i = 0; i < T * out; i++)
-            assert_true(y[i] == (float)i + ref[i]);
-        if (out % 32 == 0) { /* two parts of out / 2 columns */
-            float *parts[2] = {y, one};
-            float *half = malloc(sizeof(float) * T * out / 2);
-            assert_non_null(half);
-            parts[1] = half;
-            assert_int_equal(kr_linear_forward_parts(parts, 2, x, T, &l), 0);
-            for (int r = 0; r < T; r++)
-                for (int o = 0; o < out; o++)
-                    assert_true(parts[o / (out / 2)][(size_t)r * (out / 2) + o % (out / 2)] ==
-                                ref[(size_t)r * out + o]);
-            free(half);
-        }
-    }
-    kr_simd_set(kr_simd_level());
-    assert_true(levels >= 1);
-    free(w), free(b), free(x), free(ref), free(y), free(one), free(wq), free(ws);
+    tu_linear_every_level(&l, x, T, ref);
+    free(w), free(b), free(x), free(ref), free(wq), free(ws);
 }
 
 static void test_kernels_against_reference(void **state) {

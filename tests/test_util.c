@@ -369,6 +369,72 @@ float tu_lcg(uint32_t *state) {
     return (float)((*state >> 8) & 0xffffff) / 8388608.0f - 1.0f;
 }
 
+int tu_linear_every_level(const kr_linear *l, const float *x, int T, const float *ref) {
+    int out = l->out, in = l->in, levels = 0;
+    float *y = malloc(sizeof(float) * T * out), *one = malloc(sizeof(float) * out);
+    assert_true(y && one);
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+        if (kr_simd_set((kr_simd)s) != 0) continue;
+        levels++;
+        memset(y, 0, sizeof(float) * T * out);
+        kr_linear_forward(y, x, T, l);
+        assert_memory_equal(y, ref, sizeof(float) * T * out);
+        for (int r = 0; r < T; r += T / 3 + 1) {
+            kr_linear_forward(one, x + (size_t)r * in, 1, l);
+            assert_memory_equal(one, ref + (size_t)r * out, sizeof(float) * out);
+        }
+        for (int i = 0; i < T * out; i++)
+            y[i] = (float)i;
+        kr_linear_forward_add(y, x, T, l);
+        for (int i = 0; i < T * out; i++)
+            assert_true(y[i] == (float)i + ref[i]);
+        if (out % 32 == 0) {
+            float *half = malloc(sizeof(float) * T * out / 2);
+            assert_non_null(half);
+            float *parts[2] = {y, half};
+            assert_int_equal(kr_linear_forward_parts(parts, 2, x, T, l), 0);
+            for (int r = 0; r < T; r++)
+                for (int o = 0; o < out; o++)
+                    assert_true(parts[o / (out / 2)][(size_t)r * (out / 2) + o % (out / 2)] ==
+                                ref[(size_t)r * out + o]);
+            free(half);
+        }
+    }
+    kr_simd_set(kr_simd_level());
+    assert_true(levels >= 1);
+    free(y), free(one);
+    return levels;
+}
+
+void tu_level_log_start(tu_level_log *log, bool record) {
+    log->record = record;
+    log->at = 0;
+    if (record) log->len = 0;
+}
+
+void tu_level_log_check(tu_level_log *log, const float *x, size_t n) {
+    if (log->record) {
+        float *grown = realloc(log->x, (log->len + n) * sizeof(float));
+        assert_non_null(grown);
+        log->x = grown;
+        memcpy(log->x + log->len, x, n * sizeof(float));
+        log->len += n;
+    } else {
+        assert_true(log->at + n <= log->len);
+        assert_memory_equal(log->x + log->at, x, n * sizeof(float));
+    }
+    log->at += n;
+}
+
+void tu_level_log_done(const tu_level_log *log) {
+    assert_true(log->at == log->len);
+}
+
+void tu_level_log_free(tu_level_log *log) {
+    free(log->x);
+    *log = (tu_level_log){0};
+}
+
 void tu_expect_invalid(int rc, const kr_error *err, const char *field) {
     assert_int_equal(rc, -1);
     assert_int_equal(err->code, KR_E_INVALID);

@@ -3,6 +3,7 @@
 #define TEST_UTIL_H
 
 #include "kronos.h"
+#include "layers.h" /* kr_linear */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -79,6 +80,26 @@ int tu_levels_agree(const kr_model *m, const kr_model *same_as, int n_tok, int t
 double tu_moved(const float *ref, const float *a, int n, double *scale);
 /* The next of a linear congruential sequence, uniform in [-1, 1). */
 float tu_lcg(uint32_t *state);
+
+/* On every kernel level the CPU has, l's product of x[T][l->in] is ref[T][l->out] bit for bit:
+ * the batch, every (T / 3 + 1)th row alone, y += product onto y[i] = i (the product rounded
+ * first) and, when l->out is a multiple of 32, two parts of l->out / 2 columns (cmocka
+ * assertions). Back at the best level after; returns how many levels ran, at least one. */
+int tu_linear_every_level(const kr_linear *l, const float *x, int T, const float *ref);
+
+/* Outputs compared across kernel levels: the first level's recorded, each later level's the
+ * same bits in the same order. tu_level_log_start at each level (record on the first: what
+ * an earlier run recorded is dropped), tu_level_log_check for each output, tu_level_log_done
+ * at the level's end (every recorded output compared); tu_level_log_free once. */
+typedef struct {
+    float *x;
+    size_t len, at;
+    bool record;
+} tu_level_log;
+void tu_level_log_start(tu_level_log *log, bool record);
+void tu_level_log_check(tu_level_log *log, const float *x, size_t n);
+void tu_level_log_done(const tu_level_log *log);
+void tu_level_log_free(tu_level_log *log);
 
 /* rc is -1 and err is KR_E_INVALID with a message that starts with field (cmocka). */
 void tu_expect_invalid(int rc, const kr_error *err, const char *field);

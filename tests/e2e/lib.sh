@@ -236,6 +236,32 @@ assert strip(json.load(open(other))) != strip(d), f"{other} equals {same[0]}"
 PYEOF
 }
 
+# weights_daemons MODE NAME: daemons f32, NAME (--weights MODE) and conf (`weights = MODE` in
+# its config), one worker on one compute thread each; /model of NAME and of conf names weights
+# MODE (and kv f32).
+weights_daemons() {
+    local mode=$1 name=$2 url=URL_$2
+    start_daemon f32 --workers 1 --compute-threads 1
+    start_daemon "$name" --workers 1 --compute-threads 1 --weights "$mode"
+    printf 'weights = %s\n' "$mode" >"$WORK/$name.conf"
+    start_daemon conf --workers 1 --compute-threads 1 --config "$WORK/$name.conf"
+    http GET "${!url}/model"
+    expect "/model names weights $mode (--weights $mode)" 200 \
+        "d['weights'] == '$mode' and d['kv'] == 'f32'"
+    http GET "$URL_conf/model"
+    expect "/model names weights $mode (weights = $mode in the config)" 200 \
+        "d['weights'] == '$mode' and d['kv'] == 'f32'"
+}
+
+# forecast_as NAME WEIGHTS TITLE: daemon NAME's forecast of sampled.json (make_bodies), kept as
+# $WORK/NAME.json: 200, its usage naming weights WEIGHTS.
+forecast_as() {
+    local url=URL_$1
+    http POST "${!url}/forecast" --data-binary @"$WORK/sampled.json"
+    cp "$BODY" "$WORK/$1.json"
+    expect "$3" 200 "d['usage']['weights'] == '$2'"
+}
+
 # sid: the session id of the last answer ($BODY).
 sid() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["session"])' "$BODY"; }
 

@@ -20,10 +20,7 @@ json.dump({"tokens": [[i * 37 % 1024, i * 91 % 1024] for i in range(40)],
           open(f"{w}/gen.json", "w"))
 PYEOF
 
-start_daemon f32 --workers 1 --compute-threads 1
-start_daemon bf --workers 1 --compute-threads 1 --weights bf16
-printf 'weights = bf16\n' >"$WORK/bf.conf"
-start_daemon conf --workers 1 --compute-threads 1 --config "$WORK/bf.conf"
+weights_daemons bf16 bf
 start_daemon kv --workers 1 --compute-threads 1 --kv bf16
 
 http GET "$URL_f32/model"
@@ -32,17 +29,9 @@ cp "$BODY" "$WORK/model_f32.json"
 http GET "$URL_kv/model"
 expect "/model names kv bf16 (--kv bf16), its pool blocks half the bytes" 200 \
     'd["kv"] == "bf16" and d["weights"] == "f32" and 2 * d["pool"]["block_bytes"] == json.load(open("'"$WORK"'/model_f32.json"))["pool"]["block_bytes"]'
-http GET "$URL_bf/model"
-expect "/model names weights bf16 (--weights bf16)" 200 'd["weights"] == "bf16"'
-http GET "$URL_conf/model"
-expect "/model names weights bf16 (weights = bf16 in the config)" 200 'd["weights"] == "bf16"'
 
-http POST "$URL_f32/forecast" --data-binary @"$WORK/sampled.json"
-cp "$BODY" "$WORK/f32.json"
-expect "a forecast's usage names f32" 200 'd["usage"]["weights"] == "f32"'
-http POST "$URL_bf/forecast" --data-binary @"$WORK/sampled.json"
-cp "$BODY" "$WORK/bf.json"
-expect "a forecast's usage names bf16" 200 'd["usage"]["weights"] == "bf16"'
+forecast_as f32 f32 "a forecast's usage names f32"
+forecast_as bf bf16 "a forecast's usage names bf16"
 http POST "$URL_bf/generate" --data-binary @"$WORK/gen.json"
 expect "a generation's usage names bf16" 200 'd["usage"]["weights"] == "bf16" and d["usage"]["kv"] == "f32"'
 http POST "$URL_kv/forecast" --data-binary @"$WORK/sampled.json"

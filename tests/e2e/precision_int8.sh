@@ -9,25 +9,10 @@ SRC=$2
 . "$SRC/tests/e2e/lib.sh"
 make_bodies
 
-start_daemon f32 --workers 1 --compute-threads 1
-start_daemon q8 --workers 1 --compute-threads 1 --weights int8
-printf 'weights = int8\n' >"$WORK/q8.conf"
-start_daemon conf --workers 1 --compute-threads 1 --config "$WORK/q8.conf"
-
-http GET "$URL_q8/model"
-expect "/model names weights int8 (--weights int8)" 200 'd["weights"] == "int8" and d["kv"] == "f32"'
-http GET "$URL_conf/model"
-expect "/model names weights int8 (weights = int8 in the config)" 200 'd["weights"] == "int8"'
-
-http POST "$URL_f32/forecast" --data-binary @"$WORK/sampled.json"
-cp "$BODY" "$WORK/f32.json"
-expect "a float32 forecast's usage names f32" 200 'd["usage"]["weights"] == "f32"'
-http POST "$URL_q8/forecast" --data-binary @"$WORK/sampled.json"
-cp "$BODY" "$WORK/q8.json"
-expect "an int8 forecast's usage names int8" 200 'd["usage"]["weights"] == "int8"'
-http POST "$URL_conf/forecast" --data-binary @"$WORK/sampled.json"
-cp "$BODY" "$WORK/conf.json"
-expect "the config's int8 daemon answers" 200 'd["usage"]["weights"] == "int8"'
+weights_daemons int8 q8
+forecast_as f32 f32 "a float32 forecast's usage names f32"
+forecast_as q8 int8 "an int8 forecast's usage names int8"
+forecast_as conf int8 "the config's int8 daemon answers"
 
 "$KRONOSD" forecast --model "$MODEL" --weights int8 --compact "$WORK/sampled.json" \
     >"$WORK/cli.json" 2>"$WORK/cli.err"
