@@ -127,7 +127,7 @@ static void test_kernels_against_reference(void **state) {
 
 /* The tiles' edges: rows not a multiple of the row blocks (4, 16) nor of a task's; columns
  * not a whole panel, panels not a whole tile (8) nor a whole pair or four; an input a
- * multiple of the block but of no wider unit; products either side of KR_Q8_FEW_ROWS. */
+ * multiple of the block but of no wider unit; products with and without the prefetch. */
 static void test_tile_edges(void **state) {
     (void)state;
     one_shape(144, 96, 17, 11u); /* 9 panels: a tile of 8 and one of 1 */

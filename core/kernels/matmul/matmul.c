@@ -510,6 +510,14 @@ static void linear_task(void *arg, int task, int worker) {
 #define ROWS_BYTES 131072
 #define STEP_ROWS  48
 
+/* Whether a product's tiles fetch their next panels into L2 ahead: for a decode step's few
+ * rows, but not for one path's (NARROW_ROWS), which streams the weights at the bandwidth's
+ * limit: there the hardware's prefetch keeps up alone, and the extra requests only slowed the
+ * step (docs/design.md, tried and dropped). */
+static int tiles_prefetch(int T) {
+    return T > NARROW_ROWS && T <= STEP_ROWS;
+}
+
 typedef struct { /* rows converted: BF16 pairs, or int8 blocks and their scales */
     union {
         int8_t q[ROWS_BYTES];
@@ -529,8 +537,11 @@ typedef struct {
 } tiles_job;
 
 static kr_q8_rows q8_rows(tile_rows *c, const tiles_job *j) {
-    kr_q8_rows xq = {
-        .q = c->u.q, .d = c->d, .neg = c->neg, .nb = kr_q8_blocks(j->l->in), .product_rows = j->T};
+    kr_q8_rows xq = {.q = c->u.q,
+                     .d = c->d,
+                     .neg = c->neg,
+                     .nb = kr_q8_blocks(j->l->in),
+                     .prefetch = tiles_prefetch(j->T)};
     return xq;
 }
 
@@ -570,7 +581,7 @@ static void tiles_task(void *arg, int task, int worker) {
         cb = p1 - p < tp ? p1 - p : tp;
         kr_tile_out t = tile_at(j->y, r0, p, &cb, l);
         if (l->wh)
-            kr_bf16_tile(&t, c->u.h, l->in, rn, p, cb, l, j->simd, j->T <= STEP_ROWS);
+            kr_bf16_tile(&t, c->u.h, l->in, rn, p, cb, l, j->simd, tiles_prefetch(j->T));
         else
             kr_q8_tile(&t, &xq, 0, rn, p, cb, l, j->simd);
     }

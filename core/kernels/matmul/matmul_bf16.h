@@ -49,7 +49,7 @@ void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in, kr_simd simd);
  * sum's sign when that sum rounded to 24 bits (exponent unbounded) is below FLT_MIN in
  * magnitude: what AVX512-BF16's vdpbf16ps computes. simd picks vdpbf16ps (avx512 where the CPU has
  * AVX512-BF16), its AVX2 emulation or C; the bits depend on none of simd, rn, p, cb, few.
- * few: the product is a decode step's few rows (prefetch the panels read next). */
+ * few: fetch the panels read next into L2 ahead (the caller decides when: matmul.c). */
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few);
 

@@ -377,7 +377,7 @@ static int has_vnni(void) {
 static void tile_vnni(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
     int wide = rn <= 2 ? 2 : 1; /* log2 of the panels a call takes */
-    int few = xq->product_rows <= KR_Q8_FEW_ROWS, panels = (l->out + PANEL - 1) / PANEL;
+    int few = xq->prefetch, panels = (l->out + PANEL - 1) / PANEL;
     for (int c = 0; c < cb;) {
         int lg = wide;
         while (c + (1 << lg) > cb)

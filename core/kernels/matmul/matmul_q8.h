@@ -15,7 +15,6 @@
 #define KR_Q8_MAX_IN      16384
 #define KR_Q8_TILE_ROWS   16 /* rows per task of a product of many rows */
 #define KR_Q8_TILE_PANELS 8  /* panels per kr_q8_tile call */
-#define KR_Q8_FEW_ROWS    48 /* products of at most this many rows prefetch the next panels */
 
 /* Blocks along an input of n: the last one zero-padded. */
 static inline int kr_q8_blocks(int in) {
@@ -46,7 +45,8 @@ typedef struct {
     float *d;
     int32_t *neg;
     int nb;
-    int product_rows; /* the whole product's (all tasks'): a tile prefetches for a few */
+    int prefetch; /* the whole product's rows are few (the caller's rule): tiles fetch the
+                   * next panels */
 } kr_q8_rows;
 
 /* x's n rows of in values into xq (its nb = kr_q8_blocks(in)). The bits do not depend on simd. */
