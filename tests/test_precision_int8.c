@@ -136,8 +136,8 @@ static void test_tile_edges(void **state) {
     one_shape(208, 64, 1, 14u);  /* one row: 13 panels as 4 + 4 + 4 + 1 (in tiles of 8) */
     one_shape(16, 224, 3, 15u);  /* one panel, 7 blocks */
     one_shape(100, 40, 21, 16u); /* a partial last block and a partial last panel */
-    one_shape(144, 64, 32, 17u); /* the most rows whose tiles prefetch the next panels */
-    one_shape(144, 64, 33, 18u); /* and one more: no prefetch */
+    one_shape(144, 64, 32, 17u); /* a decode step's few rows: two whole row blocks */
+    one_shape(144, 64, 33, 18u); /* and one more: a partial third */
     print_message("# int8 tiles: row and panel edges, the reference's bits on every level\n");
 }
 

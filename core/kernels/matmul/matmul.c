@@ -511,9 +511,8 @@ static void linear_task(void *arg, int task, int worker) {
 #define STEP_ROWS  48
 
 /* Whether a product's tiles fetch their next panels into L2 ahead: for a decode step's few
- * rows, but not for one path's (NARROW_ROWS), which streams the weights at the bandwidth's
- * limit: there the hardware's prefetch keeps up alone, and the extra requests only slowed the
- * step (docs/design.md, tried and dropped). */
+ * rows, not one path's (NARROW_ROWS), which streams at the bandwidth's limit: there the
+ * hardware's prefetch keeps up alone and more requests slowed it (design.md, int8 weights). */
 static int tiles_prefetch(int T) {
     return T > NARROW_ROWS && T <= STEP_ROWS;
 }
@@ -531,6 +530,7 @@ typedef struct {
     const y_map *y;
     const float *x;
     int T, rows, col_tasks, col_panels;
+    int prefetch; /* tiles_prefetch(T) */
     const kr_linear *l;
     kr_simd simd;
     tile_rows *shared; /* the one row task's rows, converted by the caller; or NULL */
@@ -541,7 +541,7 @@ static kr_q8_rows q8_rows(tile_rows *c, const tiles_job *j) {
                      .d = c->d,
                      .neg = c->neg,
                      .nb = kr_q8_blocks(j->l->in),
-                     .prefetch = tiles_prefetch(j->T)};
+                     .prefetch = j->prefetch};
     return xq;
 }
 
@@ -581,7 +581,7 @@ static void tiles_task(void *arg, int task, int worker) {
         cb = p1 - p < tp ? p1 - p : tp;
         kr_tile_out t = tile_at(j->y, r0, p, &cb, l);
         if (l->wh)
-            kr_bf16_tile(&t, c->u.h, l->in, rn, p, cb, l, j->simd, tiles_prefetch(j->T));
+            kr_bf16_tile(&t, c->u.h, l->in, rn, p, cb, l, j->simd, j->prefetch);
         else
             kr_q8_tile(&t, &xq, 0, rn, p, cb, l, j->simd);
     }
@@ -615,6 +615,7 @@ static void forward_tiles(const y_map *y, const float *x, int T, const kr_linear
                    .rows = rows,
                    .col_tasks = (panels + col_panels - 1) / col_panels,
                    .col_panels = col_panels,
+                   .prefetch = tiles_prefetch(T),
                    .l = l,
                    .simd = kr_simd_level()};
     tile_rows once;
