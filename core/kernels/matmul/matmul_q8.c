@@ -19,7 +19,14 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+#include <stdatomic.h>
 #define KR_X86 1
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#define ARCH_REQ_XCOMP_PERM 0x1023 /* asm/prctl.h */
+#define XFEATURE_XTILEDATA  18
+#endif
 #endif
 
 #define QB    KR_Q8_BLOCK
@@ -147,7 +154,7 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
             int len = block_len(in, b);
             int32_t s = 0;
 #ifdef KR_X86
-            if (simd == KR_SIMD_AVX512 && len == QB) {
+            if (simd >= KR_SIMD_AVX512 && len == QB) {
                 xq->d[i] = quant32_avx512(q, &s, src);
                 xq->neg[i] = -128 * s;
                 continue;
@@ -395,6 +402,147 @@ static void tile_vnni(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn,
     }
 }
 
+/* ---- AMX-INT8: groups of up to 16 rows x 1 panel, one TDPBSUD a block ------------------ */
+
+/* Below this many rows a call stays on vpdpbusd (a single path's one or two rows) */
+#define AMX_MIN_ROWS 3
+#define AMX_ROWS     16
+
+#define AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni")))
+/* the tile intrinsics' asm does not tell the compiler which memory the tiles read */
+#define AMX_BARRIER() __asm__ volatile("" ::: "memory")
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((aligned(64))) amx_config;
+
+/* Tiles: C sums 0 and 1 (int32, 16 columns; two, so that a block's product runs while the
+ * previous block's floats are summed), A 2 (the rows' bytes of a block), B 3 (the panel's
+ * block: 8 quads x 16 columns x 4 bytes); 4, 5 and 6 are C, C and A of a last, shorter group. */
+static void amx_configure(amx_config *c, int last) {
+    memset(c, 0, sizeof *c);
+    c->palette = 1;
+    for (int t = 0; t < 7; t++) {
+        int g = t >= 4 ? last : AMX_ROWS;
+        c->rows[t] = (uint8_t)(t == 3 ? QB / 4 : g);
+        c->colsb[t] = (uint16_t)(t == 2 || t == 6 ? QB : 64);
+    }
+}
+
+/* One block's sums s[row][16] into the rows' chains: isum = s + neg, acc = fma(dx*dw, isum, acc) */
+AMX_TARGET __attribute__((always_inline)) static inline void
+amx_chain(int G, __m512 *f, const int32_t *s, const kr_q8_rows *xq, int r, int b, __m512 dw) {
+    int nb = xq->nb;
+#pragma GCC unroll 16
+    for (int i = 0; i < G; i++) {
+        size_t at = (size_t)(r + i) * nb + b;
+        __m512i v = _mm512_add_epi32(_mm512_load_si512((const void *)(s + 16 * i)),
+                                     _mm512_set1_epi32(xq->neg[at]));
+        __m512 dx = _mm512_set1_ps(xq->d[at]);
+        f[i] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dw), _mm512_cvtepi32_ps(v), f[i]);
+    }
+}
+
+/* Block b's product of the group's bytes and the panel's into tile C, stored at s */
+#define AMX_BLOCK(C, A, s, b)                                                                      \
+    do {                                                                                           \
+        _tile_loadd(A, xq->q + ((size_t)r * nb + (b)) * QB, (long)nb * QB);                        \
+        _tile_loadd(3, w + (size_t)(b)*PB, 64);                                                    \
+        _tile_zero(C);                                                                             \
+        _tile_dpbsud(C, A, 3);                                                                     \
+        _tile_stored(C, s, 64);                                                                    \
+    } while (0)
+
+/* Rows r .. r + G - 1 (G <= 16, tiles 0-2 for 16, else 4-6) x panel p */
+AMX_TARGET __attribute__((always_inline)) static inline void
+amx_group(int G, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
+    int nb = xq->nb;
+    const int8_t *w = l->wq + (size_t)p * nb * PB;
+    const float *ws = l->ws + (size_t)p * nb * PANEL;
+    int32_t s[2][AMX_ROWS * 16] __attribute__((aligned(64)));
+    __m512 f[AMX_ROWS];
+#pragma GCC unroll 16
+    for (int i = 0; i < G; i++)
+        f[i] = _mm512_setzero_ps();
+    AMX_BARRIER();
+    for (int b = 0; b < nb; b += 2) {
+        if (G == AMX_ROWS)
+            AMX_BLOCK(0, 2, s[0], b);
+        else
+            AMX_BLOCK(4, 6, s[0], b);
+        if (b + 1 < nb) {
+            if (G == AMX_ROWS)
+                AMX_BLOCK(1, 2, s[1], b + 1);
+            else
+                AMX_BLOCK(5, 6, s[1], b + 1);
+        }
+        amx_chain(G, f, s[0], xq, r, b, _mm512_loadu_ps(ws + (size_t)b * PANEL));
+        if (b + 1 < nb)
+            amx_chain(G, f, s[1], xq, r, b + 1, _mm512_loadu_ps(ws + (size_t)(b + 1) * PANEL));
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < G; i++)
+        kr_tile_put16(t, i, 0, f[i]);
+}
+
+#define MAMX(G)                                                                                    \
+    AMX_TARGET static void amx_group_##G(const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, \
+                                         const kr_linear *l) {                                     \
+        amx_group(G, t, xq, r, p, l);                                                              \
+    }
+MAMX(1)
+MAMX(2)
+MAMX(3)
+MAMX(4)
+MAMX(5)
+MAMX(6)
+MAMX(7)
+MAMX(8)
+MAMX(9)
+MAMX(10)
+MAMX(11)
+MAMX(12)
+MAMX(13)
+MAMX(14)
+MAMX(15)
+MAMX(16)
+static const micro_fn amx_group_table[AMX_ROWS] = {
+    amx_group_1,  amx_group_2,  amx_group_3,  amx_group_4,  amx_group_5,  amx_group_6,
+    amx_group_7,  amx_group_8,  amx_group_9,  amx_group_10, amx_group_11, amx_group_12,
+    amx_group_13, amx_group_14, amx_group_15, amx_group_16};
+
+AMX_TARGET static void tile_amx(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p,
+                                int cb, const kr_linear *l) {
+    amx_config cfg;
+    amx_configure(&cfg, rn % AMX_ROWS ? rn % AMX_ROWS : AMX_ROWS);
+    AMX_BARRIER();
+    _tile_loadconfig(&cfg);
+    for (int c = 0; c < cb; c++)
+        for (int i = 0; i < rn; i += AMX_ROWS) {
+            int n = rn - i < AMX_ROWS ? rn - i : AMX_ROWS;
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            amx_group_table[n - 1](&s, xq, r + i, p + c, l);
+        }
+    _tile_release();
+}
+
+/* The CPU has the tiles and the OS grants their state to this process (asked once) */
+int kr_q8_amx_ready(void) {
+    static atomic_int ready = -1;
+    int ok = atomic_load(&ready);
+    if (ok < 0) {
+        ok = 0;
+#ifdef __linux__
+        if (has_vnni() && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8"))
+            ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#endif
+        atomic_store(&ready, ok);
+    }
+    return ok;
+}
+
 static void tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
     for (int c = 0; c < cb; c++)
@@ -404,12 +552,20 @@ static void tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn,
             micro_avx2_table[n - 1](&s, xq, r + i, p + c, l);
         }
 }
+#else
+int kr_q8_amx_ready(void) {
+    return 0;
+}
 #endif
 
 void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 const kr_linear *l, kr_simd simd) {
 #ifdef KR_X86
-    if (simd == KR_SIMD_AVX512 && has_vnni()) {
+    if (simd == KR_SIMD_AMX && rn >= AMX_MIN_ROWS) {
+        tile_amx(t, xq, r, rn, p, cb, l);
+        return;
+    }
+    if (simd >= KR_SIMD_AVX512 && has_vnni()) {
         tile_vnni(t, xq, r, rn, p, cb, l);
         return;
     }
