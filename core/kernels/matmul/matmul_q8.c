@@ -418,69 +418,77 @@ typedef struct {
     uint8_t rows[16];
 } __attribute__((aligned(64))) amx_config;
 
-/* Tiles: C sums 0 and 1 (int32, 16 columns; two, so that a block's product runs while the
- * previous block's floats are summed), A 2 (the rows' bytes of a block), B 3 (the panel's
- * block: 8 quads x 16 columns x 4 bytes); 4, 5 and 6 are C, C and A of a last, shorter group. */
-static void amx_configure(amx_config *c, int last) {
+/* Tiles for g rows, in sets so that blocks' products run while earlier blocks' floats are
+ * summed (tiles are not renamed): C 0, 1, 6 and 7 (int32 sums, 16 columns), A 2 and 3 (the
+ * rows' bytes of a block), B 4 and 5 (the panel's block: 8 quads x 16 columns x 4 bytes) */
+static void amx_configure(amx_config *c, int g) {
     memset(c, 0, sizeof *c);
     c->palette = 1;
-    for (int t = 0; t < 7; t++) {
-        int g = t >= 4 ? last : AMX_ROWS;
-        c->rows[t] = (uint8_t)(t == 3 ? QB / 4 : g);
-        c->colsb[t] = (uint16_t)(t == 2 || t == 6 ? QB : 64);
+    for (int t = 0; t < 8; t++) {
+        c->rows[t] = (uint8_t)(t == 4 || t == 5 ? QB / 4 : g);
+        c->colsb[t] = (uint16_t)(t == 2 || t == 3 ? QB : 64);
     }
 }
 
+/* The group's scales and neg by block, [block][16 rows]: one base for a block's rows */
+typedef struct {
+    float d[KR_Q8_MAX_IN / QB * AMX_ROWS];
+    int32_t neg[KR_Q8_MAX_IN / QB * AMX_ROWS];
+} amx_rows;
+
 /* One block's sums s[row][16] into the rows' chains: isum = s + neg, acc = fma(dx*dw, isum, acc) */
 AMX_TARGET __attribute__((always_inline)) static inline void
-amx_chain(int G, __m512 *f, const int32_t *s, const kr_q8_rows *xq, int r, int b, __m512 dw) {
-    int nb = xq->nb;
+amx_chain(int G, __m512 *f, const int32_t *s, const amx_rows *g, int b, __m512 dw) {
+    const float *d = g->d + (size_t)b * AMX_ROWS;
+    const int32_t *neg = g->neg + (size_t)b * AMX_ROWS;
 #pragma GCC unroll 16
     for (int i = 0; i < G; i++) {
-        size_t at = (size_t)(r + i) * nb + b;
         __m512i v = _mm512_add_epi32(_mm512_load_si512((const void *)(s + 16 * i)),
-                                     _mm512_set1_epi32(xq->neg[at]));
-        __m512 dx = _mm512_set1_ps(xq->d[at]);
-        f[i] = _mm512_fmadd_ps(_mm512_mul_ps(dx, dw), _mm512_cvtepi32_ps(v), f[i]);
+                                     _mm512_set1_epi32(neg[i]));
+        f[i] =
+            _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(d[i]), dw), _mm512_cvtepi32_ps(v), f[i]);
     }
 }
 
 /* Block b's product of the group's bytes and the panel's into tile C, stored at s */
-#define AMX_BLOCK(C, A, s, b)                                                                      \
+#define AMX_BLOCK(C, A, B, s, b)                                                                   \
     do {                                                                                           \
         _tile_loadd(A, xq->q + ((size_t)r * nb + (b)) * QB, (long)nb * QB);                        \
-        _tile_loadd(3, w + (size_t)(b)*PB, 64);                                                    \
+        _tile_loadd(B, w + (size_t)(b)*PB, 64);                                                    \
         _tile_zero(C);                                                                             \
-        _tile_dpbsud(C, A, 3);                                                                     \
+        _tile_dpbsud(C, A, B);                                                                     \
         _tile_stored(C, s, 64);                                                                    \
     } while (0)
 
-/* Rows r .. r + G - 1 (G <= 16, tiles 0-2 for 16, else 4-6) x panel p */
-AMX_TARGET __attribute__((always_inline)) static inline void
-amx_group(int G, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
+/* Rows r .. r + G - 1 (G <= 16, the tiles configured for G) x panel p */
+AMX_TARGET __attribute__((always_inline)) static inline void amx_group(int G, const kr_tile_out *t,
+                                                                       const kr_q8_rows *xq,
+                                                                       const amx_rows *g, int r,
+                                                                       int p, const kr_linear *l) {
     int nb = xq->nb;
     const int8_t *w = l->wq + (size_t)p * nb * PB;
     const float *ws = l->ws + (size_t)p * nb * PANEL;
-    int32_t s[2][AMX_ROWS * 16] __attribute__((aligned(64)));
+    int32_t s[4][AMX_ROWS * 16] __attribute__((aligned(64)));
     __m512 f[AMX_ROWS];
 #pragma GCC unroll 16
     for (int i = 0; i < G; i++)
         f[i] = _mm512_setzero_ps();
     AMX_BARRIER();
-    for (int b = 0; b < nb; b += 2) {
-        if (G == AMX_ROWS)
-            AMX_BLOCK(0, 2, s[0], b);
-        else
-            AMX_BLOCK(4, 6, s[0], b);
-        if (b + 1 < nb) {
-            if (G == AMX_ROWS)
-                AMX_BLOCK(1, 2, s[1], b + 1);
-            else
-                AMX_BLOCK(5, 6, s[1], b + 1);
-        }
-        amx_chain(G, f, s[0], xq, r, b, _mm512_loadu_ps(ws + (size_t)b * PANEL));
+    /* blocks b + 2 and b + 3 multiplied while b's and b + 1's floats are summed */
+    AMX_BLOCK(0, 2, 4, s[0], 0);
+    if (1 < nb) AMX_BLOCK(1, 3, 5, s[1], 1);
+    for (int b = 0; b < nb; b += 4) {
+        if (b + 2 < nb) AMX_BLOCK(6, 2, 4, s[2], b + 2);
+        if (b + 3 < nb) AMX_BLOCK(7, 3, 5, s[3], b + 3);
+        amx_chain(G, f, s[0], g, b, _mm512_loadu_ps(ws + (size_t)b * PANEL));
         if (b + 1 < nb)
-            amx_chain(G, f, s[1], xq, r, b + 1, _mm512_loadu_ps(ws + (size_t)(b + 1) * PANEL));
+            amx_chain(G, f, s[1], g, b + 1, _mm512_loadu_ps(ws + (size_t)(b + 1) * PANEL));
+        if (b + 4 < nb) AMX_BLOCK(0, 2, 4, s[0], b + 4);
+        if (b + 5 < nb) AMX_BLOCK(1, 3, 5, s[1], b + 5);
+        if (b + 2 < nb)
+            amx_chain(G, f, s[2], g, b + 2, _mm512_loadu_ps(ws + (size_t)(b + 2) * PANEL));
+        if (b + 3 < nb)
+            amx_chain(G, f, s[3], g, b + 3, _mm512_loadu_ps(ws + (size_t)(b + 3) * PANEL));
     }
 #pragma GCC unroll 16
     for (int i = 0; i < G; i++)
@@ -488,9 +496,9 @@ amx_group(int G, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const
 }
 
 #define MAMX(G)                                                                                    \
-    AMX_TARGET static void amx_group_##G(const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, \
-                                         const kr_linear *l) {                                     \
-        amx_group(G, t, xq, r, p, l);                                                              \
+    AMX_TARGET static void amx_group_##G(const kr_tile_out *t, const kr_q8_rows *xq,               \
+                                         const amx_rows *g, int r, int p, const kr_linear *l) {    \
+        amx_group(G, t, xq, g, r, p, l);                                                           \
     }
 MAMX(1)
 MAMX(2)
@@ -508,7 +516,9 @@ MAMX(13)
 MAMX(14)
 MAMX(15)
 MAMX(16)
-static const micro_fn amx_group_table[AMX_ROWS] = {
+typedef void (*amx_fn)(const kr_tile_out *, const kr_q8_rows *, const amx_rows *, int, int,
+                       const kr_linear *);
+static const amx_fn amx_group_table[AMX_ROWS] = {
     amx_group_1,  amx_group_2,  amx_group_3,  amx_group_4,  amx_group_5,  amx_group_6,
     amx_group_7,  amx_group_8,  amx_group_9,  amx_group_10, amx_group_11, amx_group_12,
     amx_group_13, amx_group_14, amx_group_15, amx_group_16};
@@ -516,15 +526,25 @@ static const micro_fn amx_group_table[AMX_ROWS] = {
 AMX_TARGET static void tile_amx(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p,
                                 int cb, const kr_linear *l) {
     amx_config cfg;
-    amx_configure(&cfg, rn % AMX_ROWS ? rn % AMX_ROWS : AMX_ROWS);
-    AMX_BARRIER();
-    _tile_loadconfig(&cfg);
-    for (int c = 0; c < cb; c++)
-        for (int i = 0; i < rn; i += AMX_ROWS) {
-            int n = rn - i < AMX_ROWS ? rn - i : AMX_ROWS;
-            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            amx_group_table[n - 1](&s, xq, r + i, p + c, l);
+    amx_rows g;
+    int nb = xq->nb;
+    for (int i = 0, rows = 0; i < rn; i += AMX_ROWS) {
+        int n = rn - i < AMX_ROWS ? rn - i : AMX_ROWS;
+        for (int b = 0; b < nb; b++)
+            for (int k = 0; k < n; k++) {
+                g.d[b * AMX_ROWS + k] = xq->d[(size_t)(r + i + k) * nb + b];
+                g.neg[b * AMX_ROWS + k] = xq->neg[(size_t)(r + i + k) * nb + b];
+            }
+        if (n != rows) { /* a last, shorter group */
+            amx_configure(&cfg, rows = n);
+            AMX_BARRIER();
+            _tile_loadconfig(&cfg);
         }
+        for (int c = 0; c < cb; c++) {
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            amx_group_table[n - 1](&s, xq, &g, r + i, p + c, l);
+        }
+    }
     _tile_release();
 }
 
