@@ -404,8 +404,9 @@ static void tile_vnni(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn,
 
 /* ---- AMX-INT8: groups of up to 16 rows x 1 panel, one TDPBSUD a block ------------------ */
 
-/* Below this many rows a call stays on vpdpbusd (a single path's one or two rows) */
-#define AMX_MIN_ROWS 3
+/* A group of fewer rows stays on vpdpbusd: a tile's loads, product and store cost the same
+ * for any row count, and below this many rows vpdpbusd is faster */
+#define AMX_MIN_ROWS 8
 #define AMX_ROWS     16
 
 #define AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni")))
@@ -500,13 +501,6 @@ AMX_TARGET __attribute__((always_inline)) static inline void amx_group(int G, co
                                          const amx_rows *g, int r, int p, const kr_linear *l) {    \
         amx_group(G, t, xq, g, r, p, l);                                                           \
     }
-MAMX(1)
-MAMX(2)
-MAMX(3)
-MAMX(4)
-MAMX(5)
-MAMX(6)
-MAMX(7)
 MAMX(8)
 MAMX(9)
 MAMX(10)
@@ -518,9 +512,8 @@ MAMX(15)
 MAMX(16)
 typedef void (*amx_fn)(const kr_tile_out *, const kr_q8_rows *, const amx_rows *, int, int,
                        const kr_linear *);
-static const amx_fn amx_group_table[AMX_ROWS] = {
-    amx_group_1,  amx_group_2,  amx_group_3,  amx_group_4,  amx_group_5,  amx_group_6,
-    amx_group_7,  amx_group_8,  amx_group_9,  amx_group_10, amx_group_11, amx_group_12,
+static const amx_fn amx_group_table[AMX_ROWS - AMX_MIN_ROWS + 1] = {
+    amx_group_8,  amx_group_9,  amx_group_10, amx_group_11, amx_group_12,
     amx_group_13, amx_group_14, amx_group_15, amx_group_16};
 
 AMX_TARGET static void tile_amx(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p,
@@ -530,6 +523,11 @@ AMX_TARGET static void tile_amx(const kr_tile_out *t, const kr_q8_rows *xq, int 
     int nb = xq->nb;
     for (int i = 0, rows = 0; i < rn; i += AMX_ROWS) {
         int n = rn - i < AMX_ROWS ? rn - i : AMX_ROWS;
+        if (n < AMX_MIN_ROWS) {
+            kr_tile_out s = kr_tile_sub(t, i, 0);
+            tile_vnni(&s, xq, r + i, n, p, cb, l);
+            break;
+        }
         for (int b = 0; b < nb; b++)
             for (int k = 0; k < n; k++) {
                 g.d[b * AMX_ROWS + k] = xq->d[(size_t)(r + i + k) * nb + b];
@@ -542,7 +540,7 @@ AMX_TARGET static void tile_amx(const kr_tile_out *t, const kr_q8_rows *xq, int 
         }
         for (int c = 0; c < cb; c++) {
             kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            amx_group_table[n - 1](&s, xq, &g, r + i, p + c, l);
+            amx_group_table[n - AMX_MIN_ROWS](&s, xq, &g, r + i, p + c, l);
         }
     }
     _tile_release();
@@ -581,7 +579,7 @@ int kr_q8_amx_ready(void) {
 void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 const kr_linear *l, kr_simd simd) {
 #ifdef KR_X86
-    if (simd == KR_SIMD_AMX && rn >= AMX_MIN_ROWS) {
+    if (simd == KR_SIMD_AMX && rn >= AMX_MIN_ROWS) { /* else a single path's rows and the like */
         tile_amx(t, xq, r, rn, p, cb, l);
         return;
     }
