@@ -3,9 +3,10 @@
  * activations (once a product).
  *
  * Each block's dot product is a sum of 32 products of integers in [-127, 127]: exact in int32
- * on every level (AVX512-VNNI's vpdpbusd, AVX2's vpmaddubsw + vpmaddwd, or C). The float
- * part is one expression in one order: per block, in order, acc = fma(dx * dw, isum, acc).
- * So every level computes the same bits, and a row's bits depend on that row alone.
+ * on every level (AMX-INT8's tdpbsud, AVX512-VNNI's vpdpbusd, AVX2's vpmaddubsw + vpmaddwd, or
+ * C). The float part is one expression in one order: per block, in order,
+ * acc = fma(dx * dw, isum, acc). So every level computes the same bits, and a row's bits
+ * depend on that row alone.
  *
  * The tiles are register-blocked: several rows by several panels of 16 columns per inner
  * loop, each weight vector loaded once for all the rows. vpdpbusd multiplies unsigned by
