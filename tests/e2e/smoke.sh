@@ -273,7 +273,7 @@ if [ "$STATUS" = 200 ] && grep -q '^kronosd_requests_total{endpoint="forecast",s
     grep -q '^kronosd_request_duration_seconds_bucket{endpoint="forecast",le="+Inf"}' "$BODY" &&
     grep -q '^kronosd_generated_tokens_total [1-9]' "$BODY" && grep -q '^kronosd_pool_bytes_total [1-9]' "$BODY" &&
     grep -q '^kronosd_sessions 1$' "$BODY" &&
-    grep -Eq '^kronosd_kernels_info[{]simd="(avx512|avx2|generic)"[}] 1$' "$BODY"; then
+    grep -Eq '^kronosd_kernels_info[{]simd="(amx|avx512|avx2|generic)"[}] 1$' "$BODY"; then
     pass "GET /metrics"
 else
     fail "GET /metrics" "$(grep -v '^#' "$BODY" | grep -v bucket | head -30)"
