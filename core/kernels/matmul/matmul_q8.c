@@ -19,6 +19,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include <stdatomic.h>
 #define KR_X86 1
@@ -547,6 +548,17 @@ AMX_TARGET static void tile_amx(const kr_tile_out *t, const kr_q8_rows *xq, int 
     _tile_release();
 }
 
+/* CPUID's AMX-TILE and AMX-INT8, and the tile state enabled in XCR0 (by CPUID, not
+ * __builtin_cpu_supports: clang 14 does not know the AMX names) */
+static int has_amx_int8(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return 0; /* OSXSAVE: xgetbv */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo >> 17 & 3) == 3; /* XTILECFG and XTILEDATA */
+}
+
 /* The CPU has the tiles and the OS grants their state to this process (asked once) */
 int kr_q8_amx_ready(void) {
     static atomic_int ready = -1;
@@ -554,7 +566,7 @@ int kr_q8_amx_ready(void) {
     if (ok < 0) {
         ok = 0;
 #ifdef __linux__
-        if (has_vnni() && __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8"))
+        if (has_vnni() && has_amx_int8())
             ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 #endif
         atomic_store(&ready, ok);
