@@ -461,6 +461,7 @@ amx_chain(int G, __m512 *f, const int32_t *s, const amx_rows *g, int b, __m512 d
         _tile_zero(C);                                                                             \
         _tile_dpbsud(C, A, B);                                                                     \
         _tile_stored(C, s, 64);                                                                    \
+        AMX_BARRIER(); /* the floats read s after the store */                                     \
     } while (0)
 
 /* Rows r .. r + G - 1 (G <= 16, the tiles configured for G) x panel p */
