@@ -125,7 +125,7 @@ int kb_fp_rates_measure(int level, kb_fp_rates *out) {
 #ifdef KB_X86
     float (*fma_fn)(long), (*muladd_fn)(long);
     double fma_terms, muladd_terms; /* vector lanes x chains: the terms of one step */
-    if (level == 2) {
+    if (level >= 2) {               /* amx: the avx512 loops */
         fma_fn = fma_512, muladd_fn = muladd_512, fma_terms = muladd_terms = 16.0 * CHAINS;
     } else if (level == 1) {
         fma_fn = fma_256, muladd_fn = muladd_256;

@@ -8,7 +8,7 @@ typedef struct {
     double muladd_gflops; /* a multiply then an add, 2 flops a pair */
 } kb_fp_rates;
 
-/* Measures both on the calling thread at level (1 AVX2, 2 AVX-512; the values of kr_simd):
+/* Measures both on the calling thread at level (1 AVX2, 2 and 3 AVX-512; the values of kr_simd):
  * register-only loops, the fastest of a few alternating calls (about 0.3 s). Returns -1 for
  * the portable level and on CPUs other than x86-64 (nothing measured), else 0. */
 int kb_fp_rates_measure(int level, kb_fp_rates *out);

@@ -70,10 +70,12 @@ int kr_threads(void);
 
 /* The instruction set of the core's own kernels, chosen at first use: the best the CPU
  * has, or a lower one named by the environment variable KRONOS_SIMD (for tests). Every
- * level computes the same bits. */
-typedef enum { KR_SIMD_GENERIC, KR_SIMD_AVX2, KR_SIMD_AVX512 } kr_simd;
+ * level computes the same bits. amx is avx512 plus AMX-INT8 tiles for int8 weights (the
+ * CPU has AVX512-VNNI, AMX-TILE and AMX-INT8, and the OS grants the tile state); float32
+ * and bf16 run their avx512 kernels there. */
+typedef enum { KR_SIMD_GENERIC, KR_SIMD_AVX2, KR_SIMD_AVX512, KR_SIMD_AMX } kr_simd;
 kr_simd kr_simd_level(void);
-const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512" */
+const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512", "amx" */
 
 /* A caller's way to stop long work between steps: check returns 0 to go on, or
  * KR_E_CANCELLED / KR_E_DEADLINE to stop, and the work then fails with that code, its

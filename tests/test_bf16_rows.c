@@ -57,7 +57,7 @@ static void one_shape(int n, int in, uint32_t seed) {
                          : rng_next(&seed) % 4 ? special[rng_next(&seed) % N_SPECIAL]
                                                : rng_next(&seed));
     int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AMX; s++) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
         levels++;
         memset(xb, 0xa5, sizeof(uint32_t) * (size_t)n * np);

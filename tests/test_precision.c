@@ -222,7 +222,7 @@ static void attention_over_bf16(int d, int n_heads, int n_rows) {
         fr[r] = (kr_attn_row){&fv, n};
         hr[r] = (kr_attn_row){&hv, n};
     }
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AMX; s++) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
         kr_attend_rows(o1, q, fr, n_rows, d, 0, n_heads, scratch, KEYS);
         kr_attend_rows(o2, q, hr, n_rows, d, 0, n_heads, scratch, KEYS);

@@ -127,7 +127,9 @@ static void test_kernels_against_reference(void **state) {
 
 /* The tiles' edges: rows not a multiple of the row blocks (4, 16) nor of a task's; columns
  * not a whole panel, panels not a whole tile (8) nor a whole pair or four; an input a
- * multiple of the block but of no wider unit; products with and without the prefetch. */
+ * multiple of the block but of no wider unit; products with and without the prefetch. At
+ * the amx level: groups of 16 rows, a last shorter group, a last group of fewer than 8 rows
+ * (vpdpbusd), odd and even counts of blocks. */
 static void test_tile_edges(void **state) {
     (void)state;
     one_shape(144, 96, 17, 11u); /* 9 panels: a tile of 8 and one of 1 */
@@ -138,6 +140,10 @@ static void test_tile_edges(void **state) {
     one_shape(100, 40, 21, 16u); /* a partial last block and a partial last panel */
     one_shape(144, 64, 32, 17u); /* a decode step's few rows: two whole row blocks */
     one_shape(144, 64, 33, 18u); /* and one more: a partial third */
+    one_shape(40, 100, 48, 19u); /* AMX: three whole groups of 16 rows, a last block of 4 */
+    one_shape(72, 200, 49, 20u); /* a task of 16 rows four times, the last of one */
+    one_shape(56, 72, 30, 21u);  /* a 30-path step: 16 + 14 rows, an odd count of blocks */
+    one_shape(40, 96, 12, 22u);  /* AMX: one group of 12 rows, a partial last panel */
     print_message("# int8 tiles: row and panel edges, the reference's bits on every level\n");
 }
 
@@ -163,7 +169,7 @@ static void test_quantise_rows_every_level(void **state) {
                 *v = tu_lcg(&seed) * (r + 1.0f) * 7.0f;
         }
     int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AMX; s++) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
         levels++;
         int8_t q[ROWS * NB * 32];

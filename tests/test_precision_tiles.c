@@ -78,7 +78,7 @@ static void one_shape(int mode, int out, int in, int T, int n_parts, uint32_t se
     layer ly;
     make_layer(&ly, mode, w, b, out, in);
     int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AMX; s++) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
         kr_linear_forward(y, x, T, &ly.l);
         if (levels++ == 0) memcpy(first, y, sizeof(float) * T * out);

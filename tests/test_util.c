@@ -327,7 +327,7 @@ int tu_levels_agree(const kr_model *m, const kr_model *same_as, int n_tok, int t
     assert_true(b && (a || !same_as));
     kr_forecast_result first_fc = {0};
     int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AMX; s++) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
         tu_fork_logits(m, n_tok, tail, paths, b);
         if (same_as) {
@@ -373,7 +373,7 @@ int tu_linear_every_level(const kr_linear *l, const float *x, int T, const float
     int out = l->out, in = l->in, levels = 0;
     float *y = malloc(sizeof(float) * T * out), *one = malloc(sizeof(float) * out);
     assert_true(y && one);
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AVX512; s++) {
+    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AMX; s++) {
         if (kr_simd_set((kr_simd)s) != 0) continue;
         levels++;
         memset(y, 0, sizeof(float) * T * out);

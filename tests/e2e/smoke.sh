@@ -41,7 +41,7 @@ expect "GET /health" 200 'd == {"status": "ok"}'
 has_header X-Request-Id && pass "responses carry X-Request-Id" || fail "responses carry X-Request-Id"
 http GET "$A/model"
 expect "GET /model" 200 'd["max_context"] == 512 and d["parameters"] > 0 and d["pool"]["bytes_total"] > 0 and d["threads"]["workers"] == 1 and d["predictor"]["d_model"] == 64 and d["version"]'
-expect "/model names the kernels" 200 'd["kernels"]["simd"] in ("avx512", "avx2", "generic") and "blas_core" not in d["kernels"]'
+expect "/model names the kernels" 200 'd["kernels"]["simd"] in ("amx", "avx512", "avx2", "generic") and "blas_core" not in d["kernels"]'
 
 http POST "$A/forecast" --data-binary @"$WORK/golden_forecast.json"
 cp "$BODY" "$WORK/forecast_out.json"
@@ -273,7 +273,7 @@ if [ "$STATUS" = 200 ] && grep -q '^kronosd_requests_total{endpoint="forecast",s
     grep -q '^kronosd_request_duration_seconds_bucket{endpoint="forecast",le="+Inf"}' "$BODY" &&
     grep -q '^kronosd_generated_tokens_total [1-9]' "$BODY" && grep -q '^kronosd_pool_bytes_total [1-9]' "$BODY" &&
     grep -q '^kronosd_sessions 1$' "$BODY" &&
-    grep -Eq '^kronosd_kernels_info[{]simd="(avx512|avx2|generic)"[}] 1$' "$BODY"; then
+    grep -Eq '^kronosd_kernels_info[{]simd="(amx|avx512|avx2|generic)"[}] 1$' "$BODY"; then
     pass "GET /metrics"
 else
     fail "GET /metrics" "$(grep -v '^#' "$BODY" | grep -v bucket | head -30)"

@@ -93,6 +93,7 @@ static kr_simd detect_best(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = KR_SIMD_AVX2;
     if (best == KR_SIMD_AVX2 && __builtin_cpu_supports("avx512f")) best = KR_SIMD_AVX512;
+    if (best == KR_SIMD_AVX512 && kr_q8_amx_ready()) best = KR_SIMD_AMX;
 #endif
     return best;
 }
@@ -123,14 +124,8 @@ int kr_simd_set(kr_simd s) {
 }
 
 const char *kr_simd_name(kr_simd s) {
-    switch (s) {
-    case KR_SIMD_AVX512:
-        return "avx512";
-    case KR_SIMD_AVX2:
-        return "avx2";
-    default:
-        return "generic";
-    }
+    static const char *const names[] = {"generic", "avx2", "avx512", "amx"};
+    return s > KR_SIMD_GENERIC && s <= KR_SIMD_AMX ? names[s] : names[0];
 }
 
 /* ---- portable kernel -------------------------------------------------------------------- */
@@ -420,6 +415,7 @@ static void task_block(const linear_job *j, int task, int run, int rc, int rc1, 
     const kr_linear *l = j->l;
     switch (j->simd) {
 #ifdef KR_X86
+    case KR_SIMD_AMX:
     case KR_SIMD_AVX512:
         if (rc1 - rc <= AVX512_NARROW) { /* a decode step's rows: wide, streaming */
             for (int p = p0; p < p1; p += AVX512_CB_MAX) {

@@ -116,7 +116,7 @@ void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in, kr_simd simd) {
         uint32_t *d = xb + (size_t)r * np;
         int j = 0;
 #ifdef KR_X86
-        if (simd == KR_SIMD_AVX512)
+        if (simd >= KR_SIMD_AVX512)
             j = rows_avx512(d, xr, in);
         else if (simd >= KR_SIMD_AVX2)
             j = rows_avx2(d, xr, in);
@@ -367,7 +367,7 @@ int kr_bf16_has_dot(void) {
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few) {
 #ifdef KR_X86
-    if (simd == KR_SIMD_AVX512 && kr_bf16_has_dot()) {
+    if (simd >= KR_SIMD_AVX512 && kr_bf16_has_dot()) {
         tile_dp(t, xb, in, rn, p, cb, l, few);
         return;
     }

@@ -3,9 +3,10 @@
  * activations (once a product).
  *
  * Each block's dot product is a sum of 32 products of integers in [-127, 127]: exact in int32
- * on every level (AVX512-VNNI's vpdpbusd, AVX2's vpmaddubsw + vpmaddwd, or C). The float
- * part is one expression in one order: per block, in order, acc = fma(dx * dw, isum, acc).
- * So every level computes the same bits, and a row's bits depend on that row alone.
+ * on every level (AMX-INT8's tdpbsud, AVX512-VNNI's vpdpbusd, AVX2's vpmaddubsw + vpmaddwd, or
+ * C). The float part is one expression in one order: per block, in order,
+ * acc = fma(dx * dw, isum, acc). So every level computes the same bits, and a row's bits
+ * depend on that row alone.
  *
  * The tiles are register-blocked: several rows by several panels of 16 columns per inner
  * loop, each weight vector loaded once for all the rows. vpdpbusd multiplies unsigned by
@@ -18,8 +19,16 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 #define KR_X86 1
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#define ARCH_REQ_XCOMP_PERM 0x1023 /* asm/prctl.h */
+#define XFEATURE_XTILEDATA  18
+#endif
 #endif
 
 #define QB    KR_Q8_BLOCK
@@ -147,7 +156,7 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
             int len = block_len(in, b);
             int32_t s = 0;
 #ifdef KR_X86
-            if (simd == KR_SIMD_AVX512 && len == QB) {
+            if (simd >= KR_SIMD_AVX512 && len == QB) {
                 xq->d[i] = quant32_avx512(q, &s, src);
                 xq->neg[i] = -128 * s;
                 continue;
@@ -395,6 +404,177 @@ static void tile_vnni(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn,
     }
 }
 
+/* ---- AMX-INT8: groups of up to 16 rows x 1 panel, one TDPBSUD a block ------------------ */
+
+/* A group of fewer rows stays on vpdpbusd: a tile's loads, product and store cost the same
+ * for any row count, and below this many rows vpdpbusd is faster */
+#define AMX_MIN_ROWS 8
+#define AMX_ROWS     16
+
+#define AMX_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni")))
+/* the tile intrinsics' asm does not tell the compiler which memory the tiles read */
+#define AMX_BARRIER() __asm__ volatile("" ::: "memory")
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((aligned(64))) amx_config;
+
+/* Tiles for g rows, in sets so that blocks' products run while earlier blocks' floats are
+ * summed (tiles are not renamed): C 0, 1, 6 and 7 (int32 sums, 16 columns), A 2 and 3 (the
+ * rows' bytes of a block), B 4 and 5 (the panel's block: 8 quads x 16 columns x 4 bytes) */
+static void amx_configure(amx_config *c, int g) {
+    memset(c, 0, sizeof *c);
+    c->palette = 1;
+    for (int t = 0; t < 8; t++) {
+        c->rows[t] = (uint8_t)(t == 4 || t == 5 ? QB / 4 : g);
+        c->colsb[t] = (uint16_t)(t == 2 || t == 3 ? QB : 64);
+    }
+}
+
+/* The group's scales and neg by block, [block][16 rows]: one base for a block's rows */
+typedef struct {
+    float d[KR_Q8_MAX_IN / QB * AMX_ROWS];
+    int32_t neg[KR_Q8_MAX_IN / QB * AMX_ROWS];
+} amx_rows;
+
+/* One block's sums s[row][16] into the rows' chains: isum = s + neg, acc = fma(dx*dw, isum, acc) */
+AMX_TARGET __attribute__((always_inline)) static inline void
+amx_chain(int G, __m512 *f, const int32_t *s, const amx_rows *g, int b, __m512 dw) {
+    const float *d = g->d + (size_t)b * AMX_ROWS;
+    const int32_t *neg = g->neg + (size_t)b * AMX_ROWS;
+#pragma GCC unroll 16
+    for (int i = 0; i < G; i++) {
+        __m512i v = _mm512_add_epi32(_mm512_load_si512((const void *)(s + 16 * i)),
+                                     _mm512_set1_epi32(neg[i]));
+        f[i] =
+            _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(d[i]), dw), _mm512_cvtepi32_ps(v), f[i]);
+    }
+}
+
+/* Block b's product of the group's bytes and the panel's into tile C, stored at s */
+#define AMX_BLOCK(C, A, B, s, b)                                                                   \
+    do {                                                                                           \
+        _tile_loadd(A, xq->q + ((size_t)r * nb + (b)) * QB, (long)nb * QB);                        \
+        _tile_loadd(B, w + (size_t)(b)*PB, 64);                                                    \
+        _tile_zero(C);                                                                             \
+        _tile_dpbsud(C, A, B);                                                                     \
+        _tile_stored(C, s, 64);                                                                    \
+        AMX_BARRIER(); /* the floats read s after the store */                                     \
+    } while (0)
+
+/* Rows r .. r + G - 1 (G <= 16, the tiles configured for G) x panel p */
+AMX_TARGET __attribute__((always_inline)) static inline void amx_group(int G, const kr_tile_out *t,
+                                                                       const kr_q8_rows *xq,
+                                                                       const amx_rows *g, int r,
+                                                                       int p, const kr_linear *l) {
+    int nb = xq->nb;
+    const int8_t *w = l->wq + (size_t)p * nb * PB;
+    const float *ws = l->ws + (size_t)p * nb * PANEL;
+    int32_t s[4][AMX_ROWS * 16] __attribute__((aligned(64)));
+    __m512 f[AMX_ROWS];
+#pragma GCC unroll 16
+    for (int i = 0; i < G; i++)
+        f[i] = _mm512_setzero_ps();
+    AMX_BARRIER();
+    /* blocks b + 2 and b + 3 multiplied while b's and b + 1's floats are summed */
+    AMX_BLOCK(0, 2, 4, s[0], 0);
+    if (1 < nb) AMX_BLOCK(1, 3, 5, s[1], 1);
+    for (int b = 0; b < nb; b += 4) {
+        if (b + 2 < nb) AMX_BLOCK(6, 2, 4, s[2], b + 2);
+        if (b + 3 < nb) AMX_BLOCK(7, 3, 5, s[3], b + 3);
+        amx_chain(G, f, s[0], g, b, _mm512_loadu_ps(ws + (size_t)b * PANEL));
+        if (b + 1 < nb)
+            amx_chain(G, f, s[1], g, b + 1, _mm512_loadu_ps(ws + (size_t)(b + 1) * PANEL));
+        if (b + 4 < nb) AMX_BLOCK(0, 2, 4, s[0], b + 4);
+        if (b + 5 < nb) AMX_BLOCK(1, 3, 5, s[1], b + 5);
+        if (b + 2 < nb)
+            amx_chain(G, f, s[2], g, b + 2, _mm512_loadu_ps(ws + (size_t)(b + 2) * PANEL));
+        if (b + 3 < nb)
+            amx_chain(G, f, s[3], g, b + 3, _mm512_loadu_ps(ws + (size_t)(b + 3) * PANEL));
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < G; i++)
+        kr_tile_put16(t, i, 0, f[i]);
+}
+
+#define MAMX(G)                                                                                    \
+    AMX_TARGET static void amx_group_##G(const kr_tile_out *t, const kr_q8_rows *xq,               \
+                                         const amx_rows *g, int r, int p, const kr_linear *l) {    \
+        amx_group(G, t, xq, g, r, p, l);                                                           \
+    }
+MAMX(8)
+MAMX(9)
+MAMX(10)
+MAMX(11)
+MAMX(12)
+MAMX(13)
+MAMX(14)
+MAMX(15)
+MAMX(16)
+typedef void (*amx_fn)(const kr_tile_out *, const kr_q8_rows *, const amx_rows *, int, int,
+                       const kr_linear *);
+static const amx_fn amx_group_table[AMX_ROWS - AMX_MIN_ROWS + 1] = {
+    amx_group_8,  amx_group_9,  amx_group_10, amx_group_11, amx_group_12,
+    amx_group_13, amx_group_14, amx_group_15, amx_group_16};
+
+AMX_TARGET static void tile_amx(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p,
+                                int cb, const kr_linear *l) {
+    amx_config cfg;
+    amx_rows g;
+    int nb = xq->nb;
+    for (int i = 0, rows = 0; i < rn; i += AMX_ROWS) {
+        int n = rn - i < AMX_ROWS ? rn - i : AMX_ROWS;
+        if (n < AMX_MIN_ROWS) {
+            kr_tile_out s = kr_tile_sub(t, i, 0);
+            tile_vnni(&s, xq, r + i, n, p, cb, l);
+            break;
+        }
+        for (int b = 0; b < nb; b++)
+            for (int k = 0; k < n; k++) {
+                g.d[b * AMX_ROWS + k] = xq->d[(size_t)(r + i + k) * nb + b];
+                g.neg[b * AMX_ROWS + k] = xq->neg[(size_t)(r + i + k) * nb + b];
+            }
+        if (n != rows) { /* a last, shorter group */
+            amx_configure(&cfg, rows = n);
+            AMX_BARRIER();
+            _tile_loadconfig(&cfg);
+        }
+        for (int c = 0; c < cb; c++) {
+            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
+            amx_group_table[n - AMX_MIN_ROWS](&s, xq, &g, r + i, p + c, l);
+        }
+    }
+    _tile_release();
+}
+
+/* CPUID's AMX-TILE and AMX-INT8, and the tile state enabled in XCR0 (by CPUID, not
+ * __builtin_cpu_supports: clang 14 does not know the AMX names) */
+static int has_amx_int8(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return 0; /* OSXSAVE: xgetbv */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo >> 17 & 3) == 3; /* XTILECFG and XTILEDATA */
+}
+
+/* The CPU has the tiles and the OS grants their state to this process (asked once) */
+int kr_q8_amx_ready(void) {
+    static atomic_int ready = -1;
+    int ok = atomic_load(&ready);
+    if (ok < 0) {
+        ok = 0;
+#ifdef __linux__
+        if (has_vnni() && has_amx_int8())
+            ok = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#endif
+        atomic_store(&ready, ok);
+    }
+    return ok;
+}
+
 static void tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                       const kr_linear *l) {
     for (int c = 0; c < cb; c++)
@@ -404,12 +584,20 @@ static void tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn,
             micro_avx2_table[n - 1](&s, xq, r + i, p + c, l);
         }
 }
+#else
+int kr_q8_amx_ready(void) {
+    return 0;
+}
 #endif
 
 void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 const kr_linear *l, kr_simd simd) {
 #ifdef KR_X86
-    if (simd == KR_SIMD_AVX512 && has_vnni()) {
+    if (simd == KR_SIMD_AMX && rn >= AMX_MIN_ROWS) { /* else a single path's rows and the like */
+        tile_amx(t, xq, r, rn, p, cb, l);
+        return;
+    }
+    if (simd >= KR_SIMD_AVX512 && has_vnni()) {
         tile_vnni(t, xq, r, rn, p, cb, l);
         return;
     }

@@ -61,4 +61,8 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
 void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 const kr_linear *l, kr_simd simd);
 
+/* Whether the CPU has AVX512-VNNI, AMX-TILE and AMX-INT8 and the OS grants the tiles' state
+ * (Linux asks once, for the whole process); 0 on other systems. The amx level's condition. */
+int kr_q8_amx_ready(void);
+
 #endif

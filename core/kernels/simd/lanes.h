@@ -35,6 +35,7 @@
 #define KR_DISPATCH(name, params, args)                                                            \
     static void name params {                                                                      \
         switch (kr_simd_level()) {                                                                 \
+        case KR_SIMD_AMX:                                                                          \
         case KR_SIMD_AVX512:                                                                       \
             name##_avx512 args;                                                                    \
             break;                                                                                 \
