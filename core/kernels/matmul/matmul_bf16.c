@@ -23,6 +23,9 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -50,6 +53,7 @@ static size_t at_packed(int in, int o, int k) {
 }
 
 void kr_bf16_pack(uint16_t *dst, const float *w, int out, int in) {
+    (void)kr_bf16_product_get(); /* the product chosen at load, before any product runs */
     int panels = (out + PANEL - 1) / PANEL, in2 = 2 * kr_bf16_pairs(in);
     for (int o = 0; o < panels * PANEL; o++)
         for (int k = 0; k < in2; k++)
@@ -328,13 +332,137 @@ MDP(2, 8)
     }
 static const dp_fn micro_dp_table[3][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf1_), MDP_TABLE(pf2_)};
 
-/* few: the product's rows are a decode step's few, which read each panel from memory once:
- * while a group of panels is read, the next group (the next call's, or the next tile's) is
- * fetched into L2, a panel by each of the first row blocks (the fetches spread over the
+/* ---- AVX-512 FMAs under FTZ: the contract where vdpbf16ps is missing or slow ---------------- */
+
+/* With MXCSR's FTZ (a result tiny after rounding, as x86 detects it, gives a zero of its sign)
+ * and DAZ, an FMA of the widened BF16 factors is the contract's add as it stands: no compare,
+ * no fix-up (tests/test_precision_bf16.c checks it lane by lane against its emulation). The
+ * weights' halves are widened once a load (odd: the high half masked; even: shifted up) for
+ * all the rows; the rows' pairs are widened a chunk at a time into odd and even floats on the
+ * stack, which the FMAs broadcast from memory. */
+
+#define FM_KC   128    /* pairs of the rows widened at a time */
+#define FTZ_DAZ 0x8040 /* MXCSR's flush-to-zero and denormals-are-zero */
+
+#define FM_TARGET __attribute__((target("avx512f")))
+
+/* GCC orders _mm_setcsr against memory and other volatile operations, not against arithmetic
+ * in registers: an empty volatile asm claiming to change an accumulator, after the flush mode
+ * is set, before it is restored and after, keeps every FMA of the chain inside that window
+ * and the bias's IEEE add outside it. */
+#define PIN(v) __asm__ volatile("" : "+v"(v))
+
+FM_TARGET __attribute__((always_inline)) static inline void widen_rows(int RN, float (*xo)[FM_KC],
+                                                                       float (*xe)[FM_KC],
+                                                                       const uint32_t *xb, int np,
+                                                                       int j0, int kc) {
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (int i = 0; i < RN; i++)
+        for (int j = 0; j < kc; j += 16) {
+            __mmask16 m = kc - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (kc - j)) - 1u);
+            __m512i v = _mm512_maskz_loadu_epi32(m, xb + (size_t)i * np + j0 + j);
+            _mm512_store_si512((void *)&xo[i][j], _mm512_and_si512(v, hi));
+            _mm512_store_si512((void *)&xe[i][j], _mm512_slli_epi32(v, 16));
+        }
+}
+
+/* micro_dp's tile (rows, panels, prefetch alike) as FMAs. Many rows take 2 panels, not 4: the
+ * rows' broadcasts, held for all the panels, leave registers for 6 x 2 accumulators alone. */
+FM_TARGET __attribute__((always_inline)) static inline void
+micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int np, int p,
+          const kr_linear *l, size_t pf) {
+    const uint16_t *w = l->wh + (size_t)p * np * PW;
+    size_t ps = (size_t)np * PW;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    _Alignas(64) float xo[DP_RB][FM_KC], xe[DP_RB][FM_KC];
+    __m512 acc[DP_RB][DP_CB_MAX];
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | FTZ_DAZ);
+#pragma GCC unroll 8
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++) {
+            acc[i][c] = _mm512_setzero_ps();
+            PIN(acc[i][c]);
+        }
+    for (int j0 = 0; j0 < np; j0 += FM_KC) {
+        int kc = np - j0 < FM_KC ? np - j0 : FM_KC;
+        widen_rows(RN, xo, xe, xb, np, j0, kc);
+        for (int j = 0; j < kc; j++) {
+            const uint16_t *wj = w + (size_t)(j0 + j) * PW;
+            if (PF == 1) _mm_prefetch((const char *)(wj + pf), _MM_HINT_T1);
+#pragma GCC unroll 8
+            for (int c = 0; c < CB; c++) {
+                __m512i v = _mm512_loadu_si512((const void *)(wj + c * ps));
+                __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+                __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                if (PF == 2) _mm_prefetch((const char *)(wj + pf + c * ps), _MM_HINT_T1);
+#pragma GCC unroll 8
+                for (int i = 0; i < RN; i++) {
+                    acc[i][c] = _mm512_fmadd_ps(_mm512_set1_ps(xo[i][j]), wo, acc[i][c]);
+                    acc[i][c] = _mm512_fmadd_ps(_mm512_set1_ps(xe[i][j]), we, acc[i][c]);
+                }
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++)
+            PIN(acc[i][c]);
+    _mm_setcsr(csr);
+#pragma GCC unroll 8
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++) {
+            PIN(acc[i][c]);
+            kr_tile_put16(t, i, c * PANEL, acc[i][c]);
+        }
+}
+
+#define MFM(RN, CB)                                                                                \
+    FM_TARGET static void micro_fma_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb, int np,  \
+                                                int p, const kr_linear *l, size_t pf) {            \
+        micro_fma(RN, CB, 0, t, xb, np, p, l, pf);                                                 \
+    }                                                                                              \
+    FM_TARGET static void micro_fma_pf1_##RN##_##CB(                                               \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l, size_t pf) {  \
+        micro_fma(RN, CB, 1, t, xb, np, p, l, pf);                                                 \
+    }                                                                                              \
+    FM_TARGET static void micro_fma_pf2_##RN##_##CB(                                               \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l, size_t pf) {  \
+        micro_fma(RN, CB, 2, t, xb, np, p, l, pf);                                                 \
+    }
+#define MFM_ROW(RN) MFM(RN, 1) MFM(RN, 2)
+MFM_ROW(1)
+MFM_ROW(2)
+MFM_ROW(3)
+MFM_ROW(4)
+MFM_ROW(5)
+MFM_ROW(6)
+MFM(1, 4)
+MFM(2, 4)
+MFM(1, 8)
+MFM(2, 8)
+#define MFM_ENTRY(PF, RN)                                                                          \
+    { micro_fma_##PF##RN##_1, micro_fma_##PF##RN##_2, NULL, NULL }
+#define MFM_TABLE(PF)                                                                              \
+    {                                                                                              \
+        {micro_fma_##PF##1_1, micro_fma_##PF##1_2, micro_fma_##PF##1_4, micro_fma_##PF##1_8},      \
+            {micro_fma_##PF##2_1, micro_fma_##PF##2_2, micro_fma_##PF##2_4, micro_fma_##PF##2_8},  \
+            MFM_ENTRY(PF, 3), MFM_ENTRY(PF, 4), MFM_ENTRY(PF, 5), MFM_ENTRY(PF, 6)                 \
+    }
+static const dp_fn micro_fma_table[3][DP_RB][4] = {MFM_TABLE(), MFM_TABLE(pf1_), MFM_TABLE(pf2_)};
+
+/* Rows in blocks of DP_RB by groups of 2^many panels (one or two rows: 8 panels), each block's
+ * tile from table. few: the product's rows are a decode step's few, which read each panel from
+ * memory once: while a group of panels is read, the next group (the next call's, or the next
+ * tile's) is fetched into L2, a panel by each of the first row blocks (the fetches spread over the
  * group's time, not bunched into its first block), or all by the first when fewer blocks. */
-static void tile_dp(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
-                    const kr_linear *l, int few) {
-    int np = kr_bf16_pairs(in), wide = rn <= 2 ? 3 : 2, panels = (l->out + PANEL - 1) / PANEL;
+static void tile_blocks(const dp_fn (*table)[DP_RB][4], int many, const kr_tile_out *t,
+                        const uint32_t *xb, int in, int rn, int p, int cb, const kr_linear *l,
+                        int few) {
+    int np = kr_bf16_pairs(in), wide = rn <= 2 ? 3 : many, panels = (l->out + PANEL - 1) / PANEL;
     for (int c = 0; c < cb;) {
         int lg = wide;
         while (c + (1 << lg) > cb)
@@ -346,11 +474,62 @@ static void tile_dp(const kr_tile_out *t, const uint32_t *xb, int in, int rn, in
             int n = rn - i < DP_RB ? rn - i : DP_RB;
             int mode = !pf ? 0 : blocks >= g ? (b < g) : 2 * (b == 0);
             kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            micro_dp_table[mode][n - 1][lg](&s, xb + (size_t)i * np, np, p + c, l,
-                                            (size_t)(mode == 1 ? g + b : g) * ps);
+            table[mode][n - 1][lg](&s, xb + (size_t)i * np, np, p + c, l,
+                                   (size_t)(mode == 1 ? g + b : g) * ps);
         }
         c += 1 << lg;
     }
+}
+
+/* ---- the choice of the avx512 product ------------------------------------------------------ */
+
+#define PROBE_CHAINS 12 /* independent accumulators: the rate, not the latency */
+#define PROBE_STEPS  10000
+
+/* TSC ticks of PROBE_STEPS x PROBE_CHAINS vdpbf16ps (dot) or FMAs */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"), noinline)) static uint64_t
+probe(int dot) {
+    __m512 a[PROBE_CHAINS], x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0x1p-30f);
+    for (int i = 0; i < PROBE_CHAINS; i++)
+        a[i] = _mm512_setzero_ps();
+    uint64_t t0 = __rdtsc();
+    if (dot) {
+        __m512bh xb = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+        for (int k = 0; k < PROBE_STEPS; k++)
+#pragma GCC unroll 12
+            for (int i = 0; i < PROBE_CHAINS; i++) {
+                a[i] = _mm512_dpbf16_ps(a[i], xb, xb);
+                PIN(a[i]);
+            }
+    } else {
+        for (int k = 0; k < PROBE_STEPS; k++)
+#pragma GCC unroll 12
+            for (int i = 0; i < PROBE_CHAINS; i++) {
+                a[i] = _mm512_fmadd_ps(x, y, a[i]);
+                PIN(a[i]);
+            }
+    }
+    uint64_t t = __rdtsc() - t0;
+    for (int i = 1; i < PROBE_CHAINS; i++)
+        a[0] = _mm512_add_ps(a[0], a[i]);
+    volatile float sink = _mm512_reduce_add_ps(a[0]);
+    (void)sink;
+    return t;
+}
+
+/* vdpbf16ps unless the FMAs do more than 5/4 of its multiply-adds a second (a vdpbf16ps does
+ * 32, an FMA 16): the FMA tiles also spend a vector op a panel per pair widening the weights,
+ * about one for every four to six FMAs of many rows, so a smaller lead would not show. Both
+ * probed interleaved, the best of five each (the least disturbed by the neighbours). */
+static kr_bf16_product choose(void) {
+    uint64_t dot = UINT64_MAX, fma = UINT64_MAX;
+    for (int r = 0; r < 5; r++) {
+        uint64_t d = probe(1), f = probe(0);
+        dot = d < dot ? d : dot;
+        fma = f < fma ? f : fma;
+    }
+    /* multiply-adds per tick: 32 / dot against 16 / fma */
+    return 4 * 16 * dot > 5 * 32 * fma ? KR_BF16_FMA : KR_BF16_DOT;
 }
 #endif
 
@@ -364,11 +543,57 @@ int kr_bf16_has_dot(void) {
 #endif
 }
 
+static int can_fma(void) {
+#ifdef KR_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
+static atomic_int product = -1; /* a kr_bf16_product once chosen */
+
+int kr_bf16_product_set(kr_bf16_product p) {
+    if (p == KR_BF16_DOT ? !kr_bf16_has_dot() : p != KR_BF16_FMA || !can_fma()) return -1;
+    atomic_store(&product, (int)p);
+    return 0;
+}
+
+kr_bf16_product kr_bf16_product_get(void) {
+    int p = atomic_load(&product);
+    if (p >= 0) return (kr_bf16_product)p;
+    const char *force = getenv("KRONOS_BF16_PRODUCT");
+    if (force && strcmp(force, "vdpbf16ps") == 0 && kr_bf16_has_dot())
+        p = KR_BF16_DOT;
+    else if (force && strcmp(force, "fma") == 0 && can_fma())
+        p = KR_BF16_FMA;
+    else if (!kr_bf16_has_dot())
+        p = KR_BF16_FMA; /* what the avx512 level runs without vdpbf16ps */
+#ifdef KR_X86
+    else
+        p = (int)choose();
+#endif
+    int none = -1; /* two threads deciding at once: the first one's answer stands */
+    atomic_compare_exchange_strong(&product, &none, p);
+    return (kr_bf16_product)atomic_load(&product);
+}
+
+const char *kr_bf16_product_name(void) {
+    kr_simd s = kr_simd_level();
+    if (s >= KR_SIMD_AVX512) return kr_bf16_product_get() == KR_BF16_DOT ? "vdpbf16ps" : "fma-ftz";
+    return s == KR_SIMD_AVX2 ? "avx2-fma" : "c";
+}
+
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few) {
 #ifdef KR_X86
-    if (simd >= KR_SIMD_AVX512 && kr_bf16_has_dot()) {
-        tile_dp(t, xb, in, rn, p, cb, l, few);
+    if (simd >= KR_SIMD_AVX512) {
+        bool dot = kr_bf16_product_get() == KR_BF16_DOT;
+        if (dot)
+            tile_blocks(micro_dp_table, 2, t, xb, in, rn, p, cb, l, few);
+        else
+            tile_blocks(micro_fma_table, 1, t, xb, in, rn, p, cb, l, few);
         return;
     }
     if (simd >= KR_SIMD_AVX2) {

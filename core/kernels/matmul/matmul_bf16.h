@@ -47,13 +47,27 @@ void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in, kr_simd simd);
  * from acc = 0, per pair j in order, acc = add(acc, x[2j+1] w[2j+1]), then
  * acc = add(acc, x[2j] w[2j]), add rounding to nearest even, or giving a zero of the exact
  * sum's sign when that sum rounded to 24 bits (exponent unbounded) is below FLT_MIN in
- * magnitude: what AVX512-BF16's vdpbf16ps computes. simd picks vdpbf16ps (avx512 where the CPU has
- * AVX512-BF16), its AVX2 emulation or C; the bits depend on none of simd, rn, p, cb, few.
+ * magnitude: what AVX512-BF16's vdpbf16ps computes. simd picks the avx512 product
+ * (kr_bf16_product_get: vdpbf16ps or FMAs under FTZ), the AVX2 emulation or C; the bits depend
+ * on none of simd, the product, rn, p, cb, few.
  * few: fetch the panels read next into L2 ahead (the caller decides when: matmul.c). */
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few);
 
-/* Whether the CPU has vdpbf16ps (the avx512 level then uses it) */
+/* Whether the CPU has vdpbf16ps */
 int kr_bf16_has_dot(void);
+
+/* The avx512 and amx levels' product: vdpbf16ps, or two FMAs a pair of the widened BF16 values
+ * with MXCSR's FTZ and DAZ set (x86's flush of a result tiny after rounding is the contract's). */
+typedef enum { KR_BF16_DOT, KR_BF16_FMA } kr_bf16_product;
+
+/* The product chosen once: KRONOS_BF16_PRODUCT ("vdpbf16ps" or "fma", where the CPU runs it),
+ * else vdpbf16ps where the CPU has it and a probe finds it does the multiply-adds of the FMAs
+ * at no less than 4/5 of their rate, else the FMAs (kr_bf16_pack decides it, at load). */
+kr_bf16_product kr_bf16_product_get(void);
+
+/* Switches the product to p (tests run both); -1 when the CPU cannot run it (vdpbf16ps without
+ * AVX512-BF16, the FMAs without AVX-512). Not for use while products run. */
+int kr_bf16_product_set(kr_bf16_product p);
 
 #endif
