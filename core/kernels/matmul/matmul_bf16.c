@@ -483,43 +483,43 @@ static void tile_blocks(const dp_fn (*table)[DP_RB][4], int many, const kr_tile_
 
 /* ---- the choice of the avx512 product ------------------------------------------------------ */
 
-#define PROBE_CHAINS 12 /* independent accumulators: the rate, not the latency */
-#define PROBE_STEPS  10000
+#define PROBE_STEPS 10000 /* of 12 independent chains: the rate, not the latency */
 
-/* TSC ticks of PROBE_STEPS x PROBE_CHAINS vdpbf16ps (dot) or FMAs */
+/* TSC ticks of PROBE_STEPS x 12 vdpbf16ps (dot) or FMAs, the chains in registers */
+#define PROBE_12(OP)                                                                               \
+    OP(a0) OP(a1) OP(a2) OP(a3) OP(a4) OP(a5) OP(a6) OP(a7) OP(a8) OP(a9) OP(a10) OP(a11)
+#define PROBE_DOT(a)                                                                               \
+    a = _mm512_dpbf16_ps(a, xb, xb);                                                               \
+    PIN(a);
+#define PROBE_FMA(a)                                                                               \
+    a = _mm512_fmadd_ps(x, y, a);                                                                  \
+    PIN(a);
+#define PROBE_SUM(a) s = _mm512_add_ps(s, a);
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"), noinline)) static uint64_t
 probe(int dot) {
-    __m512 a[PROBE_CHAINS], x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0x1p-30f);
-    for (int i = 0; i < PROBE_CHAINS; i++)
-        a[i] = _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
+           a8 = a0, a9 = a0, a10 = a0, a11 = a0, s = a0;
+    __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0x1p-30f);
+    __m512bh xb = (__m512bh)_mm512_set1_epi32(0x3f803f80);
     uint64_t t0 = __rdtsc();
-    if (dot) {
-        __m512bh xb = (__m512bh)_mm512_set1_epi32(0x3f803f80);
-        for (int k = 0; k < PROBE_STEPS; k++)
-#pragma GCC unroll 12
-            for (int i = 0; i < PROBE_CHAINS; i++) {
-                a[i] = _mm512_dpbf16_ps(a[i], xb, xb);
-                PIN(a[i]);
-            }
-    } else {
-        for (int k = 0; k < PROBE_STEPS; k++)
-#pragma GCC unroll 12
-            for (int i = 0; i < PROBE_CHAINS; i++) {
-                a[i] = _mm512_fmadd_ps(x, y, a[i]);
-                PIN(a[i]);
-            }
-    }
+    if (dot)
+        for (int k = 0; k < PROBE_STEPS; k++) {
+            PROBE_12(PROBE_DOT)
+        }
+    else
+        for (int k = 0; k < PROBE_STEPS; k++) {
+            PROBE_12(PROBE_FMA)
+        }
     uint64_t t = __rdtsc() - t0;
-    for (int i = 1; i < PROBE_CHAINS; i++)
-        a[0] = _mm512_add_ps(a[0], a[i]);
-    volatile float sink = _mm512_reduce_add_ps(a[0]);
+    PROBE_12(PROBE_SUM)
+    volatile float sink = _mm512_reduce_add_ps(s);
     (void)sink;
     return t;
 }
 
 /* vdpbf16ps unless the FMAs do more than 5/4 of its multiply-adds a second (a vdpbf16ps does
  * 32, an FMA 16): the FMA tiles also spend a vector op a panel per pair widening the weights,
- * about one for every four to six FMAs of many rows, so a smaller lead would not show. Both
+ * about one for every six FMAs of many rows, so a smaller lead would not show. Both
  * probed interleaved, the best of five each (the least disturbed by the neighbours). */
 static kr_bf16_product choose(void) {
     uint64_t dot = UINT64_MAX, fma = UINT64_MAX;
