@@ -341,6 +341,7 @@ static const dp_fn micro_dp_table[3][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf1_), 
  * all the rows; the rows' pairs are widened a chunk at a time into odd and even floats on the
  * stack, which the FMAs broadcast from memory. */
 
+#define FM_RB   12     /* rows x 2 panels for many rows */
 #define FM_KC   128    /* pairs of the rows widened at a time */
 #define FTZ_DAZ 0x8040 /* MXCSR's flush-to-zero and denormals-are-zero */
 
@@ -366,19 +367,20 @@ FM_TARGET __attribute__((always_inline)) static inline void widen_rows(int RN, f
         }
 }
 
-/* micro_dp's tile (rows, panels, prefetch alike) as FMAs. Many rows take 2 panels, not 4: the
- * rows' broadcasts, held for all the panels, leave registers for 6 x 2 accumulators alone. */
+/* micro_dp's tile (prefetch alike) as FMAs, many rows in blocks of 12 by 2 panels: 24
+ * accumulators, the panels' 4 widened weight vectors shared by 12 rows (the widening's vector
+ * ops, which compete with the FMAs, 1 for 12 FMAs), a row's 2 broadcasts used by 4 FMAs. */
 FM_TARGET __attribute__((always_inline)) static inline void
 micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int np, int p,
           const kr_linear *l, size_t pf) {
     const uint16_t *w = l->wh + (size_t)p * np * PW;
     size_t ps = (size_t)np * PW;
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
-    _Alignas(64) float xo[DP_RB][FM_KC], xe[DP_RB][FM_KC];
-    __m512 acc[DP_RB][DP_CB_MAX];
+    _Alignas(64) float xo[FM_RB][FM_KC], xe[FM_RB][FM_KC];
+    __m512 acc[FM_RB][DP_CB_MAX];
     unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | FTZ_DAZ);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++) {
@@ -391,27 +393,46 @@ micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int 
         for (int j = 0; j < kc; j++) {
             const uint16_t *wj = w + (size_t)(j0 + j) * PW;
             if (PF == 1) _mm_prefetch((const char *)(wj + pf), _MM_HINT_T1);
+            if (CB > 2) { /* a decode step's 1 or 2 rows by 4 or 8 panels: a panel at a time */
+#pragma GCC unroll 8
+                for (int c = 0; c < CB; c++) {
+                    __m512i v = _mm512_loadu_si512((const void *)(wj + c * ps));
+                    __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+                    __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                    if (PF == 2) _mm_prefetch((const char *)(wj + pf + c * ps), _MM_HINT_T1);
+#pragma GCC unroll 2
+                    for (int i = 0; i < RN; i++) /* the odd product, then the even */
+                        acc[i][c] = _mm512_fmadd_ps(
+                            _mm512_set1_ps(xe[i][j]), we,
+                            _mm512_fmadd_ps(_mm512_set1_ps(xo[i][j]), wo, acc[i][c]));
+                }
+                continue;
+            }
+            __m512 wo[DP_CB_MAX], we[DP_CB_MAX];
 #pragma GCC unroll 8
             for (int c = 0; c < CB; c++) {
                 __m512i v = _mm512_loadu_si512((const void *)(wj + c * ps));
-                __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
-                __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                wo[c] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+                we[c] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
                 if (PF == 2) _mm_prefetch((const char *)(wj + pf + c * ps), _MM_HINT_T1);
+            }
+            /* each accumulator: the odd product, then the even */
+#pragma GCC unroll 12
+            for (int i = 0; i < RN; i++) {
+                __m512 bo = _mm512_set1_ps(xo[i][j]), be = _mm512_set1_ps(xe[i][j]);
 #pragma GCC unroll 8
-                for (int i = 0; i < RN; i++) {
-                    acc[i][c] = _mm512_fmadd_ps(_mm512_set1_ps(xo[i][j]), wo, acc[i][c]);
-                    acc[i][c] = _mm512_fmadd_ps(_mm512_set1_ps(xe[i][j]), we, acc[i][c]);
-                }
+                for (int c = 0; c < CB; c++)
+                    acc[i][c] = _mm512_fmadd_ps(be, we[c], _mm512_fmadd_ps(bo, wo[c], acc[i][c]));
             }
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
             PIN(acc[i][c]);
     _mm_setcsr(csr);
-#pragma GCC unroll 8
+#pragma GCC unroll 12
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++) {
@@ -440,6 +461,12 @@ MFM_ROW(3)
 MFM_ROW(4)
 MFM_ROW(5)
 MFM_ROW(6)
+MFM_ROW(7)
+MFM_ROW(8)
+MFM_ROW(9)
+MFM_ROW(10)
+MFM_ROW(11)
+MFM_ROW(12)
 MFM(1, 4)
 MFM(2, 4)
 MFM(1, 8)
@@ -450,16 +477,19 @@ MFM(2, 8)
     {                                                                                              \
         {micro_fma_##PF##1_1, micro_fma_##PF##1_2, micro_fma_##PF##1_4, micro_fma_##PF##1_8},      \
             {micro_fma_##PF##2_1, micro_fma_##PF##2_2, micro_fma_##PF##2_4, micro_fma_##PF##2_8},  \
-            MFM_ENTRY(PF, 3), MFM_ENTRY(PF, 4), MFM_ENTRY(PF, 5), MFM_ENTRY(PF, 6)                 \
+            MFM_ENTRY(PF, 3), MFM_ENTRY(PF, 4), MFM_ENTRY(PF, 5), MFM_ENTRY(PF, 6),                \
+            MFM_ENTRY(PF, 7), MFM_ENTRY(PF, 8), MFM_ENTRY(PF, 9), MFM_ENTRY(PF, 10),               \
+            MFM_ENTRY(PF, 11), MFM_ENTRY(PF, 12)                                                   \
     }
-static const dp_fn micro_fma_table[3][DP_RB][4] = {MFM_TABLE(), MFM_TABLE(pf1_), MFM_TABLE(pf2_)};
+static const dp_fn micro_fma_table[3][FM_RB][4] = {MFM_TABLE(), MFM_TABLE(pf1_), MFM_TABLE(pf2_)};
 
-/* Rows in blocks of DP_RB by groups of 2^many panels (one or two rows: 8 panels), each block's
- * tile from table. few: the product's rows are a decode step's few, which read each panel from
- * memory once: while a group of panels is read, the next group (the next call's, or the next
- * tile's) is fetched into L2, a panel by each of the first row blocks (the fetches spread over the
- * group's time, not bunched into its first block), or all by the first when fewer blocks. */
-static void tile_blocks(const dp_fn (*table)[DP_RB][4], int many, const kr_tile_out *t,
+/* Rows in blocks of rb by groups of 2^many panels (one or two rows: 8 panels), each block's
+ * tile from table [prefetch][rows - 1][log2 panels]. few: the product's rows are a decode step's
+ * few, which read each panel from memory once: while a group of panels is read, the next group (the
+ * next call's, or the next tile's) is fetched into L2, a panel by each of the first row blocks (the
+ * fetches spread over the group's time, not bunched into its first block), or all by the first when
+ * fewer blocks. */
+static void tile_blocks(const dp_fn *table, int rb, int many, const kr_tile_out *t,
                         const uint32_t *xb, int in, int rn, int p, int cb, const kr_linear *l,
                         int few) {
     int np = kr_bf16_pairs(in), wide = rn <= 2 ? 3 : many, panels = (l->out + PANEL - 1) / PANEL;
@@ -467,15 +497,15 @@ static void tile_blocks(const dp_fn (*table)[DP_RB][4], int many, const kr_tile_
         int lg = wide;
         while (c + (1 << lg) > cb)
             lg--;
-        int g = 1 << lg, blocks = (rn + DP_RB - 1) / DP_RB;
+        int g = 1 << lg, blocks = (rn + rb - 1) / rb;
         int pf = few && p + c + 2 * g <= panels; /* a whole next group */
         size_t ps = (size_t)np * PW;
-        for (int i = 0, b = 0; i < rn; i += DP_RB, b++) {
-            int n = rn - i < DP_RB ? rn - i : DP_RB;
+        for (int i = 0, b = 0; i < rn; i += rb, b++) {
+            int n = rn - i < rb ? rn - i : rb;
             int mode = !pf ? 0 : blocks >= g ? (b < g) : 2 * (b == 0);
             kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            table[mode][n - 1][lg](&s, xb + (size_t)i * np, np, p + c, l,
-                                   (size_t)(mode == 1 ? g + b : g) * ps);
+            table[((size_t)mode * rb + n - 1) * 4 + lg](&s, xb + (size_t)i * np, np, p + c, l,
+                                                        (size_t)(mode == 1 ? g + b : g) * ps);
         }
         c += 1 << lg;
     }
@@ -591,9 +621,9 @@ void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int 
     if (simd >= KR_SIMD_AVX512) {
         bool dot = kr_bf16_product_get() == KR_BF16_DOT;
         if (dot)
-            tile_blocks(micro_dp_table, 2, t, xb, in, rn, p, cb, l, few);
+            tile_blocks(&micro_dp_table[0][0][0], DP_RB, 2, t, xb, in, rn, p, cb, l, few);
         else
-            tile_blocks(micro_fma_table, 1, t, xb, in, rn, p, cb, l, few);
+            tile_blocks(&micro_fma_table[0][0][0], FM_RB, 1, t, xb, in, rn, p, cb, l, few);
         return;
     }
     if (simd >= KR_SIMD_AVX2) {
