@@ -10,9 +10,11 @@
  * rounds up to it is kept). A product of two BF16 values (8-bit mantissas) is exact in float32, so
  * each add is a fused multiply-add of the two factors; the AVX2 and C levels run exactly that chain
  * (two FMAs a pair), decide the rare results within FLT_MIN of zero from the exact sum, and
- * the inputs are flushed when they are rounded. tests/test_precision_bf16.c checks the
- * instruction against this emulation bit for bit. So every level computes the same bits, and
- * a row's bits depend on that row alone.
+ * the inputs are flushed when they are rounded. Where vdpbf16ps is missing or slower than
+ * FMAs, the avx512 level runs the chain as plain FMAs with MXCSR's FTZ set, whose flush is the
+ * instruction's. tests/test_precision_bf16.c checks the instruction and the FMAs under FTZ
+ * against this emulation bit for bit. So every level computes the same bits, and a row's bits
+ * depend on that row alone.
  *
  * The tiles are register-blocked: several rows by several panels of 16 columns per inner
  * loop, each 64-byte weight vector (16 columns x one pair) loaded once for all the rows, each
