@@ -317,7 +317,7 @@ static void test_kernels_against_reference(void **state) {
                   products_run);
 }
 
-/* The tiles' edges: rows 1, 2, 3, 17, 33 (not a multiple of the row blocks, 4 and 6, nor of
+/* The tiles' edges: rows 1, 2, 3, 17, 33 (not a multiple of the row blocks, 4, 6 and 12, nor of
  * a tile's 24), 150 (many row tasks); columns not a whole panel, panels not a whole tile
  * (8) nor a group of 4; an odd input (its last pair padded). */
 static void test_tile_edges(void **state) {
