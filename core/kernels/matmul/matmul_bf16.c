@@ -550,9 +550,9 @@ probe(int dot) {
 }
 
 /* vdpbf16ps unless the FMAs do more than 5/4 of its multiply-adds a second (a vdpbf16ps does
- * 32, an FMA 16): the FMA tiles also spend a vector op a panel per pair widening the weights,
- * about one for every six FMAs of many rows, so a smaller lead would not show. Both
- * probed interleaved, the best of five each (the least disturbed by the neighbours). */
+ * 32, an FMA 16): the FMA tiles also spend vector ops widening the weights (one for 12 FMAs of
+ * many rows, one for each FMA of a single row), so a smaller lead would not show. Both probed
+ * interleaved, the best of five each (the least disturbed by the neighbours). */
 static kr_bf16_product choose(void) {
     uint64_t dot = UINT64_MAX, fma = UINT64_MAX;
     for (int r = 0; r < 5; r++) {
