@@ -25,7 +25,6 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +151,10 @@ static float dp_tiny(float acc, float x, float w, float r) {
 static inline float dp_add(float acc, float x, float w) {
     float r = fmaf(x, w, acc);
     return fabsf(r) > FLT_MIN ? r : dp_tiny(acc, x, w, r);
+}
+
+float kr_bf16_add(float acc, float x, float w) {
+    return dp_add(acc, x, w);
 }
 
 static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
@@ -343,17 +346,10 @@ static const dp_fn micro_dp_table[3][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf1_), 
  * all the rows; the rows' pairs are widened a chunk at a time into odd and even floats on the
  * stack, which the FMAs broadcast from memory. */
 
-#define FM_RB   12     /* rows x 2 panels for many rows */
-#define FM_KC   128    /* pairs of the rows widened at a time */
-#define FTZ_DAZ 0x8040 /* MXCSR's flush-to-zero and denormals-are-zero */
+#define FM_RB 12  /* rows x 2 panels for many rows */
+#define FM_KC 128 /* pairs of the rows widened at a time */
 
 #define FM_TARGET __attribute__((target("avx512f")))
-
-/* GCC orders _mm_setcsr against memory and other volatile operations, not against arithmetic
- * in registers: an empty volatile asm claiming to change an accumulator, after the flush mode
- * is set, before it is restored and after, keeps every FMA of the chain inside that window
- * and the bias's IEEE add outside it. */
-#define PIN(v) __asm__ volatile("" : "+v"(v))
 
 FM_TARGET __attribute__((always_inline)) static inline void widen_rows(int RN, float (*xo)[FM_KC],
                                                                        float (*xe)[FM_KC],
@@ -381,13 +377,13 @@ micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int 
     _Alignas(64) float xo[FM_RB][FM_KC], xe[FM_RB][FM_KC];
     __m512 acc[FM_RB][DP_CB_MAX];
     unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr | FTZ_DAZ);
+    _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
 #pragma GCC unroll 12
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++) {
             acc[i][c] = _mm512_setzero_ps();
-            PIN(acc[i][c]);
+            KR_PIN(acc[i][c]);
         }
     for (int j0 = 0; j0 < np; j0 += FM_KC) {
         int kc = np - j0 < FM_KC ? np - j0 : FM_KC;
@@ -432,13 +428,13 @@ micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int 
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++)
-            PIN(acc[i][c]);
+            KR_PIN(acc[i][c]);
     _mm_setcsr(csr);
 #pragma GCC unroll 12
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 8
         for (int c = 0; c < CB; c++) {
-            PIN(acc[i][c]);
+            KR_PIN(acc[i][c]);
             kr_tile_put16(t, i, c * PANEL, acc[i][c]);
         }
 }
@@ -513,119 +509,18 @@ static void tile_blocks(const dp_fn *table, int rb, int many, const kr_tile_out 
     }
 }
 
-/* ---- the choice of the avx512 product ------------------------------------------------------ */
-
-#define PROBE_STEPS 10000 /* of 12 independent chains: the rate, not the latency */
-
-/* TSC ticks of PROBE_STEPS x 12 vdpbf16ps (dot) or FMAs, the chains in registers */
-#define PROBE_12(OP)                                                                               \
-    OP(a0) OP(a1) OP(a2) OP(a3) OP(a4) OP(a5) OP(a6) OP(a7) OP(a8) OP(a9) OP(a10) OP(a11)
-#define PROBE_DOT(a)                                                                               \
-    a = _mm512_dpbf16_ps(a, xb, xb);                                                               \
-    PIN(a);
-#define PROBE_FMA(a)                                                                               \
-    a = _mm512_fmadd_ps(x, y, a);                                                                  \
-    PIN(a);
-#define PROBE_SUM(a) s = _mm512_add_ps(s, a);
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"), noinline)) static uint64_t
-probe(int dot) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
-           a8 = a0, a9 = a0, a10 = a0, a11 = a0, s = a0;
-    __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0x1p-30f);
-    __m512bh xb = (__m512bh)_mm512_set1_epi32(0x3f803f80);
-    uint64_t t0 = __rdtsc();
-    if (dot)
-        for (int k = 0; k < PROBE_STEPS; k++) {
-            PROBE_12(PROBE_DOT)
-        }
-    else
-        for (int k = 0; k < PROBE_STEPS; k++) {
-            PROBE_12(PROBE_FMA)
-        }
-    uint64_t t = __rdtsc() - t0;
-    PROBE_12(PROBE_SUM)
-    volatile float sink = _mm512_reduce_add_ps(s);
-    (void)sink;
-    return t;
-}
-
-/* vdpbf16ps unless the FMAs do more than 5/4 of its multiply-adds a second (a vdpbf16ps does
- * 32, an FMA 16): the FMA tiles also spend vector ops widening the weights (one for 12 FMAs of
- * many rows, one for each FMA of a single row), so a smaller lead would not show. Both probed
- * interleaved, the best of five each (the least disturbed by the neighbours). */
-static kr_bf16_product choose(void) {
-    uint64_t dot = UINT64_MAX, fma = UINT64_MAX;
-    for (int r = 0; r < 5; r++) {
-        uint64_t d = probe(1), f = probe(0);
-        dot = d < dot ? d : dot;
-        fma = f < fma ? f : fma;
-    }
-    /* multiply-adds per tick: 32 / dot against 16 / fma */
-    return 4 * 16 * dot > 5 * 32 * fma ? KR_BF16_FMA : KR_BF16_DOT;
-}
 #endif
-
-int kr_bf16_has_dot(void) {
-#ifdef KR_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-#else
-    return 0;
-#endif
-}
-
-static int can_fma(void) {
-#ifdef KR_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-#else
-    return 0;
-#endif
-}
-
-static atomic_int product = -1; /* a kr_bf16_product once chosen */
-
-int kr_bf16_product_set(kr_bf16_product p) {
-    if (p == KR_BF16_DOT ? !kr_bf16_has_dot() : p != KR_BF16_FMA || !can_fma()) return -1;
-    atomic_store(&product, (int)p);
-    return 0;
-}
-
-kr_bf16_product kr_bf16_product_get(void) {
-    int p = atomic_load(&product);
-    if (p >= 0) return (kr_bf16_product)p;
-    const char *force = getenv("KRONOS_BF16_PRODUCT");
-    if (force && strcmp(force, "vdpbf16ps") == 0 && kr_bf16_has_dot())
-        p = KR_BF16_DOT;
-    else if (force && strcmp(force, "fma") == 0 && can_fma())
-        p = KR_BF16_FMA;
-    else if (!kr_bf16_has_dot())
-        p = KR_BF16_FMA; /* what the avx512 level runs without vdpbf16ps */
-#ifdef KR_X86
-    else
-        p = (int)choose();
-#endif
-    int none = -1; /* two threads deciding at once: the first one's answer stands */
-    atomic_compare_exchange_strong(&product, &none, p);
-    return (kr_bf16_product)atomic_load(&product);
-}
-
-const char *kr_bf16_product_name(void) {
-    kr_simd s = kr_simd_level();
-    if (s >= KR_SIMD_AVX512) return kr_bf16_product_get() == KR_BF16_DOT ? "vdpbf16ps" : "fma-ftz";
-    return s == KR_SIMD_AVX2 ? "avx2-fma" : "c";
-}
 
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few) {
 #ifdef KR_X86
-    if (simd >= KR_SIMD_AVX512) {
-        bool dot = kr_bf16_product_get() == KR_BF16_DOT;
-        if (dot)
-            tile_blocks(&micro_dp_table[0][0][0], DP_RB, 2, t, xb, in, rn, p, cb, l, few);
-        else
-            tile_blocks(&micro_fma_table[0][0][0], FM_RB, 1, t, xb, in, rn, p, cb, l, few);
+    kr_bf16_product product = simd >= KR_SIMD_AVX512 ? kr_bf16_product_get() : KR_BF16_AVX2;
+    if (product == KR_BF16_DOT) {
+        tile_blocks(&micro_dp_table[0][0][0], DP_RB, 2, t, xb, in, rn, p, cb, l, few);
+        return;
+    }
+    if (product == KR_BF16_FMA) {
+        tile_blocks(&micro_fma_table[0][0][0], FM_RB, 1, t, xb, in, rn, p, cb, l, few);
         return;
     }
     if (simd >= KR_SIMD_AVX2) {
