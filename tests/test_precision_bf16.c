@@ -116,6 +116,10 @@ static uint16_t some_bf16(int kind) {
     return (uint16_t)(s | e << 7 | m);
 }
 
+/* 16 lanes of acc + the odd pair product + the even one, each pair (even low) in a and b */
+typedef void (*hw_fn)(float out[16], const float acc[16], const uint32_t a[16],
+                      const uint32_t b[16]);
+
 #ifdef KR_X86
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
 hw_dp(float out[16], const float acc[16], const uint32_t a[16], const uint32_t b[16]) {
@@ -123,18 +127,35 @@ hw_dp(float out[16], const float acc[16], const uint32_t a[16], const uint32_t b
                                 (__m512bh)_mm512_loadu_si512(b));
     _mm512_storeu_ps(out, r);
 }
+
+/* The FMA tiles' arithmetic: the pairs' halves widened and flushed (as the kernels' packed
+ * weights and rounded rows are), two FMAs under MXCSR's FTZ and DAZ. The empty asms keep the
+ * FMAs between the MXCSR writes (GCC does not order register arithmetic against them). */
+__attribute__((target("avx512f"), noinline)) static void
+hw_fma(float out[16], const float acc[16], const uint32_t a[16], const uint32_t b[16]) {
+    float ao[16], ae[16], bo[16], be[16], fa[16];
+    for (int i = 0; i < 16; i++) {
+        ao[i] = flush(widen((uint16_t)(a[i] >> 16))), ae[i] = flush(widen((uint16_t)a[i]));
+        bo[i] = flush(widen((uint16_t)(b[i] >> 16))), be[i] = flush(widen((uint16_t)b[i]));
+        fa[i] = flush(acc[i]);
+    }
+    __m512 r = _mm512_loadu_ps(fa), xo = _mm512_loadu_ps(ao), xe = _mm512_loadu_ps(ae);
+    __m512 wo = _mm512_loadu_ps(bo), we = _mm512_loadu_ps(be);
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040);
+    __asm__ volatile("" : "+v"(r), "+v"(xo), "+v"(xe), "+v"(wo), "+v"(we));
+    r = _mm512_fmadd_ps(xe, we, _mm512_fmadd_ps(xo, wo, r));
+    __asm__ volatile("" : "+v"(r));
+    _mm_setcsr(csr);
+    _mm512_storeu_ps(out, r);
+}
 #endif
 
-/* Lanes of 16 pairs: sums near 1, wide exponent spreads, near and below the denormals,
- * cancellations (acc the exact negative of a product), acc near ±FLT_MIN, and sums that
- * land on FLT_MIN's either side. */
-static void test_instruction_vs_emulation(void **state) {
-    (void)state;
-    if (!kr_bf16_has_dot()) {
-        print_message("# no AVX512-BF16 on this CPU: the instruction test does not run\n");
-        skip();
-    }
 #ifdef KR_X86
+/* Lanes of 16 pairs through hw against the emulation: sums near 1, wide exponent spreads,
+ * near and below the denormals, cancellations (acc the exact negative of a product), acc near
+ * ±FLT_MIN, and sums that land on FLT_MIN's either side. */
+static long lanes_vs_emulation(hw_fn hw, const char *name) {
     long n = 0, flushed = 0, diff = 0;
     for (int it = 0; it < 400000; it++) {
         int kind = it % 3, am = (it / 3) % 6;
@@ -162,7 +183,7 @@ static void test_instruction_vs_emulation(void **state) {
             }
             if (!isfinite(acc[i]) || isnan(p1)) acc[i] = 0.0f;
         }
-        hw_dp(out, acc, a, b);
+        hw(out, acc, a, b);
         for (int i = 0; i < 16; i++) {
             float e = dp_pair(flush(acc[i]), (uint16_t)a[i], (uint16_t)(a[i] >> 16), (uint16_t)b[i],
                               (uint16_t)(b[i] >> 16));
@@ -173,20 +194,73 @@ static void test_instruction_vs_emulation(void **state) {
             if (bits(raw) != bits(e)) flushed++;
             if (bits(e) != bits(out[i]) && !(isnan(e) && isnan(out[i]))) {
                 if (diff++ < 5)
-                    print_message("lane %a + %a*%a + %a*%a: instruction %a, emulation %a\n",
-                                  (double)acc[i], (double)widen((uint16_t)(a[i] >> 16)),
+                    print_message("lane %a + %a*%a + %a*%a: %s %a, emulation %a\n", (double)acc[i],
+                                  (double)widen((uint16_t)(a[i] >> 16)),
                                   (double)widen((uint16_t)(b[i] >> 16)),
                                   (double)widen((uint16_t)a[i]), (double)widen((uint16_t)b[i]),
-                                  (double)out[i], (double)e);
+                                  name, (double)out[i], (double)e);
             }
         }
     }
-    print_message("# vdpbf16ps: %ld lanes, %ld where a flush decided the bits, %ld differ from "
+    print_message("# %s: %ld lanes, %ld where a flush decided the bits, %ld differ from "
                   "the emulation\n",
-                  n, flushed, diff);
+                  name, n, flushed, diff);
     assert_true(flushed > 0); /* the adversarial lanes reached the flushes */
-    assert_int_equal(diff, 0);
+    return diff;
+}
 #endif
+
+static void test_instruction_vs_emulation(void **state) {
+    (void)state;
+    if (!kr_bf16_has_dot()) {
+        print_message("# no AVX512-BF16 on this CPU: the instruction test does not run\n");
+        skip();
+    }
+#ifdef KR_X86
+    assert_int_equal(lanes_vs_emulation(hw_dp, "vdpbf16ps"), 0);
+#endif
+}
+
+/* The FMA tiles rest on x86's FTZ flushing what the contract flushes: checked on this CPU */
+static void test_fma_ftz_vs_emulation(void **state) {
+    (void)state;
+#ifdef KR_X86
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) {
+#else
+    {
+#endif
+        print_message("# no AVX-512 on this CPU: the FMA-under-FTZ test does not run\n");
+        skip();
+    }
+#ifdef KR_X86
+    /* the core's own check (matmul_bf16_product.c) offers the FMA product exactly where these
+     * lanes find no difference */
+    long diff = lanes_vs_emulation(hw_fma, "FMAs under FTZ");
+    print_message("# the core's check finds FMAs under FTZ %s\n",
+                  kr_bf16_fma_ftz_exact() ? "exact" : "not exact: the FMA product is not used");
+    assert_int_equal(diff == 0, kr_bf16_fma_ftz_exact());
+    assert_int_equal(kr_bf16_product_set(KR_BF16_FMA) == 0, kr_bf16_fma_ftz_exact());
+    assert_int_equal(kr_bf16_product_set(kr_bf16_product_get()), 0);
+#endif
+}
+
+/* Each avx512 product the CPU runs (vdpbf16ps, the FMAs) set in turn for tu_linear_every_level,
+ * then the chosen one again */
+static int products_run;
+
+static void every_product(const kr_linear *l, const float *x, int T, const float *ref) {
+    kr_bf16_product chosen = kr_bf16_product_get();
+    products_run = 0;
+    for (int p = KR_BF16_DOT; p <= KR_BF16_FMA; p++) {
+        if (kr_bf16_product_set((kr_bf16_product)p) != 0) continue;
+        products_run++;
+        tu_linear_every_level(l, x, T, ref);
+    }
+    if (products_run == 0) /* no AVX-512: the levels below */
+        tu_linear_every_level(l, x, T, ref);
+    else
+        assert_int_equal(kr_bf16_product_set(chosen), 0);
 }
 
 /* ---- the kernels against the reference --------------------------------------------------- */
@@ -209,7 +283,7 @@ static void ref_linear(float *y, const float *x, int T, const float *w, const fl
 
 /* One shape: packed weights against the reference rounding, the product on every level
  * against ref_linear, each row alone against the batch, and the add and parts forms. x and w
- * scaled by scale (2^-63: sums near FLT_MIN, where the flushes decide). */
+ * scaled by scale (2^-63: sums near FLT_MIN, where the flushes decide; no bias then). */
 static void scaled_shape(int out, int in, int T, uint32_t seed, float scale) {
     float *w = malloc(sizeof(float) * out * in), *b = malloc(sizeof(float) * out);
     float *x = malloc(sizeof(float) * T * in), *ref = malloc(sizeof(float) * T * out);
@@ -222,12 +296,13 @@ static void scaled_shape(int out, int in, int T, uint32_t seed, float scale) {
     for (int i = 0; i < T * in; i++)
         x[i] = scale * tu_lcg(&seed) * (i % 11 == 0 ? 40.0f : i % 17 == 0 ? 2e-39f : 1.0f);
     kr_bf16_pack(wh, w, out, in);
-    kr_linear l = {.b = b, .out = out, .in = in, .wh = wh};
+    const float *bias = scale == 1.0f ? b : NULL; /* a bias would hide sums near FLT_MIN */
+    kr_linear l = {.b = bias, .out = out, .in = in, .wh = wh};
     for (int o = 0; o < out; o++)
         for (int k = 0; k < in; k++)
             assert_int_equal(kr_bf16_weight(&l, o, k), nearest(w[(size_t)o * in + k]));
-    ref_linear(ref, x, T, w, b, out, in);
-    tu_linear_every_level(&l, x, T, ref);
+    ref_linear(ref, x, T, w, bias, out, in);
+    every_product(&l, x, T, ref);
     free(w), free(b), free(x), free(ref), free(wh);
 }
 
@@ -244,10 +319,12 @@ static void test_kernels_against_reference(void **state) {
     one_shape(256, 256, 70, 5u);
     scaled_shape(64, 64, 9, 6u, 0x1p-63f); /* sums near FLT_MIN */
     scaled_shape(48, 33, 3, 7u, 0x1p-62f);
-    print_message("# bf16 kernels: the plain C reference's bits on every level\n");
+    print_message("# bf16 kernels: the plain C reference's bits on every level, %d avx512 "
+                  "products\n",
+                  products_run);
 }
 
-/* The tiles' edges: rows 1, 2, 3, 17, 33 (not a multiple of the row blocks, 4 and 6, nor of
+/* The tiles' edges: rows 1, 2, 3, 17, 33 (not a multiple of the row blocks, 4, 6 and 12, nor of
  * a tile's 24), 150 (many row tasks); columns not a whole panel, panels not a whole tile
  * (8) nor a group of 4; an odd input (its last pair padded). */
 static void test_tile_edges(void **state) {
@@ -261,7 +338,8 @@ static void test_tile_edges(void **state) {
     one_shape(72, 1, 33, 17u);    /* an input of one */
     one_shape(48, 512, 150, 18u); /* many row tasks */
     print_message("# bf16 tiles: row and panel edges, odd inputs, the reference's bits on every "
-                  "level\n");
+                  "level, %d avx512 products\n",
+                  products_run);
 }
 
 /* ---- a bf16 model ------------------------------------------------------------------------- */
@@ -309,12 +387,21 @@ static void test_bf16_model_invariances(void **state) {
     kr_model *f32 = tu_load_dir(dirs[0], KR_PREC_F32, KR_PREC_F32);
     assert_non_null(m);
     assert_non_null(f32);
-    static float first[OUT_FLOATS], ref[OUT_FLOATS];
-    int levels = tu_levels_agree(m, NULL, N_TOK, N_TOK, PATHS, first);
+    static float first[OUT_FLOATS], ref[OUT_FLOATS], other[OUT_FLOATS];
+    int levels = tu_levels_agree(m, NULL, N_TOK, N_TOK, PATHS, first), products = 0;
+    kr_bf16_product chosen = kr_bf16_product_get();
+    for (int p = KR_BF16_DOT; p <= KR_BF16_FMA; p++) { /* each avx512 product: the same */
+        if (kr_bf16_product_set((kr_bf16_product)p) != 0) continue;
+        products++;
+        tu_levels_agree(m, NULL, N_TOK, N_TOK, PATHS, other);
+        assert_memory_equal(other, first, sizeof first);
+    }
+    if (products) assert_int_equal(kr_bf16_product_set(chosen), 0);
     tu_fork_logits(f32, N_TOK, N_TOK, PATHS, ref);
     double scale, worst = tu_moved(ref, first, V, &scale);
-    print_message("# weights bf16: %d levels agree; s1 logits moved by %.3g of their %.3g\n",
-                  levels, worst, scale);
+    print_message("# weights bf16: %d levels and %d avx512 products agree; s1 logits moved by "
+                  "%.3g of their %.3g\n",
+                  levels, products, worst, scale);
     assert_true(worst > 0);
     assert_true(worst < 0.05 * scale);
     kr_forecast_result pool, alone;
@@ -332,6 +419,7 @@ static void test_bf16_model_invariances(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_instruction_vs_emulation),
+        cmocka_unit_test(test_fma_ftz_vs_emulation),
         cmocka_unit_test(test_kernels_against_reference),
         cmocka_unit_test(test_tile_edges),
         cmocka_unit_test(test_bf16_loader),

@@ -3,7 +3,8 @@
  * straddle, partial last panels, the bias and y += product, and a decode step's rows as one
  * task at the edges of what a task holds. Each checked against the same product written whole
  * and row by row (test_precision_bf16 and test_precision_int8 check that one against plain C),
- * on every kernel level the CPU has; registered at 3 threads too. */
+ * on every kernel level the CPU has (bf16: with each avx512 product, vdpbf16ps and the FMAs, the
+ * CPU runs); registered at 3 threads too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +13,7 @@
 
 #include "kronos.h"
 #include "matmul.h"      /* kr_linear_forward*, kr_simd_set */
-#include "matmul_bf16.h" /* kr_bf16_pack */
+#include "matmul_bf16.h" /* kr_bf16_pack, kr_bf16_product_set */
 #include "matmul_q8.h"   /* kr_q8_pack */
 #include "test_util.h"
 
@@ -78,7 +79,13 @@ static void one_shape(int mode, int out, int in, int T, int n_parts, uint32_t se
     layer ly;
     make_layer(&ly, mode, w, b, out, in);
     int levels = 0;
-    for (int s = KR_SIMD_GENERIC; s <= KR_SIMD_AMX; s++) {
+    kr_bf16_product chosen = kr_bf16_product_get();
+    /* bf16: every level with each avx512 product the CPU runs in turn (vdpbf16ps, the FMAs),
+     * those below avx512 again (the same bits) */
+    for (int pl = 0; pl < 2 * (KR_SIMD_AMX + 1); pl++) {
+        int s = pl % (KR_SIMD_AMX + 1), pr = pl / (KR_SIMD_AMX + 1);
+        if (pr > 0 && mode != BF16) break;
+        if (mode == BF16 && kr_bf16_product_set((kr_bf16_product)pr) != 0) continue;
         if (kr_simd_set((kr_simd)s) != 0) continue;
         kr_linear_forward(y, x, T, &ly.l);
         if (levels++ == 0) memcpy(first, y, sizeof(float) * T * out);
@@ -103,6 +110,7 @@ static void one_shape(int mode, int out, int in, int T, int n_parts, uint32_t se
     }
     assert_true(levels >= 1);
     kr_simd_set(kr_simd_level());
+    kr_bf16_product_set(chosen); /* (-1 and nothing to restore without AVX-512) */
     free(w), free(b), free(x), free(y), free(first), free(one), free(acc), free(bare);
     free(ly.wpacked);
     free(ly.ws);

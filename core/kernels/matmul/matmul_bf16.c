@@ -10,9 +10,11 @@
  * rounds up to it is kept). A product of two BF16 values (8-bit mantissas) is exact in float32, so
  * each add is a fused multiply-add of the two factors; the AVX2 and C levels run exactly that chain
  * (two FMAs a pair), decide the rare results within FLT_MIN of zero from the exact sum, and
- * the inputs are flushed when they are rounded. tests/test_precision_bf16.c checks the
- * instruction against this emulation bit for bit. So every level computes the same bits, and
- * a row's bits depend on that row alone.
+ * the inputs are flushed when they are rounded. Where vdpbf16ps is missing or slower than
+ * FMAs, the avx512 level runs the chain as plain FMAs with MXCSR's FTZ set, whose flush is the
+ * instruction's. tests/test_precision_bf16.c checks the instruction and the FMAs under FTZ
+ * against this emulation bit for bit. So every level computes the same bits, and a row's bits
+ * depend on that row alone.
  *
  * The tiles are register-blocked: several rows by several panels of 16 columns per inner
  * loop, each 64-byte weight vector (16 columns x one pair) loaded once for all the rows, each
@@ -23,6 +25,8 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -50,6 +54,7 @@ static size_t at_packed(int in, int o, int k) {
 }
 
 void kr_bf16_pack(uint16_t *dst, const float *w, int out, int in) {
+    (void)kr_bf16_product_get(); /* the product chosen at load, before any product runs */
     int panels = (out + PANEL - 1) / PANEL, in2 = 2 * kr_bf16_pairs(in);
     for (int o = 0; o < panels * PANEL; o++)
         for (int k = 0; k < in2; k++)
@@ -146,6 +151,10 @@ static float dp_tiny(float acc, float x, float w, float r) {
 static inline float dp_add(float acc, float x, float w) {
     float r = fmaf(x, w, acc);
     return fabsf(r) > FLT_MIN ? r : dp_tiny(acc, x, w, r);
+}
+
+float kr_bf16_add(float acc, float x, float w) {
+    return dp_add(acc, x, w);
 }
 
 static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
@@ -328,47 +337,190 @@ MDP(2, 8)
     }
 static const dp_fn micro_dp_table[3][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf1_), MDP_TABLE(pf2_)};
 
-/* few: the product's rows are a decode step's few, which read each panel from memory once:
- * while a group of panels is read, the next group (the next call's, or the next tile's) is
- * fetched into L2, a panel by each of the first row blocks (the fetches spread over the
- * group's time, not bunched into its first block), or all by the first when fewer blocks. */
-static void tile_dp(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
-                    const kr_linear *l, int few) {
-    int np = kr_bf16_pairs(in), wide = rn <= 2 ? 3 : 2, panels = (l->out + PANEL - 1) / PANEL;
+/* ---- AVX-512 FMAs under FTZ: the contract where vdpbf16ps is missing or slow ---------------- */
+
+/* With MXCSR's FTZ (a result tiny after rounding, as x86 detects it, gives a zero of its sign)
+ * and DAZ, an FMA of the widened BF16 factors is the contract's add as it stands: no compare,
+ * no fix-up (tests/test_precision_bf16.c checks it lane by lane against its emulation). The
+ * weights' halves are widened once a load (odd: the high half masked; even: shifted up) for
+ * all the rows; the rows' pairs are widened a chunk at a time into odd and even floats on the
+ * stack, which the FMAs broadcast from memory. */
+
+#define FM_RB 12  /* rows x 2 panels for many rows */
+#define FM_KC 128 /* pairs of the rows widened at a time */
+
+#define FM_TARGET __attribute__((target("avx512f")))
+
+FM_TARGET __attribute__((always_inline)) static inline void widen_rows(int RN, float (*xo)[FM_KC],
+                                                                       float (*xe)[FM_KC],
+                                                                       const uint32_t *xb, int np,
+                                                                       int j0, int kc) {
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    for (int i = 0; i < RN; i++)
+        for (int j = 0; j < kc; j += 16) {
+            __mmask16 m = kc - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (kc - j)) - 1u);
+            __m512i v = _mm512_maskz_loadu_epi32(m, xb + (size_t)i * np + j0 + j);
+            _mm512_store_si512((void *)&xo[i][j], _mm512_and_si512(v, hi));
+            _mm512_store_si512((void *)&xe[i][j], _mm512_slli_epi32(v, 16));
+        }
+}
+
+/* micro_dp's tile (prefetch alike) as FMAs, many rows in blocks of 12 by 2 panels: 24
+ * accumulators, the panels' 4 widened weight vectors shared by 12 rows (the widening's vector
+ * ops, which compete with the FMAs, 1 for 12 FMAs), a row's 2 broadcasts used by 4 FMAs. */
+FM_TARGET __attribute__((always_inline)) static inline void
+micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int np, int p,
+          const kr_linear *l, size_t pf) {
+    const uint16_t *w = l->wh + (size_t)p * np * PW;
+    size_t ps = (size_t)np * PW;
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    _Alignas(64) float xo[FM_RB][FM_KC], xe[FM_RB][FM_KC];
+    __m512 acc[FM_RB][DP_CB_MAX];
+    unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
+#pragma GCC unroll 12
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++) {
+            acc[i][c] = _mm512_setzero_ps();
+            KR_PIN(acc[i][c]);
+        }
+    for (int j0 = 0; j0 < np; j0 += FM_KC) {
+        int kc = np - j0 < FM_KC ? np - j0 : FM_KC;
+        widen_rows(RN, xo, xe, xb, np, j0, kc);
+        for (int j = 0; j < kc; j++) {
+            const uint16_t *wj = w + (size_t)(j0 + j) * PW;
+            if (PF == 1) _mm_prefetch((const char *)(wj + pf), _MM_HINT_T1);
+            if (CB > 2) { /* a decode step's 1 or 2 rows by 4 or 8 panels: a panel at a time */
+#pragma GCC unroll 8
+                for (int c = 0; c < CB; c++) {
+                    __m512i v = _mm512_loadu_si512((const void *)(wj + c * ps));
+                    __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+                    __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                    if (PF == 2) _mm_prefetch((const char *)(wj + pf + c * ps), _MM_HINT_T1);
+#pragma GCC unroll 2
+                    for (int i = 0; i < RN; i++) /* the odd product, then the even */
+                        acc[i][c] = _mm512_fmadd_ps(
+                            _mm512_set1_ps(xe[i][j]), we,
+                            _mm512_fmadd_ps(_mm512_set1_ps(xo[i][j]), wo, acc[i][c]));
+                }
+                continue;
+            }
+            __m512 wo[DP_CB_MAX], we[DP_CB_MAX];
+#pragma GCC unroll 8
+            for (int c = 0; c < CB; c++) {
+                __m512i v = _mm512_loadu_si512((const void *)(wj + c * ps));
+                wo[c] = _mm512_castsi512_ps(_mm512_and_si512(v, hi));
+                we[c] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+                if (PF == 2) _mm_prefetch((const char *)(wj + pf + c * ps), _MM_HINT_T1);
+            }
+            /* each accumulator: the odd product, then the even */
+#pragma GCC unroll 12
+            for (int i = 0; i < RN; i++) {
+                __m512 bo = _mm512_set1_ps(xo[i][j]), be = _mm512_set1_ps(xe[i][j]);
+#pragma GCC unroll 8
+                for (int c = 0; c < CB; c++)
+                    acc[i][c] = _mm512_fmadd_ps(be, we[c], _mm512_fmadd_ps(bo, wo[c], acc[i][c]));
+            }
+        }
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++)
+            KR_PIN(acc[i][c]);
+    _mm_setcsr(csr);
+#pragma GCC unroll 12
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 8
+        for (int c = 0; c < CB; c++) {
+            KR_PIN(acc[i][c]);
+            kr_tile_put16(t, i, c * PANEL, acc[i][c]);
+        }
+}
+
+#define MFM(RN, CB)                                                                                \
+    FM_TARGET static void micro_fma_##RN##_##CB(const kr_tile_out *t, const uint32_t *xb, int np,  \
+                                                int p, const kr_linear *l, size_t pf) {            \
+        micro_fma(RN, CB, 0, t, xb, np, p, l, pf);                                                 \
+    }                                                                                              \
+    FM_TARGET static void micro_fma_pf1_##RN##_##CB(                                               \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l, size_t pf) {  \
+        micro_fma(RN, CB, 1, t, xb, np, p, l, pf);                                                 \
+    }                                                                                              \
+    FM_TARGET static void micro_fma_pf2_##RN##_##CB(                                               \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l, size_t pf) {  \
+        micro_fma(RN, CB, 2, t, xb, np, p, l, pf);                                                 \
+    }
+#define MFM_ROW(RN) MFM(RN, 1) MFM(RN, 2)
+MFM_ROW(1)
+MFM_ROW(2)
+MFM_ROW(3)
+MFM_ROW(4)
+MFM_ROW(5)
+MFM_ROW(6)
+MFM_ROW(7)
+MFM_ROW(8)
+MFM_ROW(9)
+MFM_ROW(10)
+MFM_ROW(11)
+MFM_ROW(12)
+MFM(1, 4)
+MFM(2, 4)
+MFM(1, 8)
+MFM(2, 8)
+#define MFM_ENTRY(PF, RN)                                                                          \
+    { micro_fma_##PF##RN##_1, micro_fma_##PF##RN##_2, NULL, NULL }
+#define MFM_TABLE(PF)                                                                              \
+    {                                                                                              \
+        {micro_fma_##PF##1_1, micro_fma_##PF##1_2, micro_fma_##PF##1_4, micro_fma_##PF##1_8},      \
+            {micro_fma_##PF##2_1, micro_fma_##PF##2_2, micro_fma_##PF##2_4, micro_fma_##PF##2_8},  \
+            MFM_ENTRY(PF, 3), MFM_ENTRY(PF, 4), MFM_ENTRY(PF, 5), MFM_ENTRY(PF, 6),                \
+            MFM_ENTRY(PF, 7), MFM_ENTRY(PF, 8), MFM_ENTRY(PF, 9), MFM_ENTRY(PF, 10),               \
+            MFM_ENTRY(PF, 11), MFM_ENTRY(PF, 12)                                                   \
+    }
+static const dp_fn micro_fma_table[3][FM_RB][4] = {MFM_TABLE(), MFM_TABLE(pf1_), MFM_TABLE(pf2_)};
+
+/* Rows in blocks of rb by groups of 2^many panels (one or two rows: 8 panels), each block's
+ * tile from table [prefetch][rows - 1][log2 panels]. few: the product's rows are a decode step's
+ * few, which read each panel from memory once: while a group of panels is read, the next group (the
+ * next call's, or the next tile's) is fetched into L2, a panel by each of the first row blocks (the
+ * fetches spread over the group's time, not bunched into its first block), or all by the first when
+ * fewer blocks. */
+static void tile_blocks(const dp_fn *table, int rb, int many, const kr_tile_out *t,
+                        const uint32_t *xb, int in, int rn, int p, int cb, const kr_linear *l,
+                        int few) {
+    int np = kr_bf16_pairs(in), wide = rn <= 2 ? 3 : many, panels = (l->out + PANEL - 1) / PANEL;
     for (int c = 0; c < cb;) {
         int lg = wide;
         while (c + (1 << lg) > cb)
             lg--;
-        int g = 1 << lg, blocks = (rn + DP_RB - 1) / DP_RB;
+        int g = 1 << lg, blocks = (rn + rb - 1) / rb;
         int pf = few && p + c + 2 * g <= panels; /* a whole next group */
         size_t ps = (size_t)np * PW;
-        for (int i = 0, b = 0; i < rn; i += DP_RB, b++) {
-            int n = rn - i < DP_RB ? rn - i : DP_RB;
+        for (int i = 0, b = 0; i < rn; i += rb, b++) {
+            int n = rn - i < rb ? rn - i : rb;
             int mode = !pf ? 0 : blocks >= g ? (b < g) : 2 * (b == 0);
             kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            micro_dp_table[mode][n - 1][lg](&s, xb + (size_t)i * np, np, p + c, l,
-                                            (size_t)(mode == 1 ? g + b : g) * ps);
+            table[((size_t)mode * rb + n - 1) * 4 + lg](&s, xb + (size_t)i * np, np, p + c, l,
+                                                        (size_t)(mode == 1 ? g + b : g) * ps);
         }
         c += 1 << lg;
     }
 }
-#endif
 
-int kr_bf16_has_dot(void) {
-#ifdef KR_X86
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-#else
-    return 0;
 #endif
-}
 
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few) {
 #ifdef KR_X86
-    if (simd >= KR_SIMD_AVX512 && kr_bf16_has_dot()) {
-        tile_dp(t, xb, in, rn, p, cb, l, few);
+    kr_bf16_product product = simd >= KR_SIMD_AVX512 ? kr_bf16_product_get() : KR_BF16_AVX2;
+    if (product == KR_BF16_DOT) {
+        tile_blocks(&micro_dp_table[0][0][0], DP_RB, 2, t, xb, in, rn, p, cb, l, few);
+        return;
+    }
+    if (product == KR_BF16_FMA) {
+        tile_blocks(&micro_fma_table[0][0][0], FM_RB, 1, t, xb, in, rn, p, cb, l, few);
         return;
     }
     if (simd >= KR_SIMD_AVX2) {
