@@ -134,29 +134,6 @@ void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in, kr_simd simd) {
 
 /* ---- portable kernel ---------------------------------------------------------------------- */
 
-/* r = fmaf(x, w, acc) with |r| <= FLT_MIN: the add as vdpbf16ps makes it, a zero of its
- * sign when the sum rounded to 24 bits as if the exponent were unbounded is below FLT_MIN.
- * The same fma scaled by 2^64 rounds so: |x w| is then below 2^-100 (an exact sum near
- * FLT_MIN of a 24-bit acc and a 16-bit product needs both small), so scaling the smaller
- * factor and acc cannot overflow. */
-static float dp_tiny(float acc, float x, float w, float r) {
-    if (fabsf(x) < fabsf(w))
-        x *= 0x1p64f;
-    else
-        w *= 0x1p64f;
-    float s = fmaf(x, w, acc * 0x1p64f);
-    return fabsf(s) < 0x1p-62f ? copysignf(0.0f, s) : r;
-}
-
-static inline float dp_add(float acc, float x, float w) {
-    float r = fmaf(x, w, acc);
-    return fabsf(r) > FLT_MIN ? r : dp_tiny(acc, x, w, r);
-}
-
-float kr_bf16_add(float acc, float x, float w) {
-    return dp_add(acc, x, w);
-}
-
 static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                    const kr_linear *l) {
     int np = kr_bf16_pairs(in);
@@ -170,7 +147,7 @@ static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int
                 for (int o = 0; o < PANEL; o++) {
                     float we = kr_bf16_widen(w[j * PW + 2 * o]);
                     float wo = kr_bf16_widen(w[j * PW + 2 * o + 1]);
-                    acc[o] = dp_add(dp_add(acc[o], xo, wo), xe, we);
+                    acc[o] = kr_bf16_add(kr_bf16_add(acc[o], xo, wo), xe, we);
                 }
             }
             for (int o = 0; o < PANEL && c * PANEL + o < t->m; o++)
@@ -183,17 +160,17 @@ static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int
 
 #define A2_RB 4
 
-/* The lanes of r = fma(x, w, acc) within FLT_MIN of zero, redone by dp_tiny */
+/* The lanes of r = fma(x, w, acc) within FLT_MIN of zero, redone by kr_bf16_add_tiny */
 __attribute__((target("avx2,fma"), noinline)) static __m256 fix256(__m256 r, float x, __m256 w,
                                                                    __m256 acc, int lanes) {
     float rv[8], wv[8], av[8];
     _mm256_storeu_ps(rv, r), _mm256_storeu_ps(wv, w), _mm256_storeu_ps(av, acc);
     for (int i = 0; i < 8; i++)
-        if (lanes >> i & 1) rv[i] = dp_tiny(av[i], x, wv[i], rv[i]);
+        if (lanes >> i & 1) rv[i] = kr_bf16_add_tiny(av[i], x, wv[i], rv[i]);
     return _mm256_loadu_ps(rv);
 }
 
-/* acc + x w as vdpbf16ps adds (dp_add) */
+/* acc + x w as vdpbf16ps adds (kr_bf16_add) */
 __attribute__((target("avx2,fma"), always_inline)) static inline __m256
 dp_add256(__m256 acc, float x, __m256 w, __m256 abs_mask) {
     __m256 r = _mm256_fmadd_ps(_mm256_set1_ps(x), w, acc);

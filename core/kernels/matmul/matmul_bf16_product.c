@@ -8,7 +8,7 @@
  * Intel's manual says x86 detects tininess so; AMD's is less explicit. So the FMA path is
  * offered only where a check on this CPU finds it (fma_ftz_exact): the sums on either side of
  * each rule's boundary, and lanes of every kind, against the C level's add. */
-#include "matmul_bf16.h"
+#include "matmul_bf16_product.h"
 
 #include "bf16.h"
 
@@ -226,9 +226,8 @@ kr_bf16_product kr_bf16_product_get(void) {
     return (kr_bf16_product)atomic_load(&product);
 }
 
-const char *kr_bf16_product_name(void) {
+const char *kr_bf16_product_name(kr_simd s) {
     static const char *const names[] = {"vdpbf16ps", "fma-ftz"};
-    kr_simd s = kr_simd_level();
     kr_bf16_product p = s >= KR_SIMD_AVX512 ? kr_bf16_product_get() : KR_BF16_AVX2;
     if (p != KR_BF16_AVX2) return names[p];
     return s >= KR_SIMD_AVX2 ? "avx2-fma" : "c";

@@ -1,0 +1,39 @@
+/* matmul_bf16_product.h — which product the avx512 and amx levels run for weights = bf16, and
+ * the flush-to-zero window the FMA product computes in. Internal to core/. */
+#ifndef KR_MATMUL_BF16_PRODUCT_H
+#define KR_MATMUL_BF16_PRODUCT_H
+
+#include "kronos.h"
+
+/* Whether the CPU has vdpbf16ps */
+int kr_bf16_has_dot(void);
+
+#define KR_BF16_FTZ_DAZ 0x8040 /* MXCSR's flush-to-zero and denormals-are-zero */
+
+/* GCC orders _mm_setcsr against memory and other volatile operations, not against arithmetic
+ * in registers: an empty volatile asm claiming to change an accumulator, after the flush mode
+ * is set, before it is restored and after, keeps every FMA of a chain inside that window
+ * and the bias's IEEE add outside it. */
+#define KR_PIN(v) __asm__ volatile("" : "+v"(v))
+
+/* The avx512 and amx levels' product: vdpbf16ps, or two FMAs a pair of the widened BF16 values
+ * with MXCSR's FTZ and DAZ set (x86's flush of a result tiny after rounding is the contract's,
+ * checked on the CPU before it is used), or, where neither runs, the AVX2 level's. */
+typedef enum { KR_BF16_DOT, KR_BF16_FMA, KR_BF16_AVX2 } kr_bf16_product;
+
+/* The product chosen once: KRONOS_BF16_PRODUCT ("vdpbf16ps" or "fma", where the CPU runs it),
+ * else, where the CPU runs both, vdpbf16ps unless a probe finds the FMAs do more than 5/4 of
+ * its multiply-adds a second, else the one it runs, else the AVX2 level's (kr_bf16_pack
+ * decides it, at load). */
+kr_bf16_product kr_bf16_product_get(void);
+
+/* Whether FMAs under FTZ|DAZ give the contract's bits on this CPU (checked once on the
+ * boundary sums and lanes of every kind; the FMA product runs only where they do) */
+int kr_bf16_fma_ftz_exact(void);
+
+/* Switches the product to p (tests run both); -1 when the CPU cannot run it (vdpbf16ps without
+ * AVX512-BF16, the FMAs without AVX-512 or kr_bf16_fma_ftz_exact). Not for use while products run.
+ */
+int kr_bf16_product_set(kr_bf16_product p);
+
+#endif
