@@ -76,10 +76,10 @@ int kr_threads(void);
 typedef enum { KR_SIMD_GENERIC, KR_SIMD_AVX2, KR_SIMD_AVX512, KR_SIMD_AMX } kr_simd;
 kr_simd kr_simd_level(void);
 const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512", "amx" */
-/* The product weights = bf16 runs at a level: "vdpbf16ps", "fma-ftz" (two FMAs a
- * pair under MXCSR's flush to zero, where vdpbf16ps is missing or slower; the environment
- * variable KRONOS_BF16_PRODUCT=vdpbf16ps|fma picks one the CPU has), "avx2-fma" or "c". Each
- * computes the same bits. */
+/* The product weights = bf16 runs at a level: "vdpbf16ps", "fma-ftz" (two FMAs a pair
+ * under MXCSR's flush to zero, where vdpbf16ps is missing or slower and the CPU's flush is the
+ * contract's; the environment variable KRONOS_BF16_PRODUCT=vdpbf16ps|fma picks one the CPU
+ * has), "avx2-fma" (FMAs, each sum near zero checked) or "c". Each computes the same bits. */
 const char *kr_bf16_product_name(kr_simd level);
 
 /* A caller's way to stop long work between steps: check returns 0 to go on, or

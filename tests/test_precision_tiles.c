@@ -3,8 +3,8 @@
  * straddle, partial last panels, the bias and y += product, and a decode step's rows as one
  * task at the edges of what a task holds. Each checked against the same product written whole
  * and row by row (test_precision_bf16 and test_precision_int8 check that one against plain C),
- * on every kernel level the CPU has (bf16: with each avx512 product, vdpbf16ps and the FMAs, the
- * CPU runs); registered at 3 threads too. */
+ * on every kernel level the CPU has (bf16: with each product the CPU runs, vdpbf16ps, FMAs under
+ * FTZ and FMAs with the sums checked); registered at 3 threads too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -80,9 +80,9 @@ static void one_shape(int mode, int out, int in, int T, int n_parts, uint32_t se
     make_layer(&ly, mode, w, b, out, in);
     int levels = 0;
     kr_bf16_product chosen = kr_bf16_product_get();
-    /* bf16: every level with each avx512 product the CPU runs in turn (vdpbf16ps, the FMAs),
-     * those below avx512 again (the same bits) */
-    for (int pl = 0; pl < 2 * (KR_SIMD_AMX + 1); pl++) {
+    /* bf16: every level with each product the CPU runs in turn (vdpbf16ps, FMAs under FTZ, FMAs
+     * with the sums checked), the same bits */
+    for (int pl = 0; pl < (KR_BF16_AVX2 + 1) * (KR_SIMD_AMX + 1); pl++) {
         int s = pl % (KR_SIMD_AMX + 1), pr = pl / (KR_SIMD_AMX + 1);
         if (pr > 0 && mode != BF16) break;
         if (mode == BF16 && kr_bf16_product_set((kr_bf16_product)pr) != 0) continue;

@@ -178,15 +178,25 @@ dp_add256(__m256 acc, float x, __m256 w, __m256 abs_mask) {
         _mm256_cmp_ps(_mm256_and_ps(r, abs_mask), _mm256_set1_ps(FLT_MIN), _CMP_LE_OQ));
     return tiny ? fix256(r, x, w, acc, tiny) : r;
 }
+/* FTZ: the chain as plain FMAs under MXCSR's FTZ|DAZ, where the CPU's flush is the contract's
+ * (kr_bf16_fma_ftz_exact), as the avx512 FMA tiles below; else each add checked by dp_add256 */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro_avx2(int RN, const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {
+micro_avx2(int RN, int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, int p,
+           const kr_linear *l) {
     const uint16_t *w = l->wh + (size_t)p * np * PW;
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
     __m256 acc[A2_RB][2];
+    unsigned csr = FTZ ? _mm_getcsr() : 0;
+    if (FTZ) _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
 #pragma GCC unroll 4
-    for (int i = 0; i < RN; i++)
+    for (int i = 0; i < RN; i++) {
         acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+        if (FTZ) {
+            KR_PIN(acc[i][0]);
+            KR_PIN(acc[i][1]);
+        }
+    }
     for (int j = 0; j < np; j++) {
         __m256 wo[2], we[2];
 #pragma GCC unroll 2
@@ -202,7 +212,22 @@ micro_avx2(int RN, const kr_tile_out *t, const uint32_t *xb, int np, int p, cons
 #pragma GCC unroll 2
             for (int h = 0; h < 2; h++)
                 acc[i][h] =
-                    dp_add256(dp_add256(acc[i][h], xo, wo[h], abs_mask), xe, we[h], abs_mask);
+                    FTZ ? _mm256_fmadd_ps(_mm256_set1_ps(xe), we[h],
+                                          _mm256_fmadd_ps(_mm256_set1_ps(xo), wo[h], acc[i][h]))
+                        : dp_add256(dp_add256(acc[i][h], xo, wo[h], abs_mask), xe, we[h], abs_mask);
+        }
+    }
+    if (FTZ) {
+#pragma GCC unroll 4
+        for (int i = 0; i < RN; i++) {
+            KR_PIN(acc[i][0]);
+            KR_PIN(acc[i][1]);
+        }
+        _mm_setcsr(csr);
+#pragma GCC unroll 4
+        for (int i = 0; i < RN; i++) {
+            KR_PIN(acc[i][0]);
+            KR_PIN(acc[i][1]);
         }
     }
 #pragma GCC unroll 4
@@ -216,23 +241,28 @@ typedef void (*micro_fn)(const kr_tile_out *, const uint32_t *, int, int, const 
 #define MA2(RN)                                                                                    \
     __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
         const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {             \
-        micro_avx2(RN, t, xb, np, p, l);                                                           \
+        micro_avx2(RN, 0, t, xb, np, p, l);                                                        \
+    }                                                                                              \
+    __attribute__((target("avx2,fma"))) static void micro_avx2_ftz_##RN(                           \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {             \
+        micro_avx2(RN, 1, t, xb, np, p, l);                                                        \
     }
 MA2(1)
 MA2(2)
 MA2(3)
 MA2(4)
-static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, micro_avx2_3,
-                                                 micro_avx2_4};
+static const micro_fn micro_avx2_table[2][A2_RB] = {
+    {micro_avx2_1, micro_avx2_2, micro_avx2_3, micro_avx2_4},
+    {micro_avx2_ftz_1, micro_avx2_ftz_2, micro_avx2_ftz_3, micro_avx2_ftz_4}};
 
 static void tile_avx2(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
-                      const kr_linear *l) {
+                      const kr_linear *l, int ftz) {
     int np = kr_bf16_pairs(in);
     for (int c = 0; c < cb; c++)
         for (int i = 0; i < rn; i += A2_RB) {
             int n = rn - i < A2_RB ? rn - i : A2_RB;
             kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            micro_avx2_table[n - 1](&s, xb + (size_t)i * np, np, p + c, l);
+            micro_avx2_table[ftz][n - 1](&s, xb + (size_t)i * np, np, p + c, l);
         }
 }
 
@@ -491,17 +521,17 @@ static void tile_blocks(const dp_fn *table, int rb, int many, const kr_tile_out 
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few) {
 #ifdef KR_X86
-    kr_bf16_product product = simd >= KR_SIMD_AVX512 ? kr_bf16_product_get() : KR_BF16_AVX2;
-    if (product == KR_BF16_DOT) {
+    kr_bf16_product product = kr_bf16_product_get();
+    if (simd >= KR_SIMD_AVX512 && product == KR_BF16_DOT) {
         tile_blocks(&micro_dp_table[0][0][0], DP_RB, 2, t, xb, in, rn, p, cb, l, few);
         return;
     }
-    if (product == KR_BF16_FMA) {
+    if (simd >= KR_SIMD_AVX512 && product == KR_BF16_FMA) {
         tile_blocks(&micro_fma_table[0][0][0], FM_RB, 1, t, xb, in, rn, p, cb, l, few);
         return;
     }
-    if (simd >= KR_SIMD_AVX2) {
-        tile_avx2(t, xb, in, rn, p, cb, l);
+    if (simd >= KR_SIMD_AVX2) { /* FMAs under FTZ unless the compare is asked for or needed */
+        tile_avx2(t, xb, in, rn, p, cb, l, product != KR_BF16_AVX2 && kr_bf16_fma_ftz_exact());
         return;
     }
 #else

@@ -30,21 +30,22 @@
 
 #define CHECK_LANES 4096
 
-/* out = the pairs' chain acc + x1 w1 + x0 w0, two FMAs under FTZ|DAZ, 16 lanes */
-__attribute__((target("avx512f"), noinline)) static void
-pair16_ftz(float *out, const float *acc, const float *x1, const float *w1, const float *x0,
-           const float *w0) {
-    __m512 a1 = _mm512_loadu_ps(x1), b1 = _mm512_loadu_ps(w1), a0 = _mm512_loadu_ps(x0),
-           b0 = _mm512_loadu_ps(w0), r = _mm512_loadu_ps(acc);
+/* out = the pairs' chain acc + x1 w1 + x0 w0, two FMAs under FTZ|DAZ, 8 lanes (AVX2: the
+ * flush is MXCSR's at every width) */
+__attribute__((target("avx2,fma"), noinline)) static void
+pair8_ftz(float *out, const float *acc, const float *x1, const float *w1, const float *x0,
+          const float *w0) {
+    __m256 a1 = _mm256_loadu_ps(x1), b1 = _mm256_loadu_ps(w1), a0 = _mm256_loadu_ps(x0),
+           b0 = _mm256_loadu_ps(w0), r = _mm256_loadu_ps(acc);
     unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
     KR_PIN(r);
-    r = _mm512_fmadd_ps(a1, b1, r);
-    r = _mm512_fmadd_ps(a0, b0, r);
+    r = _mm256_fmadd_ps(a1, b1, r);
+    r = _mm256_fmadd_ps(a0, b0, r);
     KR_PIN(r);
     _mm_setcsr(csr);
     KR_PIN(r);
-    _mm512_storeu_ps(out, r);
+    _mm256_storeu_ps(out, r);
 }
 
 static uint32_t next(uint32_t *s) {
@@ -96,13 +97,13 @@ static void check_lane(int n, uint32_t *s, float *acc, float *x1, float *w1, flo
 }
 
 static int fma_ftz_exact(void) {
-    float acc[16], x1[16], w1[16], x0[16], w0[16], out[16];
+    float acc[8], x1[8], w1[8], x0[8], w0[8], out[8];
     uint32_t s = 12345u;
-    for (int n = 0; n < CHECK_LANES; n += 16) {
-        for (int i = 0; i < 16; i++)
+    for (int n = 0; n < CHECK_LANES; n += 8) {
+        for (int i = 0; i < 8; i++)
             check_lane(n + i, &s, &acc[i], &x1[i], &w1[i], &x0[i], &w0[i]);
-        pair16_ftz(out, acc, x1, w1, x0, w0);
-        for (int i = 0; i < 16; i++) {
+        pair8_ftz(out, acc, x1, w1, x0, w0);
+        for (int i = 0; i < 8; i++) {
             float e = kr_bf16_add(kr_bf16_add(acc[i], x1[i], w1[i]), x0[i], w0[i]);
             if (memcmp(&e, &out[i], sizeof e) != 0) return 0;
         }
@@ -180,7 +181,7 @@ int kr_bf16_fma_ftz_exact(void) {
     int e = atomic_load(&exact);
     if (e < 0) {
         __builtin_cpu_init();
-        e = __builtin_cpu_supports("avx512f") && fma_ftz_exact();
+        e = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && fma_ftz_exact();
         atomic_store(&exact, e);
     }
     return e;
@@ -227,8 +228,8 @@ kr_bf16_product kr_bf16_product_get(void) {
 }
 
 const char *kr_bf16_product_name(kr_simd s) {
-    static const char *const names[] = {"vdpbf16ps", "fma-ftz"};
-    kr_bf16_product p = s >= KR_SIMD_AVX512 ? kr_bf16_product_get() : KR_BF16_AVX2;
-    if (p != KR_BF16_AVX2) return names[p];
+    kr_bf16_product p = kr_bf16_product_get();
+    if (s >= KR_SIMD_AVX512 && p == KR_BF16_DOT) return "vdpbf16ps";
+    if (s >= KR_SIMD_AVX2 && p != KR_BF16_AVX2 && kr_bf16_fma_ftz_exact()) return "fma-ftz";
     return s >= KR_SIMD_AVX2 ? "avx2-fma" : "c";
 }

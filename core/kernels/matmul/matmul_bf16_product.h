@@ -16,9 +16,11 @@ int kr_bf16_has_dot(void);
  * and the bias's IEEE add outside it. */
 #define KR_PIN(v) __asm__ volatile("" : "+v"(v))
 
-/* The avx512 and amx levels' product: vdpbf16ps, or two FMAs a pair of the widened BF16 values
- * with MXCSR's FTZ and DAZ set (x86's flush of a result tiny after rounding is the contract's,
- * checked on the CPU before it is used), or, where neither runs, the AVX2 level's. */
+/* The product: vdpbf16ps (the avx512 and amx levels), or two FMAs a pair of the widened BF16
+ * values with MXCSR's FTZ and DAZ set (x86's flush of a result tiny after rounding is the
+ * contract's, checked on the CPU before it is used; 16 lanes at avx512, 8 at avx2), or the
+ * FMAs with each sum near FLT_MIN checked (8 lanes, what runs where the check fails). The
+ * avx2 level runs the FTZ FMAs for either of the first two. */
 typedef enum { KR_BF16_DOT, KR_BF16_FMA, KR_BF16_AVX2 } kr_bf16_product;
 
 /* The product chosen once: KRONOS_BF16_PRODUCT ("vdpbf16ps" or "fma", where the CPU runs it),
@@ -27,12 +29,12 @@ typedef enum { KR_BF16_DOT, KR_BF16_FMA, KR_BF16_AVX2 } kr_bf16_product;
  * decides it, at load). */
 kr_bf16_product kr_bf16_product_get(void);
 
-/* Whether FMAs under FTZ|DAZ give the contract's bits on this CPU (checked once on the
- * boundary sums and lanes of every kind; the FMA product runs only where they do) */
+/* Whether FMAs under FTZ|DAZ (AVX2 and FMA) give the contract's bits on this CPU (checked once on
+ * the boundary sums and lanes of every kind; the FMA product runs only where they do) */
 int kr_bf16_fma_ftz_exact(void);
 
 /* Switches the product to p (tests run both); -1 when the CPU cannot run it (vdpbf16ps without
- * AVX512-BF16, the FMAs without AVX-512 or kr_bf16_fma_ftz_exact). Not for use while products run.
+ * AVX512-BF16, the FTZ FMAs without kr_bf16_fma_ftz_exact). Not for use while products run.
  */
 int kr_bf16_product_set(kr_bf16_product p);
 
