@@ -178,6 +178,28 @@ dp_add256(__m256 acc, float x, __m256 w, __m256 abs_mask) {
         _mm256_cmp_ps(_mm256_and_ps(r, abs_mask), _mm256_set1_ps(FLT_MIN), _CMP_LE_OQ));
     return tiny ? fix256(r, x, w, acc, tiny) : r;
 }
+#define A2_KC 128 /* pairs of the rows widened at a time */
+
+/* Rows' pairs [j0, j0 + kc) widened into odd and even floats (the FMAs broadcast them from
+ * memory: a load, not a shuffle) */
+__attribute__((target("avx2"), always_inline)) static inline void
+widen_rows256(int RN, float (*xo)[A2_KC], float (*xe)[A2_KC], const uint32_t *xb, int np, int j0,
+              int kc) {
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    for (int i = 0; i < RN; i++) {
+        const uint32_t *r = xb + (size_t)i * np + j0;
+        int j = 0;
+        for (; j + 8 <= kc; j += 8) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(r + j));
+            _mm256_store_ps(&xo[i][j], _mm256_castsi256_ps(_mm256_and_si256(v, hi)));
+            _mm256_store_ps(&xe[i][j], _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+        }
+        for (; j < kc; j++)
+            xo[i][j] = kr_bf16_widen((uint16_t)(r[j] >> 16)),
+            xe[i][j] = kr_bf16_widen((uint16_t)r[j]);
+    }
+}
+
 /* FTZ: the chain as plain FMAs under MXCSR's FTZ|DAZ, where the CPU's flush is the contract's
  * (kr_bf16_fma_ftz_exact), as the avx512 FMA tiles below; else each add checked by dp_add256 */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
@@ -197,24 +219,34 @@ micro_avx2(int RN, int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, in
             KR_PIN(acc[i][1]);
         }
     }
-    for (int j = 0; j < np; j++) {
-        __m256 wo[2], we[2];
+    _Alignas(32) float xo[A2_RB][A2_KC], xe[A2_RB][A2_KC];
+    for (int j0 = 0; j0 < np; j0 += A2_KC) {
+        int kc = np - j0 < A2_KC ? np - j0 : A2_KC;
+        widen_rows256(RN, xo, xe, xb, np, j0, kc);
+        for (int j = 0; j < kc; j++) {
+            __m256 wo[2], we[2];
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; h++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(w + (size_t)j * PW + 16 * h));
-            wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
-            we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-        }
+            for (int h = 0; h < 2; h++) {
+                __m256i v =
+                    _mm256_loadu_si256((const __m256i *)(w + (size_t)(j0 + j) * PW + 16 * h));
+                wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
+                we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+            }
 #pragma GCC unroll 4
-        for (int i = 0; i < RN; i++) {
-            uint32_t x = xb[(size_t)i * np + j];
-            float xo = kr_bf16_widen((uint16_t)(x >> 16)), xe = kr_bf16_widen((uint16_t)x);
+            for (int i = 0; i < RN; i++) {
+                if (FTZ) { /* the odd product, then the even */
+                    __m256 bo = _mm256_broadcast_ss(&xo[i][j]), be = _mm256_broadcast_ss(&xe[i][j]);
 #pragma GCC unroll 2
-            for (int h = 0; h < 2; h++)
-                acc[i][h] =
-                    FTZ ? _mm256_fmadd_ps(_mm256_set1_ps(xe), we[h],
-                                          _mm256_fmadd_ps(_mm256_set1_ps(xo), wo[h], acc[i][h]))
-                        : dp_add256(dp_add256(acc[i][h], xo, wo[h], abs_mask), xe, we[h], abs_mask);
+                    for (int h = 0; h < 2; h++)
+                        acc[i][h] =
+                            _mm256_fmadd_ps(be, we[h], _mm256_fmadd_ps(bo, wo[h], acc[i][h]));
+                    continue;
+                }
+#pragma GCC unroll 2
+                for (int h = 0; h < 2; h++)
+                    acc[i][h] = dp_add256(dp_add256(acc[i][h], xo[i][j], wo[h], abs_mask), xe[i][j],
+                                          we[h], abs_mask);
+            }
         }
     }
     if (FTZ) {
