@@ -1,7 +1,7 @@
-/* matmul_bf16_product.c — which product the avx512 and amx levels run for weights = bf16:
- * vdpbf16ps, or FMAs of the widened BF16 values under MXCSR's flush to zero, or (where
- * neither runs) the AVX2 level's emulation. Each computes the contract's bits; the choice
- * only moves the speed.
+/* matmul_bf16_product.c — which product weights = bf16's tiles run: vdpbf16ps (avx512 and
+ * amx), FMAs of the widened BF16 values under MXCSR's flush to zero (16 lanes at avx512, 8 at
+ * avx2), or FMAs with each sum near zero checked (where the flush is not the contract's). Each
+ * computes the contract's bits; the choice only moves the speed.
  *
  * The FMAs rest on the CPU's FTZ flushing exactly what the contract flushes: a result tiny
  * after rounding to 24 bits with the exponent unbounded, exact or not, to a zero of its sign.

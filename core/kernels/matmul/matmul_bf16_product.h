@@ -1,5 +1,5 @@
-/* matmul_bf16_product.h — which product the avx512 and amx levels run for weights = bf16, and
- * the flush-to-zero window the FMA product computes in. Internal to core/. */
+/* matmul_bf16_product.h — which product weights = bf16's tiles run, and the flush-to-zero
+ * window the FMA product computes in. Internal to core/. */
 #ifndef KR_MATMUL_BF16_PRODUCT_H
 #define KR_MATMUL_BF16_PRODUCT_H
 
