@@ -11,9 +11,10 @@
  * each add is a fused multiply-add of the two factors; the AVX2 and C levels run exactly that chain
  * (two FMAs a pair), decide the rare results within FLT_MIN of zero from the exact sum, and
  * the inputs are flushed when they are rounded. Where vdpbf16ps is missing or slower than
- * FMAs, the avx512 level runs the chain as plain FMAs with MXCSR's FTZ set, whose flush is the
- * instruction's. tests/test_precision_bf16.c checks the instruction and the FMAs under FTZ
- * against this emulation bit for bit. So every level computes the same bits, and a row's bits
+ * FMAs, and this CPU's flush to zero is the contract's (matmul_bf16_product.c), the avx512 and
+ * avx2 levels run the chain as plain FMAs with MXCSR's FTZ set, no decision needed.
+ * tests/test_precision_bf16.c checks the instruction and the FMAs under FTZ against this
+ * emulation bit for bit. So every level computes the same bits, and a row's bits
  * depend on that row alone.
  *
  * The tiles are register-blocked: several rows by several panels of 16 columns per inner
@@ -25,8 +26,6 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -156,7 +155,7 @@ static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int
 }
 
 #ifdef KR_X86
-/* ---- AVX2: the emulation, a 16-column panel as two halves of 8 ------------------------------ */
+/* ---- AVX2: FMAs, a 16-column panel as two halves of 8 ------------------------------------- */
 
 #define A2_RB 4
 
@@ -178,13 +177,13 @@ dp_add256(__m256 acc, float x, __m256 w, __m256 abs_mask) {
         _mm256_cmp_ps(_mm256_and_ps(r, abs_mask), _mm256_set1_ps(FLT_MIN), _CMP_LE_OQ));
     return tiny ? fix256(r, x, w, acc, tiny) : r;
 }
-#define A2_KC 128 /* pairs of the rows widened at a time */
+#define WIDE_KC 128 /* pairs of the rows widened at a time */
 
-/* Rows' pairs [j0, j0 + kc) widened into odd and even floats (the FMAs broadcast them from
- * memory: a load, not a shuffle) */
+/* Rows' pairs [j0, j0 + kc) widened into odd and even floats (the FMAs of both widths
+ * broadcast them from memory: a load, not a shuffle); xo and xe 32-byte aligned */
 __attribute__((target("avx2"), always_inline)) static inline void
-widen_rows256(int RN, float (*xo)[A2_KC], float (*xe)[A2_KC], const uint32_t *xb, int np, int j0,
-              int kc) {
+widen_rows(int RN, float (*xo)[WIDE_KC], float (*xe)[WIDE_KC], const uint32_t *xb, int np, int j0,
+           int kc) {
     const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
     for (int i = 0; i < RN; i++) {
         const uint32_t *r = xb + (size_t)i * np + j0;
@@ -219,10 +218,10 @@ micro_avx2(int RN, int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, in
             KR_PIN(acc[i][1]);
         }
     }
-    _Alignas(32) float xo[A2_RB][A2_KC], xe[A2_RB][A2_KC];
-    for (int j0 = 0; j0 < np; j0 += A2_KC) {
-        int kc = np - j0 < A2_KC ? np - j0 : A2_KC;
-        widen_rows256(RN, xo, xe, xb, np, j0, kc);
+    _Alignas(32) float xo[A2_RB][WIDE_KC], xe[A2_RB][WIDE_KC];
+    for (int j0 = 0; j0 < np; j0 += WIDE_KC) {
+        int kc = np - j0 < WIDE_KC ? np - j0 : WIDE_KC;
+        widen_rows(RN, xo, xe, xb, np, j0, kc);
         for (int j = 0; j < kc; j++) {
             __m256 wo[2], we[2];
 #pragma GCC unroll 2
@@ -385,24 +384,9 @@ static const dp_fn micro_dp_table[3][DP_RB][4] = {MDP_TABLE(), MDP_TABLE(pf1_), 
  * all the rows; the rows' pairs are widened a chunk at a time into odd and even floats on the
  * stack, which the FMAs broadcast from memory. */
 
-#define FM_RB 12  /* rows x 2 panels for many rows */
-#define FM_KC 128 /* pairs of the rows widened at a time */
+#define FM_RB 12 /* rows x 2 panels for many rows */
 
 #define FM_TARGET __attribute__((target("avx512f")))
-
-FM_TARGET __attribute__((always_inline)) static inline void widen_rows(int RN, float (*xo)[FM_KC],
-                                                                       float (*xe)[FM_KC],
-                                                                       const uint32_t *xb, int np,
-                                                                       int j0, int kc) {
-    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
-    for (int i = 0; i < RN; i++)
-        for (int j = 0; j < kc; j += 16) {
-            __mmask16 m = kc - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (kc - j)) - 1u);
-            __m512i v = _mm512_maskz_loadu_epi32(m, xb + (size_t)i * np + j0 + j);
-            _mm512_store_si512((void *)&xo[i][j], _mm512_and_si512(v, hi));
-            _mm512_store_si512((void *)&xe[i][j], _mm512_slli_epi32(v, 16));
-        }
-}
 
 /* micro_dp's tile (prefetch alike) as FMAs, many rows in blocks of 12 by 2 panels: 24
  * accumulators, the panels' 4 widened weight vectors shared by 12 rows (the widening's vector
@@ -413,7 +397,7 @@ micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int 
     const uint16_t *w = l->wh + (size_t)p * np * PW;
     size_t ps = (size_t)np * PW;
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
-    _Alignas(64) float xo[FM_RB][FM_KC], xe[FM_RB][FM_KC];
+    _Alignas(64) float xo[FM_RB][WIDE_KC], xe[FM_RB][WIDE_KC];
     __m512 acc[FM_RB][DP_CB_MAX];
     unsigned csr = _mm_getcsr();
     _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
@@ -424,8 +408,8 @@ micro_fma(int RN, int CB, int PF, const kr_tile_out *t, const uint32_t *xb, int 
             acc[i][c] = _mm512_setzero_ps();
             KR_PIN(acc[i][c]);
         }
-    for (int j0 = 0; j0 < np; j0 += FM_KC) {
-        int kc = np - j0 < FM_KC ? np - j0 : FM_KC;
+    for (int j0 = 0; j0 < np; j0 += WIDE_KC) {
+        int kc = np - j0 < WIDE_KC ? np - j0 : WIDE_KC;
         widen_rows(RN, xo, xe, xb, np, j0, kc);
         for (int j = 0; j < kc; j++) {
             const uint16_t *wj = w + (size_t)(j0 + j) * PW;
@@ -553,18 +537,20 @@ static void tile_blocks(const dp_fn *table, int rb, int many, const kr_tile_out 
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few) {
 #ifdef KR_X86
-    kr_bf16_product product = kr_bf16_product_get();
-    if (simd >= KR_SIMD_AVX512 && product == KR_BF16_DOT) {
+    kr_bf16_run run = kr_bf16_run_at(simd);
+    switch (run) {
+    case KR_BF16_RUN_DOT:
         tile_blocks(&micro_dp_table[0][0][0], DP_RB, 2, t, xb, in, rn, p, cb, l, few);
         return;
-    }
-    if (simd >= KR_SIMD_AVX512 && product == KR_BF16_FMA) {
+    case KR_BF16_RUN_FMA512:
         tile_blocks(&micro_fma_table[0][0][0], FM_RB, 1, t, xb, in, rn, p, cb, l, few);
         return;
-    }
-    if (simd >= KR_SIMD_AVX2) { /* FMAs under FTZ unless the compare is asked for or needed */
-        tile_avx2(t, xb, in, rn, p, cb, l, product != KR_BF16_AVX2 && kr_bf16_fma_ftz_exact());
+    case KR_BF16_RUN_FMA256:
+    case KR_BF16_RUN_CHECKED:
+        tile_avx2(t, xb, in, rn, p, cb, l, run == KR_BF16_RUN_FMA256);
         return;
+    case KR_BF16_RUN_C:
+        break;
     }
 #else
     (void)simd;

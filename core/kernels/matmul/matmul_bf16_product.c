@@ -227,9 +227,15 @@ kr_bf16_product kr_bf16_product_get(void) {
     return (kr_bf16_product)atomic_load(&product);
 }
 
-const char *kr_bf16_product_name(kr_simd s) {
+kr_bf16_run kr_bf16_run_at(kr_simd s) {
     kr_bf16_product p = kr_bf16_product_get();
-    if (s >= KR_SIMD_AVX512 && p == KR_BF16_DOT) return "vdpbf16ps";
-    if (s >= KR_SIMD_AVX2 && p != KR_BF16_AVX2 && kr_bf16_fma_ftz_exact()) return "fma-ftz";
-    return s >= KR_SIMD_AVX2 ? "avx2-fma" : "c";
+    if (s >= KR_SIMD_AVX512 && p == KR_BF16_DOT) return KR_BF16_RUN_DOT;
+    if (s >= KR_SIMD_AVX512 && p == KR_BF16_FMA) return KR_BF16_RUN_FMA512;
+    if (s < KR_SIMD_AVX2) return KR_BF16_RUN_C;
+    return p != KR_BF16_AVX2 && kr_bf16_fma_ftz_exact() ? KR_BF16_RUN_FMA256 : KR_BF16_RUN_CHECKED;
+}
+
+const char *kr_bf16_product_name(kr_simd s) {
+    static const char *const names[] = {"vdpbf16ps", "fma-ftz", "fma-ftz", "avx2-fma", "c"};
+    return names[kr_bf16_run_at(s)];
 }

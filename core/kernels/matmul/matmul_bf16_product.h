@@ -33,6 +33,19 @@ kr_bf16_product kr_bf16_product_get(void);
  * the boundary sums and lanes of every kind; the FMA product runs only where they do) */
 int kr_bf16_fma_ftz_exact(void);
 
+/* The kernel a level runs for the chosen product: vdpbf16ps or the FTZ FMAs on 16 lanes at
+ * avx512 and amx; below (or for KR_BF16_AVX2) the FTZ FMAs on 8 lanes where
+ * kr_bf16_fma_ftz_exact, else the FMAs with each sum checked; C at generic. The one rule the
+ * tiles and kr_bf16_product_name follow. */
+typedef enum {
+    KR_BF16_RUN_DOT,
+    KR_BF16_RUN_FMA512,
+    KR_BF16_RUN_FMA256,
+    KR_BF16_RUN_CHECKED,
+    KR_BF16_RUN_C
+} kr_bf16_run;
+kr_bf16_run kr_bf16_run_at(kr_simd level);
+
 /* Switches the product to p (tests run both); -1 when the CPU cannot run it (vdpbf16ps without
  * AVX512-BF16, the FTZ FMAs without kr_bf16_fma_ftz_exact). Not for use while products run.
  */
