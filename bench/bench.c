@@ -898,11 +898,11 @@ int main(int argc, char **argv) {
         series_free(&a);
         return rc;
     }
-    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s (bf16 products %s); "
-           "weights %s, kv %s\n",
+    printf("machine: %s, %d threads; OpenBLAS core %s; kronosd kernels %s (bf16 products %s, "
+           "int8 %s); weights %s, kv %s\n",
            cpu, kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()),
-           kr_bf16_product_name(kr_simd_level()), kr_precision_name(weights),
-           kr_precision_name(kv_mode));
+           kr_bf16_product_name(kr_simd_level()), kr_q8_product_name(kr_simd_level()),
+           kr_precision_name(weights), kr_precision_name(kv_mode));
     char tok[1024], pred[1024];
     snprintf(tok, sizeof tok, "%s/tokenizer", model);
     snprintf(pred, sizeof pred, "%s/predictor", model);

@@ -81,6 +81,11 @@ const char *kr_simd_name(kr_simd s); /* "generic", "avx2", "avx512", "amx" */
  * contract's; the environment variable KRONOS_BF16_PRODUCT=vdpbf16ps|fma picks one the CPU
  * has), "avx2-fma" (FMAs, each sum near zero checked) or "c". Each computes the same bits. */
 const char *kr_bf16_product_name(kr_simd level);
+/* The integer product weights = int8 runs at a level: "tdpbsud" (AMX-INT8 tiles, a step of
+ * fewer than 8 rows on vpdpbusd), "vpdpbusd" (AVX512-VNNI), "avx-vnni" (vpdpbusd on 8 lanes;
+ * the environment variable KRONOS_Q8_PRODUCT=vpmaddubsw asks for the other), "vpmaddubsw" or
+ * "c". Each computes the same exact integer sums, so the same bits. */
+const char *kr_q8_product_name(kr_simd level);
 
 /* A caller's way to stop long work between steps: check returns 0 to go on, or
  * KR_E_CANCELLED / KR_E_DEADLINE to stop, and the work then fails with that code, its

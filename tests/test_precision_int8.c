@@ -1,5 +1,6 @@
 /* test_precision_int8.c — weights int8: the kernels against this file's own plain C of the
- * same quantised arithmetic, bit for bit on every level (vpdpbusd, vpmaddubsw, C), and the
+ * same quantised arithmetic, bit for bit on every level with each product the CPU runs
+ * (tdpbsud, vpdpbusd, AVX-VNNI's vpdpbusd, vpmaddubsw, C), and the
  * activations' quantisation (its ties) on every level; the loader quantising F32, BF16 and
  * F16 checkpoints the same way (kronos-mkmodel writes one model in each dtype from the same
  * values; KR_MKMODEL names the tool); and the mode's invariances:
@@ -111,7 +112,11 @@ static void one_shape(int out, int in, int T, uint32_t seed) {
             assert_true(d == kr_q8_scale(&l, o, k));
         }
     ref_linear(ref, x, T, w, b, out, in);
-    tu_linear_every_level(&l, x, T, ref);
+    kr_q8_avx2_product chosen = kr_q8_avx2_product_get();
+    for (int pr = KR_Q8_AVX_VNNI; pr <= KR_Q8_MADDUBS; pr++) /* the avx2 level's two products */
+        if (kr_q8_avx2_product_set((kr_q8_avx2_product)pr) == 0)
+            tu_linear_every_level(&l, x, T, ref);
+    assert_int_equal(kr_q8_avx2_product_set(chosen), 0);
     free(w), free(b), free(x), free(ref), free(wq), free(ws);
 }
 
@@ -279,8 +284,15 @@ static void test_int8_model_invariances(void **state) {
     kr_model *m = load(0, KR_PREC_INT8), *f32 = load(0, KR_PREC_F32);
     assert_non_null(m);
     assert_non_null(f32);
-    static float first[OUT_FLOATS], ref[OUT_FLOATS];
+    static float first[OUT_FLOATS], ref[OUT_FLOATS], again[OUT_FLOATS];
     int levels = tu_levels_agree(m, NULL, N_TOK, N_TOK, PATHS, first);
+    kr_q8_avx2_product chosen = kr_q8_avx2_product_get(),
+                       other = KR_Q8_AVX_VNNI + KR_Q8_MADDUBS - chosen;
+    if (kr_q8_avx2_product_set(other) == 0) { /* the avx2 level's other product: the same bits */
+        levels += tu_levels_agree(m, NULL, N_TOK, N_TOK, PATHS, again);
+        assert_memory_equal(again, first, sizeof first);
+        assert_int_equal(kr_q8_avx2_product_set(chosen), 0);
+    }
     logits(f32, ref);
     double scale, worst = tu_moved(ref, first, V, &scale);
     print_message("# weights int8: %d levels agree; s1 logits moved by %.3g of their %.3g\n",

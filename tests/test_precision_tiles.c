@@ -3,8 +3,9 @@
  * straddle, partial last panels, the bias and y += product, and a decode step's rows as one
  * task at the edges of what a task holds. Each checked against the same product written whole
  * and row by row (test_precision_bf16 and test_precision_int8 check that one against plain C),
- * on every kernel level the CPU has (bf16: with each product the CPU runs, vdpbf16ps, FMAs under
- * FTZ and FMAs with the sums checked); registered at 3 threads too. */
+ * on every kernel level the CPU has, with each product the CPU runs (bf16: vdpbf16ps, FMAs under
+ * FTZ and FMAs with the sums checked; int8 at avx2: AVX-VNNI and vpmaddubsw); registered at 3
+ * threads too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +15,7 @@
 #include "kronos.h"
 #include "matmul.h"      /* kr_linear_forward*, kr_simd_set */
 #include "matmul_bf16.h" /* kr_bf16_pack, kr_bf16_product_set */
-#include "matmul_q8.h"   /* kr_q8_pack */
+#include "matmul_q8.h"   /* kr_q8_pack, kr_q8_avx2_product_set */
 #include "test_util.h"
 
 #include <stdlib.h>
@@ -80,12 +81,14 @@ static void one_shape(int mode, int out, int in, int T, int n_parts, uint32_t se
     make_layer(&ly, mode, w, b, out, in);
     int levels = 0;
     kr_bf16_product chosen = kr_bf16_product_get();
-    /* bf16: every level with each product the CPU runs in turn (vdpbf16ps, FMAs under FTZ, FMAs
-     * with the sums checked), the same bits */
+    kr_q8_avx2_product chosen_q8 = kr_q8_avx2_product_get();
+    /* every level with each product the CPU runs in turn, the same bits: bf16's vdpbf16ps, FMAs
+     * under FTZ and FMAs with the sums checked; int8's AVX-VNNI and vpmaddubsw at avx2 */
     for (int pl = 0; pl < (KR_BF16_AVX2 + 1) * (KR_SIMD_AMX + 1); pl++) {
         int s = pl % (KR_SIMD_AMX + 1), pr = pl / (KR_SIMD_AMX + 1);
-        if (pr > 0 && mode != BF16) break;
+        if (mode == INT8 && pr > KR_Q8_MADDUBS) break;
         if (mode == BF16 && kr_bf16_product_set((kr_bf16_product)pr) != 0) continue;
+        if (mode == INT8 && kr_q8_avx2_product_set((kr_q8_avx2_product)pr) != 0) continue;
         if (kr_simd_set((kr_simd)s) != 0) continue;
         kr_linear_forward(y, x, T, &ly.l);
         if (levels++ == 0) memcpy(first, y, sizeof(float) * T * out);
@@ -111,6 +114,7 @@ static void one_shape(int mode, int out, int in, int T, int n_parts, uint32_t se
     assert_true(levels >= 1);
     kr_simd_set(kr_simd_level());
     kr_bf16_product_set(chosen); /* (-1 and nothing to restore without AVX-512) */
+    assert_int_equal(kr_q8_avx2_product_set(chosen_q8), 0);
     free(w), free(b), free(x), free(y), free(first), free(one), free(acc), free(bare);
     free(ly.wpacked);
     free(ly.ws);

@@ -3,16 +3,15 @@
  * activations (once a product).
  *
  * Each block's dot product is a sum of 32 products of integers in [-127, 127]: exact in int32
- * on every level (AMX-INT8's tdpbsud, AVX512-VNNI's vpdpbusd, AVX2's vpmaddubsw + vpmaddwd, or
- * C). The float part is one expression in one order: per block, in order,
- * acc = fma(dx * dw, isum, acc). So every level computes the same bits, and a row's bits
- * depend on that row alone.
+ * on every level (AMX-INT8's tdpbsud, AVX512-VNNI's vpdpbusd, at the avx2 level AVX-VNNI's
+ * vpdpbusd or vpmaddubsw + vpmaddwd (matmul_q8_avx2.c), or C). The float part is one
+ * expression in one order: per block, in order, acc = fma(dx * dw, isum, acc). So every level
+ * computes the same bits, and a row's bits depend on that row alone.
  *
  * The tiles are register-blocked: several rows by several panels of 16 columns per inner
  * loop, each weight vector loaded once for all the rows. vpdpbusd multiplies unsigned by
  * signed bytes, so the weights are packed as q + 128 and each accumulator starts at -128
- * times its row's block sum (kr_q8_rows.neg); vpmaddubsw would saturate on that, so the AVX2
- * kernel flips the bytes back and multiplies |x| by w with x's sign. */
+ * times its row's block sum (kr_q8_rows.neg). */
 #include "matmul_q8.h"
 
 #include <math.h>
@@ -203,71 +202,6 @@ static int32_t load4(const int8_t *p) {
     memcpy(&v, p, 4);
     return v;
 }
-
-/* ---- AVX2: up to 4 rows x 1 panel (two registers of 8 columns) ---------------------------- */
-
-#define A2_RB 4
-
-__attribute__((target("avx2,fma"), always_inline)) static inline void
-micro_avx2(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {
-    int nb = xq->nb;
-    const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
-    __m256 f[A2_RB][2];
-#pragma GCC unroll 4
-    for (int i = 0; i < RN; i++)
-        f[i][0] = f[i][1] = _mm256_setzero_ps();
-    for (int b = 0; b < nb; b++) {
-        const int8_t *w = l->wq + ((size_t)p * nb + b) * PB;
-        __m256i s[A2_RB][2];
-#pragma GCC unroll 4
-        for (int i = 0; i < RN; i++)
-            s[i][0] = s[i][1] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int q = 0; q < 8; q++) {
-            __m256i w0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + q * 64)), flip),
-                    w1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + q * 64 + 32)),
-                                          flip);
-#pragma GCC unroll 4
-            for (int i = 0; i < RN; i++) {
-                __m256i a =
-                    _mm256_set1_epi32(load4(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
-                __m256i ax = _mm256_abs_epi8(a);
-                s[i][0] = _mm256_add_epi32(
-                    s[i][0],
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w0, a)), ones));
-                s[i][1] = _mm256_add_epi32(
-                    s[i][1],
-                    _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, a)), ones));
-            }
-        }
-        const float *ws = l->ws + ((size_t)p * nb + b) * PANEL;
-        __m256 d0 = _mm256_loadu_ps(ws), d1 = _mm256_loadu_ps(ws + 8);
-#pragma GCC unroll 4
-        for (int i = 0; i < RN; i++) {
-            __m256 dx = _mm256_set1_ps(xq->d[(size_t)(r + i) * nb + b]);
-            f[i][0] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d0), _mm256_cvtepi32_ps(s[i][0]), f[i][0]);
-            f[i][1] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d1), _mm256_cvtepi32_ps(s[i][1]), f[i][1]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < RN; i++) {
-        kr_tile_put8(t, i, 0, f[i][0]);
-        kr_tile_put8(t, i, 8, f[i][1]);
-    }
-}
-
-#define MA2(RN)                                                                                    \
-    __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
-        const kr_tile_out *t, const kr_q8_rows *xq, int r, int p, const kr_linear *l) {            \
-        micro_avx2(RN, t, xq, r, p, l);                                                            \
-    }
-MA2(1)
-MA2(2)
-MA2(3)
-MA2(4)
-typedef void (*micro_fn)(const kr_tile_out *, const kr_q8_rows *, int, int, const kr_linear *);
-static const micro_fn micro_avx2_table[A2_RB] = {micro_avx2_1, micro_avx2_2, micro_avx2_3,
-                                                 micro_avx2_4};
 
 /* ---- AVX512-VNNI: RN rows x CB panels, RN x CB <= 8 ------------------------------------- */
 
@@ -575,38 +509,50 @@ int kr_q8_amx_ready(void) {
     return ok;
 }
 
-static void tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
-                      const kr_linear *l) {
-    for (int c = 0; c < cb; c++)
-        for (int i = 0; i < rn; i += A2_RB) {
-            int n = rn - i < A2_RB ? rn - i : A2_RB;
-            kr_tile_out s = kr_tile_sub(t, i, c * PANEL);
-            micro_avx2_table[n - 1](&s, xq, r + i, p + c, l);
-        }
-}
 #else
 int kr_q8_amx_ready(void) {
     return 0;
 }
 #endif
 
+kr_q8_run kr_q8_run_at(kr_simd level) {
+#ifdef KR_X86
+    if (level == KR_SIMD_AMX) return KR_Q8_RUN_AMX;
+    if (level >= KR_SIMD_AVX512 && has_vnni()) return KR_Q8_RUN_VNNI512;
+    if (level >= KR_SIMD_AVX2)
+        return kr_q8_avx2_product_get() == KR_Q8_AVX_VNNI ? KR_Q8_RUN_VNNI256 : KR_Q8_RUN_MADDUBS;
+#else
+    (void)level;
+#endif
+    return KR_Q8_RUN_C;
+}
+
+const char *kr_q8_product_name(kr_simd level) {
+    static const char *const names[] = {"tdpbsud", "vpdpbusd", "avx-vnni", "vpmaddubsw", "c"};
+    return names[kr_q8_run_at(level)];
+}
+
 void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 const kr_linear *l, kr_simd simd) {
+    switch (kr_q8_run_at(simd)) {
 #ifdef KR_X86
-    if (simd == KR_SIMD_AMX && rn >= AMX_MIN_ROWS) { /* else a single path's rows and the like */
-        tile_amx(t, xq, r, rn, p, cb, l);
-        return;
-    }
-    if (simd >= KR_SIMD_AVX512 && has_vnni()) {
+    case KR_Q8_RUN_AMX:
+        if (rn >= AMX_MIN_ROWS) { /* else a single path's rows and the like: vpdpbusd */
+            tile_amx(t, xq, r, rn, p, cb, l);
+            return;
+        }
         tile_vnni(t, xq, r, rn, p, cb, l);
         return;
-    }
-    if (simd >= KR_SIMD_AVX2) {
-        tile_avx2(t, xq, r, rn, p, cb, l);
+    case KR_Q8_RUN_VNNI512:
+        tile_vnni(t, xq, r, rn, p, cb, l);
+        return;
+    case KR_Q8_RUN_VNNI256:
+    case KR_Q8_RUN_MADDUBS:
+        kr_q8_tile_avx2(t, xq, r, rn, p, cb, l);
+        return;
+#endif
+    default:
+        tile_c(t, xq, r, rn, p, cb, l);
         return;
     }
-#else
-    (void)simd;
-#endif
-    tile_c(t, xq, r, rn, p, cb, l);
 }

@@ -56,10 +56,36 @@ void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr
  * c < 16 cb (those below t->m), cb <= KR_Q8_TILE_PANELS, row r + i of xq times column
  * 16 p + c of l: per block b in order,
  * acc = fma(dx_b * dw_b, (float)isum_b, acc), isum_b the block's exact integer dot product.
- * simd picks the integer kernel (vpdpbusd, vpmaddubsw or C); the bits do not depend on it,
- * nor on r, rn, p or cb. */
+ * simd picks the integer kernel (kr_q8_run_at); the bits do not depend on it, nor on r, rn,
+ * p or cb. */
 void kr_q8_tile(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
                 const kr_linear *l, kr_simd simd);
+
+/* The integer product a level's tiles run (kr_q8_product_name names it): AMX-INT8 tiles at
+ * amx (groups of 8 rows or more; fewer take vpdpbusd), vpdpbusd at avx512 where the CPU has
+ * AVX512-VNNI, at avx2 (and avx512 without VNNI) vpdpbusd on 8 lanes where it has AVX-VNNI,
+ * else vpmaddubsw + vpmaddwd; C at generic. The one rule kr_q8_tile follows. */
+typedef enum {
+    KR_Q8_RUN_AMX,
+    KR_Q8_RUN_VNNI512,
+    KR_Q8_RUN_VNNI256,
+    KR_Q8_RUN_MADDUBS,
+    KR_Q8_RUN_C
+} kr_q8_run;
+kr_q8_run kr_q8_run_at(kr_simd level);
+
+/* The avx2 level's two products (matmul_q8_avx2.c): vpdpbusd on 8 lanes where the CPU has
+ * AVX-VNNI, unless the environment variable KRONOS_Q8_PRODUCT=vpmaddubsw asks for the other
+ * (to measure one against the other); chosen once. */
+typedef enum { KR_Q8_AVX_VNNI, KR_Q8_MADDUBS } kr_q8_avx2_product;
+int kr_q8_has_avx_vnni(void);
+kr_q8_avx2_product kr_q8_avx2_product_get(void);
+/* Switches the avx2 level's product to p (tests run both); -1 when the CPU cannot run it. Not
+ * for use while products run. */
+int kr_q8_avx2_product_set(kr_q8_avx2_product p);
+/* kr_q8_tile at the avx2 level, with the chosen product */
+void kr_q8_tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
+                     const kr_linear *l);
 
 /* Whether the CPU has AVX512-VNNI, AMX-TILE and AMX-INT8 and the OS grants the tiles' state
  * (Linux asks once, for the whole process); 0 on other systems. The amx level's condition. */
