@@ -339,6 +339,8 @@ static void test_tile_edges(void **state) {
     one_shape(100, 40, 21, 16u);  /* a partial last panel */
     one_shape(72, 1, 33, 17u);    /* an input of one */
     one_shape(48, 512, 150, 18u); /* many row tasks */
+    one_shape(245, 300, 3, 19u);  /* a row alone: four panels at a time, the last one partial;
+                                   * its pairs widened in two chunks */
     print_message("# bf16 tiles: row and panel edges, odd inputs, the reference's bits on every "
                   "level, %d products\n",
                   products_run);
