@@ -286,22 +286,25 @@ static const micro_fn micro_avx2_table[2][A2_RB] = {
     {micro_avx2_1, micro_avx2_2, micro_avx2_3, micro_avx2_4},
     {micro_avx2_ftz_1, micro_avx2_ftz_2, micro_avx2_ftz_3, micro_avx2_ftz_4}};
 
-/* One row over 4 panels under FTZ: 8 chains in flight (as float32's row4_256), where one
- * panel's 2 chains, each 2 dependent FMAs a pair, leave a decode step's single path waiting on
- * the FMAs' latency. Each chain is micro_avx2's. */
-__attribute__((target("avx2,fma"))) static void
-row4_ftz256(const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {
+/* One row over 4 panels: 8 chains in flight (as float32's row4_256), where one panel's 2
+ * chains, each 2 dependent adds a pair, leave a decode step's single path waiting on their
+ * latency. Each chain is micro_avx2's, under FTZ or checked. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+row4_avx2(int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {
     const uint16_t *w = l->wh + (size_t)p * np * PW;
     const size_t ps = (size_t)np * PW; /* BF16 values from one panel to the next */
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
     __m256 acc[4][2];
-    unsigned csr = _mm_getcsr();
-    _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
+    unsigned csr = FTZ ? _mm_getcsr() : 0;
+    if (FTZ) _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
         acc[c][0] = acc[c][1] = _mm256_setzero_ps();
-        KR_PIN(acc[c][0]);
-        KR_PIN(acc[c][1]);
+        if (FTZ) {
+            KR_PIN(acc[c][0]);
+            KR_PIN(acc[c][1]);
+        }
     }
     _Alignas(32) float xo[1][WIDE_KC], xe[1][WIDE_KC];
     for (int j0 = 0; j0 < np; j0 += WIDE_KC) {
@@ -317,32 +320,48 @@ row4_ftz256(const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_li
                     __m256i v = _mm256_loadu_si256((const __m256i *)(wj + c * ps + 16 * h));
                     __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)),
                            we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-                    acc[c][h] = _mm256_fmadd_ps(be, we, _mm256_fmadd_ps(bo, wo, acc[c][h]));
+                    acc[c][h] = FTZ ? _mm256_fmadd_ps(be, we, _mm256_fmadd_ps(bo, wo, acc[c][h]))
+                                    : dp_add256(dp_add256(acc[c][h], xo[0][j], wo, abs_mask),
+                                                xe[0][j], we, abs_mask);
                 }
+        }
+    }
+    if (FTZ) {
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            KR_PIN(acc[c][0]);
+            KR_PIN(acc[c][1]);
+        }
+        _mm_setcsr(csr);
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            KR_PIN(acc[c][0]);
+            KR_PIN(acc[c][1]);
         }
     }
 #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) {
-        KR_PIN(acc[c][0]);
-        KR_PIN(acc[c][1]);
-    }
-    _mm_setcsr(csr);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        KR_PIN(acc[c][0]);
-        KR_PIN(acc[c][1]);
         kr_tile_put8(t, 0, c * PANEL, acc[c][0]);
         kr_tile_put8(t, 0, c * PANEL + 8, acc[c][1]);
     }
 }
 
+__attribute__((target("avx2,fma"))) static void
+row4_checked(const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {
+    row4_avx2(0, t, xb, np, p, l);
+}
+__attribute__((target("avx2,fma"))) static void row4_ftz(const kr_tile_out *t, const uint32_t *xb,
+                                                         int np, int p, const kr_linear *l) {
+    row4_avx2(1, t, xb, np, p, l);
+}
+
 static void tile_avx2(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                       const kr_linear *l, int ftz) {
     int np = kr_bf16_pairs(in), c = 0;
-    if (rn == 1 && ftz) /* a single path: four panels at a time */
+    if (rn == 1) /* a single path: four panels at a time */
         for (; c + 4 <= cb; c += 4) {
             kr_tile_out s = kr_tile_sub(t, 0, c * PANEL);
-            row4_ftz256(&s, xb, np, p + c, l);
+            (ftz ? row4_ftz : row4_checked)(&s, xb, np, p + c, l);
         }
     for (; c < cb; c++)
         for (int i = 0; i < rn; i += A2_RB) {
