@@ -118,6 +118,9 @@ typedef struct kr_model kr_model;
  * (docs/design.md, "Reduced precision"). */
 typedef enum { KR_PREC_F32 = 0, KR_PREC_BF16 = 1, KR_PREC_INT8 = 2 } kr_precision;
 const char *kr_precision_name(kr_precision p); /* "f32", "bf16", "int8" */
+/* The product a model's linear layers run at a level, for its weights: float32's "fma" ("c" at
+ * generic), kr_bf16_product_name's or kr_q8_product_name's. */
+const char *kr_weights_product_name(kr_precision weights, kr_simd level);
 /* "f32", "bf16" or "int8" (a weights mode) into *out; else KR_E_INVALID with a message
  * naming `field`. */
 int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err);

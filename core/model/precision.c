@@ -1,11 +1,17 @@
 /* precision.c — the names of what a model's numbers are stored in (kr_precision), as the
- * config, the flags and the answers spell them. */
+ * config, the flags and the answers spell them, and of the product each runs. */
 #include "kronos.h"
 
 #include <string.h>
 
 const char *kr_precision_name(kr_precision p) {
     return p == KR_PREC_BF16 ? "bf16" : p == KR_PREC_INT8 ? "int8" : "f32";
+}
+
+const char *kr_weights_product_name(kr_precision weights, kr_simd level) {
+    if (weights == KR_PREC_BF16) return kr_bf16_product_name(level);
+    if (weights == KR_PREC_INT8) return kr_q8_product_name(level);
+    return level == KR_SIMD_GENERIC ? "c" : "fma";
 }
 
 int kr_precision_parse(const char *s, const char *field, kr_precision *out, kr_error *err) {

@@ -25,7 +25,7 @@ static json_t *model_entry(const kd_app *app, const kd_model *md) {
         "{s:s,s:s,s:b,"
         "s:{s:s,s:o,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i},"
         "s:{s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:b},"
-        "s:i,s:I,s:I,s:s,s:s,s:{s:s},s:s}",
+        "s:i,s:I,s:I,s:s,s:s,s:{s:s,s:s},s:s}",
         "id", md->id, "hash", md->hash, "default", md == &app->models.v[0],
         /* tokenizer */
         "tokenizer", "hash", md->tokenizer_hash, "shared_with",
@@ -41,7 +41,8 @@ static json_t *model_entry(const kd_app *app, const kd_model *md) {
         (json_int_t)kr_model_param_count(md->m), "bytes",
         (json_int_t)kd_model_own_bytes(&app->models, md), "weights",
         kr_precision_name(kr_model_weights(md->m)), "kv", kr_precision_name(kr_model_kv(md->m)),
-        "kernels", "simd", kr_simd_name(kr_simd_level()), "loaded_at", when);
+        "kernels", "simd", kr_simd_name(kr_simd_level()), "product",
+        kr_weights_product_name(kr_model_weights(md->m), kr_simd_level()), "loaded_at", when);
 }
 
 typedef struct {

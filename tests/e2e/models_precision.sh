@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # models_precision.sh — the weights and kv modes with several models: every model a daemon
-# serves runs at its --weights and --kv, GET /models and /models/{id} name them, and so do
-# each model's answers (usage); a model sharing another's tokenizer (the same files under
-# another id) answers with bf16 weights and kv what a one-model bf16 daemon of those files
-# answers, byte for byte, and what a two-model float32 daemon answers differs.
+# serves runs at its --weights and --kv, GET /models and /models/{id} name them (and the
+# product its weights run), and so do each model's answers (usage); a model sharing another's
+# tokenizer (the same files under another id) answers with bf16 weights and kv what a one-model
+# bf16 daemon of those files answers, byte for byte, and what a two-model float32 daemon
+# answers differs.
 # Usage: models_precision.sh KRONOSD SRC_DIR
 set -uo pipefail
 KRONOSD=$1
@@ -26,12 +27,13 @@ http GET "$URL_two/models"
 expect "/models: both models bf16 weights and kv, the second sharing the first's tokenizer" 200 \
     'len(d["models"]) == 2 and all(m["weights"] == "bf16" and m["kv"] == "bf16" for m in d["models"]) and d["models"][1]["tokenizer"]["shared_with"] == d["models"][0]["id"]'
 http GET "$URL_two/models/twin"
-expect "/models/twin names weights and kv" 200 'd["weights"] == "bf16" and d["kv"] == "bf16"'
+expect "/models/twin names weights and kv, and its product one of bf16's" 200 \
+    'd["weights"] == "bf16" and d["kv"] == "bf16" and d["kernels"]["product"] in ("vdpbf16ps", "fma-ftz", "avx2-fma", "c")'
 http GET "$URL_two/model"
 expect "/model (the default) names them" 200 'd["weights"] == "bf16" and d["kv"] == "bf16"'
 http GET "$URL_f32/models"
-expect "a float32 daemon's /models says f32" 200 \
-    'all(m["weights"] == "f32" and m["kv"] == "f32" for m in d["models"])'
+expect "a float32 daemon's /models says f32, and float32's product" 200 \
+    'all(m["weights"] == "f32" and m["kv"] == "f32" and m["kernels"]["product"] in ("fma", "c") for m in d["models"])'
 
 strip() { # the answer without its model tag and timings
     "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); [d.pop(k,None) for k in ("model","usage")]; print(json.dumps(d,sort_keys=True))' "$1"

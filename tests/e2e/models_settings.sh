@@ -41,8 +41,8 @@ http GET "$URL_two/models"
 expect "GET /models: each model's own settings, the daemon-wide ones the other's default" 200 \
     '[(m["id"], m["max_context"], m["weights"], m["kv"]) for m in d["models"]] == [("tiny", 512, "f32", "bf16"), ("wide", 1024, "int8", "f32")]'
 http GET "$URL_two/models/wide"
-expect "GET /models/wide: max_context 1024, weights int8 (the later line won)" 200 \
-    'd["max_context"] == 1024 and d["weights"] == "int8" and d["kv"] == "f32"'
+expect "GET /models/wide: max_context 1024, weights int8 (the later line won), an int8 product" 200 \
+    'd["max_context"] == 1024 and d["weights"] == "int8" and d["kv"] == "f32" and d["kernels"]["product"] in ("tdpbsud", "vpdpbusd", "avx-vnni", "vpmaddubsw", "c")'
 grep -q "model wide: hash [0-9a-f]*, [0-9]* parameters, max-context 1024, weights int8, kv f32" \
     "$WORK/two.log" && pass "the start log names wide's settings" \
     || fail "the start log names wide's settings" "$(grep "model wide" "$WORK/two.log")"
