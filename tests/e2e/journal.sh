@@ -26,8 +26,7 @@ TMPFS=false
 if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=512k kronosd-e2e "$STATE" 2>/dev/null; then
     TMPFS=true
     unmount() {
-        local p
-        for p in "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+        kill_children
         wait 2>/dev/null
         umount "$STATE" 2>/dev/null
         cleanup

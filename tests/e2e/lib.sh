@@ -14,9 +14,20 @@ STATUS=""      # of the last http call
 BODY="$WORK/body"
 HEADERS="$WORK/headers"
 
+# kill_children: SIGKILL each process of BG_PIDS that is still this shell's child. One waited on
+# before may by now be another test's process under a reused PID (PIDs wrap around in a long CI
+# run: a parallel test's daemon killed at its start was seen), so the parent is checked first.
+kill_children() {
+    local p stat ppid
+    for p in "${BG_PIDS[@]}"; do
+        stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+        read -r _ ppid _ <<<"${stat##*) }" # past "pid (comm) ": state, ppid, ...
+        [ "$ppid" = "$$" ] && kill -KILL "$p" 2>/dev/null
+    done
+}
+
 cleanup() {
-    local p
-    for p in "${BG_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    kill_children
     wait 2>/dev/null
     if [ -n "${KEEP_WORK:-}" ]; then echo "kept $WORK"; else rm -rf "$WORK"; fi
 }
