@@ -179,6 +179,15 @@ dp_add256(__m256 acc, float x, __m256 w, __m256 abs_mask) {
 }
 #define WIDE_KC 128 /* pairs of the rows widened at a time */
 
+/* Each 32-bit lane's low BF16 as a float: its two bytes moved up, zeros below (a byte shuffle,
+ * which runs on a port the FMAs do not use on Intel's cores, where a shift takes one of theirs) */
+__attribute__((target("avx2"), always_inline)) static inline __m256 widen_even256(__m256i v) {
+    const __m256i up =
+        _mm256_setr_epi8(-128, -128, 0, 1, -128, -128, 4, 5, -128, -128, 8, 9, -128, -128, 12, 13,
+                         -128, -128, 0, 1, -128, -128, 4, 5, -128, -128, 8, 9, -128, -128, 12, 13);
+    return _mm256_castsi256_ps(_mm256_shuffle_epi8(v, up));
+}
+
 /* Rows' pairs [j0, j0 + kc) widened into odd and even floats (the FMAs of both widths
  * broadcast them from memory: a load, not a shuffle); xo and xe 32-byte aligned */
 __attribute__((target("avx2"), always_inline)) static inline void
@@ -229,7 +238,7 @@ micro_avx2(int RN, int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, in
                 __m256i v =
                     _mm256_loadu_si256((const __m256i *)(w + (size_t)(j0 + j) * PW + 16 * h));
                 wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
-                we[h] = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                we[h] = widen_even256(v);
             }
 #pragma GCC unroll 4
             for (int i = 0; i < RN; i++) {
@@ -319,7 +328,7 @@ row4_avx2(int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, int p, cons
                 for (int h = 0; h < 2; h++) {
                     __m256i v = _mm256_loadu_si256((const __m256i *)(wj + c * ps + 16 * h));
                     __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)),
-                           we = _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+                           we = widen_even256(v);
                     acc[c][h] = FTZ ? _mm256_fmadd_ps(be, we, _mm256_fmadd_ps(bo, wo, acc[c][h]))
                                     : dp_add256(dp_add256(acc[c][h], xo[0][j], wo, abs_mask),
                                                 xe[0][j], we, abs_mask);
