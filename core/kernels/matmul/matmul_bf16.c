@@ -157,7 +157,8 @@ static void tile_c(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int
 #ifdef KR_X86
 /* ---- AVX2: FMAs, a 16-column panel as two halves of 8 ------------------------------------- */
 
-#define A2_RB 4
+#define A2_RB 4 /* rows of a tile, one panel */
+#define A2_CB 4 /* panels of a single row's tile */
 
 /* The lanes of r = fma(x, w, acc) within FLT_MIN of zero, redone by kr_bf16_add_tiny */
 __attribute__((target("avx2,fma"), noinline)) static __m256 fix256(__m256 r, float x, __m256 w,
@@ -208,169 +209,119 @@ widen_rows(int RN, float (*xo)[WIDE_KC], float (*xe)[WIDE_KC], const uint32_t *x
     }
 }
 
-/* FTZ: the chain as plain FMAs under MXCSR's FTZ|DAZ, where the CPU's flush is the contract's
- * (kr_bf16_fma_ftz_exact), as the avx512 FMA tiles below; else each add checked by dp_add256 */
+/* One pair's step of a chain, the odd product then the even: plain FMAs under FTZ, else each
+ * add checked by dp_add256 */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256
+pair_add256(int FTZ, __m256 acc, const float *xo, const float *xe, __m256 wo, __m256 we,
+            __m256 abs_mask) {
+    if (FTZ)
+        return _mm256_fmadd_ps(_mm256_broadcast_ss(xe), we,
+                               _mm256_fmadd_ps(_mm256_broadcast_ss(xo), wo, acc));
+    return dp_add256(dp_add256(acc, *xo, wo, abs_mask), *xe, we, abs_mask);
+}
+
+/* RN rows x CB panels: 4 rows x 1 panel for many rows, a single row x 4 panels (8 chains in
+ * flight, as float32's row4_256, where one panel's 2 chains of dependent adds would wait on
+ * their latency). FTZ: the chain as plain FMAs under MXCSR's FTZ|DAZ, where the CPU's flush is
+ * the contract's (kr_bf16_fma_ftz_exact), as the avx512 FMA tiles below; else each add checked. */
 __attribute__((target("avx2,fma"), always_inline)) static inline void
-micro_avx2(int RN, int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, int p,
+micro_avx2(int RN, int CB, int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, int p,
            const kr_linear *l) {
     const uint16_t *w = l->wh + (size_t)p * np * PW;
+    const size_t ps = (size_t)np * PW; /* BF16 values from one panel to the next */
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
-    __m256 acc[A2_RB][2];
+    __m256 acc[A2_RB][A2_CB][2];
     unsigned csr = FTZ ? _mm_getcsr() : 0;
     if (FTZ) _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
 #pragma GCC unroll 4
-    for (int i = 0; i < RN; i++) {
-        acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-        if (FTZ) {
-            KR_PIN(acc[i][0]);
-            KR_PIN(acc[i][1]);
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; c++) {
+            acc[i][c][0] = acc[i][c][1] = _mm256_setzero_ps();
+            if (FTZ) {
+                KR_PIN(acc[i][c][0]);
+                KR_PIN(acc[i][c][1]);
+            }
         }
-    }
     _Alignas(32) float xo[A2_RB][WIDE_KC], xe[A2_RB][WIDE_KC];
     for (int j0 = 0; j0 < np; j0 += WIDE_KC) {
         int kc = np - j0 < WIDE_KC ? np - j0 : WIDE_KC;
         widen_rows(RN, xo, xe, xb, np, j0, kc);
         for (int j = 0; j < kc; j++) {
-            __m256 wo[2], we[2];
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; h++) {
-                __m256i v =
-                    _mm256_loadu_si256((const __m256i *)(w + (size_t)(j0 + j) * PW + 16 * h));
-                wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
-                we[h] = widen_even256(v);
-            }
-#pragma GCC unroll 4
-            for (int i = 0; i < RN; i++) {
-                if (FTZ) { /* the odd product, then the even */
-                    __m256 bo = _mm256_broadcast_ss(&xo[i][j]), be = _mm256_broadcast_ss(&xe[i][j]);
-#pragma GCC unroll 2
-                    for (int h = 0; h < 2; h++)
-                        acc[i][h] =
-                            _mm256_fmadd_ps(be, we[h], _mm256_fmadd_ps(bo, wo[h], acc[i][h]));
-                    continue;
-                }
-#pragma GCC unroll 2
-                for (int h = 0; h < 2; h++)
-                    acc[i][h] = dp_add256(dp_add256(acc[i][h], xo[i][j], wo[h], abs_mask), xe[i][j],
-                                          we[h], abs_mask);
-            }
-        }
-    }
-    if (FTZ) {
-#pragma GCC unroll 4
-        for (int i = 0; i < RN; i++) {
-            KR_PIN(acc[i][0]);
-            KR_PIN(acc[i][1]);
-        }
-        _mm_setcsr(csr);
-#pragma GCC unroll 4
-        for (int i = 0; i < RN; i++) {
-            KR_PIN(acc[i][0]);
-            KR_PIN(acc[i][1]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < RN; i++) {
-        kr_tile_put8(t, i, 0, acc[i][0]);
-        kr_tile_put8(t, i, 8, acc[i][1]);
-    }
-}
-
-typedef void (*micro_fn)(const kr_tile_out *, const uint32_t *, int, int, const kr_linear *);
-#define MA2(RN)                                                                                    \
-    __attribute__((target("avx2,fma"))) static void micro_avx2_##RN(                               \
-        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {             \
-        micro_avx2(RN, 0, t, xb, np, p, l);                                                        \
-    }                                                                                              \
-    __attribute__((target("avx2,fma"))) static void micro_avx2_ftz_##RN(                           \
-        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {             \
-        micro_avx2(RN, 1, t, xb, np, p, l);                                                        \
-    }
-MA2(1)
-MA2(2)
-MA2(3)
-MA2(4)
-static const micro_fn micro_avx2_table[2][A2_RB] = {
-    {micro_avx2_1, micro_avx2_2, micro_avx2_3, micro_avx2_4},
-    {micro_avx2_ftz_1, micro_avx2_ftz_2, micro_avx2_ftz_3, micro_avx2_ftz_4}};
-
-/* One row over 4 panels: 8 chains in flight (as float32's row4_256), where one panel's 2
- * chains, each 2 dependent adds a pair, leave a decode step's single path waiting on their
- * latency. Each chain is micro_avx2's, under FTZ or checked. */
-__attribute__((target("avx2,fma"), always_inline)) static inline void
-row4_avx2(int FTZ, const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {
-    const uint16_t *w = l->wh + (size_t)p * np * PW;
-    const size_t ps = (size_t)np * PW; /* BF16 values from one panel to the next */
-    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
-    __m256 acc[4][2];
-    unsigned csr = FTZ ? _mm_getcsr() : 0;
-    if (FTZ) _mm_setcsr(csr | KR_BF16_FTZ_DAZ);
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        acc[c][0] = acc[c][1] = _mm256_setzero_ps();
-        if (FTZ) {
-            KR_PIN(acc[c][0]);
-            KR_PIN(acc[c][1]);
-        }
-    }
-    _Alignas(32) float xo[1][WIDE_KC], xe[1][WIDE_KC];
-    for (int j0 = 0; j0 < np; j0 += WIDE_KC) {
-        int kc = np - j0 < WIDE_KC ? np - j0 : WIDE_KC;
-        widen_rows(1, xo, xe, xb, np, j0, kc);
-        for (int j = 0; j < kc; j++) {
-            __m256 bo = _mm256_broadcast_ss(&xo[0][j]), be = _mm256_broadcast_ss(&xe[0][j]);
             const uint16_t *wj = w + (size_t)(j0 + j) * PW;
 #pragma GCC unroll 4
-            for (int c = 0; c < 4; c++)
+            for (int c = 0; c < CB; c++) {
+                __m256 wo[2], we[2];
 #pragma GCC unroll 2
                 for (int h = 0; h < 2; h++) {
                     __m256i v = _mm256_loadu_si256((const __m256i *)(wj + c * ps + 16 * h));
-                    __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask)),
-                           we = widen_even256(v);
-                    acc[c][h] = FTZ ? _mm256_fmadd_ps(be, we, _mm256_fmadd_ps(bo, wo, acc[c][h]))
-                                    : dp_add256(dp_add256(acc[c][h], xo[0][j], wo, abs_mask),
-                                                xe[0][j], we, abs_mask);
+                    wo[h] = _mm256_castsi256_ps(_mm256_and_si256(v, hi_mask));
+                    we[h] = widen_even256(v);
                 }
+#pragma GCC unroll 4
+                for (int i = 0; i < RN; i++)
+#pragma GCC unroll 2
+                    for (int h = 0; h < 2; h++)
+                        acc[i][c][h] = pair_add256(FTZ, acc[i][c][h], &xo[i][j], &xe[i][j], wo[h],
+                                                   we[h], abs_mask);
+            }
         }
     }
     if (FTZ) {
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            KR_PIN(acc[c][0]);
-            KR_PIN(acc[c][1]);
-        }
+        for (int i = 0; i < RN; i++)
+#pragma GCC unroll 4
+            for (int c = 0; c < CB; c++) {
+                KR_PIN(acc[i][c][0]);
+                KR_PIN(acc[i][c][1]);
+            }
         _mm_setcsr(csr);
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) {
-            KR_PIN(acc[c][0]);
-            KR_PIN(acc[c][1]);
-        }
+        for (int i = 0; i < RN; i++)
+#pragma GCC unroll 4
+            for (int c = 0; c < CB; c++) {
+                KR_PIN(acc[i][c][0]);
+                KR_PIN(acc[i][c][1]);
+            }
     }
 #pragma GCC unroll 4
-    for (int c = 0; c < 4; c++) {
-        kr_tile_put8(t, 0, c * PANEL, acc[c][0]);
-        kr_tile_put8(t, 0, c * PANEL + 8, acc[c][1]);
-    }
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; c++) {
+            kr_tile_put8(t, i, c * PANEL, acc[i][c][0]);
+            kr_tile_put8(t, i, c * PANEL + 8, acc[i][c][1]);
+        }
 }
 
-__attribute__((target("avx2,fma"))) static void
-row4_checked(const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {
-    row4_avx2(0, t, xb, np, p, l);
-}
-__attribute__((target("avx2,fma"))) static void row4_ftz(const kr_tile_out *t, const uint32_t *xb,
-                                                         int np, int p, const kr_linear *l) {
-    row4_avx2(1, t, xb, np, p, l);
-}
+typedef void (*micro_fn)(const kr_tile_out *, const uint32_t *, int, int, const kr_linear *);
+#define MA2(RN, CB)                                                                                \
+    __attribute__((target("avx2,fma"))) static void micro_avx2_##RN##_##CB(                        \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {             \
+        micro_avx2(RN, CB, 0, t, xb, np, p, l);                                                    \
+    }                                                                                              \
+    __attribute__((target("avx2,fma"))) static void micro_avx2_ftz_##RN##_##CB(                    \
+        const kr_tile_out *t, const uint32_t *xb, int np, int p, const kr_linear *l) {             \
+        micro_avx2(RN, CB, 1, t, xb, np, p, l);                                                    \
+    }
+MA2(1, 1)
+MA2(2, 1)
+MA2(3, 1)
+MA2(4, 1)
+MA2(1, 4)
+/* [ftz][rows - 1]: one panel; [ftz]: a single row's four */
+static const micro_fn micro_avx2_table[2][A2_RB] = {
+    {micro_avx2_1_1, micro_avx2_2_1, micro_avx2_3_1, micro_avx2_4_1},
+    {micro_avx2_ftz_1_1, micro_avx2_ftz_2_1, micro_avx2_ftz_3_1, micro_avx2_ftz_4_1}};
+static const micro_fn micro_avx2_row4[2] = {micro_avx2_1_4, micro_avx2_ftz_1_4};
 
 static void tile_avx2(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                       const kr_linear *l, int ftz) {
     int np = kr_bf16_pairs(in), c = 0;
     if (rn == 1) /* a single path: four panels at a time */
-        for (; c + 4 <= cb; c += 4) {
+        for (; c + A2_CB <= cb; c += A2_CB) {
             kr_tile_out s = kr_tile_sub(t, 0, c * PANEL);
-            (ftz ? row4_ftz : row4_checked)(&s, xb, np, p + c, l);
+            micro_avx2_row4[ftz](&s, xb, np, p + c, l);
         }
     for (; c < cb; c++)
         for (int i = 0; i < rn; i += A2_RB) {

@@ -48,9 +48,8 @@ void kr_bf16_rows(uint32_t *xb, const float *x, int n, int in, kr_simd simd);
  * from acc = 0, per pair j in order, acc = add(acc, x[2j+1] w[2j+1]), then
  * acc = add(acc, x[2j] w[2j]), add rounding to nearest even, or giving a zero of the exact
  * sum's sign when that sum rounded to 24 bits (exponent unbounded) is below FLT_MIN in
- * magnitude: what AVX512-BF16's vdpbf16ps computes. simd picks the avx512 product
- * (kr_bf16_product_get: vdpbf16ps or FMAs under FTZ), the AVX2 emulation or C; the bits depend
- * on none of simd, the product, rn, p, cb, few.
+ * magnitude: what AVX512-BF16's vdpbf16ps computes. simd and the chosen product pick the
+ * kernel (kr_bf16_run_at); the bits depend on none of simd, the product, rn, p, cb, few.
  * few: fetch the panels read next into L2 ahead (the caller decides when: matmul.c). */
 void kr_bf16_tile(const kr_tile_out *t, const uint32_t *xb, int in, int rn, int p, int cb,
                   const kr_linear *l, kr_simd simd, int few);
