@@ -66,19 +66,36 @@ static int32_t load4(const int8_t *p) {
     return v;
 }
 
-/* ---- the block's float step, the same for both ------------------------------------------ */
+/* ---- the float part, the same for both --------------------------------------------------- */
 
-#define BLOCK_FLOATS(RN, f, s, xq, r, nb, b, ws)                                                   \
-    do {                                                                                           \
-        __m256 d0 = _mm256_loadu_ps(ws), d1 = _mm256_loadu_ps((ws) + 8);                           \
-        _Pragma("GCC unroll 4") for (int i = 0; i < (RN); i++) {                                   \
-            __m256 dx = _mm256_set1_ps((xq)->d[(size_t)((r) + i) * (nb) + (b)]);                   \
-            f[i][0] =                                                                              \
-                _mm256_fmadd_ps(_mm256_mul_ps(dx, d0), _mm256_cvtepi32_ps(s[i][0]), f[i][0]);      \
-            f[i][1] =                                                                              \
-                _mm256_fmadd_ps(_mm256_mul_ps(dx, d1), _mm256_cvtepi32_ps(s[i][1]), f[i][1]);      \
-        }                                                                                          \
-    } while (0)
+/* Inlined into either product's kernel (AVX2 and FMA: a subset of both targets) */
+#define FLOATS_FN __attribute__((target("avx2,fma"), always_inline)) static inline
+
+/* The rows' block b into their chains: acc = fma(dx * dw, isum, acc), 16 columns a row */
+FLOATS_FN void block_floats(int RN, __m256 (*f)[2], __m256i (*s)[2], const kr_q8_rows *xq, int r,
+                            int b, const float *ws) {
+    __m256 d0 = _mm256_loadu_ps(ws), d1 = _mm256_loadu_ps(ws + 8);
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++) {
+        __m256 dx = _mm256_set1_ps(xq->d[(size_t)(r + i) * xq->nb + b]);
+        f[i][0] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d0), _mm256_cvtepi32_ps(s[i][0]), f[i][0]);
+        f[i][1] = _mm256_fmadd_ps(_mm256_mul_ps(dx, d1), _mm256_cvtepi32_ps(s[i][1]), f[i][1]);
+    }
+}
+
+FLOATS_FN void floats_zero(int RN, __m256 (*f)[2]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++)
+        f[i][0] = f[i][1] = _mm256_setzero_ps();
+}
+
+FLOATS_FN void floats_put(int RN, const kr_tile_out *t, __m256 (*f)[2]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++) {
+        kr_tile_put8(t, i, 0, f[i][0]);
+        kr_tile_put8(t, i, 8, f[i][1]);
+    }
+}
 
 /* ---- vpmaddubsw + vpmaddwd ---------------------------------------------------------------- */
 
@@ -88,9 +105,7 @@ micro_maddubs(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
     int nb = xq->nb;
     const __m256i flip = _mm256_set1_epi8((char)0x80), ones = _mm256_set1_epi16(1);
     __m256 f[RB][2];
-#pragma GCC unroll 4
-    for (int i = 0; i < RN; i++)
-        f[i][0] = f[i][1] = _mm256_setzero_ps();
+    floats_zero(RN, f);
     for (int b = 0; b < nb; b++) {
         const int8_t *w = l->wq + ((size_t)p * nb + b) * PB;
         __m256i s[RB][2];
@@ -115,13 +130,9 @@ micro_maddubs(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
                     _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(w1, a)), ones));
             }
         }
-        BLOCK_FLOATS(RN, f, s, xq, r, nb, b, l->ws + ((size_t)p * nb + b) * PANEL);
+        block_floats(RN, f, s, xq, r, b, l->ws + ((size_t)p * nb + b) * PANEL);
     }
-#pragma GCC unroll 4
-    for (int i = 0; i < RN; i++) {
-        kr_tile_put8(t, i, 0, f[i][0]);
-        kr_tile_put8(t, i, 8, f[i][1]);
-    }
+    floats_put(RN, t, f);
 }
 
 /* ---- vpdpbusd on 8 lanes (AVX-VNNI) ------------------------------------------------------- */
@@ -133,9 +144,7 @@ micro_avx_vnni(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
                const kr_linear *l) {
     int nb = xq->nb;
     __m256 f[RB][2];
-#pragma GCC unroll 4
-    for (int i = 0; i < RN; i++)
-        f[i][0] = f[i][1] = _mm256_setzero_ps();
+    floats_zero(RN, f);
     for (int b = 0; b < nb; b++) {
         const int8_t *w = l->wq + ((size_t)p * nb + b) * PB;
         __m256i s[RB][2];
@@ -154,13 +163,9 @@ micro_avx_vnni(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
                 s[i][1] = _mm256_dpbusd_avx_epi32(s[i][1], w1, a);
             }
         }
-        BLOCK_FLOATS(RN, f, s, xq, r, nb, b, l->ws + ((size_t)p * nb + b) * PANEL);
+        block_floats(RN, f, s, xq, r, b, l->ws + ((size_t)p * nb + b) * PANEL);
     }
-#pragma GCC unroll 4
-    for (int i = 0; i < RN; i++) {
-        kr_tile_put8(t, i, 0, f[i][0]);
-        kr_tile_put8(t, i, 8, f[i][1]);
-    }
+    floats_put(RN, t, f);
 }
 
 /* ---- the tiles ---------------------------------------------------------------------------- */
