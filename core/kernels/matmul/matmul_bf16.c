@@ -220,6 +220,18 @@ pair_add256(int FTZ, __m256 acc, const float *xo, const float *xe, __m256 wo, __
     return dp_add256(dp_add256(acc, *xo, wo, abs_mask), *xe, we, abs_mask);
 }
 
+/* Every accumulator of a tile pinned (KR_PIN): the FTZ window's edges */
+__attribute__((target("avx2"), always_inline)) static inline void
+pin_acc256(int RN, int CB, __m256 (*acc)[A2_CB][2]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < RN; i++)
+#pragma GCC unroll 4
+        for (int c = 0; c < CB; c++) {
+            KR_PIN(acc[i][c][0]);
+            KR_PIN(acc[i][c][1]);
+        }
+}
+
 /* RN rows x CB panels: 4 rows x 1 panel for many rows, a single row x 4 panels (8 chains in
  * flight, as float32's row4_256, where one panel's 2 chains of dependent adds would wait on
  * their latency). FTZ: the chain as plain FMAs under MXCSR's FTZ|DAZ, where the CPU's flush is
@@ -237,13 +249,9 @@ micro_avx2(int RN, int CB, int FTZ, const kr_tile_out *t, const uint32_t *xb, in
 #pragma GCC unroll 4
     for (int i = 0; i < RN; i++)
 #pragma GCC unroll 4
-        for (int c = 0; c < CB; c++) {
+        for (int c = 0; c < CB; c++)
             acc[i][c][0] = acc[i][c][1] = _mm256_setzero_ps();
-            if (FTZ) {
-                KR_PIN(acc[i][c][0]);
-                KR_PIN(acc[i][c][1]);
-            }
-        }
+    if (FTZ) pin_acc256(RN, CB, acc);
     _Alignas(32) float xo[A2_RB][WIDE_KC], xe[A2_RB][WIDE_KC];
     for (int j0 = 0; j0 < np; j0 += WIDE_KC) {
         int kc = np - j0 < WIDE_KC ? np - j0 : WIDE_KC;
@@ -269,21 +277,9 @@ micro_avx2(int RN, int CB, int FTZ, const kr_tile_out *t, const uint32_t *xb, in
         }
     }
     if (FTZ) {
-#pragma GCC unroll 4
-        for (int i = 0; i < RN; i++)
-#pragma GCC unroll 4
-            for (int c = 0; c < CB; c++) {
-                KR_PIN(acc[i][c][0]);
-                KR_PIN(acc[i][c][1]);
-            }
+        pin_acc256(RN, CB, acc);
         _mm_setcsr(csr);
-#pragma GCC unroll 4
-        for (int i = 0; i < RN; i++)
-#pragma GCC unroll 4
-            for (int c = 0; c < CB; c++) {
-                KR_PIN(acc[i][c][0]);
-                KR_PIN(acc[i][c][1]);
-            }
+        pin_acc256(RN, CB, acc);
     }
 #pragma GCC unroll 4
     for (int i = 0; i < RN; i++)
