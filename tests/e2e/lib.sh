@@ -16,7 +16,7 @@ HEADERS="$WORK/headers"
 
 # kill_children: SIGKILL each process of BG_PIDS that is still this shell's child. One waited on
 # before may by now be another test's process under a reused PID (PIDs wrap around in a long CI
-# run: a parallel test's daemon killed at its start was seen), so the parent is checked first.
+# run), so the parent is checked first.
 kill_children() {
     local p stat ppid
     for p in "${BG_PIDS[@]}"; do
