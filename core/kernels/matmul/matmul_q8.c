@@ -197,12 +197,6 @@ static void tile_c(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, in
 }
 
 #ifdef KR_X86
-static int32_t load4(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 /* ---- AVX512-VNNI: RN rows x CB panels, RN x CB <= 8 ------------------------------------- */
 
 #define VN_RB 4
@@ -243,7 +237,7 @@ micro_vnni(int RN, int CB, int PF, const kr_tile_out *t, const kr_q8_rows *xq, i
 #pragma GCC unroll 4
             for (int i = 0; i < RN; i++) {
                 __m512i a =
-                    _mm512_set1_epi32(load4(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
+                    _mm512_set1_epi32(kr_q8_quad(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
 #pragma GCC unroll 4
                 for (int c = 0; c < CB; c++)
                     s[i][c] = _mm512_dpbusd_epi32(s[i][c], wv[c], a);

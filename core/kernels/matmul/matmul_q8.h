@@ -8,6 +8,8 @@
 #include "tile_out.h"
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #define KR_Q8_BLOCK 32 /* weights and activations share one scale per 32 along the input */
 #define KR_Q8_PANEL 16 /* output columns per packed panel */
@@ -37,6 +39,13 @@ float kr_q8_scale(const kr_linear *l, int o, int b);
 
 /* One block of n <= 32 values quantised like the weights: q[32] (zero past n), returns d. */
 float kr_q8_quantise(int8_t *q, const float *x, int n);
+
+/* The 4 bytes of a row's block from p as one int32: what a vpdpbusd lane multiplies */
+static inline int32_t kr_q8_quad(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
 
 /* Rows of activations quantised block by block: q [row][block][32], d [row][block] the
  * scales, neg [row][block] = -128 * the block's sum of q (what the unsigned weights add). */

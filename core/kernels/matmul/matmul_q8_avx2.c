@@ -60,12 +60,6 @@ int kr_q8_avx2_product_set(kr_q8_avx2_product p) {
 }
 
 #ifdef KR_X86
-static int32_t load4(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
 /* ---- the float part, the same for both --------------------------------------------------- */
 
 /* Inlined into either product's kernel (AVX2 and FMA: a subset of both targets) */
@@ -120,7 +114,7 @@ micro_maddubs(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
 #pragma GCC unroll 4
             for (int i = 0; i < RN; i++) {
                 __m256i a =
-                    _mm256_set1_epi32(load4(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
+                    _mm256_set1_epi32(kr_q8_quad(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
                 __m256i ax = _mm256_abs_epi8(a);
                 s[i][0] = _mm256_add_epi32(
                     s[i][0],
@@ -158,7 +152,7 @@ micro_avx_vnni(int RN, const kr_tile_out *t, const kr_q8_rows *xq, int r, int p,
 #pragma GCC unroll 4
             for (int i = 0; i < RN; i++) {
                 __m256i a =
-                    _mm256_set1_epi32(load4(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
+                    _mm256_set1_epi32(kr_q8_quad(xq->q + ((size_t)(r + i) * nb + b) * QB + 4 * q));
                 s[i][0] = _mm256_dpbusd_avx_epi32(s[i][0], w0, a);
                 s[i][1] = _mm256_dpbusd_avx_epi32(s[i][1], w1, a);
             }
