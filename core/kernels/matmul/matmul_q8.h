@@ -5,23 +5,17 @@
 #define KR_MATMUL_Q8_H
 
 #include "layers.h"
+#include "matmul_q8_avx2.h"
+#include "q8_block.h"
 #include "tile_out.h"
 
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
-#define KR_Q8_BLOCK 32 /* weights and activations share one scale per 32 along the input */
-#define KR_Q8_PANEL 16 /* output columns per packed panel */
 /* Layers with a longer input stay float32: a task quantises its rows on its own stack. */
 #define KR_Q8_MAX_IN      16384
 #define KR_Q8_TILE_ROWS   16 /* rows per task of a product of many rows */
 #define KR_Q8_TILE_PANELS 8  /* panels per kr_q8_tile call */
-
-/* Blocks along an input of n: the last one zero-padded. */
-static inline int kr_q8_blocks(int in) {
-    return (in + KR_Q8_BLOCK - 1) / KR_Q8_BLOCK;
-}
 
 /* Scales of a packed [out][in] weight (one per column and block, columns padded to whole
  * panels); its int8 part holds KR_Q8_BLOCK bytes per scale. */
@@ -39,24 +33,6 @@ float kr_q8_scale(const kr_linear *l, int o, int b);
 
 /* One block of n <= 32 values quantised like the weights: q[32] (zero past n), returns d. */
 float kr_q8_quantise(int8_t *q, const float *x, int n);
-
-/* The 4 bytes of a row's block from p as one int32: what a vpdpbusd lane multiplies */
-static inline int32_t kr_q8_quad(const int8_t *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* Rows of activations quantised block by block: q [row][block][32], d [row][block] the
- * scales, neg [row][block] = -128 * the block's sum of q (what the unsigned weights add). */
-typedef struct {
-    int8_t *q;
-    float *d;
-    int32_t *neg;
-    int nb;
-    int prefetch; /* the whole product's rows are few (the caller's rule): tiles fetch the
-                   * next panels */
-} kr_q8_rows;
 
 /* x's n rows of in values into xq (its nb = kr_q8_blocks(in)). The bits do not depend on simd. */
 void kr_q8_quantise_rows(const kr_q8_rows *xq, const float *x, int n, int in, kr_simd simd);
@@ -82,19 +58,6 @@ typedef enum {
     KR_Q8_RUN_C
 } kr_q8_run;
 kr_q8_run kr_q8_run_at(kr_simd level);
-
-/* The avx2 level's two products (matmul_q8_avx2.c): vpdpbusd on 8 lanes where the CPU has
- * AVX-VNNI, unless the environment variable KRONOS_Q8_PRODUCT=vpmaddubsw asks for the other
- * (to measure one against the other); chosen once. */
-typedef enum { KR_Q8_AVX_VNNI, KR_Q8_MADDUBS } kr_q8_avx2_product;
-int kr_q8_has_avx_vnni(void);
-kr_q8_avx2_product kr_q8_avx2_product_get(void);
-/* Switches the avx2 level's product to p (tests run both); -1 when the CPU cannot run it. Not
- * for use while products run. */
-int kr_q8_avx2_product_set(kr_q8_avx2_product p);
-/* kr_q8_tile at the avx2 level, with the chosen product */
-void kr_q8_tile_avx2(const kr_tile_out *t, const kr_q8_rows *xq, int r, int rn, int p, int cb,
-                     const kr_linear *l);
 
 /* Whether the CPU has AVX512-VNNI, AMX-TILE and AMX-INT8 and the OS grants the tiles' state
  * (Linux asks once, for the whole process); 0 on other systems. The amx level's condition. */

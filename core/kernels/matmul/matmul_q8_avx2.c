@@ -10,7 +10,7 @@
  *   does in one.
  *
  * Both give the same int32 sums, so the same bits. */
-#include "matmul_q8.h"
+#include "matmul_q8_avx2.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
