@@ -15,9 +15,9 @@
  * (prefill, cached decode step at 1 and 30 paths, and at 30 paths MID_HORIZON tokens into the
  * horizon, sliding-window recompute step, tokenizer decode) with its time and GFLOP/s as a
  * fraction of OpenBLAS's sgemm 1024³ measured in the same run (before and after the phases,
- * the better of the two) and its ceiling (the fraction it reaches with its products at that
- * yardstick and its attention at the rate one core runs attention's terms, a multiply and
- * an add each rounded, against the fused multiply-adds: fp_rates.c), OpenBLAS on a 30-path step's
+ * the better of the two) and, with float32 weights, its ceiling (the fraction it reaches with
+ * its FLOPs at that yardstick and its products and its attention each no faster than their
+ * bytes at the read bandwidth measured below: roofline.c), OpenBLAS on a 30-path step's
  * own products (weights from memory, at 30 rows) beside that step, and single-path decode against
  * weight bytes ÷ memory bandwidth in three rounds, each between two reads of memory (the median
  * round, and the same with the KV cache's bytes added); and a parity check, the
@@ -46,7 +46,7 @@
 #include "bench_models.h"
 #include "bench_stats.h"
 #include "blas_core.h"
-#include "fp_rates.h"
+#include "roofline.h"
 #include "kronos.h"
 #include "timefmt.h"
 
@@ -284,8 +284,8 @@ static double yardstick(void) {
     return best;
 }
 
-/* A phase's FLOPs, and those of them that attention computes (a multiply and an add a term,
- * each rounded: attention.c), which some cores run at a lower rate than the products'. */
+/* A phase's FLOPs, and those of them that attention computes (its ceiling counts their
+ * bytes apart from the products'). */
 typedef struct {
     double all, attn;
 } flop_count;
@@ -332,6 +332,16 @@ static flop_count detok_flops(const kr_tokenizer_config *c, int n) {
         2 * (blocks * (4 * d * d + 3 * d * ff) + (c->s1_bits + c->s2_bits) * d + d * c->d_in);
     double attn = blocks * 4.0 * d * (double)n * (n + 1) / 2;
     return (flop_count){n * per + attn, attn};
+}
+
+/* Bytes of the tokenizer decoder's float32 weights (detok_flops' matrices) and of the keys
+ * and values its blocks' attention reads over n tokens. */
+static double detok_weight_bytes(const kr_tokenizer_config *c) {
+    double d = c->d_model, ff = c->ff_dim, blocks = c->n_dec_layers - 1;
+    return 4 * (blocks * (4 * d * d + 3 * d * ff) + (c->s1_bits + c->s2_bits) * d + d * c->d_in);
+}
+static double detok_kv_bytes(const kr_tokenizer_config *c, int n) {
+    return 4.0 * (c->n_dec_layers - 1) * 2.0 * n * c->d_model;
 }
 
 /* Bytes of the weights a decode step streams in weights mode w: the trunk, the fusion, the
@@ -775,14 +785,18 @@ static int parity_check(const kr_model *m, const series *s, int mc) {
     return n_diff;
 }
 
-/* One row of the phase table. attn_rate: attention's rate against the products' on one core
- * (kb_fp_rates; NAN: not measured, or a phase bound by memory): the ceiling is the share of
- * the yardstick the phase reaches with its products at the yardstick and its attention at
- * that rate. */
-static void phase(const char *name, double ms, flop_count f, double peak, double attn_rate) {
-    double gf = f.all / (ms * 1e6);
-    printf("| %s | %.2f | %.2f | %.1f | %.0f%% |", name, ms, f.all / 1e9, gf, 100 * gf / peak);
-    double ceiling = kb_phase_ceiling(f.all, f.attn, attn_rate);
+/* A phase's work for its ceiling: its FLOPs, the weights its products read and the keys and
+ * values its attention reads. */
+static kb_phase_work work(flop_count f, double weights, double kv) {
+    return (kb_phase_work){f.all, f.attn, weights, kv};
+}
+
+/* One row of the phase table: its share of the yardstick `peak`, and its ceiling at peak and
+ * bandwidth bw (NAN: not shown). */
+static void phase(const char *name, double ms, kb_phase_work w, double peak, double bw) {
+    double gf = w.flops / (ms * 1e6);
+    printf("| %s | %.2f | %.2f | %.1f | %.0f%% |", name, ms, w.flops / 1e9, gf, 100 * gf / peak);
+    double ceiling = kb_phase_ceiling(w, peak, bw);
     if (isnan(ceiling))
         printf(" – |\n");
     else
@@ -1080,39 +1094,46 @@ int main(int argc, char **argv) {
         if (again > peak) peak = again;
         printf("the table's yardstick: %.1f GFLOP/s (the better of the two)\n", peak);
     }
-    /* attention's terms against the products' on one core at the kernels' level: on some
-     * cores half the rate, which caps a phase below the yardstick by its attention's share */
-    double attn_rate = NAN;
-    kb_fp_rates rates;
-    if (!phases_cpu && kb_fp_rates_measure((int)kr_simd_level(), &rates) == 0) {
-        attn_rate = rates.muladd_gflops / rates.fma_gflops;
-        if (attn_rate > 1) attn_rate = 1; /* separate add pipes: as fast, within the noise */
-        printf("attention's terms (a multiply and an add, each rounded) on one core at %s: "
-               "%.1f GFLOP/s, %.2f× the fused multiply-add's %.1f (register-only loops)\n",
-               kr_simd_name(kr_simd_level()), rates.muladd_gflops, attn_rate, rates.fma_gflops);
-    }
+    /* the ceilings: float32's products against the float32 yardstick (a reduced mode's
+     * products are not held to it), each part's bytes at the bandwidth of the single-path
+     * rounds; a cache's bytes each read once: the shared prefix once for all paths */
+    double cbw = kr_model_weights(m) == KR_PREC_F32 ? bw : NAN;
+    double kv_elt = kr_model_kv(m) == KR_PREC_BF16 ? 0.5 : 1.0;
+#define KV(n) (kv_elt * kv_bytes(c, (n)))
     flop_count f_own = append_flops(c, mc - g, g), f_pre = append_flops(c, 0, mc - g);
     char name[96];
     printf("\n| phase | ms | GFLOP | GFLOP/s | of sgemm peak | ceiling |\n"
            "|---|---|---|---|---|---|\n");
-    phase("prefill, lookback (1 cache)", pre_ms, append_flops(c, 0, L), peak, attn_rate);
-    phase("cached decode step, 1 path", step1, step_flops(c, L + mid), peak, NAN);
-    phase("cached decode step, 30 paths", step30, flops_times(30, step_flops(c, L + mid)), peak,
-          attn_rate);
+    phase("prefill, lookback (1 cache)", pre_ms, work(append_flops(c, 0, L), bytes, KV(L)), peak,
+          cbw);
+    phase("cached decode step, 1 path", step1, work(step_flops(c, L + mid), bytes, KV(L + mid)),
+          peak, NAN);
+    phase("cached decode step, 30 paths", step30,
+          work(flops_times(30, step_flops(c, L + mid)), bytes, KV(L) + 30 * KV(mid)), peak, cbw);
     snprintf(name, sizeof name, "cached decode step, 30 paths, %d tokens in", MID_HORIZON);
     if (!isnan(step30mid))
-        phase(name, step30mid, flops_times(30, step_flops(c, L + MID_HORIZON + mid)), peak,
-              attn_rate);
+        phase(name, step30mid,
+              work(flops_times(30, step_flops(c, L + MID_HORIZON + mid)), bytes,
+                   KV(L) + 30 * KV(MID_HORIZON + mid)),
+              peak, cbw);
+    /* a recompute's products run twice: over the prefix, then over the paths' own rows */
     snprintf(name, sizeof name, "sliding recompute step, 1 path (%d + %d)", mc - g, g);
-    phase(name, rpre_ms + own1_ms, flops_plus(f_pre, f_own), peak, attn_rate);
+    phase(name, rpre_ms + own1_ms, work(flops_plus(f_pre, f_own), 2 * bytes, KV(mc)), peak, cbw);
     snprintf(name, sizeof name, "sliding recompute step, 30 paths (%d + 30 × %d)", mc - g, g);
-    phase(name, rpre_ms + own30_ms, flops_plus(f_pre, flops_times(30, f_own)), peak, attn_rate);
+    phase(name, rpre_ms + own30_ms,
+          work(flops_plus(f_pre, flops_times(30, f_own)), 2 * bytes, KV(mc - g) + 30 * KV(g)), peak,
+          cbw);
+#undef KV
     snprintf(name, sizeof name, "tokenizer decode, %d tokens", L + P);
-    phase(name, det_ms, detok_flops(tc, L + P), peak, attn_rate);
-    if (!isnan(attn_rate))
-        printf("(ceiling: the share of the yardstick a phase reaches with its products at the "
-               "yardstick and its attention at the rate above; the single-path step is bound "
-               "by memory, below)\n");
+    phase(name, det_ms,
+          work(detok_flops(tc, L + P), detok_weight_bytes(tc), detok_kv_bytes(tc, L + P)), peak,
+          cbw);
+    if (!isnan(cbw))
+        printf("(ceiling: the share of the yardstick a phase reaches with its FLOPs at the "
+               "yardstick, its products no faster than their weights and its attention than its "
+               "keys and values at %.1f GB/s, one after the other; the single-path step is bound "
+               "by memory, below)\n",
+               cbw);
     /* the yardstick multiplies matrices that stay in the caches; a decode step's products
      * stream their weights from memory at a few rows: OpenBLAS on those, for scale */
     if (!phases_cpu) {
