@@ -17,7 +17,7 @@
  * fraction of OpenBLAS's sgemm 1024³ measured in the same run (before and after the phases,
  * the better of the two) and, with float32 weights, its ceiling (the fraction it reaches with
  * its FLOPs at that yardstick and its products and its attention each no faster than their
- * bytes at the read bandwidth measured below: roofline.c), OpenBLAS on a 30-path step's
+ * bytes at the read bandwidth measured below: measure/roofline.c), OpenBLAS on a 30-path step's
  * own products (weights from memory, at 30 rows) beside that step, and single-path decode against
  * weight bytes ÷ memory bandwidth in three rounds, each between two reads of memory (the median
  * round, and the same with the KV cache's bytes added); and a parity check, the
