@@ -71,8 +71,8 @@ bad:
     return -1;
 }
 
-double kb_forecast_ms(const kr_model *m, kr_pool *pool, const kb_series *s, int L, int P,
-                      int samples, bool use_cache, int reps, kr_forecast_result *keep) {
+/* A forecast of horizon P from the series' first L candles, its future stamps the next P. */
+static kr_forecast_request request_from(const kb_series *s, int L, int P) {
     kr_forecast_request r;
     kr_forecast_request_init(&r);
     r.context.n = L;
@@ -81,6 +81,12 @@ double kb_forecast_ms(const kr_model *m, kr_pool *pool, const kb_series *s, int 
         r.context.columns[c] = s->col[c];
     r.horizon = P;
     r.future_timestamps = s->wall + L;
+    return r;
+}
+
+double kb_forecast_ms(const kr_model *m, kr_pool *pool, const kb_series *s, int L, int P,
+                      int samples, bool use_cache, int reps, kr_forecast_result *keep) {
+    kr_forecast_request r = request_from(s, L, P);
     r.samples = samples;
     r.seed = 1;
     r.use_cache = use_cache;
@@ -279,14 +285,7 @@ double kb_detok_ms(const kr_model *m, int n, int reps) {
 int kb_parity_check(const kr_model *m, const kb_series *s, int mc) {
     int L = mc - 6, P = 12, n_diff = 0;
     kr_forecast_result a, b;
-    kr_forecast_request r;
-    kr_forecast_request_init(&r);
-    r.context.n = L;
-    r.context.timestamps = s->wall;
-    for (int c = 0; c < KR_D_IN; c++)
-        r.context.columns[c] = s->col[c];
-    r.horizon = P;
-    r.future_timestamps = s->wall + L;
+    kr_forecast_request r = request_from(s, L, P);
     r.seed = 3;
     kr_error err;
     r.use_cache = true;
