@@ -5,7 +5,7 @@
 #     calibrated quantile and P(up), every append's anomalies and the GET's running coverage,
 #     PIT KS and Brier are recomputed with numpy from the answers' raw paths
 #     (calib_live_check.py); with N the whole second half (CALIB_LIVE_FULL=1, or
-#     bench/calib_live.sh), the 80% band's running coverage ends within 0.06 of 0.80;
+#     bench/series/calib_live.sh), the 80% band's running coverage ends within 0.06 of 0.80;
 #   * the daemon killed and restarted on the same state-dir, twice (before and after an
 #     append): the session's GET calibration and its forecast are the same bytes as before
 #     (usage aside), so the journal's kept forecasts and appends replay to the same state;

@@ -3,12 +3,12 @@
 # cycles per journal-fsync mode under appends, generates, creates and deletes, each checked
 # for anything acknowledged and lost (tests/e2e/crash_cycles.py; the tests run two a mode).
 #
-#   bench/journal_cycles.sh [BUILD_DIR] [MODEL_DIR]
+#   bench/series/journal_cycles.sh [BUILD_DIR] [MODEL_DIR]
 #
 # BUILD_DIR defaults to build, MODEL_DIR to tests/data/tiny. Prints a line a cycle and the
 # totals per mode; exit 1 if any cycle lost anything.
 set -uo pipefail
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-build}
 MODEL=${2:-$SRC/tests/data/tiny}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-cycles.XXXXXX")

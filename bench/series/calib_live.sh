@@ -5,8 +5,8 @@
 # number recomputed with numpy, and the 80% band's running coverage must end within 0.06 of
 # 0.80 (tests/e2e/calib_live.sh with its whole run; about 2-3 minutes in a release build).
 #
-#   bench/calib_live.sh [BUILD_DIR]
+#   bench/series/calib_live.sh [BUILD_DIR]
 set -uo pipefail
 BUILD=${1:-build}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 CALIB_LIVE_FULL=1 exec bash "$SRC/tests/e2e/calib_live.sh" "$BUILD/kronosd" "$SRC"

@@ -6,12 +6,12 @@
 # calibration object adds to one forecast's answer, and a live session's own work per
 # forecast and candle (kronos-calib-bench, calib_bench.c; built with the bench feature).
 #
-#   bench/calibration_cost.sh [BUILD_DIR] [MODEL_DIR] [RUNS]
+#   bench/series/calibration_cost.sh [BUILD_DIR] [MODEL_DIR] [RUNS]
 set -uo pipefail
 BUILD=${1:-build}
 MODEL=${2:-tests/data/tiny}
 RUNS=${3:-3}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-calcost.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 python3 - "$SRC/tests/data/kline_5min.csv" "$WORK" <<'PYEOF'

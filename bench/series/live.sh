@@ -2,7 +2,7 @@
 # live.sh — what live series save, measured in one run against a real daemon with curl-like
 # calls (Python's urllib on loopback), so that the ratios hold on a shared, noisy machine.
 #
-#   bench/live.sh KRONOSD MODEL_DIR [REPS]
+#   bench/series/live.sh KRONOSD MODEL_DIR [REPS]
 #
 # 1. Lookback 400, horizon 12, 8 paths: "append 1 candle + forecast" on a candle session,
 #    against a stateless /forecast of the same 401 candles, and against the same forecast
@@ -11,12 +11,12 @@
 #    sequential /forecast requests.
 # Each figure is the median of REPS (default 7) runs. Not a test: run it by hand, e.g.
 #   ./build/kronos-mkmodel --out /tmp/m-small --preset small --seed 1
-#   bench/live.sh build/kronosd /tmp/m-small
+#   bench/series/live.sh build/kronosd /tmp/m-small
 set -euo pipefail
 KRONOSD=$1
 MODEL=$2
 REPS=${3:-7}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-bench.XXXXXX")
 LOG="$WORK/daemon.log"
 "$KRONOSD" serve --model "$MODEL" --port 0 --max-request-cost 1000000 >"$LOG" 2>&1 &

@@ -3,7 +3,7 @@
 # limits admit: its times alone and while the heavy one runs, against one daemon of the
 # default configuration, in one run so the ratios hold on a shared machine.
 #
-#   bench/fair_eval_bench.sh [BUILD_DIR] [MODEL_DIR]
+#   bench/serving/fair_eval_bench.sh [BUILD_DIR] [MODEL_DIR]
 #
 # Light: 64 candles, horizon 4, 1 path, N (default 12) times alone before each case, then
 # up to N times spread over the heavy request. The heavy cases (CASES, default all):

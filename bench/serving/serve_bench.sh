@@ -4,7 +4,7 @@
 # former `batching = false` mode is retired), in one run so that the ratios hold on a
 # shared machine.
 #
-#   bench/serve_bench.sh [BUILD_DIR] [MODEL_DIR]
+#   bench/serving/serve_bench.sh [BUILD_DIR] [MODEL_DIR]
 #
 # BUILD_DIR defaults to build; MODEL_DIR to a Kronos-small-shaped random model written by
 # kronos-mkmodel. Needs wrk and curl (Debian packages). Every daemon listens on 127.0.0.1 and
@@ -19,12 +19,12 @@
 #   * p99 of that short request with two long forecasts (30 samples, horizon 512) running,
 #     against its p99 alone;
 #   * RSS before and after each of RSS_ROUNDS rounds of RSS_DUR seconds of load;
-#   * fair serving, by bench/fair_bench.sh on a daemon of its own (FAIR_N light
+#   * fair serving, by bench/serving/fair_bench.sh on a daemon of its own (FAIR_N light
 #     requests alone, default 30; FAIR_FLAGS for its daemon): a light forecast's (64 candles,
 #     horizon 16, 1 path) p50/p99 alone and beside two heavy ones (400 candles, horizon 160,
 #     8 paths), and the heavy ones' time with and without the light ones;
 #   * appends of one candle with journal-fsync always/everysec/no and without a journal, by
-#     bench/journal_bench.sh (JOURNAL_APPENDS, default 100; STATE_DIR on the disk to count
+#     bench/series/journal_bench.sh (JOURNAL_APPENDS, default 100; STATE_DIR on the disk to count
 #     fsync).
 # FAIR=0 or JOURNAL=0 leaves those parts out.
 set -uo pipefail
@@ -33,7 +33,7 @@ MODEL=${2:-}
 DUR=${DUR:-20}
 RSS_ROUNDS=${RSS_ROUNDS:-3}
 RSS_DUR=${RSS_DUR:-60}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-bench.XXXXXX")
 PIDS=()
 cleanup() {
@@ -166,11 +166,11 @@ kill "$PID_batched" 2>/dev/null # the parts below start daemons of their own
 wait "$PID_batched" 2>/dev/null
 if [ "${FAIR:-1}" != 0 ]; then
     echo
-    echo "Fair serving (bench/fair_bench.sh):"
-    N=${FAIR_N:-30} "$SRC/bench/fair_bench.sh" "$BUILD" "$MODEL"
+    echo "Fair serving (bench/serving/fair_bench.sh):"
+    N=${FAIR_N:-30} "$SRC/bench/serving/fair_bench.sh" "$BUILD" "$MODEL"
 fi
 if [ "${JOURNAL:-1}" != 0 ]; then
     echo
-    echo "Appends with the session journal (bench/journal_bench.sh):"
-    APPENDS=${JOURNAL_APPENDS:-100} SESSIONS=0 "$SRC/bench/journal_bench.sh" "$BUILD" "$MODEL"
+    echo "Appends with the session journal (bench/series/journal_bench.sh):"
+    APPENDS=${JOURNAL_APPENDS:-100} SESSIONS=0 "$SRC/bench/series/journal_bench.sh" "$BUILD" "$MODEL"
 fi

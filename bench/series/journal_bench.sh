@@ -4,7 +4,7 @@
 # with N journaled sessions of 400 candles: time to /health 200 (against a start without a
 # journal), and a session's first forecast after it against one before it, warm.
 #
-#   bench/journal_bench.sh [BUILD_DIR] [MODEL_DIR]
+#   bench/series/journal_bench.sh [BUILD_DIR] [MODEL_DIR]
 #
 # BUILD_DIR defaults to build; MODEL_DIR to a Kronos-small-shaped random model written by
 # kronos-mkmodel. APPENDS (default 100: the session stays within max_context, where an append is
@@ -16,7 +16,7 @@ BUILD=${1:-build}
 MODEL=${2:-}
 APPENDS=${APPENDS:-100}
 SESSIONS=${SESSIONS:-100}
-SRC=$(cd "$(dirname "$0")/.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-jbench.XXXXXX")
 STATE_DIR=${STATE_DIR:-$WORK/state}
 PIDS=()

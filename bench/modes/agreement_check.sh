@@ -7,7 +7,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronos-agreement.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 for py in "$(command -v python3)" /usr/bin/python3; do
     if [ -x "$py" ] && "$py" -c 'import numpy' 2>/dev/null; then
-        exec "$py" "$2/bench/${3:-agreement_check.py}" "$1" "$2" "$WORK" "${@:4}"
+        exec "$py" "$2/bench/modes/${3:-agreement_check.py}" "$1" "$2" "$WORK" "${@:4}"
     fi
 done
 echo "skip: no Python with numpy"

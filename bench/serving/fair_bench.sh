@@ -4,7 +4,7 @@
 # without the light ones, against one daemon, in one run so the ratios hold on a shared
 # machine.
 #
-#   bench/fair_bench.sh [BUILD_DIR] [MODEL_DIR]
+#   bench/serving/fair_bench.sh [BUILD_DIR] [MODEL_DIR]
 #
 # Light: 64 candles, horizon 16, 1 path, sent N (default 30) times one after another alone;
 # then back to back for the whole of the heavy ones' run (the harshest case); then SPACED

@@ -3,7 +3,7 @@
 # times alone and, sent once a second, while the job trains, against one daemon in one run so
 # the ratio holds on a shared machine.
 #
-#   bench/fair_finetune_bench.sh [BUILD_DIR] [MODEL_DIR]
+#   bench/serving/fair_finetune_bench.sh [BUILD_DIR] [MODEL_DIR]
 #
 # Light: 64 candles, horizon 16, 1 path (fair_bench.sh's), N (default 12) times alone, median.
 # Then a job on tests/data/kline_5min.csv at upstream's shape (batch 16, lookback 90, predict

@@ -9,7 +9,7 @@ import socket
 import sys
 import urllib.parse
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "e2e"))
 import http_call  # noqa: E402
 
 URL = urllib.parse.urlparse(sys.argv[1])

@@ -2,7 +2,7 @@
 # fair_finetune_bench.sh): SRC, a work folder removed at exit with the daemon in PID stopped,
 # and MODEL, a random-weight model of Kronos-small's shape when none is given.
 # Source it after setting BUILD and MODEL; $1 names the work folder.
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kronosd-$1.XXXXXX")
 PID=
 cleanup() {
