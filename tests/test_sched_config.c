@@ -1,5 +1,5 @@
 /* test_sched_config.c — the step scheduler's tuning defaults (core/sched/sched_config.c):
- * kr_sched_config_default gives the figures include/kronos.h documents for each knob, a
+ * kr_sched_config_default gives the figures include/kronos_sched.h documents for each knob, a
  * knob left 0 takes that default when the scheduler is created, and a knob set (or set
  * negative where negative means "none" / "never") is kept. */
 #include <setjmp.h>
@@ -25,7 +25,7 @@ static void expect_same(const kr_sched_config *a, const kr_sched_config *b) {
     assert_ptr_equal(a->ctx, b->ctx);
 }
 
-/* the "0: x" of each knob's comment in kronos.h */
+/* the "0: x" of each knob's comment in kronos_sched.h */
 static void test_defaults_as_documented(void **state) {
     (void)state;
     kr_sched_config d = kr_sched_config_default();
