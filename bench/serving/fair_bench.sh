@@ -17,15 +17,8 @@ BUILD=${1:-build}
 MODEL=${2:-}
 N=${N:-30}
 . "$(dirname "$0")/fair_lib.sh" fair
-"$BUILD/kronosd" serve --model "$MODEL" --host 127.0.0.1 --port 0 --access-log false \
-    --queue-size 256 --request-timeout 600 --max-request-cost 1000000 ${FAIR_FLAGS:-} \
-    >"$WORK/d.log" 2>&1 &
-PID=$!
-for _ in $(seq 1 600); do
-    grep -q "kronosd: ready" "$WORK/d.log" && break
-    sleep 0.1
-done
-port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9]*\) .*|\1|p' "$WORK/d.log" | head -1)
+# shellcheck disable=SC2086 # FAIR_FLAGS: words, as the caller wrote them
+start_daemon --queue-size 256 --request-timeout 600 --max-request-cost 1000000 ${FAIR_FLAGS:-}
 CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
 echo "CPU: $CPU, $(nproc) cores; model: $MODEL; flags: ${FAIR_FLAGS:-none}"
 python3 - "$SRC/tests/data/kline_5min.csv" "http://127.0.0.1:$port" "$N" "${SPACED:-12}" <<'EOF'

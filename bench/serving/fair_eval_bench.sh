@@ -21,14 +21,7 @@ BUILD=${1:-build}
 MODEL=${2:-}
 N=${N:-12}
 . "$(dirname "$0")/fair_lib.sh" faireval
-"$BUILD/kronosd" serve --model "$MODEL" --host 127.0.0.1 --port 0 --access-log false \
-    >"$WORK/d.log" 2>&1 &
-PID=$!
-for _ in $(seq 1 600); do
-    grep -q "kronosd: ready" "$WORK/d.log" && break
-    sleep 0.1
-done
-port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9]*\) .*|\1|p' "$WORK/d.log" | head -1)
+start_daemon
 CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
 FAM=$(sed -n 's/^cpu family[^:]*: //p' /proc/cpuinfo | head -1)
 MOD=$(sed -n 's/^model[^:]*: //p' /proc/cpuinfo | sed -n 1p)

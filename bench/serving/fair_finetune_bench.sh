@@ -27,16 +27,8 @@ BESIDE=${BESIDE:-30}
 KEY="bench-$$-$RANDOM"
 printf 'bench:%s\n' "$KEY" >"$WORK/admin"
 mkdir -p "$WORK/state"
-"$BUILD/kronosd" serve --model "$MODEL" --host 127.0.0.1 --port 0 --access-log false \
-    --admin-key-file "$WORK/admin" --state-dir "$WORK/state" ${FAIR_FLAGS:-} \
-    >"$WORK/d.log" 2>&1 &
-PID=$!
-for _ in $(seq 1 600); do
-    grep -q "kronosd: ready" "$WORK/d.log" && break
-    sleep 0.1
-done
-port=$(sed -n 's|.*listening on http://[^ ]*:\([0-9]*\) .*|\1|p' "$WORK/d.log" | head -1)
-[ -n "$port" ] || { echo "the daemon did not start:"; cat "$WORK/d.log"; exit 1; }
+# shellcheck disable=SC2086 # FAIR_FLAGS: words, as the caller wrote them
+start_daemon --admin-key-file "$WORK/admin" --state-dir "$WORK/state" ${FAIR_FLAGS:-}
 CPU=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)
 FAM=$(sed -n 's/^cpu family[^:]*: //p' /proc/cpuinfo | head -1)
 MOD=$(sed -n 's/^model[^:]*: //p' /proc/cpuinfo | sed -n 1p)
