@@ -197,16 +197,8 @@ int main(int argc, char **argv) {
            cpu, kr_threads(), kb_blas_core(), kr_simd_name(kr_simd_level()),
            kr_bf16_product_name(kr_simd_level()), kr_q8_product_name(kr_simd_level()),
            kr_precision_name(weights), kr_precision_name(kv_mode));
-    char tok[1024], pred[1024];
-    snprintf(tok, sizeof tok, "%s/tokenizer", model);
-    snprintf(pred, sizeof pred, "%s/predictor", model);
-    kr_model_paths paths = {.tokenizer_dir = tok,
-                            .predictor_dir = pred,
-                            .max_context = 512,
-                            .weights = weights,
-                            .kv = kv_mode};
     kr_error err;
-    kr_model *m = kr_model_load(&paths, &err);
+    kr_model *m = kb_mode_load(model, &(kb_mode){.weights = weights, .kv = kv_mode}, &err);
     if (!m) {
         fprintf(stderr, "kronos-bench: %s\n", err.msg);
         return 1;
@@ -230,6 +222,8 @@ int main(int argc, char **argv) {
             predict,
             reps,
             kb_yardstick()};
+        char pred[1024];
+        snprintf(pred, sizeof pred, "%s/predictor", model);
         const int rc = kb_train_step(m, pred, &ta);
         kr_model_free(m);
         kb_series_free(&s);
