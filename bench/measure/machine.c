@@ -44,8 +44,7 @@ typedef struct {
 
 /* The fastest plain read this CPU does, so that the floor is one: built for each vector
  * width, and each line asked for 4 KiB ahead, past the page edge where the hardware's
- * stream prefetch stops (on an Intel Xeon, family 6 model 207, a 104 MB buffer read from
- * L3: 28-42 GB/s without, 45-58 with; from memory the same 24 GB/s either way). */
+ * stream prefetch stops (design.md, tried and dropped). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define READ_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

@@ -15,9 +15,9 @@ double kb_wall_ms(void);
 /* GB/s of reading a buffer of `bytes` with `threads` threads, the best of 5 passes back to
  * back. A single-path decode step reads the same weights and KV cache every token, so the
  * floor reads a buffer of that size the same way: from memory where it is larger than the
- * last-level cache, from that cache where it fits (an Intel Xeon's 260 MB L3 holds
- * Kronos-small's weights, read about twice as fast as memory: a buffer larger than that L3
- * would put the floor below what the step itself does). */
+ * last-level cache, from that cache where it fits (a cache that holds the step's weights is
+ * read faster than memory: a buffer larger than it would put the floor below what the step
+ * itself does). */
 double kb_read_bandwidth(int threads, size_t bytes);
 
 #endif

@@ -84,6 +84,16 @@ static kr_forecast_request request_from(const kb_series *s, int L, int P) {
     return r;
 }
 
+/* n token pairs spread over the codes (any pair does the same work), with the series' time
+ * stamps when st is not NULL. */
+static void fill_tokens(const kb_series *s, int n, int32_t *s1, int32_t *s2, kr_stamp *st) {
+    for (int i = 0; i < n; i++) {
+        s1[i] = (i * 37) % 1024;
+        s2[i] = (i * 91) % 1024;
+        if (st) st[i] = kr_stamp_from_wall(s->wall[i]);
+    }
+}
+
 double kb_forecast_ms(const kr_model *m, kr_pool *pool, const kb_series *s, int L, int P,
                       int samples, bool use_cache, int reps, kr_forecast_result *keep) {
     kr_forecast_request r = request_from(s, L, P);
@@ -136,11 +146,7 @@ double kb_decode_step_ms(const kr_model *m, const kb_series *s, int prefix, int 
         fprintf(stderr, "decode bench: out of memory\n");
         exit(1);
     }
-    for (int i = 0; i < n; i++) {
-        s1[i] = (i * 37) % 1024;
-        s2[i] = (i * 91) % 1024;
-        st[i] = kr_stamp_from_wall(s->wall[i]);
-    }
+    fill_tokens(s, n, s1, s2, st);
     if (kr_cache_append(&base, 1, s1, s2, st, prefix, NULL, &err)) {
         fprintf(stderr, "decode bench: %s\n", err.msg);
         exit(1);
@@ -201,11 +207,7 @@ void kb_window_ms(const kr_model *m, const kb_series *s, int prefix, int g, int 
         fprintf(stderr, "window bench: %s\n", pool ? "out of memory" : err.msg);
         exit(1);
     }
-    for (int i = 0; i < n; i++) { /* the context; each path's own tokens follow it */
-        s1[i] = (i * 37) % 1024;
-        s2[i] = (i * 91) % 1024;
-        st[i] = kr_stamp_from_wall(s->wall[i]);
-    }
+    fill_tokens(s, n, s1, s2, st); /* the context; each path's own tokens follow it */
     int32_t *g1 = malloc((size_t)S * (g > 0 ? g : 1) * sizeof *g1),
             *g2 = malloc((size_t)S * (g > 0 ? g : 1) * sizeof *g2);
     kr_stamp *gs = malloc((size_t)S * (g > 0 ? g : 1) * sizeof *gs);
@@ -261,10 +263,7 @@ double kb_detok_ms(const kr_model *m, int n, int reps) {
     int32_t *s1 = malloc((size_t)n * sizeof *s1), *s2 = malloc((size_t)n * sizeof *s2);
     float *out = malloc((size_t)n * KR_D_IN * sizeof(float));
     if (!s1 || !s2 || !out) exit(1);
-    for (int i = 0; i < n; i++) {
-        s1[i] = (i * 37) % 1024;
-        s2[i] = (i * 91) % 1024;
-    }
+    fill_tokens(NULL, n, s1, s2, NULL);
     double best = INFINITY, start = kb_wall_ms();
     for (int k = -1; k < reps || kb_wall_ms() - start < 300; k++) { /* k = -1: the warm-up */
         kr_error err;

@@ -65,8 +65,8 @@ void kb_window_ms(const kr_model *m, const kb_series *s, int prefix, int g, int 
                   double *prefill_ms, double *own_ms);
 
 /* ms of decoding n token pairs to candles with the tokenizer: the best of at least reps
- * calls and 0.3 s of them (a call takes about 10 ms: as with the yardstick, the fastest call
- * is what the machine does when the neighbours let it), after an untimed call that first
+ * calls and 0.3 s of them (a call is short: as with the yardstick, the fastest call is what
+ * the machine does when the neighbours let it), after an untimed call that first
  * touches the thread's scratch. */
 double kb_detok_ms(const kr_model *m, int n, int reps);
 
